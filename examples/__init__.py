@@ -1,0 +1,1 @@
+"""Reference architectures that pytest-flopbudget's own tests measure."""

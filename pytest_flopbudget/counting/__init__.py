@@ -1,0 +1,52 @@
+"""`count()`: one entry point for every backend; torch and onnx are imported only when their backend is used."""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Callable, Mapping, Sequence
+
+from ..errors import CountingError
+from ..report import Report
+
+
+def count(
+    model: Any,
+    *example_inputs: Any,
+    training: bool = False,
+    execution: str = "fake",
+    loss_fn: Callable[[Any], Any] | None = None,
+    inputs: Mapping[str, Sequence[int]] | None = None,
+    **forward_kwargs: Any,
+) -> Report:
+    """Count the FLOPs, MACs, parameters and skipped ops of one forward pass (or one training step).
+
+    `model` is a `torch.nn.Module` (called with `example_inputs` and `forward_kwargs`), or an ONNX model given as a
+    path or an `onnx.ModelProto` (with `inputs=` binding input names to shapes where the graph leaves them open).
+    """
+    if _is_onnx(model):
+        if example_inputs or forward_kwargs or training:
+            raise CountingError(
+                "an ONNX model takes input shapes as inputs={'name': [dims]}; positional example inputs, "
+                "forward keyword arguments and training=True apply to PyTorch models only"
+            )
+        from .onnx_backend import count_onnx
+
+        return count_onnx(model, inputs=inputs)
+    if inputs is not None:
+        forward_kwargs["inputs"] = inputs
+    if type(model).__module__.split(".")[0] in ("builtins",) or isinstance(model, (str, bytes)):
+        raise CountingError(
+            f"count() needs a torch.nn.Module, a path to an .onnx file or an onnx.ModelProto; "
+            f"got {type(model).__name__} {model!r:.60}"
+        )
+    from .torch_backend import count_torch
+
+    return count_torch(
+        model, example_inputs, forward_kwargs, training=training, execution=execution, loss_fn=loss_fn
+    )
+
+
+def _is_onnx(model: Any) -> bool:
+    if isinstance(model, (str, os.PathLike)):
+        return str(model).lower().endswith(".onnx")
+    return type(model).__name__ == "ModelProto" and type(model).__module__.startswith("onnx")

@@ -1,0 +1,194 @@
+"""Shape math shared by the PyTorch and ONNX backends: what a FLOP and a MAC are, written once.
+
+Every function takes plain integers (shapes and op arguments, never tensors) and returns a `Cost`. The per-element
+constants below are the project's counting conventions; the README repeats them. Both backends call these
+functions so that a convolution costs the same whether it came from `aten.convolution` or from ONNX `Conv`.
+"""
+
+from __future__ import annotations
+
+from math import ceil, floor, prod
+from typing import NamedTuple, Sequence
+
+
+class Cost(NamedTuple):
+    flops: int
+    macs: int
+
+    def __add__(self, other: object) -> Cost:  # type: ignore[override]
+        if not isinstance(other, Cost):
+            return NotImplemented
+        return Cost(self.flops + other.flops, self.macs + other.macs)
+
+    def times(self, n: int) -> Cost:
+        return Cost(self.flops * n, self.macs * n)
+
+
+FREE = Cost(0, 0)
+
+#: One FLOP per output element for plain elementwise arithmetic, comparisons, activations and transcendental
+#: functions (add, mul, exp, relu, gelu, sigmoid, ...). A fused kernel counts the arithmetic it fuses.
+ELEMENTWISE = 1
+#: softmax / log_softmax per element: max, subtract, exp, sum, divide (log_softmax: log instead of divide).
+SOFTMAX = 5
+#: Normalisation per element: statistics (mean: add; variance: subtract, square, add) ...
+NORM_STATS = 4
+#: ... normalising (subtract mean, multiply by inverse std) ...
+NORM_APPLY = 2
+#: ... and the affine transform, 1 per element for the weight and 1 for the bias.
+NORM_AFFINE_EACH = 1
+#: RMS norm statistics per element: square and add (no mean subtraction); applying it: 1 multiply.
+RMS_STATS = 2
+RMS_APPLY = 1
+#: Reductions (sum, mean, max, argmax, norm, ...) per *input* element; variance/std per input element.
+REDUCTION = 1
+VARIANCE = 3
+#: Backward of a normalisation, per element: twice its forward per-element cost.
+NORM_BACKWARD_FACTOR = 2
+#: Softmax backward per element: multiply, sum, subtract, multiply.
+SOFTMAX_BACKWARD = 4
+
+
+def elementwise(numel: int, per_element: int = ELEMENTWISE) -> Cost:
+    return Cost(numel * per_element, 0)
+
+
+def matmul(m: int, n: int, k: int, batch: int = 1) -> Cost:
+    """(M x K) @ (K x N): M*N*K MACs, 2*M*N*K FLOPs, `batch` times."""
+    macs = batch * m * n * k
+    return Cost(2 * macs, macs)
+
+
+def linear(rows: int, in_features: int, out_features: int, bias: bool) -> Cost:
+    """A dense layer on `rows` vectors; the bias add is 1 FLOP per output element (TensorFlow's 7425 case)."""
+    cost = matmul(rows, out_features, in_features)
+    return cost + elementwise(rows * out_features) if bias else cost
+
+
+def conv(
+    batch: int,
+    in_channels: int,
+    out_channels: int,
+    out_spatial: Sequence[int],
+    kernel: Sequence[int],
+    groups: int = 1,
+    bias: bool = False,
+) -> Cost:
+    """Each output element is a dot product over (in_channels / groups) * kernel taps."""
+    out_elements = batch * out_channels * prod(out_spatial)
+    macs = out_elements * (in_channels // groups) * prod(kernel)
+    cost = Cost(2 * macs, macs)
+    return cost + elementwise(out_elements) if bias else cost
+
+
+def conv_transpose(
+    batch: int,
+    in_channels: int,
+    out_channels: int,
+    in_spatial: Sequence[int],
+    kernel: Sequence[int],
+    groups: int = 1,
+    bias: bool = False,
+    out_spatial: Sequence[int] = (),
+) -> Cost:
+    """Every *input* element is scattered through (out_channels / groups) * kernel taps.
+
+    The cost follows the input's spatial size, not the output's: counters that reuse the forward-conv formula on
+    the output shape over-count by stride**dims.
+    """
+    macs = batch * in_channels * prod(in_spatial) * (out_channels // groups) * prod(kernel)
+    cost = Cost(2 * macs, macs)
+    if bias:
+        cost = cost + elementwise(batch * out_channels * prod(out_spatial))
+    return cost
+
+
+def attention(
+    batch_heads: int, q_len: int, kv_len: int, head_dim: int, v_dim: int | None = None, masked: bool = False
+) -> Cost:
+    """Scaled dot-product attention: QK^T and AV matmuls, the scale, an additive mask, the softmax.
+
+    A causal mask does not reduce the count: the kernels compute (or at least schedule) the dense product, and a
+    dense rule keeps the count independent of which kernel ran. The rule is stated in the README.
+    """
+    v_dim = head_dim if v_dim is None else v_dim
+    scores = batch_heads * q_len * kv_len
+    cost = matmul(q_len, kv_len, head_dim, batch_heads) + matmul(q_len, v_dim, kv_len, batch_heads)
+    per_score = ELEMENTWISE + SOFTMAX + (ELEMENTWISE if masked else 0)  # scale, softmax, mask add
+    return cost + elementwise(scores, per_score)
+
+
+def attention_backward(
+    batch_heads: int, q_len: int, kv_len: int, head_dim: int, v_dim: int | None = None
+) -> Cost:
+    """dV = P^T dO, dP = dO V^T, dS = softmax', dQ = dS K, dK = dS^T Q: four matmuls, plus recomputing S."""
+    v_dim = head_dim if v_dim is None else v_dim
+    scores = batch_heads * q_len * kv_len
+    cost = (
+        matmul(q_len, kv_len, head_dim, batch_heads)  # recompute S = QK^T
+        + matmul(kv_len, v_dim, q_len, batch_heads)  # dV
+        + matmul(q_len, kv_len, v_dim, batch_heads)  # dP
+        + matmul(q_len, head_dim, kv_len, batch_heads)  # dQ
+        + matmul(kv_len, head_dim, q_len, batch_heads)  # dK
+    )
+    return cost + elementwise(scores, SOFTMAX_BACKWARD + ELEMENTWISE)
+
+
+def norm(numel: int, *, stats: bool, weight: bool, bias: bool) -> Cost:
+    per = NORM_APPLY + (NORM_STATS if stats else 0)
+    per += NORM_AFFINE_EACH * (int(weight) + int(bias))
+    return elementwise(numel, per)
+
+
+def rms_norm(numel: int, *, weight: bool) -> Cost:
+    return elementwise(numel, RMS_STATS + RMS_APPLY + (NORM_AFFINE_EACH if weight else 0))
+
+
+def softmax(numel: int) -> Cost:
+    return elementwise(numel, SOFTMAX)
+
+
+def reduction(input_numel: int, per_element: int = REDUCTION) -> Cost:
+    return elementwise(input_numel, per_element)
+
+
+def pool(out_numel: int, window: int) -> Cost:
+    """Max and average pooling: one compare or add per window element per output (avg: the divide replaces one add)."""
+    return elementwise(out_numel * window)
+
+
+def adaptive_window_total(in_size: int, out_size: int) -> int:
+    """Sum over outputs of the window each covers, for one dimension of an adaptive pool (PyTorch's start/end rule)."""
+    total = 0
+    for i in range(out_size):
+        start = floor(i * in_size / out_size)
+        end = ceil((i + 1) * in_size / out_size)
+        total += end - start
+    return total
+
+
+def adaptive_pool(outer: int, in_spatial: Sequence[int], out_spatial: Sequence[int]) -> Cost:
+    """`outer` is batch * channels; the window sizes of adaptive pools vary per output position."""
+    windows = prod(adaptive_window_total(i, o) for i, o in zip(in_spatial, out_spatial))
+    return elementwise(outer * windows)
+
+
+#: Interpolation FLOPs per output element: nearest is a gather (free); linear modes weigh 2**d neighbours
+#: (2**d multiplies, 2**d - 1 adds); cubic weighs 4**d neighbours.
+def interpolate(out_numel: int, mode: str, spatial_dims: int) -> Cost:
+    if mode in ("nearest", "nearest-exact", "nearest_exact"):
+        return FREE
+    taps = 4**spatial_dims if mode in ("cubic", "bicubic") else 2**spatial_dims
+    return elementwise(out_numel, 2 * taps - 1)
+
+
+def rnn_cell(batch: int, input_size: int, hidden: int, gates: int, bias: bool) -> Cost:
+    """One time step of an RNN/GRU/LSTM cell: `gates` input and recurrent matmuls, then gate arithmetic.
+
+    Gate arithmetic per hidden unit and gate: the bias adds and the activation (3 elementwise), plus for LSTM the
+    cell update (4) and GRU the reset/update blend (5); RNN (gates=1) has none beyond its activation.
+    """
+    cost = matmul(batch, gates * hidden, input_size) + matmul(batch, gates * hidden, hidden)
+    per_unit = gates * ((2 if bias else 0) + 1 + 1)  # biases, the input+recurrent add, activation
+    per_unit += {1: 0, 3: 5, 4: 4}.get(gates, 0)
+    return cost + elementwise(batch * hidden, per_unit)

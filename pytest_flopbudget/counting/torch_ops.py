@@ -1,0 +1,491 @@
+"""ATen op -> formula table for the PyTorch backend.
+
+Keys are `namespace.op` without the overload and without the in-place underscore (`aten.add_.Tensor` and
+`aten.add.out` are both `aten.add`). Each formula receives the op's arguments bound to their schema names (with
+defaults filled in) and the op's output, and reads only shapes and arguments, never values.
+"""
+
+from __future__ import annotations
+
+from math import prod
+from typing import Any, Mapping, Sequence
+
+from . import formulas as f
+from .formulas import Cost
+from .registry import FormulaRegistry
+
+TORCH_OPS: FormulaRegistry[str] = FormulaRegistry("torch")
+register = TORCH_OPS.register
+
+Args = Mapping[str, Any]
+
+
+def shape(tensor: Any) -> tuple[int, ...]:
+    """Concrete sizes; an unbacked symbolic size (data-dependent) raises, and the op is reported as skipped."""
+    return tuple(int(s) for s in tensor.shape)
+
+
+def numel(tensor: Any) -> int:
+    return prod(shape(tensor))
+
+
+def first_tensor(value: Any) -> Any:
+    return value[0] if isinstance(value, (tuple, list)) else value
+
+
+def out_numel(out: Any) -> int:
+    return numel(first_tensor(out))
+
+
+# --- matrix products -------------------------------------------------------------------------------------------
+
+
+@register("aten.mm")
+def _mm(a: Args, out: Any) -> Cost:
+    """[M, K] @ [K, N]"""
+    m, k = shape(a["self"])
+    n = shape(a["mat2"])[-1]
+    return f.matmul(m, n, k)
+
+
+@register("aten.addmm")
+def _addmm(a: Args, out: Any) -> Cost:
+    """bias + [M, K] @ [K, N]: the bias add is 1 FLOP per output element."""
+    m, k = shape(a["mat1"])
+    n = shape(a["mat2"])[-1]
+    return f.matmul(m, n, k) + _scaled_add(m * n, a)
+
+
+def _scaled_add(elements: int, a: Args) -> Cost:
+    """beta*self + alpha*product: the add, plus one multiply for each scale that is not 1."""
+    beta, alpha = a.get("beta", 1), a.get("alpha", 1)
+    if beta == 0:
+        return f.elementwise(elements * int(alpha != 1))
+    return f.elementwise(elements * (1 + int(beta != 1) + int(alpha != 1)))
+
+
+@register("aten.bmm")
+def _bmm(a: Args, out: Any) -> Cost:
+    """[B, M, K] @ [B, K, N]"""
+    b, m, k = shape(a["self"])
+    n = shape(a["mat2"])[-1]
+    return f.matmul(m, n, k, b)
+
+
+@register("aten.baddbmm")
+def _baddbmm(a: Args, out: Any) -> Cost:
+    b, m, k = shape(a["batch1"])
+    n = shape(a["batch2"])[-1]
+    return f.matmul(m, n, k, b) + _scaled_add(b * m * n, a)
+
+
+@register("aten.addbmm")
+def _addbmm(a: Args, out: Any) -> Cost:
+    """sum over b of batch1[b] @ batch2[b], added to self: the b products are summed into M*N outputs."""
+    b, m, k = shape(a["batch1"])
+    n = shape(a["batch2"])[-1]
+    return f.matmul(m, n, k, b) + _scaled_add(m * n, a)
+
+
+@register("aten.mv")
+def _mv(a: Args, out: Any) -> Cost:
+    m, k = shape(a["self"])
+    return f.matmul(m, 1, k)
+
+
+@register("aten.addmv")
+def _addmv(a: Args, out: Any) -> Cost:
+    m, k = shape(a["mat"])
+    return f.matmul(m, 1, k) + _scaled_add(m, a)
+
+
+@register("aten.dot", "aten.vdot")
+def _dot(a: Args, out: Any) -> Cost:
+    return f.matmul(1, 1, numel(a["self"]))
+
+
+@register("aten.linear")
+def _linear(a: Args, out: Any) -> Cost:
+    """Only seen when linear is not decomposed (e.g. some export paths): rows x in -> out features."""
+    x, w = shape(a["input"]), shape(a["weight"])
+    rows = prod(x[:-1])
+    return f.linear(rows, x[-1], w[0], a.get("bias") is not None)
+
+
+# --- convolution -----------------------------------------------------------------------------------------------
+
+
+def _conv_cost(x: Sequence[int], w: Sequence[int], y: Sequence[int], transposed: bool, groups: int) -> Cost:
+    """MACs of one convolution, forward or transposed, from input, weight and output shapes."""
+    if transposed:
+        # weight: [C_in, C_out / groups, *kernel]
+        return f.conv_transpose(x[0], x[1], w[1] * groups, x[2:], w[2:], groups)
+    # weight: [C_out, C_in / groups, *kernel]
+    return f.conv(y[0], x[1], w[0], y[2:], w[2:], groups)
+
+
+def _unbatched(x: Sequence[int], w: Sequence[int]) -> Sequence[int]:
+    """Convolutions accept unbatched input ([C, *spatial]); cost them as a batch of one."""
+    return (1, *x) if len(x) == len(w) - 1 else x
+
+
+@register("aten.convolution", "aten._convolution", "aten.convolution_overrideable", "aten.mkldnn_convolution")
+def _convolution(a: Args, out: Any) -> Cost:
+    w = shape(a["weight"])
+    x = _unbatched(shape(a["input"]), w)
+    y = _unbatched(shape(first_tensor(out)), w)
+    transposed = bool(a.get("transposed", False))
+    cost = _conv_cost(x, w, y, transposed, int(a.get("groups", 1)))
+    if a.get("bias") is not None:
+        cost = cost + f.elementwise(prod(y))
+    return cost
+
+
+@register("aten.convolution_backward")
+def _convolution_backward(a: Args, out: Any) -> Cost:
+    """Input gradient and weight gradient each cost one forward convolution; the bias gradient is a sum."""
+    w = shape(a["weight"])
+    x = _unbatched(shape(a["input"]), w)
+    gy = _unbatched(shape(a["grad_output"]), w)
+    forward = _conv_cost(x, w, gy, bool(a["transposed"]), int(a["groups"]))
+    mask = list(a["output_mask"])
+    cost = forward.times(int(mask[0]) + int(mask[1]))
+    if mask[2]:
+        cost = cost + f.reduction(prod(gy))
+    return cost
+
+
+# --- attention -------------------------------------------------------------------------------------------------
+
+
+def _sdpa(q: Sequence[int], k: Sequence[int], v: Sequence[int], masked: bool, heads_first: bool = True) -> Cost:
+    """q: [..., L, E] (heads_first) or [B, L, H, E]; one dense attention per query head."""
+    if heads_first:
+        batch_heads, q_len, head_dim = prod(q[:-2]), q[-2], q[-1]
+        kv_len, v_dim = k[-2], v[-1]
+    else:
+        batch_heads, q_len, head_dim = q[0] * q[2], q[1], q[3]
+        kv_len, v_dim = k[1], v[-1]
+    return f.attention(batch_heads, q_len, kv_len, head_dim, v_dim, masked)
+
+
+def _sdpa_backward(q: Sequence[int], k: Sequence[int], v: Sequence[int], heads_first: bool = True) -> Cost:
+    if heads_first:
+        return f.attention_backward(prod(q[:-2]), q[-2], k[-2], q[-1], v[-1])
+    return f.attention_backward(q[0] * q[2], q[1], k[1], q[3], v[-1])
+
+
+@register(
+    "aten._scaled_dot_product_flash_attention_for_cpu",
+    "aten._scaled_dot_product_flash_attention",
+    "aten._scaled_dot_product_cudnn_attention",
+    "aten._scaled_dot_product_fused_attention_overrideable",
+)
+def _sdpa_fused(a: Args, out: Any) -> Cost:
+    masked = a.get("attn_mask") is not None or a.get("attn_bias") is not None
+    return _sdpa(shape(a["query"]), shape(a["key"]), shape(a["value"]), masked)
+
+
+@register("aten._scaled_dot_product_efficient_attention")
+def _sdpa_efficient(a: Args, out: Any) -> Cost:
+    return _sdpa(shape(a["query"]), shape(a["key"]), shape(a["value"]), a.get("attn_bias") is not None)
+
+
+@register("aten._flash_attention_forward", "aten._efficient_attention_forward")
+def _flash_forward(a: Args, out: Any) -> Cost:
+    """These kernels take [B, L, H, E]."""
+    masked = a.get("bias") is not None
+    return _sdpa(shape(a["query"]), shape(a["key"]), shape(a["value"]), masked, heads_first=False)
+
+
+@register(
+    "aten._scaled_dot_product_flash_attention_for_cpu_backward",
+    "aten._scaled_dot_product_flash_attention_backward",
+    "aten._scaled_dot_product_efficient_attention_backward",
+    "aten._scaled_dot_product_cudnn_attention_backward",
+    "aten._scaled_dot_product_fused_attention_overrideable_backward",
+)
+def _sdpa_fused_backward(a: Args, out: Any) -> Cost:
+    return _sdpa_backward(shape(a["query"]), shape(a["key"]), shape(a["value"]))
+
+
+@register("aten._flash_attention_backward", "aten._efficient_attention_backward")
+def _flash_backward(a: Args, out: Any) -> Cost:
+    return _sdpa_backward(shape(a["query"]), shape(a["key"]), shape(a["value"]), heads_first=False)
+
+
+@register("aten._native_multi_head_attention")
+def _native_mha(a: Args, out: Any) -> Cost:
+    """nn.MultiheadAttention's fused inference kernel: in-projection, attention, out-projection.
+
+    Costed as exactly the ops the unfused path runs (linear with bias, attention, linear with bias), so eval mode
+    under no_grad counts the same as training-mode attention.
+    """
+    q, k = shape(a["query"]), shape(a["key"])
+    embed, heads = int(a["embed_dim"]), int(a["num_head"])
+    batch, q_len, kv_len = q[0], q[1], k[1]
+    bias = a.get("qkv_bias") is not None
+    if a["query"] is a["key"] and a["key"] is a["value"]:
+        in_proj = f.linear(batch * q_len, embed, 3 * embed, bias)
+    else:
+        in_proj = f.linear(batch * q_len, embed, embed, bias) + f.linear(batch * kv_len, embed, embed, bias).times(2)
+    attention = f.attention(batch * heads, q_len, kv_len, embed // heads, masked=a.get("mask") is not None)
+    out_proj = f.linear(batch * q_len, embed, embed, a.get("proj_bias") is not None)
+    return in_proj + attention + out_proj
+
+
+# --- normalisation ---------------------------------------------------------------------------------------------
+
+
+def _has(a: Args, name: str) -> bool:
+    return a.get(name) is not None
+
+
+@register("aten.native_batch_norm", "aten._native_batch_norm_legit", "aten.cudnn_batch_norm",
+          "aten.miopen_batch_norm", "aten._batch_norm_with_update", "aten._native_batch_norm_legit_functional")
+def _batch_norm(a: Args, out: Any) -> Cost:
+    """Training mode computes batch statistics; evaluation uses the running ones."""
+    stats = bool(a.get("training", True))
+    return f.norm(numel(a["input"]), stats=stats, weight=_has(a, "weight"), bias=_has(a, "bias"))
+
+
+@register("aten._native_batch_norm_legit_no_training", "aten._batch_norm_no_update")
+def _batch_norm_eval(a: Args, out: Any) -> Cost:
+    return f.norm(numel(a["input"]), stats=False, weight=_has(a, "weight"), bias=_has(a, "bias"))
+
+
+@register("aten.native_layer_norm", "aten.native_group_norm")
+def _layer_norm(a: Args, out: Any) -> Cost:
+    return f.norm(numel(a["input"]), stats=True, weight=_has(a, "weight"), bias=_has(a, "bias"))
+
+
+@register("aten._fused_rms_norm")
+def _rms_norm(a: Args, out: Any) -> Cost:
+    return f.rms_norm(numel(a["input"]), weight=_has(a, "weight"))
+
+
+@register("aten.native_batch_norm_backward", "aten.batch_norm_backward", "aten.native_layer_norm_backward",
+          "aten.native_group_norm_backward", "aten.cudnn_batch_norm_backward", "aten.miopen_batch_norm_backward")
+def _norm_backward(a: Args, out: Any) -> Cost:
+    forward = f.norm(numel(a["input"]), stats=True, weight=True, bias=True)
+    return forward.times(f.NORM_BACKWARD_FACTOR)
+
+
+@register("aten._fused_rms_norm_backward")
+def _rms_norm_backward(a: Args, out: Any) -> Cost:
+    return f.rms_norm(numel(a["input"]), weight=True).times(f.NORM_BACKWARD_FACTOR)
+
+
+# --- softmax ---------------------------------------------------------------------------------------------------
+
+
+@register("aten._softmax", "aten._log_softmax", "aten._safe_softmax", "aten.softmax", "aten.log_softmax")
+def _softmax(a: Args, out: Any) -> Cost:
+    return f.softmax(numel(a["self"]))
+
+
+@register("aten._softmax_backward_data", "aten._log_softmax_backward_data")
+def _softmax_backward(a: Args, out: Any) -> Cost:
+    return f.elementwise(numel(a["grad_output"]), f.SOFTMAX_BACKWARD)
+
+
+# --- pooling ---------------------------------------------------------------------------------------------------
+
+
+def _window(kernel: Sequence[int], dims: int) -> int:
+    kernel = list(kernel)
+    return prod(kernel * dims if len(kernel) == 1 else kernel)
+
+
+def _pool_dims(name: str) -> int:
+    return 1 if "1d" in name else 3 if "3d" in name else 2
+
+
+def _register_pools() -> None:
+    for name in ("max_pool1d", "max_pool2d", "max_pool3d", "max_pool1d_with_indices", "max_pool2d_with_indices",
+                 "max_pool3d_with_indices", "avg_pool1d", "avg_pool2d", "avg_pool3d", "mkldnn_max_pool2d",
+                 "mkldnn_max_pool3d", "quantized_max_pool2d"):
+        dims = _pool_dims(name)
+        register(f"aten.{name}")(lambda a, out, dims=dims: f.pool(out_numel(out), _window(a["kernel_size"], dims)))
+    for name in ("max_pool2d_with_indices_backward", "max_pool3d_with_indices_backward", "avg_pool2d_backward",
+                 "avg_pool3d_backward"):
+        dims = _pool_dims(name)
+        register(f"aten.{name}")(
+            lambda a, out, dims=dims: f.pool(numel(a["grad_output"]), _window(a["kernel_size"], dims))
+        )
+    for name in ("_adaptive_avg_pool2d", "_adaptive_avg_pool3d", "adaptive_max_pool2d", "adaptive_max_pool3d",
+                 "adaptive_avg_pool1d", "adaptive_max_pool1d"):
+        register(f"aten.{name}")(_adaptive_pool)
+    for name in ("_adaptive_avg_pool2d_backward", "_adaptive_avg_pool3d_backward", "adaptive_max_pool2d_backward",
+                 "adaptive_max_pool3d_backward"):
+        register(f"aten.{name}")(_adaptive_pool_backward)
+
+
+def _adaptive_pool(a: Args, out: Any) -> Cost:
+    x, y = shape(a["self"]), shape(first_tensor(out))
+    dims = len(a["output_size"])
+    return f.adaptive_pool(prod(x[:-dims]), x[-dims:], y[-dims:])
+
+
+def _adaptive_pool_backward(a: Args, out: Any) -> Cost:
+    x, gy = shape(a["self"]), shape(a["grad_output"])
+    dims = len(x) - 2 if len(x) > 3 else len(x) - 1
+    return f.adaptive_pool(prod(x[:-dims]), x[-dims:], gy[-dims:])
+
+
+_register_pools()
+
+
+# --- interpolation ---------------------------------------------------------------------------------------------
+
+
+def _register_upsampling() -> None:
+    modes = {"nearest": "nearest", "_nearest_exact": "nearest", "linear": "linear", "bilinear": "linear",
+             "trilinear": "linear", "bicubic": "cubic", "_bilinear2d_aa": "linear", "_bicubic2d_aa": "cubic"}
+    for prefix, mode in modes.items():
+        for dims in (1, 2, 3):
+            base = f"upsample{prefix}{dims}d" if not prefix.startswith("_") else f"_upsample{prefix}{dims}d"
+            if prefix.endswith("aa"):
+                base = f"_upsample{prefix}" if dims == 2 else ""
+            if not base or base in ("upsample_bilinear1d",):
+                continue
+            register(f"aten.{base}")(
+                lambda a, out, mode=mode, dims=dims: f.interpolate(out_numel(out), mode, dims)
+            )
+            register(f"aten.{base}_backward")(
+                lambda a, out, mode=mode, dims=dims: f.interpolate(numel(a["grad_output"]), mode, dims)
+                if mode != "nearest" else f.elementwise(numel(a["grad_output"]))
+            )
+
+
+_register_upsampling()
+
+
+# --- elementwise, reductions, indexing with arithmetic ---------------------------------------------------------
+
+#: Ops costing ELEMENTWISE per output element: arithmetic, comparisons, activations, their backwards.
+ELEMENTWISE_OPS = (
+    "add", "sub", "rsub", "mul", "div", "true_divide", "floor_divide", "remainder", "fmod", "neg", "abs",
+    "reciprocal", "pow", "square", "sqrt", "rsqrt", "exp", "exp2", "expm1", "log", "log2", "log10", "log1p",
+    "sin", "cos", "tan", "asin", "acos", "atan", "atan2", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh",
+    "erf", "erfc", "erfinv", "sigmoid", "logit", "relu", "relu6", "gelu", "silu", "mish", "elu", "selu", "celu",
+    "leaky_relu", "hardtanh", "hardswish", "hardsigmoid", "softplus", "softshrink", "hardshrink", "threshold",
+    "log_sigmoid_forward", "_prelu_kernel", "rrelu_with_noise", "clamp", "clamp_min", "clamp_max", "clip",
+    "maximum", "minimum", "fmax", "fmin", "max.other", "min.other", "sign", "sgn", "signbit", "floor", "ceil",
+    "round", "trunc", "frac", "eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_xor",
+    "logical_not", "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "isnan", "isinf", "isfinite",
+    "nan_to_num", "copysign", "hypot", "xlogy", "special_xlog1py", "heaviside", "lgamma", "digamma",
+    "polygamma", "i0", "sinc", "deg2rad", "rad2deg", "bitwise_left_shift", "bitwise_right_shift",
+    "threshold_backward", "gelu_backward", "silu_backward", "sigmoid_backward", "tanh_backward", "elu_backward",
+    "leaky_relu_backward", "hardtanh_backward", "hardswish_backward", "hardsigmoid_backward", "mish_backward",
+    "softplus_backward", "log_sigmoid_backward", "_prelu_kernel_backward", "logit_backward",
+    "native_dropout", "native_dropout_backward", "bernoulli", "masked_scale",
+)
+#: Fused elementwise kernels: FLOPs per output element.
+FUSED_ELEMENTWISE = {"addcmul": 2, "addcdiv": 2, "lerp": 2, "glu": 2, "glu_backward": 3}
+#: Reductions, per input element.
+REDUCTION_OPS = (
+    "sum", "mean", "nansum", "nanmean", "prod", "amax", "amin", "max", "min", "aminmax", "argmax", "argmin",
+    "all", "any", "norm", "linalg_vector_norm", "logsumexp", "cumsum", "cumprod", "logcumsumexp", "count_nonzero",
+    "cummax", "cummin",
+)
+VARIANCE_OPS = ("var", "std", "var_mean", "std_mean")
+
+
+def _elementwise_formula(per_element: int):  # noqa: ANN202 - a small closure factory
+    def formula(a: Args, out: Any) -> Cost:
+        return f.elementwise(out_numel(out), per_element)
+
+    return formula
+
+
+def _reduction_formula(per_element: int):  # noqa: ANN202
+    def formula(a: Args, out: Any) -> Cost:
+        source = a.get("self", a.get("input"))
+        return f.reduction(numel(source) if source is not None else out_numel(out), per_element)
+
+    return formula
+
+
+def _register_elementwise() -> None:
+    one = _elementwise_formula(f.ELEMENTWISE)
+    for name in ELEMENTWISE_OPS:
+        if "." not in name:
+            register(f"aten.{name}")(one)
+    for name, per in FUSED_ELEMENTWISE.items():
+        register(f"aten.{name}")(_elementwise_formula(per))
+    reduce = _reduction_formula(f.REDUCTION)
+    for name in REDUCTION_OPS:
+        register(f"aten.{name}")(reduce)
+    variance = _reduction_formula(f.VARIANCE)
+    for name in VARIANCE_OPS:
+        register(f"aten.{name}")(variance)
+
+
+_register_elementwise()
+
+
+@register("aten.embedding_dense_backward", "aten.embedding_backward")
+def _embedding_backward(a: Args, out: Any) -> Cost:
+    """The gradient rows are summed into the weight gradient: one add per gradient element."""
+    return f.elementwise(numel(a["grad_output"]))
+
+
+@register("aten.index_add", "aten.scatter_add", "aten.scatter_reduce", "aten.index_reduce")
+def _scatter_add(a: Args, out: Any) -> Cost:
+    source = a.get("source", a.get("src"))
+    return f.elementwise(numel(source))
+
+
+@register("aten.index_put", "aten._index_put_impl")
+def _index_put(a: Args, out: Any) -> Cost:
+    """A plain index_put is a copy; with accumulate=True every value is added."""
+    return f.elementwise(numel(a["values"])) if a.get("accumulate") else f.FREE
+
+
+# --- free ops --------------------------------------------------------------------------------------------------
+
+#: Views, copies, dtype/device moves, allocation, indexing and metadata: no arithmetic.
+FREE_OPS = (
+    "aten.view", "aten._unsafe_view", "aten.reshape", "aten._reshape_alias", "aten.view_as", "aten.as_strided",
+    "aten.permute", "aten.transpose", "aten.t", "aten.expand", "aten.expand_as", "aten.squeeze",
+    "aten.unsqueeze", "aten.flatten", "aten.unflatten", "aten.slice", "aten.select", "aten.narrow", "aten.split",
+    "aten.split_with_sizes", "aten.unbind", "aten.chunk", "aten.tensor_split", "aten.movedim", "aten.diagonal",
+    "aten.unfold", "aten.alias", "aten.detach", "aten.lift_fresh", "aten.lift_fresh_copy", "aten.clone",
+    "aten.copy", "aten._to_copy", "aten.to", "aten.contiguous", "aten._copy_from", "aten._copy_from_and_resize",
+    "aten.cat", "aten.stack", "aten.hstack", "aten.vstack", "aten.repeat", "aten.repeat_interleave", "aten.tile",
+    "aten.roll", "aten.flip", "aten.tril", "aten.triu", "aten.masked_fill", "aten.where", "aten.fill",
+    "aten.zero", "aten.empty", "aten.empty_like", "aten.empty_strided", "aten.new_empty",
+    "aten.new_empty_strided", "aten.zeros", "aten.zeros_like", "aten.new_zeros", "aten.ones", "aten.ones_like",
+    "aten.new_ones", "aten.full", "aten.full_like", "aten.new_full", "aten.scalar_tensor", "aten.arange",
+    "aten.eye", "aten.tril_indices", "aten.triu_indices", "aten.constant_pad_nd", "aten.pad",
+    "aten.reflection_pad1d", "aten.reflection_pad2d", "aten.reflection_pad3d", "aten.replication_pad1d",
+    "aten.replication_pad2d", "aten.replication_pad3d", "aten.embedding", "aten.index", "aten._unsafe_index",
+    "aten.index_select", "aten.gather", "aten.take", "aten.take_along_dim", "aten.masked_select", "aten.nonzero",
+    "aten.slice_scatter", "aten.select_scatter", "aten.diagonal_scatter", "aten.as_strided_scatter",
+    "aten.scatter", "aten.index_copy", "aten.index_fill", "aten.masked_scatter", "aten.pixel_shuffle",
+    "aten.pixel_unshuffle", "aten.channel_shuffle", "aten.native_channel_shuffle", "aten._local_scalar_dense",
+    "aten.item", "aten.sym_size", "aten.sym_stride", "aten.sym_numel", "aten.sym_storage_offset",
+    "aten.is_same_size", "aten._has_compatible_shallow_copy_type", "aten.set", "aten.resize", "aten.resize_as",
+    "aten.record_stream", "aten._assert_async", "aten._assert_scalar", "aten._functional_assert_async",
+    "aten._functional_assert_scalar", "aten.sym_constrain_range", "aten.sym_constrain_range_for_size",
+    "aten._assert_tensor_metadata", "aten.uniform", "aten.normal", "aten.rand", "aten.rand_like", "aten.randn",
+    "aten.randn_like", "aten.randint", "aten.randint_like", "aten.randperm", "aten.exponential",
+    "aten.random", "aten.dropout", "aten.feature_dropout", "aten.alpha_dropout", "aten.lift", "aten.view_as_real",
+    "aten.view_as_complex", "aten._conj", "aten.conj", "aten.resolve_conj", "aten.resolve_neg",
+    "aten._neg_view", "aten.type_as", "aten.split_copy", "aten.unbind_copy", "aten.im2col", "aten.clamp_min_",
+    "aten.one_hot", "aten.bucketize", "aten.searchsorted", "aten.is_nonzero", "aten.equal", "aten.allclose",
+    "prim.device", "prim.layout", "prim.dtype", "prim.data", "aten.detach_copy", "aten.alias_copy",
+    "aten.view_copy", "aten.permute_copy", "aten.transpose_copy", "aten.t_copy", "aten.expand_copy",
+    "aten.squeeze_copy", "aten.unsqueeze_copy", "aten.slice_copy", "aten.select_copy", "aten.as_strided_copy",
+    "aten._reshape_copy", "aten.unfold_copy", "aten.diagonal_copy", "aten.split_with_sizes_copy",
+)
+TORCH_OPS.register_free(*(name for name in FREE_OPS if name != "aten.clamp_min_"))
+
+
+def op_key(func: Any) -> str:
+    """`aten.add_.Tensor` -> `aten.add`: registry key of an OpOverload."""
+    name = func.overloadpacket.__name__
+    if name.endswith("_") and not name.endswith("__"):
+        name = name[:-1]
+    return f"{func.namespace}.{name}"

@@ -1,0 +1,231 @@
+"""The one result type shared by both backends, the budgets, the baselines and every reporter.
+
+A `Report` is plain data so that it can be written to a baseline file, sent from an xdist worker and read back
+without loss. Costs are stored per layer *exclusive* of children (what ran in the module's own forward); totals
+and the module-tree view are derived, so the per-layer numbers always add up to the totals.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Mapping
+
+#: Bumped when the JSON layout changes incompatibly; baselines carry it so a foreign file is recognised.
+REPORT_FORMAT = "pytest-flopbudget/report/1"
+
+#: The root module (ops that ran directly in the model's own forward, or outside any module).
+ROOT = ""
+
+CONVENTIONS: dict[str, str] = {
+    "mac": "1 multiply-accumulate of conv, transposed conv, linear, matmul, einsum or attention",
+    "flops": "2 per MAC plus bias adds, elementwise ops, activations, norms, softmax, pooling and reductions",
+    "params": "unique parameters (tied weights counted once), buffers excluded",
+    "causal_attention": "dense: a causal mask does not reduce the QK^T and AV matmuls",
+    "skipped": "ops with compute but no formula count as zero and are listed in skipped",
+}
+
+
+@dataclass
+class OpCost:
+    """How often one op ran inside a layer and what it cost."""
+
+    calls: int = 0
+    flops: int = 0
+    macs: int = 0
+
+    def add(self, other: OpCost) -> None:
+        self.calls += other.calls
+        self.flops += other.flops
+        self.macs += other.macs
+
+
+@dataclass
+class LayerCost:
+    """Cost of one module, exclusive of its children; `params` are the module's own (recurse=False)."""
+
+    flops: int = 0
+    macs: int = 0
+    params: int = 0
+    ops: dict[str, OpCost] = field(default_factory=dict)
+    skipped: dict[str, int] = field(default_factory=dict)
+
+    def add_op(self, op: str, flops: int, macs: int, calls: int = 1) -> None:
+        self.flops += flops
+        self.macs += macs
+        self.ops.setdefault(op, OpCost()).add(OpCost(calls, flops, macs))
+
+    def add_skipped(self, op: str, calls: int = 1) -> None:
+        self.skipped[op] = self.skipped.get(op, 0) + calls
+
+    def merge(self, other: LayerCost) -> None:
+        self.flops += other.flops
+        self.macs += other.macs
+        self.params += other.params
+        for name, cost in other.ops.items():
+            self.ops.setdefault(name, OpCost()).add(cost)
+        for name, calls in other.skipped.items():
+            self.add_skipped(name, calls)
+
+
+@dataclass
+class PhaseTotals:
+    """FLOPs and MACs of one phase of a training step (forward or backward)."""
+
+    flops: int = 0
+    macs: int = 0
+
+
+@dataclass
+class SkippedOp:
+    """An op that has compute but no formula: it counts as zero, and says so."""
+
+    calls: int = 0
+    layers: list[str] = field(default_factory=list)
+    reason: str = "no formula"
+
+
+@dataclass
+class Report:
+    """What a model costs, per layer and in total, and how that was counted."""
+
+    params: int = 0
+    layers: dict[str, LayerCost] = field(default_factory=dict)
+    forward: PhaseTotals = field(default_factory=PhaseTotals)
+    backward: PhaseTotals = field(default_factory=PhaseTotals)
+    skipped_ops: dict[str, SkippedOp] = field(default_factory=dict)
+    training: bool = False
+    backend: str = "torch"
+    model: str = ""
+    inputs: list[Any] = field(default_factory=list)
+    conventions: dict[str, str] = field(default_factory=lambda: dict(CONVENTIONS))
+    versions: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def flops(self) -> int:
+        return self.forward.flops + self.backward.flops
+
+    @property
+    def macs(self) -> int:
+        return self.forward.macs + self.backward.macs
+
+    @property
+    def skipped(self) -> dict[str, int]:
+        """Op name -> calls for every op that was not counted; empty means the count is exact."""
+        return {name: op.calls for name, op in sorted(self.skipped_ops.items())}
+
+    @property
+    def skipped_calls(self) -> int:
+        return sum(op.calls for op in self.skipped_ops.values())
+
+    def tree(self, depth: int | None = None) -> dict[str, LayerCost]:
+        """Costs rolled up to module paths at most `depth` components deep (inclusive of children).
+
+        `depth=None` keeps every layer; `depth=0` folds everything into the root.
+        """
+        rolled: dict[str, LayerCost] = {}
+        for path, cost in self.layers.items():
+            key = path if depth is None else truncate_path(path, depth)
+            rolled.setdefault(key, LayerCost()).merge(cost)
+        return rolled
+
+    def inclusive(self) -> dict[str, LayerCost]:
+        """Every module path (and each of its ancestors) with the cost of its whole subtree."""
+        totals: dict[str, LayerCost] = {}
+        for path, cost in self.layers.items():
+            for ancestor in ancestors(path):
+                totals.setdefault(ancestor, LayerCost()).merge(cost)
+        return totals
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "format": REPORT_FORMAT,
+            "backend": self.backend,
+            "model": self.model,
+            "training": self.training,
+            "inputs": self.inputs,
+            "totals": {"flops": self.flops, "macs": self.macs, "params": self.params},
+            "forward": _phase_dict(self.forward),
+            "backward": _phase_dict(self.backward),
+            "layers": {path: _layer_dict(cost) for path, cost in sorted(self.layers.items())},
+            "skipped": {
+                name: {"calls": op.calls, "layers": sorted(op.layers), "reason": op.reason}
+                for name, op in sorted(self.skipped_ops.items())
+            },
+            "conventions": dict(sorted(self.conventions.items())),
+            "versions": dict(sorted(self.versions.items())),
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Report:
+        """Inverse of `to_dict`; raises `ValueError` naming the first missing or malformed field."""
+        if not isinstance(data, Mapping):
+            raise ValueError("a report must be a JSON object")
+        fmt = data.get("format")
+        if fmt != REPORT_FORMAT:
+            raise ValueError(f"format is {fmt!r}, expected {REPORT_FORMAT!r}")
+        try:
+            report = cls(
+                params=int(data["totals"]["params"]),
+                layers={str(k): _layer_from(v) for k, v in data["layers"].items()},
+                forward=PhaseTotals(int(data["forward"]["flops"]), int(data["forward"]["macs"])),
+                backward=PhaseTotals(int(data["backward"]["flops"]), int(data["backward"]["macs"])),
+                skipped_ops={
+                    str(k): SkippedOp(int(v["calls"]), [str(x) for x in v["layers"]], str(v["reason"]))
+                    for k, v in data["skipped"].items()
+                },
+                training=bool(data["training"]),
+                backend=str(data["backend"]),
+                model=str(data.get("model", "")),
+                inputs=list(data.get("inputs", [])),
+                conventions={str(k): str(v) for k, v in data.get("conventions", {}).items()},
+                versions={str(k): str(v) for k, v in data.get("versions", {}).items()},
+            )
+        except KeyError as exc:
+            raise ValueError(f"missing field {exc.args[0]!r}") from None
+        except (TypeError, AttributeError, ValueError) as exc:
+            raise ValueError(f"malformed field: {exc}") from None
+        totals = data["totals"]
+        if (int(totals["flops"]), int(totals["macs"])) != (report.flops, report.macs):
+            raise ValueError("totals do not match the forward and backward phases")
+        return report
+
+
+def truncate_path(path: str, depth: int) -> str:
+    if depth <= 0 or not path:
+        return ROOT
+    return ".".join(path.split(".")[:depth])
+
+
+def ancestors(path: str) -> Iterable[str]:
+    """`a.b.c` -> ``, `a`, `a.b`, `a.b.c` (the root first)."""
+    yield ROOT
+    if path:
+        parts = path.split(".")
+        for i in range(1, len(parts) + 1):
+            yield ".".join(parts[:i])
+
+
+def _phase_dict(phase: PhaseTotals) -> dict[str, int]:
+    return {"flops": phase.flops, "macs": phase.macs}
+
+
+def _layer_dict(cost: LayerCost) -> dict[str, Any]:
+    return {
+        "flops": cost.flops,
+        "macs": cost.macs,
+        "params": cost.params,
+        "ops": {
+            name: {"calls": op.calls, "flops": op.flops, "macs": op.macs} for name, op in sorted(cost.ops.items())
+        },
+        "skipped": dict(sorted(cost.skipped.items())),
+    }
+
+
+def _layer_from(data: Mapping[str, Any]) -> LayerCost:
+    return LayerCost(
+        flops=int(data["flops"]),
+        macs=int(data["macs"]),
+        params=int(data["params"]),
+        ops={str(k): OpCost(int(v["calls"]), int(v["flops"]), int(v["macs"])) for k, v in data["ops"].items()},
+        skipped={str(k): int(v) for k, v in data.get("skipped", {}).items()},
+    )
