@@ -10,8 +10,9 @@ left behind, same train/eval mode.
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
@@ -22,6 +23,7 @@ from ..report import LayerCost, PhaseTotals, Report, SkippedOp
 from .formulas import Cost
 from .module_paths import ModulePathTracker
 from .registry import FREE_OP
+from .shape_memo import ShapeMemo
 from .torch_ops import TORCH_OPS, op_key
 
 _SCHEMA_NAMES: dict[Any, list[tuple[str, bool, Any]]] = {}
@@ -71,36 +73,56 @@ class _Tally:
 class CountingMode(TorchDispatchMode):
     """Looks up each dispatched op in the formula registry and charges it to the running module."""
 
-    def __init__(self, tracker: ModulePathTracker) -> None:
+    def __init__(self, tracker: ModulePathTracker, memo: ShapeMemo | None = None) -> None:
         super().__init__()
         self.tracker = tracker
+        self.memo = memo
         self.tally = _Tally()
         self.failed_op: str | None = None
+        self._costs: dict[Any, Cost | str] = {}
 
     def __torch_dispatch__(self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: Any = None) -> Any:
         kwargs = kwargs or {}
-        try:
-            out = func(*args, **kwargs)
-        except Exception:
-            if self.failed_op is None:
-                self.failed_op = str(func)
-            raise
+        memo_key = self.memo.key(func, args, kwargs) if self.memo is not None else None
+        out = self.memo.replay(memo_key) if memo_key is not None else None
+        if out is None:
+            try:
+                out = func(*args, **kwargs)
+            except Exception:
+                if self.failed_op is None:
+                    self.failed_op = str(func)
+                raise
+            if memo_key is not None:
+                self.memo.store(memo_key, out)
         node = torch._C._current_autograd_node()
         path = self.tracker.path_for_node(node) if node is not None else self.tracker.current
         key = op_key(func)
+        cost = self._costs.get(memo_key) if memo_key is not None else None
+        if cost is None:
+            cost = self._cost(func, key, args, kwargs, out)
+            if memo_key is not None:
+                self._costs[memo_key] = cost
+        if isinstance(cost, str):
+            self.tally.skip(path, key, cost)
+        elif cost is not _FREE:
+            self.tally.add(path, key, cost, node is not None)
+        return out
+
+    @staticmethod
+    def _cost(func: Any, key: str, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any) -> Cost | str:
+        """The op's cost, or the reason it is skipped."""
         entry = TORCH_OPS.lookup(key)
         if entry is FREE_OP:
-            return out
+            return _FREE
         if entry is None:
-            self.tally.skip(path, key, "no formula")
-            return out
+            return "no formula"
         try:
-            cost = entry(bind_arguments(func, args, kwargs), out)
-        except Exception as exc:  # noqa: BLE001 - a formula must never break the user's forward
-            self.tally.skip(path, key, _formula_failure(exc))
-            return out
-        self.tally.add(path, key, cost, node is not None)
-        return out
+            return entry(bind_arguments(func, args, kwargs), out)
+        except Exception as exc:
+            return _formula_failure(exc)
+
+
+_FREE = Cost(0, 0)
 
 
 def _formula_failure(exc: Exception) -> str:
@@ -128,10 +150,11 @@ def count_torch(
         raise CountingError(f"execution={execution!r} is not supported; use 'fake' (default) or 'real'")
 
     tracker = ModulePathTracker(model)
-    mode = CountingMode(tracker)
-    was_training = model.training
+    modes = [(module, module.training) for module in model.modules()]
+    mode: CountingMode | None = None
     try:
-        with _execution_context(execution) as convert:
+        with _execution_context(execution) as (convert, memo):
+            mode = CountingMode(tracker, memo)
             state = _stand_in_state(model, convert, execution)
             fake_args, fake_kwargs = tree_map(convert, (args, kwargs))
             if training:
@@ -151,18 +174,19 @@ def count_torch(
                 raise _explain(exc, model, tracker, mode, execution) from None
     finally:
         tracker.close()
-        model.train(was_training)
+        for module, was_training in modes:
+            module.training = was_training
 
     return _build_report(model, mode.tally, tracker, training, execution, args, kwargs)
 
 
 @contextlib.contextmanager
-def _execution_context(execution: str) -> Iterator[Callable[[Any], Any]]:
+def _execution_context(execution: str) -> Iterator[tuple[Callable[[Any], Any], ShapeMemo | None]]:
     """Yields the function that turns a real or meta tensor into the tensor the forward will see."""
     if execution == "real":
-        yield _real_stand_in
+        yield _real_stand_in, None
         return
-    from torch._subclasses.fake_tensor import FakeTensorMode
+    from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode, unset_fake_temporarily
     from torch.fx.experimental.symbolic_shapes import ShapeEnv
 
     fake_mode = FakeTensorMode(shape_env=ShapeEnv(), allow_non_fake_inputs=True)
@@ -170,18 +194,21 @@ def _execution_context(execution: str) -> Iterator[Callable[[Any], Any]]:
     def to_fake(value: Any) -> Any:
         if not isinstance(value, torch.Tensor):
             return value
-        if value.is_meta:
-            # A meta tensor has no device to compute on: stand it in on the CPU, shape and dtype only.
-            with fake_mode:
-                fake = torch.empty_strided(value.shape, value.stride(), dtype=value.dtype, device="cpu")
-        else:
-            fake = fake_mode.from_tensor(value, static_shapes=True)
+        # Shape, strides and dtype are all a count needs. Wrapping a fresh meta tensor is several times cheaper
+        # than `from_tensor` (which describes the real tensor in full); a meta tensor stands in on the CPU.
+        device = torch.device("cpu") if value.is_meta else value.device
+        fake = make_fake(value.shape, value.stride(), value.dtype, device)
         if value.requires_grad and (value.is_floating_point() or value.is_complex()):
             fake.requires_grad_(True)
         return fake
 
+    def make_fake(shape: tuple, stride: tuple, dtype: torch.dtype, device: torch.device) -> Any:
+        with unset_fake_temporarily():
+            meta = torch.empty_strided(shape, stride, dtype=dtype, device="meta")
+        return FakeTensor(fake_mode, meta, device)
+
     with fake_mode:
-        yield to_fake
+        yield to_fake, ShapeMemo(make_fake)
 
 
 def _real_stand_in(value: Any) -> Any:

@@ -7,8 +7,9 @@ defaults filled in) and the op's output, and reads only shapes and arguments, ne
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from math import prod
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from . import formulas as f
 from .formulas import Cost
@@ -392,14 +393,14 @@ REDUCTION_OPS = (
 VARIANCE_OPS = ("var", "std", "var_mean", "std_mean")
 
 
-def _elementwise_formula(per_element: int):  # noqa: ANN202 - a small closure factory
+def _elementwise_formula(per_element: int):
     def formula(a: Args, out: Any) -> Cost:
         return f.elementwise(out_numel(out), per_element)
 
     return formula
 
 
-def _reduction_formula(per_element: int):  # noqa: ANN202
+def _reduction_formula(per_element: int):
     def formula(a: Args, out: Any) -> Cost:
         source = a.get("self", a.get("input"))
         return f.reduction(numel(source) if source is not None else out_numel(out), per_element)
@@ -479,6 +480,8 @@ FREE_OPS = (
     "aten.view_copy", "aten.permute_copy", "aten.transpose_copy", "aten.t_copy", "aten.expand_copy",
     "aten.squeeze_copy", "aten.unsqueeze_copy", "aten.slice_copy", "aten.select_copy", "aten.as_strided_copy",
     "aten._reshape_copy", "aten.unfold_copy", "aten.diagonal_copy", "aten.split_with_sizes_copy",
+    # Backward of views and indexing: the gradient is copied into a zero tensor of the input's shape.
+    "aten.select_backward", "aten.slice_backward", "aten.diagonal_backward", "aten.as_strided_backward",
 )
 TORCH_OPS.register_free(*(name for name in FREE_OPS if name != "aten.clamp_min_"))
 

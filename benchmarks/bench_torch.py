@@ -1,0 +1,115 @@
+"""Speed and memory of the PyTorch backend, measured against peers in the same run.
+
+    python benchmarks/bench_torch.py            # everything (about a minute)
+    python benchmarks/bench_torch.py --quick    # skip the 70B case
+
+Machines here are noisy, so every figure that matters is a ratio of two timings taken in the same process, each
+the median of several repetitions after a warm-up. Memory figures come from child processes so that one case's
+peak does not hide another's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def median_seconds(fn: Callable[[], Any], repeat: int) -> float:
+    fn()  # warm-up: first-call imports and caches are not what we compare
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def resnet50_vs_flop_counter(repeat: int) -> dict[str, float]:
+    import torch
+    from torch.utils.flop_counter import FlopCounterMode
+
+    from examples.resnet import resnet50
+    from pytest_flopbudget import count
+
+    model = resnet50().eval()
+    x = torch.randn(1, 3, 224, 224)
+
+    def peer() -> None:
+        with FlopCounterMode(display=False), torch.no_grad():
+            model(x)
+
+    def ours() -> None:
+        with torch.no_grad():
+            count(model, x)
+
+    ours_s = median_seconds(ours, repeat)
+    peer_s = median_seconds(peer, repeat)
+    return {"count_fake_s": ours_s, "flop_counter_real_s": peer_s, "speedup": peer_s / ours_s}
+
+
+CHILD = r"""
+import json, resource, sys, time
+import torch
+from examples.decoder import Llama, LlamaConfig, llama_inputs
+from examples.resnet import resnet50
+from pytest_flopbudget import count
+
+case = sys.argv[1]
+def rss_mb():
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+if case == "resnet50-real-weights":
+    model = resnet50().eval()
+    size_mb = sum(p.numel() * p.element_size() for p in model.parameters()) / 2**20
+    before = rss_mb()
+    count(model, torch.randn(1, 3, 224, 224))
+    print(json.dumps({"model_mb": size_mb, "rss_before_mb": before, "rss_peak_mb": rss_mb()}))
+else:
+    cfg = LlamaConfig.llama_7b() if case == "llama-7b" else LlamaConfig.llama_70b()
+    start = time.perf_counter()
+    with torch.device("meta"):
+        model = Llama(cfg)
+    report = count(model, *llama_inputs(cfg, seq=2048))
+    seconds = time.perf_counter() - start
+    linear = sum(m.weight.numel() for m in model.modules() if isinstance(m, torch.nn.Linear))
+    attention = cfg.n_layers * 2 * 2048 * 2048 * cfg.d_model  # QK^T and AV, dense causal rule
+    analytic = linear * 2048 + attention
+    print(json.dumps({"seconds": seconds, "rss_peak_mb": rss_mb(), "params": report.params,
+                      "macs": report.macs, "analytic_macs": analytic,
+                      "error_pct": 100 * (report.macs - analytic) / analytic, "skipped": report.skipped}))
+"""
+
+
+def child(case: str) -> dict[str, Any]:
+    out = subprocess.run(
+        [sys.executable, "-c", CHILD, case], cwd=ROOT, capture_output=True, text=True, check=True,
+        env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
+    )
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="skip the 70B configuration")
+    parser.add_argument("--repeat", type=int, default=5)
+    args = parser.parse_args(argv)
+    sys.path.insert(0, str(ROOT))
+
+    results: dict[str, Any] = {"resnet50_224": resnet50_vs_flop_counter(args.repeat)}
+    results["llama_7b_meta_seq2048"] = child("llama-7b")
+    if not args.quick:
+        results["llama_70b_meta_seq2048"] = child("llama-70b")
+    results["resnet50_real_weights_memory"] = child("resnet50-real-weights")
+    print(json.dumps(results, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,96 @@
+"""A cheap memo of output metadata for repeated pure ops under fake tensors.
+
+FakeTensorMode already caches shape propagation, but its cache key describes every tensor argument in full, which
+costs more than the rest of a count. A network repeats the same op on the same shapes many times (every block of
+a ResNet stage), so we remember, per op and argument metadata, the shapes of the outputs and build fresh fake
+outputs directly. Only ops that neither mutate nor alias their inputs nor have data-dependent output shapes are
+memoised: for those, output metadata is a pure function of the key, and nothing else about the result matters.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+from typing import Any, Callable
+
+import torch
+
+_Meta = tuple  # (shape, stride, dtype, device)
+_NOT_MEMOISABLE = object()
+
+
+class ShapeMemo:
+    def __init__(self, make_fake: Callable[[tuple, tuple, torch.dtype, torch.device], Any]) -> None:
+        self._make_fake = make_fake
+        self._outputs: dict[Hashable, tuple[Any, ...]] = {}
+        self._pure: dict[Any, bool] = {}
+
+    def key(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Hashable | None:
+        """None when the op or one of its arguments rules memoising out."""
+        pure = self._pure.get(func)
+        if pure is None:
+            pure = self._pure[func] = _is_pure(func)
+        if not pure:
+            return None
+        parts: list[Any] = [func]
+        for value in args:
+            part = _describe(value)
+            if part is _NOT_MEMOISABLE:
+                return None
+            parts.append(part)
+        for name in sorted(kwargs):
+            part = _describe(kwargs[name])
+            if part is _NOT_MEMOISABLE:
+                return None
+            parts.append((name, part))
+        return tuple(parts)
+
+    def replay(self, key: Hashable) -> Any | None:
+        entry = self._outputs.get(key)
+        if entry is None:
+            return None
+        single, metas = entry
+        outs = [self._make_fake(*meta) if meta is not None else None for meta in metas]
+        return outs[0] if single else tuple(outs)
+
+    def store(self, key: Hashable, out: Any) -> None:
+        single = isinstance(out, torch.Tensor)
+        values = (out,) if single else out
+        if not isinstance(values, tuple):
+            return
+        metas = []
+        for value in values:
+            if isinstance(value, torch.Tensor):
+                if any(not isinstance(s, int) for s in value.shape):
+                    return
+                metas.append((tuple(value.shape), value.stride(), value.dtype, value.device))
+            elif value is None:
+                metas.append(None)
+            else:
+                return
+        self._outputs[key] = (single, tuple(metas))
+
+
+def _is_pure(func: Any) -> bool:
+    schema = func._schema
+    if schema.is_mutable or any(ret.alias_info is not None for ret in schema.returns):
+        return False
+    if any(arg.alias_info is not None for arg in schema.arguments):
+        return False
+    tags = set(func.tags)
+    impure = {torch.Tag.dynamic_output_shape, torch.Tag.data_dependent_output, torch.Tag.nondeterministic_seeded}
+    return not (tags & impure) and func.namespace in ("aten", "prims")
+
+
+def _describe(value: Any) -> Any:
+    if isinstance(value, torch.Tensor):
+        shape = tuple(value.shape)
+        if any(not isinstance(s, int) for s in shape):
+            return _NOT_MEMOISABLE
+        return (shape, value.stride(), value.dtype, value.device, value.storage_offset())
+    if isinstance(value, (list, tuple)):
+        parts = tuple(_describe(v) for v in value)
+        return _NOT_MEMOISABLE if any(p is _NOT_MEMOISABLE for p in parts) else ("seq", parts)
+    if value is None or isinstance(value, (bool, int, float, str, torch.dtype, torch.device, torch.layout,
+                                           torch.memory_format)):
+        return (type(value), value)
+    return _NOT_MEMOISABLE
