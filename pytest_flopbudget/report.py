@@ -7,8 +7,9 @@ and the module-tree view are derived, so the per-layer numbers always add up to 
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 #: Bumped when the JSON layout changes incompatibly; baselines carry it so a foreign file is recognised.
 REPORT_FORMAT = "pytest-flopbudget/report/1"

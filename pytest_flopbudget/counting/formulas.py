@@ -7,8 +7,9 @@ functions so that a convolution costs the same whether it came from `aten.convol
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from math import ceil, floor, prod
-from typing import NamedTuple, Sequence
+from typing import NamedTuple
 
 
 class Cost(NamedTuple):

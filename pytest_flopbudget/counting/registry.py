@@ -6,7 +6,8 @@ compute we have no formula for, and the backend must report it as skipped: there
 
 from __future__ import annotations
 
-from typing import Any, Callable, Generic, Hashable, Iterator, TypeVar, Union
+from collections.abc import Hashable, Iterator
+from typing import Any, Callable, Generic, TypeVar, Union
 
 from .formulas import Cost
 
