@@ -7,7 +7,6 @@ compute go" at the granularity the reader picked.
 
 from __future__ import annotations
 
-
 from ..report import ROOT, LayerCost, Report
 from ..units import format_count
 

@@ -18,7 +18,7 @@ SETTINGS = settings(max_examples=25, deadline=None)
 class Call(nn.Module):
     """Wraps one functional op so it runs as a model."""
 
-    def __init__(self, fn) -> None:  # noqa: ANN001
+    def __init__(self, fn) -> None:
         super().__init__()
         self.fn = fn
 

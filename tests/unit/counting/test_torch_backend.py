@@ -233,7 +233,7 @@ def test_model_is_left_exactly_as_it_was(execution: str, training: bool) -> None
     ids=["resnet18", "vit", "llama", "gpt"],
 )
 @pytest.mark.parametrize("training", [False, True])
-def test_fake_and_real_execution_give_identical_reports(build, training: bool) -> None:  # noqa: ANN001
+def test_fake_and_real_execution_give_identical_reports(build, training: bool) -> None:
     model, inputs = build()
     fake = count(model, *inputs, training=training).to_dict()
     real = count(model, *inputs, training=training, execution="real").to_dict()
@@ -304,7 +304,8 @@ def test_model_that_raises_is_reported_with_its_message() -> None:
         def forward(self, x: torch.Tensor) -> torch.Tensor:
             raise ValueError("expects a dict of images")
 
-    with pytest.raises(CountingError, match=r"model raised in layer .0. \(Broken\): ValueError: expects a dict of images"):
+    expected = r"model raised in layer .0. \(Broken\): ValueError: expects a dict of images"
+    with pytest.raises(CountingError, match=expected):
         count(nn.Sequential(Broken()), torch.randn(1))
 
 
