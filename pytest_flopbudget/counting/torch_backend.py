@@ -156,7 +156,16 @@ def count_torch(
         with _execution_context(execution) as (convert, memo):
             mode = CountingMode(tracker, memo)
             state = _stand_in_state(model, convert, execution)
-            fake_args, fake_kwargs = tree_map(convert, (args, kwargs))
+            converted: dict[int, Any] = {}
+
+            def convert_once(value: Any) -> Any:
+                if not isinstance(value, torch.Tensor):
+                    return convert(value)
+                if id(value) not in converted:
+                    converted[id(value)] = convert(value)
+                return converted[id(value)]
+
+            fake_args, fake_kwargs = tree_map(convert_once, (args, kwargs))
             if training:
                 model.train()
             try:
@@ -167,7 +176,7 @@ def count_torch(
                     if training:
                         loss = loss_fn(output) if loss_fn is not None else _sum_outputs(output)
                         _check_loss(loss)
-                        loss.backward()
+                        torch.autograd.grad(loss, _grad_leaves(loss), allow_unused=True)
             except CountingError:
                 raise
             except Exception as exc:
@@ -374,3 +383,19 @@ def _tool_version() -> dict[str, str]:
     from .. import __version__
 
     return {"pytest-flopbudget": __version__}
+
+
+def _grad_leaves(loss: Any) -> list[Any]:
+    """Every leaf the backward would accumulate into; autograd.grad to them writes no .grad anywhere."""
+    seen: set[Any] = set()
+    stack, leaves = [loss.grad_fn], []
+    while stack:
+        node = stack.pop()
+        if node is None or node in seen:
+            continue
+        seen.add(node)
+        variable = getattr(node, "variable", None)
+        if variable is not None:
+            leaves.append(variable)
+        stack.extend(next_node for next_node, _ in node.next_functions)
+    return leaves

@@ -133,7 +133,7 @@ def _unbatched(x: Sequence[int], w: Sequence[int]) -> Sequence[int]:
 @register("aten.convolution", "aten._convolution", "aten.convolution_overrideable", "aten.mkldnn_convolution")
 def _convolution(a: Args, out: Any) -> Cost:
     w = shape(a["weight"])
-    x = _unbatched(shape(a["input"]), w)
+    x = _unbatched(shape(a["input"] if "input" in a else a["self"]), w)
     y = _unbatched(shape(first_tensor(out)), w)
     transposed = bool(a.get("transposed", False))
     cost = _conv_cost(x, w, y, transposed, int(a.get("groups", 1)))
@@ -230,7 +230,16 @@ def _native_mha(a: Args, out: Any) -> Cost:
         in_proj = f.linear(batch * q_len, embed, 3 * embed, bias)
     else:
         in_proj = f.linear(batch * q_len, embed, embed, bias) + f.linear(batch * kv_len, embed, embed, bias).times(2)
-    attention = f.attention(batch * heads, q_len, kv_len, embed // heads, masked=a.get("mask") is not None)
+    masked = a.get("mask") is not None
+    if a.get("need_weights", True):
+        # explicit path: q scaled per element, two bmm, softmax; weights averaged over heads
+        bh, hd, scores = batch * heads, embed // heads, batch * heads * q_len * kv_len
+        attention = (f.matmul(q_len, kv_len, hd, bh) + f.matmul(q_len, hd, kv_len, bh)
+                     + f.elementwise(batch * q_len * embed) + f.softmax(scores) + f.elementwise(scores * int(masked)))
+        if a.get("average_attn_weights", True):
+            attention = attention + f.reduction(scores)
+    else:
+        attention = f.attention(batch * heads, q_len, kv_len, embed // heads, masked=masked)
     out_proj = f.linear(batch * q_len, embed, embed, a.get("proj_bias") is not None)
     return in_proj + attention + out_proj
 
@@ -319,7 +328,8 @@ def _register_pools() -> None:
         register(f"aten.{name}")(_adaptive_pool)
     for name in ("_adaptive_avg_pool2d_backward", "_adaptive_avg_pool3d_backward", "adaptive_max_pool2d_backward",
                  "adaptive_max_pool3d_backward"):
-        register(f"aten.{name}")(_adaptive_pool_backward)
+        dims = _pool_dims(name)
+        register(f"aten.{name}")(lambda a, out, dims=dims: _adaptive_pool_backward(a, dims))
 
 
 def _adaptive_pool(a: Args, out: Any) -> Cost:
@@ -328,9 +338,8 @@ def _adaptive_pool(a: Args, out: Any) -> Cost:
     return f.adaptive_pool(prod(x[:-dims]), x[-dims:], y[-dims:])
 
 
-def _adaptive_pool_backward(a: Args, out: Any) -> Cost:
+def _adaptive_pool_backward(a: Args, dims: int) -> Cost:
     x, gy = shape(a["self"]), shape(a["grad_output"])
-    dims = len(x) - 2 if len(x) > 3 else len(x) - 1
     return f.adaptive_pool(prod(x[:-dims]), x[-dims:], gy[-dims:])
 
 
@@ -340,23 +349,23 @@ _register_pools()
 # --- interpolation ---------------------------------------------------------------------------------------------
 
 
+#: upsampling op -> (mode, spatial dims); the vec overloads share the key
+UPSAMPLE_OPS = {
+    "upsample_nearest1d": ("nearest", 1), "upsample_nearest2d": ("nearest", 2), "upsample_nearest3d": ("nearest", 3),
+    "_upsample_nearest_exact1d": ("nearest", 1), "_upsample_nearest_exact2d": ("nearest", 2),
+    "_upsample_nearest_exact3d": ("nearest", 3), "upsample_linear1d": ("linear", 1),
+    "upsample_bilinear2d": ("linear", 2), "upsample_trilinear3d": ("linear", 3), "upsample_bicubic2d": ("cubic", 2),
+    "_upsample_bilinear2d_aa": ("linear", 2), "_upsample_bicubic2d_aa": ("cubic", 2),
+}
+
+
 def _register_upsampling() -> None:
-    modes = {"nearest": "nearest", "_nearest_exact": "nearest", "linear": "linear", "bilinear": "linear",
-             "trilinear": "linear", "bicubic": "cubic", "_bilinear2d_aa": "linear", "_bicubic2d_aa": "cubic"}
-    for prefix, mode in modes.items():
-        for dims in (1, 2, 3):
-            base = f"upsample{prefix}{dims}d" if not prefix.startswith("_") else f"_upsample{prefix}{dims}d"
-            if prefix.endswith("aa"):
-                base = f"_upsample{prefix}" if dims == 2 else ""
-            if not base or base in ("upsample_bilinear1d",):
-                continue
-            register(f"aten.{base}")(
-                lambda a, out, mode=mode, dims=dims: f.interpolate(out_numel(out), mode, dims)
-            )
-            register(f"aten.{base}_backward")(
-                lambda a, out, mode=mode, dims=dims: f.interpolate(numel(a["grad_output"]), mode, dims)
-                if mode != "nearest" else f.elementwise(numel(a["grad_output"]))
-            )
+    for base, (mode, dims) in UPSAMPLE_OPS.items():
+        register(f"aten.{base}")(lambda a, out, mode=mode, dims=dims: f.interpolate(out_numel(out), mode, dims))
+        register(f"aten.{base}_backward")(
+            lambda a, out, mode=mode, dims=dims: f.interpolate(numel(a["grad_output"]), mode, dims)
+            if mode != "nearest" else f.elementwise(numel(a["grad_output"]))
+        )
 
 
 _register_upsampling()
@@ -380,7 +389,8 @@ ELEMENTWISE_OPS = (
     "threshold_backward", "gelu_backward", "silu_backward", "sigmoid_backward", "tanh_backward", "elu_backward",
     "leaky_relu_backward", "hardtanh_backward", "hardswish_backward", "hardsigmoid_backward", "mish_backward",
     "softplus_backward", "log_sigmoid_backward", "_prelu_kernel_backward", "logit_backward",
-    "native_dropout", "native_dropout_backward", "bernoulli", "masked_scale",
+    "native_dropout", "native_dropout_backward", "bernoulli", "_masked_scale", "hardshrink_backward",
+    "softshrink_backward", "rrelu_with_noise_backward",
 )
 #: Fused elementwise kernels: FLOPs per output element.
 FUSED_ELEMENTWISE = {"addcmul": 2, "addcdiv": 2, "lerp": 2, "glu": 2, "glu_backward": 3}
@@ -464,7 +474,7 @@ FREE_OPS = (
     "aten.replication_pad2d", "aten.replication_pad3d", "aten.embedding", "aten.index", "aten._unsafe_index",
     "aten.index_select", "aten.gather", "aten.take", "aten.take_along_dim", "aten.masked_select", "aten.nonzero",
     "aten.slice_scatter", "aten.select_scatter", "aten.diagonal_scatter", "aten.as_strided_scatter",
-    "aten.scatter", "aten.index_copy", "aten.index_fill", "aten.masked_scatter", "aten.pixel_shuffle",
+    "aten.index_copy", "aten.index_fill", "aten.masked_scatter", "aten.pixel_shuffle",
     "aten.pixel_unshuffle", "aten.channel_shuffle", "aten.native_channel_shuffle", "aten._local_scalar_dense",
     "aten.item", "aten.sym_size", "aten.sym_stride", "aten.sym_numel", "aten.sym_storage_offset",
     "aten.is_same_size", "aten._has_compatible_shallow_copy_type", "aten.set", "aten.resize", "aten.resize_as",
@@ -481,7 +491,8 @@ FREE_OPS = (
     "aten.squeeze_copy", "aten.unsqueeze_copy", "aten.slice_copy", "aten.select_copy", "aten.as_strided_copy",
     "aten._reshape_copy", "aten.unfold_copy", "aten.diagonal_copy", "aten.split_with_sizes_copy",
     # Backward of views and indexing: the gradient is copied into a zero tensor of the input's shape.
-    "aten.select_backward", "aten.slice_backward", "aten.diagonal_backward", "aten.as_strided_backward",
+    "aten.select_backward", "aten.slice_backward", "aten.diagonal_backward",
+    "aten.unsafe_split", "aten.unsafe_split_with_sizes", "aten.unsafe_chunk", "aten._linalg_check_errors",
 )
 TORCH_OPS.register_free(*(name for name in FREE_OPS if name != "aten.clamp_min_"))
 
@@ -492,3 +503,56 @@ def op_key(func: Any) -> str:
     if name.endswith("_") and not name.endswith("__"):
         name = name[:-1]
     return f"{func.namespace}.{name}"
+
+
+@register("aten.scatter")
+def _scatter(a: Args, out: Any) -> Cost:
+    """A plain scatter is a copy; scatter(reduce='add'|'multiply') combines every source element."""
+    if a.get("reduce") is None:
+        return f.FREE
+    source = a.get("src")
+    return f.elementwise(numel(source) if source is not None else numel(a["index"]))
+
+
+@register("aten.reflection_pad1d_backward", "aten.reflection_pad2d_backward", "aten.reflection_pad3d_backward",
+          "aten.replication_pad1d_backward", "aten.replication_pad2d_backward", "aten.replication_pad3d_backward",
+          "aten.unfold_backward")
+def _gradient_fold(a: Args, out: Any) -> Cost:
+    """Gradients of duplicated positions are summed: one add per incoming gradient element."""
+    return f.elementwise(numel(a.get("grad_output", a.get("grad_in"))))
+
+
+@register("aten.col2im")
+def _col2im(a: Args, out: Any) -> Cost:
+    return f.elementwise(numel(a["self"]))
+
+
+@register("aten.trace")
+def _trace(a: Args, out: Any) -> Cost:
+    return f.reduction(min(shape(a["self"])))
+
+
+@register("aten.mkldnn_rnn_layer")
+def _mkldnn_rnn_layer(a: Args, out: Any) -> Cost:
+    """One layer, one direction of nn.LSTM / nn.GRU / nn.RNN on CPU: `seq` steps of one cell."""
+    x = shape(a["input"])
+    seq, batch = (x[1], x[0]) if a["batch_first"] else (x[0], x[1])
+    gates = {0: 1, 1: 1, 2: 4, 3: 3}[int(a["mode"])]
+    return f.rnn_cell(batch, x[-1], int(a["hidden_size"]), gates, bool(a["has_biases"])).times(seq)
+
+
+@register("aten.mkldnn_rnn_layer_backward")
+def _mkldnn_rnn_layer_backward(a: Args, out: Any) -> Cost:
+    return _mkldnn_rnn_layer(a, out).times(2)
+
+
+@register("aten.mse_loss", "aten.smooth_l1_loss", "aten.huber_loss", "aten.binary_cross_entropy",
+          "aten.binary_cross_entropy_with_logits", "aten.mse_loss_backward", "aten.smooth_l1_loss_backward",
+          "aten.huber_loss_backward", "aten.binary_cross_entropy_backward")
+def _pointwise_loss(a: Args, out: Any) -> Cost:
+    return f.elementwise(numel(a["self"] if "self" in a else a["input"]), 3)
+
+
+@register("aten.nll_loss_forward", "aten.nll_loss2d_forward", "aten.nll_loss_backward", "aten.nll_loss2d_backward")
+def _nll_loss(a: Args, out: Any) -> Cost:
+    return f.elementwise(numel(a["target"]))
