@@ -193,3 +193,30 @@ def rnn_cell(batch: int, input_size: int, hidden: int, gates: int, bias: bool) -
     per_unit = gates * ((2 if bias else 0) + 1 + 1)  # biases, the input+recurrent add, activation
     per_unit += {1: 0, 3: 5, 4: 4}.get(gates, 0)
     return cost + elementwise(batch * hidden, per_unit)
+
+
+# --- appended for the ONNX backend (issue 3); the functions above are unchanged ------------------------------------
+
+#: Quantising (divide by the scale, add the zero point) or dequantising (subtract the zero point, multiply by the
+#: scale) costs 2 FLOPs per element; rounding and saturation are part of the same instruction and not counted.
+QUANTIZE = 2
+
+
+def scaled_add(elements: int, *, has_addend: bool, alpha: float = 1.0, beta: float = 1.0) -> Cost:
+    """`beta*C + alpha*(A@B)` on top of a product: the add, plus a multiply for each scale that is not 1.
+
+    The same rule as `aten.addmm` in the PyTorch backend, so ONNX `Gemm` and `torch.addmm` agree.
+    """
+    if not has_addend or beta == 0:
+        return elementwise(elements * int(alpha != 1))
+    return elementwise(elements * (1 + int(beta != 1) + int(alpha != 1)))
+
+
+def gemm(m: int, n: int, k: int, *, has_addend: bool, alpha: float = 1.0, beta: float = 1.0) -> Cost:
+    """(M x K) @ (K x N) plus an optional addend: a dense layer with bias costs 2*M*N*K + M*N."""
+    return matmul(m, n, k) + scaled_add(m * n, has_addend=has_addend, alpha=alpha, beta=beta)
+
+
+def variadic(out_numel: int, operands: int, per_element: int = ELEMENTWISE) -> Cost:
+    """Sum/Max/Min of n operands: n - 1 binary operations per output element (a single operand is a copy)."""
+    return elementwise(out_numel * max(operands - 1, 0), per_element)

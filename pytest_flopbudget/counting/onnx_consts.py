@@ -1,0 +1,160 @@
+"""A tiny integer constant folder: enough to read a Loop's trip count or an If's condition when it is static.
+
+Exporters rarely write a trip count as a literal; a TorchScript loop over a tensor's first axis becomes
+`Shape -> Gather -> Loop`. With the input shapes bound, that count is static, and counting the body that many
+times is exact. Anything the folder cannot evaluate is dynamic, and the backend reports the loop as skipped.
+"""
+
+from __future__ import annotations
+
+import operator
+from math import prod
+from typing import Any, Callable
+
+from .onnx_graph import NodeInfo, index_nodes
+from .onnx_node import Dims, attribute_value
+
+MAX_DEPTH = 64
+MAX_VALUES = 4096
+_INT_TYPES = {2, 3, 4, 5, 6, 7, 9, 12, 13}  # uint8 int8 uint16 int16 int32 int64 bool uint32 uint64
+
+_BINARY: dict[str, Callable[[int, int], int]] = {
+    "Add": operator.add,
+    "Sub": operator.sub,
+    "Mul": operator.mul,
+    "Div": lambda a, b: int(a / b) if b else 0,
+    "Max": max,
+    "Min": min,
+    "Equal": lambda a, b: int(a == b),
+    "Less": lambda a, b: int(a < b),
+    "Greater": lambda a, b: int(a > b),
+    "LessOrEqual": lambda a, b: int(a <= b),
+    "GreaterOrEqual": lambda a, b: int(a >= b),
+    "And": lambda a, b: int(bool(a) and bool(b)),
+    "Or": lambda a, b: int(bool(a) or bool(b)),
+}
+_PASS_THROUGH = {"Identity", "Cast", "Squeeze", "Unsqueeze", "Reshape", "Flatten", "CastLike"}
+
+
+class ConstFolder:
+    """Integer values of one graph's names; falls back to the enclosing graph's folder for outer names."""
+
+    def __init__(
+        self,
+        graph: Any,
+        dims: Callable[[str], Dims],
+        tensors: dict[str, Any] | None = None,
+        parent: ConstFolder | None = None,
+        nodes: list[NodeInfo] | None = None,
+    ) -> None:
+        if nodes is None:
+            nodes = index_nodes(graph)
+        self.producers = {out: info.node for info in nodes for out in info.outputs if out}
+        self.tensors = dict(tensors or {})
+        for init in graph.initializer:
+            self.tensors.setdefault(init.name, init)
+        self.dims = dims
+        self.parent = parent
+        self._cache: dict[str, list[int] | None] = {}
+
+    def ints(self, name: str, depth: int = 0) -> list[int] | None:
+        if not name or depth > MAX_DEPTH:
+            return None
+        if name in self._cache:
+            return self._cache[name]
+        value = self._evaluate(name, depth)
+        if value is None and self.parent is not None and name not in self.producers:
+            value = self.parent.ints(name, depth + 1)
+        if value is not None and len(value) > MAX_VALUES:
+            value = None
+        self._cache[name] = value
+        return value
+
+    def _evaluate(self, name: str, depth: int) -> list[int] | None:
+        if name in self.tensors:
+            return tensor_ints(self.tensors[name])
+        node = self.producers.get(name)
+        if node is None or node.domain not in ("", "ai.onnx"):
+            return None
+        op = node.op_type
+        args = node.input
+        if op == "Constant":
+            from .onnx_shapes import _constant_node_tensor
+
+            tensor = _constant_node_tensor(node)
+            return tensor_ints(tensor) if tensor is not None else None
+        if op in _PASS_THROUGH:
+            return self.ints(args[0], depth + 1) if args else None
+        if op == "Shape":
+            dims = self.dims(args[0])
+            if dims is None or any(d is None for d in dims):
+                return None
+            attrs = {a.name: attribute_value(a) for a in node.attribute}
+            start, end = attrs.get("start", 0), attrs.get("end", len(dims))
+            return [int(d) for d in dims[start:end]]  # type: ignore[misc]
+        if op == "Size":
+            dims = self.dims(args[0])
+            return None if dims is None or any(d is None for d in dims) else [prod(dims)]  # type: ignore[arg-type]
+        if op == "Gather":
+            data, index = self.ints(args[0], depth + 1), self.ints(args[1], depth + 1)
+            if data is None or index is None:
+                return None
+            try:
+                return [data[i] for i in index]
+            except IndexError:
+                return None
+        if op == "Concat":
+            parts = [self.ints(a, depth + 1) for a in args]
+            return None if any(p is None for p in parts) else [v for p in parts for v in p]  # type: ignore[union-attr]
+        if op == "Slice":
+            return self._slice(node, depth)
+        if op == "Not":
+            value = self.ints(args[0], depth + 1)
+            return None if value is None else [int(not v) for v in value]
+        if op in _BINARY and len(args) == 2:
+            a, b = self.ints(args[0], depth + 1), self.ints(args[1], depth + 1)
+            if a is None or b is None or (len(a) != len(b) and 1 not in (len(a), len(b))):
+                return None
+            n = max(len(a), len(b))
+            fn = _BINARY[op]
+            return [fn(a[i % len(a)], b[i % len(b)]) for i in range(n)]
+        return None
+
+    def _slice(self, node: Any, depth: int) -> list[int] | None:
+        """1-D slices of shape vectors (`Shape -> Slice -> Concat` builds Reshape targets)."""
+        args = node.input
+        data = self.ints(args[0], depth + 1) if args else None
+        if data is None:
+            return None
+        if len(args) >= 3:  # opset 10+: starts, ends, axes, steps are inputs
+            starts, ends = self.ints(args[1], depth + 1), self.ints(args[2], depth + 1)
+            axes = self.ints(args[3], depth + 1) if len(args) > 3 and args[3] else [0]
+            steps = self.ints(args[4], depth + 1) if len(args) > 4 and args[4] else [1]
+        else:
+            attrs = {a.name: attribute_value(a) for a in node.attribute}
+            starts, ends, axes, steps = attrs.get("starts"), attrs.get("ends"), attrs.get("axes", [0]), [1]
+        if starts is None or ends is None or axes is None or steps is None:
+            return None
+        if len(starts) != 1 or len(ends) != 1 or axes not in ([0], [-1]) or len(steps) != 1 or steps[0] == 0:
+            return None
+        return data[slice(*_clamp(starts[0], ends[0], steps[0], len(data)))]
+
+
+def _clamp(start: int, end: int, step: int, length: int) -> tuple[int, int, int]:
+    """ONNX Slice bounds (which may be +-INT64_MAX) as Python slice arguments."""
+    def bound(value: int) -> int:
+        return max(-length - 1, min(length, value))
+
+    return bound(start), bound(end), step
+
+
+def tensor_ints(tensor: Any) -> list[int] | None:
+    """The values of a small integer or boolean TensorProto; None for floats or external data."""
+    if tensor.data_type not in _INT_TYPES or tensor.data_location == 1 or prod(tensor.dims) > MAX_VALUES:
+        return None
+    from onnx import numpy_helper
+
+    try:
+        return [int(v) for v in numpy_helper.to_array(tensor).reshape(-1)]
+    except Exception:  # a malformed tensor is simply not a constant we can read
+        return None

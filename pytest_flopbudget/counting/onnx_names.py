@@ -1,0 +1,111 @@
+"""Recover the dotted module path (`layer1.0.conv1`) that an exporter recorded for an ONNX node.
+
+Exporters leave the module hierarchy in different places:
+
+- the dynamo exporter (`torch.onnx.export(..., dynamo=True)`) writes node metadata: `pkg.torch.onnx.name_scopes`
+  is the list of module paths from the root down, ending with the FX node's own name; older versions only wrote
+  `namespace` ("``: Root/layer1: Sequential/layer1.0: BasicBlock/add: aten.add.Tensor``");
+- the TorchScript exporter (`dynamo=False`) encodes it in the node name, `/layer1/layer1.0/conv1/Conv`, where each
+  component is the module's qualified name cut back to its last non-numeric atom (`layer1.0`, `downsample.0`,
+  `conv1`), so consecutive components overlap and must be stitched together;
+- TensorFlow converters use `model/dense/MatMul`-style scopes.
+
+Anything else falls back to the node name itself, so per-layer diffs still line up between two exports of the
+same model. The per-layer diff is only as good as these paths, hence the care taken here.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterable
+from typing import Any
+
+NAME_SCOPES = "pkg.torch.onnx.name_scopes"
+NAMESPACE = "namespace"
+REWRITE_RULE = "pkg.onnxscript.rewriter.rule_name"
+
+
+class ModulePaths:
+    """Per-model resolver; `known` module paths (from parameter names) settle ambiguous TorchScript names."""
+
+    def __init__(self, known_modules: Iterable[str] = ()) -> None:
+        self.known = set(known_modules)
+        self._scope_cache: dict[str, str] = {}
+
+    def path(self, node: Any, weight_module: str | None = None) -> str:
+        """The module path of `node`; `weight_module` is the module owning its weight, if the weight is named."""
+        if len(node.metadata_props):
+            found = self._from_metadata(node, weight_module)
+            if found is not None:
+                return found
+        name = str(node.name)
+        if name.startswith("/"):
+            return self._from_torchscript_name(name)
+        if "/" in name:
+            return ".".join(part for part in name.split("/")[:-1] if part)
+        return name
+
+    def _from_metadata(self, node: Any, weight_module: str | None) -> str | None:
+        props = {p.key: p.value for p in node.metadata_props}
+        path: str | None = None
+        if NAME_SCOPES in props:
+            path = _last_module_from_scopes(props[NAME_SCOPES])
+        if path is None and NAMESPACE in props:
+            path = _last_module_from_namespace(props[NAMESPACE])
+        if path is None:
+            return None
+        # Folding a batch norm into the preceding conv/gemm keeps the batch norm's metadata on the fused node;
+        # its weight still carries the conv's parameter name, which names the module that did the arithmetic.
+        if weight_module is not None and "FuseBatchNorm" in props.get(REWRITE_RULE, ""):
+            return weight_module
+        return path
+
+    def _from_torchscript_name(self, name: str) -> str:
+        scope = name[1 : name.rfind("/")]
+        cached = self._scope_cache.get(scope)
+        if cached is None:
+            cached = self._stitch(scope.split("/") if scope else [])
+            self._scope_cache[scope] = cached
+        return cached
+
+    def _stitch(self, components: list[str]) -> str:
+        path: list[str] = []
+        for component in components:
+            atoms = component.split(".")
+            candidates = [path + atoms]
+            # `layer1` then `layer1.0`: the child repeats its parent's trailing atoms (Sequential/ModuleList items).
+            for overlap in range(min(len(path), len(atoms) - 1), 0, -1):
+                if path[len(path) - overlap :] == atoms[:overlap]:
+                    candidates.insert(0, path + atoms[overlap:])
+            path = next((c for c in candidates if ".".join(c) in self.known), candidates[0])
+        return ".".join(path)
+
+
+def _last_module_from_scopes(value: str) -> str | None:
+    """`['', 'layer1', 'layer1.0', 'add']` -> `layer1.0`: the entries before the last are module paths."""
+    try:
+        scopes = ast.literal_eval(value)
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        return None
+    if not isinstance(scopes, list) or not all(isinstance(s, str) for s in scopes):
+        return None
+    return scopes[-2] if len(scopes) >= 2 else ""
+
+
+def _last_module_from_namespace(value: str) -> str | None:
+    """`: Root/layer1: Sequential/layer1.0: Block/add: aten.add.Tensor` -> `layer1.0`."""
+    entries = value.split("/")
+    if len(entries) < 2:
+        return None
+    name, sep, _ = entries[-2].partition(": ")
+    return name.strip() if sep else None
+
+
+def module_of_parameter(name: str) -> str | None:
+    """`layer1.0.conv1.weight` -> `layer1.0.conv1`; None for generated names (`onnx::Conv_193`, `val_3`)."""
+    if "." not in name or any(c in name for c in ":/ "):
+        return None
+    module, _, attr = name.rpartition(".")
+    if not attr.isidentifier() or not module:
+        return None
+    return module

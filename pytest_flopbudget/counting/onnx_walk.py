@@ -1,0 +1,263 @@
+"""Walking an inferred ONNX graph: price each node, charge it to its module, recurse into control flow.
+
+`If` counts its costlier branch (the taken one when the condition folds to a constant); `Loop` and `Scan` count
+their body once per iteration when the trip count is static, after re-inferring the body with the real input
+shapes; a loop whose trip count is dynamic is reported as skipped rather than guessed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from ..errors import CountingError
+from ..report import LayerCost, SkippedOp
+from .formulas import Cost
+from .onnx_consts import ConstFolder
+from .onnx_graph import NodeInfo, index_nodes, topological_order
+from .onnx_names import ModulePaths, module_of_parameter
+from .onnx_node import NodeContext, UnknownShape
+from .onnx_ops import ONNX_OPS, op_label
+from .onnx_shapes import Scope, complete_shapes, infer_body
+from .registry import FREE_OP
+
+#: Domains whose operators are known (to onnx or to us); anything else is reported as an unknown domain.
+KNOWN_DOMAINS = {"", "ai.onnx.ml", "ai.onnx.preview.training", "com.microsoft", "com.microsoft.nchwc"}
+#: A trip count at least this large is the "run until cond is false" idiom, not a real count.
+WHILE_LOOP_TRIP = 2**62
+CONTROL_FLOW = ("If", "Loop", "Scan")
+
+
+@dataclass
+class Tally:
+    """Costs of one graph (or subgraph) walk, mergeable with a repeat count for loop bodies."""
+
+    layers: dict[str, LayerCost] = field(default_factory=dict)
+    flops: int = 0
+    macs: int = 0
+    skipped: dict[str, SkippedOp] = field(default_factory=dict)
+    #: op -> the layers already listed in its SkippedOp, so that listing stays linear in the number of nodes.
+    _skip_layers: dict[str, set[str]] = field(default_factory=dict, repr=False)
+
+    def add(self, path: str, op: str, cost: Cost, calls: int = 1) -> None:
+        self.layers.setdefault(path, LayerCost()).add_op(op, cost.flops, cost.macs, calls)
+        self.flops += cost.flops
+        self.macs += cost.macs
+
+    def skip(self, path: str, op: str, reason: str, calls: int = 1) -> None:
+        self.layers.setdefault(path, LayerCost()).add_skipped(op, calls)
+        self._note_skipped(op, reason, calls, [path])
+
+    def _note_skipped(self, op: str, reason: str, calls: int, paths: list[str]) -> None:
+        entry = self.skipped.setdefault(op, SkippedOp(reason=reason))
+        entry.calls += calls
+        seen = self._skip_layers.setdefault(op, set())
+        for path in paths:
+            if path not in seen:
+                seen.add(path)
+                entry.layers.append(path)
+
+    def merge(self, other: Tally, times: int = 1) -> None:
+        for path, layer in other.layers.items():
+            target = self.layers.setdefault(path, LayerCost())
+            for op, cost in layer.ops.items():
+                target.add_op(op, cost.flops * times, cost.macs * times, cost.calls * times)
+        self.flops += other.flops * times
+        self.macs += other.macs * times
+        self.merge_skipped(other, times)
+
+    def merge_skipped(self, other: Tally, times: int = 1) -> None:
+        for op, entry in other.skipped.items():
+            self._note_skipped(op, entry.reason, entry.calls * times, entry.layers)
+        for path, layer in other.layers.items():
+            for op, calls in layer.skipped.items():
+                self.layers.setdefault(path, LayerCost()).add_skipped(op, calls * times)
+
+
+class Walker:
+    """Prices every node of a graph and its subgraphs into a Tally."""
+
+    def __init__(
+        self,
+        model: Any,
+        label: str,
+        opsets: dict[str, int],
+        undeclared: set[str],
+        initializer_names: set[str],
+        names: ModulePaths,
+        consts: dict[str, Any],
+    ) -> None:
+        self.model = model
+        self.label = label
+        self.opsets = opsets
+        self.undeclared = undeclared
+        self.initializer_names = initializer_names
+        self.names = names
+        self.consts = consts
+        self._entries: dict[tuple[str, str], Any] = {}
+
+    def path(self, info: NodeInfo, inherited: str = "") -> str:
+        inputs = info.inputs
+        weight = inputs[1] if len(inputs) > 1 and inputs[1] in self.initializer_names else None
+        path = self.names.path(info.node, module_of_parameter(weight) if weight else None)
+        return path or inherited
+
+    def entry(self, domain: str, op: str) -> Callable[[NodeContext], Cost] | Any:
+        key = (domain, op)
+        if key not in self._entries:
+            self._entries[key] = ONNX_OPS.lookup(key, self.opsets.get(domain))
+        return self._entries[key]
+
+    def walk(
+        self, nodes: list[NodeInfo], scope: Scope, folder: ConstFolder, tally: Tally, inherited: str = ""
+    ) -> None:
+        for info in nodes:
+            domain, op = info.domain, info.op_type
+            if domain == "" and op in CONTROL_FLOW:
+                self._control_flow(info, scope, folder, tally, inherited)
+                continue
+            entry = self.entry(domain, op)
+            if entry is FREE_OP:
+                continue
+            path = self.path(info, inherited)
+            label = op_label(domain, op)
+            if entry is None:
+                tally.skip(path, label, self._no_formula(domain))
+                continue
+            ctx = NodeContext(
+                info.node,
+                self.opsets.get(domain, 1),
+                [scope.dims(name) for name in info.inputs],
+                [scope.dims(name) for name in info.outputs],
+                folder.ints,
+            )
+            try:
+                cost = entry(ctx)
+            except UnknownShape as exc:
+                tally.skip(path, label, exc.reason)
+                continue
+            except Exception as exc:  # a malformed node is skipped with the reason, never a crash
+                tally.skip(path, label, f"formula failed ({type(exc).__name__}: {str(exc)[:100]})")
+                continue
+            tally.add(path, label, cost)
+
+    def _no_formula(self, domain: str) -> str:
+        if domain in self.undeclared:
+            return f"no formula (domain '{domain}' is not declared in the model's opset_import)"
+        if domain not in KNOWN_DOMAINS:
+            return f"no formula (unknown domain '{domain}')"
+        return "no formula"
+
+    # --- control flow ------------------------------------------------------------------------------------------
+
+    def _control_flow(self, info: NodeInfo, scope: Scope, folder: ConstFolder, tally: Tally, inherited: str) -> None:
+        path = self.path(info, inherited)
+        graphs = {a.name: a.g for a in info.node.attribute if a.type == 5}
+        if info.op_type == "If":
+            self._if(info, graphs, scope, folder, tally, path)
+        elif info.op_type == "Loop":
+            self._loop(info, graphs.get("body"), scope, folder, tally, path)
+        else:
+            self._scan(info, graphs.get("body"), scope, folder, tally, path)
+
+    def walk_subgraph(self, graph: Any, scope: Scope, folder: ConstFolder, path: str) -> tuple[Tally, Scope]:
+        """Walk a subgraph whose shapes were inferred in place (If branches; Loop/Scan bodies after `infer_body`)."""
+        nodes = index_nodes(graph)
+        topological_order(nodes, self.label)
+        sub_scope = Scope(graph, parent=scope)
+        sub_folder = ConstFolder(graph, sub_scope.dims, parent=folder, nodes=nodes)
+        complete_shapes(nodes, self.model, sub_scope, sub_folder)
+        sub = Tally()
+        self.walk(nodes, sub_scope, sub_folder, sub, path)
+        return sub, sub_scope
+
+    def _if(
+        self, info: NodeInfo, graphs: dict[str, Any], scope: Scope, folder: ConstFolder, tally: Tally, path: str
+    ) -> None:
+        then_graph, else_graph = graphs.get("then_branch"), graphs.get("else_branch")
+        if then_graph is None or else_graph is None:
+            tally.skip(path, "If", "malformed If (a branch is missing)")
+            return
+        cond = folder.ints(info.inputs[0]) if info.inputs else None
+        if cond is not None and len(cond) == 1:
+            tally.merge(self.walk_subgraph(then_graph if cond[0] else else_graph, scope, folder, path)[0])
+            return
+        then_tally = self.walk_subgraph(then_graph, scope, folder, path)[0]
+        else_tally = self.walk_subgraph(else_graph, scope, folder, path)[0]
+        if (else_tally.flops, else_tally.macs) > (then_tally.flops, then_tally.macs):
+            then_tally, else_tally = else_tally, then_tally
+        tally.merge(then_tally)
+        # Ops skipped in the cheaper branch may run too: they are reported, so the count is never called exact.
+        tally.merge_skipped(else_tally)
+
+    def _loop(self, info: NodeInfo, body: Any, scope: Scope, folder: ConstFolder, tally: Tally, path: str) -> None:
+        trip_name = info.inputs[0] if info.inputs else ""
+        trip = folder.ints(trip_name) if trip_name else None
+        if body is None or trip is None or len(trip) != 1 or not 0 <= trip[0] < WHILE_LOOP_TRIP:
+            tally.skip(path, "Loop", "dynamic trip count")
+            return
+        carried = info.inputs[2:]
+        input_dims = [(), (), *(scope.dims(name) for name in carried)]
+        elems = [7, 9, *(scope.elem_type(name) for name in carried)]  # iteration INT64, condition BOOL
+        self._repeat(body, input_dims, elems, len(carried), trip[0], "Loop", scope, folder, tally, path, 1)
+
+    def _scan(self, info: NodeInfo, body: Any, scope: Scope, folder: ConstFolder, tally: Tally, path: str) -> None:
+        if self.opsets.get("", 0) < 9:
+            tally.skip(path, "Scan", "no formula (Scan before opset 9 has a batch axis and sequence lengths)")
+            return
+        attrs = {a.name: a for a in info.node.attribute}
+        n_scan = int(attrs["num_scan_inputs"].i) if "num_scan_inputs" in attrs else 0
+        n_state = len(info.inputs) - n_scan
+        axes = list(attrs["scan_input_axes"].ints) if "scan_input_axes" in attrs else [0] * n_scan
+        if body is None or n_scan <= 0 or n_state < 0 or len(axes) != n_scan:
+            tally.skip(path, "Scan", "malformed Scan")
+            return
+        scanned = [scope.dims(name) for name in info.inputs[n_state:]]
+        if any(d is None or None in d for d in scanned):
+            tally.skip(path, "Scan", "dynamic trip count (scan input shape unknown after shape inference)")
+            return
+        slices = []
+        trips = set()
+        for dims, axis in zip(scanned, axes):
+            axis = axis + len(dims) if axis < 0 else axis  # type: ignore[arg-type]
+            trips.add(dims[axis])  # type: ignore[index]
+            slices.append(tuple(dims[:axis]) + tuple(dims[axis + 1 :]))  # type: ignore[index]
+        if len(trips) != 1:
+            tally.skip(path, "Scan", "malformed Scan (scan inputs of different lengths)")
+            return
+        input_dims = [*(scope.dims(name) for name in info.inputs[:n_state]), *slices]
+        elems = [scope.elem_type(name) for name in info.inputs]
+        self._repeat(body, input_dims, elems, n_state, trips.pop(), "Scan", scope, folder, tally, path, 0)
+
+    def _repeat(
+        self,
+        body: Any,
+        input_dims: list[Any],
+        input_elems: list[int],
+        carried: int,
+        trip: int,
+        op: str,
+        scope: Scope,
+        folder: ConstFolder,
+        tally: Tally,
+        path: str,
+        first_output: int,
+    ) -> None:
+        """Infer the body with these input shapes, check carried shapes are loop-invariant, count it `trip` times.
+
+        `first_output` is where the carried values start among the body outputs (after Loop's condition).
+        """
+        try:
+            inferred = infer_body(body, input_dims, input_elems, scope, self.model, self.consts, self.label)
+        except CountingError:
+            tally.skip(path, op, "loop body shape inference failed")
+            return
+        sub, body_scope = self.walk_subgraph(inferred, scope, folder, path)
+        carried_in = input_dims[2 * first_output : 2 * first_output + carried]
+        for index in range(carried):
+            after = body_scope.dims(inferred.output[first_output + index].name)
+            before = carried_in[index] if index < len(carried_in) else None
+            if before is not None and after is not None and tuple(before) != tuple(after):
+                tally.skip(path, op, "loop-carried shape changes between iterations")
+                return
+        tally.merge(sub, trip)
