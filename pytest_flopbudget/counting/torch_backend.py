@@ -155,17 +155,9 @@ def count_torch(
     try:
         with _execution_context(execution) as (convert, memo):
             mode = CountingMode(tracker, memo)
-            state = _stand_in_state(model, convert, execution)
-            converted: dict[int, Any] = {}
-
-            def convert_once(value: Any) -> Any:
-                if not isinstance(value, torch.Tensor):
-                    return convert(value)
-                if id(value) not in converted:
-                    converted[id(value)] = convert(value)
-                return converted[id(value)]
-
-            fake_args, fake_kwargs = tree_map(convert_once, (args, kwargs))
+            stand_in = _by_identity(convert)
+            state = _stand_in_state(model, stand_in, execution)
+            fake_args, fake_kwargs = tree_map(stand_in, (args, kwargs))
             if training:
                 model.train()
             try:
@@ -232,20 +224,31 @@ def _real_stand_in(value: Any) -> Any:
     return alias
 
 
-def _stand_in_state(model: torch.nn.Module, convert: Callable[[Any], Any], execution: str) -> dict[str, Any]:
-    """Fake (or aliased) parameters and buffers; tied tensors map to one stand-in so they stay tied."""
-    by_identity: dict[int, Any] = {}
+def _by_identity(convert: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    """One stand-in per tensor object: tied weights stay tied, and `m(x, x, x)` still passes the same tensor
+    three times (nn.MultiheadAttention's fast path and any `a is b` branch depend on it)."""
+    seen: dict[int, Any] = {}
+
+    def stand_in(value: Any) -> Any:
+        if not isinstance(value, torch.Tensor):
+            return value
+        if id(value) not in seen:
+            seen[id(value)] = convert(value)
+        return seen[id(value)]
+
+    return stand_in
+
+
+def _stand_in_state(model: torch.nn.Module, stand_in: Callable[[Any], Any], execution: str) -> dict[str, Any]:
+    """Fake (or aliased) parameters and buffers for `functional_call`."""
     state: dict[str, Any] = {}
+    copies: dict[int, Any] = {}
     for name, tensor in _named_state(model):
-        key = id(tensor)
-        if key not in by_identity:
-            is_buffer = not isinstance(tensor, torch.nn.Parameter)
-            if is_buffer and execution == "real":
-                # Buffers may be updated in place (batch-norm running stats): count on a private copy.
-                by_identity[key] = tensor.clone()
-            else:
-                by_identity[key] = convert(tensor)
-        state[name] = by_identity[key]
+        if execution == "real" and not isinstance(tensor, torch.nn.Parameter):
+            # Buffers may be updated in place (batch-norm running stats): count on a private copy.
+            state[name] = copies.setdefault(id(tensor), tensor.clone())
+        else:
+            state[name] = stand_in(tensor)
     return state
 
 
