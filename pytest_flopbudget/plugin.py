@@ -1,9 +1,495 @@
-"""pytest plugin (entry point `pytest11`): placeholder until the budget plugin lands."""
+"""pytest plugin (entry point `pytest11`): the `flop_budget` marker, the `flopbudget` fixture, pyproject model items.
+
+Thin by design: hooks gather what was counted and where it was declared, and the core (`check`, `baseline`,
+`reporters.terminal`) judges and formats, so the CLI gives the same verdicts. Under pytest-xdist the workers
+count and judge (a test must fail on the worker that ran it) and send their measurements through `workeroutput`;
+only the controller writes baselines and prints the summary, so parallel workers never race on a file.
+"""
 
 from __future__ import annotations
 
+import inspect
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
 import pytest
+
+from .baseline import BaselineStore
+from .budget import Budget, parse_budget
+from .check import Measurement, Verdict, judge, reason
+from .config import ModelEntry, Settings, load_settings
+from .errors import BaselineError, FlopBudgetError
+from .report import Report
+from .reporters import terminal
+from .source import Source, display_path
+
+UPDATE_HINT = "`pytest --flopbudget-update`"
+SECTION = "flopbudget per-layer diff"
+_WORKER_KEY = "flopbudget_measurements"
+
+
+def flop_budget(
+    flops: Any = None,
+    *,
+    macs: Any = None,
+    params: Any = None,
+    max_skipped_ops: Any = None,
+    max_increase: Any = None,
+    name: str | None = None,
+) -> None:
+    """fail the test when the model it counts with the `flopbudget` fixture exceeds these inclusive ceilings
+    ('4.1G', '300 MMACs', '25.6M', max_increase='2%'); name= reuses [tool.flopbudget.models.NAME]."""
+
+
+_SIGNATURE = inspect.signature(flop_budget)
+#: `(flops=None, *, macs=None, ...)` without annotations: what users write, for the help line and for errors.
+_MARKER_SIGNATURE = _SIGNATURE.replace(
+    parameters=[p.replace(annotation=inspect.Parameter.empty) for p in _SIGNATURE.parameters.values()],
+    return_annotation=inspect.Signature.empty,
+)
+_MARKER_SLOTS = {
+    "flops": "flops",
+    "macs": "macs",
+    "params": "params",
+    "max_skipped_ops": "skipped",
+    "max_increase": "max_increase",
+}
+MARKER_HELP = f"flop_budget{_MARKER_SIGNATURE}: {' '.join((flop_budget.__doc__ or '').split())}"
+
+
+class FlopBudgetWarning(pytest.PytestWarning):
+    """A budget that cannot be checked as written (e.g. a model counted in a test with no budget)."""
+
+
+class _Failure(Exception):
+    """A clean, traceback-free failure: `reason` is the one-line report, `details` goes into a report section."""
+
+    def __init__(self, reason: str, details: str = "") -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.details = details
+
+
+@dataclass
+class _TestState:
+    """What one test counts and is held to; `budget` is None when the test has no marker."""
+
+    name: str
+    origin: Source
+    budget: Budget | None = None
+    report: Report | None = None
+
+
+_PLUGIN = pytest.StashKey["FlopBudgetPlugin"]()
+_STATE = pytest.StashKey[_TestState]()
+
+
+# -- registration --------------------------------------------------------------------------------------------------
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("flopbudget", "compute budgets (pytest-flopbudget)")
+    group.addoption(
+        "--flopbudget-update",
+        action="store_true",
+        default=False,
+        help="write the baseline of every counted model (baseline-dir/<name>.json) and do not fail on budgets",
+    )
+    group.addoption(
+        "--flopbudget-no-models",
+        action="store_false",
+        dest="flopbudget_models",
+        default=None,
+        help="do not collect the models of [tool.flopbudget.models] as test items (overrides collect-models)",
+    )
+    group.addoption(
+        "--flopbudget-models",
+        action="store_true",
+        dest="flopbudget_models",
+        default=None,
+        help="collect the models of [tool.flopbudget.models] as test items even if collect-models = false",
+    )
+    group.addoption(
+        "--flopbudget-baseline-dir",
+        default=None,
+        metavar="DIR",
+        help="directory of baseline files (overrides baseline-dir; relative to the current directory)",
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", "flop_budget(flops=None, *, macs=None, params=None): compute budget")
+    config.addinivalue_line("markers", MARKER_HELP)
+    pyproject = _pyproject(config)
+    error: FlopBudgetError | None = None
+    try:
+        settings = load_settings(pyproject, config.rootpath)
+    except FlopBudgetError as exc:
+        error = exc
+        settings = load_settings(None, pyproject.parent if pyproject else config.rootpath)
+    plugin = FlopBudgetPlugin(config, settings, error)
+    config.stash[_PLUGIN] = plugin
+    config.pluginmanager.register(plugin, "flopbudget-session")
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    plugin = config.stash.get(_PLUGIN, None)
+    if plugin is not None:
+        config.pluginmanager.unregister(plugin)
+        del config.stash[_PLUGIN]
+
+
+@pytest.fixture
+def flopbudget(request: pytest.FixtureRequest) -> FlopBudgetFixture:
+    """Count a model for this test: `flopbudget.count(model, *inputs, **kw)` returns the Report.
+
+    The test's `@pytest.mark.flop_budget(...)` is checked when the test finishes; the count is listed in the
+    summary and written as a baseline by `--flopbudget-update`.
+    """
+    return FlopBudgetFixture(request.node, request.config.stash[_PLUGIN])
+
+
+class FlopBudgetFixture:
+    """The `flopbudget` fixture: one count per test, checked against the test's marker when it finishes."""
+
+    def __init__(self, item: pytest.Item, plugin: FlopBudgetPlugin) -> None:
+        self._item = item
+        self._plugin = plugin
+
+    @property
+    def name(self) -> str:
+        """The model's name: the marker's `name=`, else derived from the test id; it names the baseline file."""
+        return self._state.name
+
+    @property
+    def budget(self) -> Budget | None:
+        return self._state.budget
+
+    @property
+    def report(self) -> Report | None:
+        return self._state.report
+
+    @property
+    def baseline(self) -> Report | None:
+        """The saved baseline for this model, if any (raises `BaselineError` for a corrupt file)."""
+        return self._plugin.store.load(self.name)
+
+    def count(self, model: Any, *inputs: Any, **kwargs: Any) -> Report:
+        """`pytest_flopbudget.count(model, *inputs, **kwargs)`, recorded for this test."""
+        __tracebackhide__ = True
+        state = self._state
+        if state.report is not None:
+            raise FlopBudgetError(
+                f"flopbudget.count() was already called in {self._item.name}; a test checks one model: "
+                f"split it into one test per model or parametrize it"
+            )
+        from .counting import count
+
+        try:
+            report = count(model, *inputs, **kwargs)
+        except FlopBudgetError as exc:
+            raise exc.with_traceback(None) from None
+        state.report = report
+        return report
+
+    @property
+    def _state(self) -> _TestState:
+        state = self._item.stash.get(_STATE, None)
+        if state is None:
+            state = _TestState(default_name(self._item.nodeid), _item_source(self._item))
+            self._item.stash[_STATE] = state
+        return state
+
+
+# -- the session plugin ----------------------------------------------------------------------------------------------
+
+
+class FlopBudgetPlugin:
+    """Per-session state and hooks: registered in `pytest_configure`, reachable through `config.stash`."""
+
+    def __init__(self, config: pytest.Config, settings: Settings, error: FlopBudgetError | None) -> None:
+        self.config = config
+        self.settings = settings
+        self.config_error = error
+        self.update: bool = config.getoption("flopbudget_update")
+        option = config.getoption("flopbudget_models")
+        self.collect_models: bool = settings.collect_models if option is None else option
+        directory = config.getoption("flopbudget_baseline_dir")
+        base = config.invocation_params.dir / directory if directory else settings.baseline_dir
+        self.store = BaselineStore(base)
+        self.is_worker = hasattr(config, "workerinput")
+        self.measurements: list[Measurement] = []
+        self.verdicts: list[Verdict] = []
+        self.written: list[str] = []
+        self.unchanged: list[str] = []
+        self.update_errors: list[str] = []
+        self._pyproject_collected = False
+
+    # -- configuration errors stop the run before anything is collected (and before xdist starts workers) --------
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
+        if self.config_error is not None:
+            lines = str(self.config_error).splitlines() or [repr(self.config_error)]
+            raise pytest.UsageError(*lines)
+
+    # -- collection: pyproject models become items ---------------------------------------------------------------
+
+    def pytest_collect_file(self, file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
+        pyproject = self.settings.pyproject
+        if (
+            pyproject is not None
+            and file_path.name == pyproject.name
+            and self.collect_models
+            and self.settings.models
+            and file_path.resolve() == pyproject
+        ):
+            self._pyproject_collected = True
+            return ModelsFile.from_parent(parent, path=file_path)
+        return None
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_collection_modifyitems(self, session: pytest.Session, config: pytest.Config, items: list) -> None:
+        """Add the pyproject models to a plain `pytest` run (testpaths rarely include pyproject.toml)."""
+        pyproject = self.settings.pyproject
+        if self._pyproject_collected or not self.collect_models or not self.settings.models or pyproject is None:
+            return
+        if _explicit_args(config):
+            return
+        items.extend(session.genitems(ModelsFile.from_parent(session, path=pyproject)))
+
+    # -- marker tests --------------------------------------------------------------------------------------------
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_setup(self, item: pytest.Item) -> None:
+        if isinstance(item, ModelItem):
+            return
+        marker = item.get_closest_marker("flop_budget")
+        if _STATE in item.stash:  # a rerun (e.g. pytest-rerunfailures) starts with a clean slate
+            del item.stash[_STATE]
+        if marker is None:
+            return
+        origin = _item_source(item)
+        name, budget = self._marker_budget(item, marker, origin)
+        if "flopbudget" not in getattr(item, "fixturenames", ()):
+            raise _Failure(
+                f"{origin.where()}: @pytest.mark.flop_budget needs the flopbudget fixture to count the model: "
+                f"add a `flopbudget` argument and call flopbudget.count(model, *inputs)"
+            )
+        item.stash[_STATE] = _TestState(name, origin, budget)
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+        outcome = yield
+        report: pytest.TestReport = outcome.get_result()
+        if call.excinfo is not None and isinstance(call.excinfo.value, _Failure):
+            _fail(report, call.excinfo.value.reason, call.excinfo.value.details)
+            return
+        if call.when != "call" or isinstance(item, ModelItem):
+            return
+        state = item.stash.get(_STATE, None)
+        if state is not None:
+            self._finish_test(item, state, report)
+
+    def _finish_test(self, item: pytest.Item, state: _TestState, report: pytest.TestReport) -> None:
+        if state.report is None:
+            if state.budget is not None and report.passed:
+                _fail(
+                    report,
+                    f"{state.origin.where()}: @pytest.mark.flop_budget is set but the test never called "
+                    f"flopbudget.count(model, *inputs), so there is nothing to check",
+                )
+            return
+        measurement = Measurement(state.name, state.report, state.budget or Budget(), state.origin, item.nodeid)
+        verdict = self.judge(measurement)
+        self.measurements.append(measurement)
+        if state.budget is None:
+            item.warn(
+                FlopBudgetWarning(
+                    f"{item.name} counted a model with the flopbudget fixture but has no "
+                    f"@pytest.mark.flop_budget: nothing was checked"
+                )
+            )
+        if report.passed and self._fails(verdict):
+            _fail(report, reason(verdict), terminal.details(verdict, update_hint=UPDATE_HINT))
+
+    def _marker_budget(self, item: pytest.Item, marker: pytest.Mark, origin: Source) -> tuple[str, Budget]:
+        try:
+            bound = _MARKER_SIGNATURE.bind(*marker.args, **marker.kwargs)
+        except TypeError as exc:
+            takes = f"the marker takes flop_budget{_MARKER_SIGNATURE}"
+            raise _Failure(f"{origin.where()}: flop_budget: {exc}; {takes}") from None
+        arguments = dict(bound.arguments)
+        name = arguments.pop("name", None)
+        if name is not None and (not isinstance(name, str) or not name.strip()):
+            raise _Failure(f"{origin.where()}: flop_budget(name={name!r}): expected a non-empty model name")
+        values = {_MARKER_SLOTS[key]: value for key, value in arguments.items()}
+        sources = {
+            _MARKER_SLOTS[key]: Source(origin.file, origin.line, f"{item.name}: flop_budget({key}=...)")
+            for key in arguments
+        }
+        try:
+            budget = parse_budget(values, sources, origin)
+        except FlopBudgetError as exc:
+            raise _Failure(str(exc)) from None
+        entry = self.settings.models.get(name) if name else None
+        if entry is not None:
+            budget = entry.budget.override(budget)
+        if budget.is_empty:
+            known = ", ".join(sorted(self.settings.models)) or "none"
+            hint = f"; name={name!r} is not in [tool.flopbudget.models] (known: {known})" if name else ""
+            raise _Failure(
+                f"{origin.where()}: flop_budget sets no limit{hint}; give flops, macs, params, max_skipped_ops "
+                f"or max_increase, or name= a model of [tool.flopbudget.models]"
+            )
+        return name or default_name(item.nodeid), budget
+
+    # -- judging and recording -----------------------------------------------------------------------------------
+
+    def judge(self, measurement: Measurement) -> Verdict:
+        return judge(measurement, self.store)
+
+    def _fails(self, verdict: Verdict) -> bool:
+        """Under --flopbudget-update only an unusable baseline fails (it would not be replaced)."""
+        if self.update:
+            return any(f.kind == "baseline" for f in verdict.violations)
+        return not verdict.passed
+
+    def run_model(self, item: ModelItem) -> None:
+        from .targets import count_entry
+
+        entry = item.entry
+        try:
+            report = count_entry(entry, self.settings.root)
+        except FlopBudgetError as exc:
+            raise _Failure(str(exc)) from None
+        measurement = Measurement(entry.name, report, entry.budget, entry.source, item.nodeid)
+        self.measurements.append(measurement)
+        verdict = self.judge(measurement)
+        if self._fails(verdict):
+            raise _Failure(reason(verdict), terminal.details(verdict, update_hint=UPDATE_HINT))
+
+    # -- end of session: workers send, the controller writes baselines and reports --------------------------------
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node: Any, error: Any) -> None:
+        """xdist controller: collect the measurements a worker made."""
+        data = getattr(node, "workeroutput", {}).get(_WORKER_KEY)
+        if data:
+            self.measurements.extend(Measurement.from_dict(item) for item in json.loads(data))
+
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        if self.is_worker:
+            self.config.workeroutput[_WORKER_KEY] = json.dumps([m.to_dict() for m in self.measurements])
+            return
+        self.verdicts = [self.judge(m) for m in self.measurements]
+        if self.update:
+            self._write_baselines()
+            if self.update_errors and session.exitstatus == pytest.ExitCode.OK:
+                session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+    def _write_baselines(self) -> None:
+        latest: dict[str, Measurement] = {}
+        for measurement in sorted(self.measurements, key=lambda m: (m.name, m.nodeid or "")):
+            previous = latest.get(measurement.name)
+            if previous is not None and previous.report.to_dict() != measurement.report.to_dict():
+                self.update_errors.append(
+                    f"flopbudget: {previous.nodeid} and {measurement.nodeid} both count {measurement.name!r} with "
+                    f"different results; the baseline keeps {measurement.nodeid}'s"
+                )
+            latest[measurement.name] = measurement
+        for name, measurement in sorted(latest.items()):
+            try:
+                changed = self.store.save(name, measurement.report)
+            except (BaselineError, OSError) as exc:
+                self.update_errors.append(f"flopbudget: baseline for {name!r} not written: {exc}")
+                continue
+            (self.written if changed else self.unchanged).append(name)
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if self.is_worker or not (self.verdicts or self.update_errors):
+            return
+        terminalreporter.write_sep("-", "flopbudget")
+        updated = self.written + self.unchanged
+        for line in terminal.summary_lines(self.verdicts, updated=updated, update_errors=self.update_errors):
+            terminalreporter.write_line(line)
+        if self.update:
+            directory = display_path(str(self.store.directory))
+            terminalreporter.write_line(
+                f"baselines in {directory}: {len(self.written)} written, {len(self.unchanged)} unchanged"
+            )
+
+
+# -- pyproject items -------------------------------------------------------------------------------------------------
+
+
+class ModelsFile(pytest.File):
+    """pyproject.toml as a collector: one item per `[tool.flopbudget.models.NAME]`."""
+
+    def collect(self) -> Any:
+        plugin = self.config.stash[_PLUGIN]
+        for name, entry in plugin.settings.models.items():
+            yield ModelItem.from_parent(self, name=name, entry=entry)
+
+
+class ModelItem(pytest.Item):
+    """Counts one pyproject model and checks its budget, like any other test."""
+
+    def __init__(self, *, entry: ModelEntry, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.entry = entry
+        self.extra_keyword_matches.add("flopbudget")
+
+    def runtest(self) -> None:
+        self.config.stash[_PLUGIN].run_model(self)
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
+        if isinstance(excinfo.value, _Failure):
+            return excinfo.value.reason
+        return super().repr_failure(excinfo, style=style)
+
+    def reportinfo(self) -> tuple[Path, int | None, str]:
+        line = self.entry.source.line
+        return self.path, (line - 1 if line else None), f"flopbudget model {self.name}"
+
+
+# -- helpers ---------------------------------------------------------------------------------------------------------
+
+
+def default_name(nodeid: str) -> str:
+    """`tests/test_m.py::TestA::test_b[x]` -> `tests.test_m.TestA.test_b[x]`: stable, readable, file-name safe."""
+    path, _, rest = nodeid.partition("::")
+    if path.endswith(".py"):
+        path = path[:-3]
+    parts = [path.replace("/", ".").replace("\\", "."), *[p for p in rest.split("::") if p]]
+    return ".".join(p for p in parts if p)
+
+
+def _fail(report: pytest.TestReport, text: str, details: str = "") -> None:
+    report.outcome = "failed"
+    report.longrepr = text
+    if details:
+        report.sections.append((SECTION, details))
+
+
+def _item_source(item: pytest.Item) -> Source:
+    """The test function (its first decorator line, where the marker usually is) as a Source."""
+    path, line, _ = item.reportinfo()
+    return Source(os.path.abspath(str(path)), line + 1 if isinstance(line, int) else None, item.name)
+
+
+def _pyproject(config: pytest.Config) -> Path | None:
+    inipath = config.inipath
+    if inipath is not None and inipath.name == "pyproject.toml":
+        return inipath.resolve()
+    candidate = config.rootpath / "pyproject.toml"
+    return candidate.resolve() if candidate.is_file() else None
+
+
+def _explicit_args(config: pytest.Config) -> bool:
+    """True when the command line names what to run (then pyproject models join only if pyproject.toml is named)."""
+    source = getattr(config, "args_source", None)
+    args_source = getattr(pytest.Config, "ArgsSource", None)
+    return source is not None and args_source is not None and source == args_source.ARGS

@@ -1,0 +1,286 @@
+"""Judge a counted model: Report + Budget + baseline -> Verdict with its violations and warnings.
+
+This is the one place that decides pass or fail, shared by the pytest plugin and the `flopbudget check` CLI, so
+both agree to the FLOP. `evaluate` is pure (no I/O, no pytest, no torch); `judge` adds the baseline lookup.
+Findings carry the `Source` of the limit they concern so CI reporters can annotate the exact line declaring it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from .baseline import BaselineStore
+from .budget import GROWTH_METRICS, METRICS, Budget
+from .diff import LayerDiff, diff_layers, metric_value
+from .errors import BaselineError
+from .report import Report
+from .source import Source, display_path
+from .units import format_count
+
+ERROR = "error"
+WARNING = "warning"
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One judgement about a model, phrased as a clause without the model name.
+
+    `kind` is `ceiling` (over a limit), `increase` (grew more than max-increase), `growth` (grew, still within
+    budget), `skipped` (some ops could not be counted) or `baseline` (the baseline file is unusable).
+    """
+
+    severity: str
+    kind: str
+    message: str
+    metric: str | None = None
+    actual: int | None = None
+    limit: int | None = None
+    baseline: int | None = None
+    source: Source | None = None
+
+
+@dataclass
+class Measurement:
+    """A counted model and what it is held to: the unit that workers send and reporters list.
+
+    `name` keys the baseline file. `origin` is where the model is declared (its pyproject table or the test
+    function); `nodeid` is the pytest item that counted it, if any.
+    """
+
+    name: str
+    report: Report
+    budget: Budget = field(default_factory=Budget)
+    origin: Source = field(default_factory=Source)
+    nodeid: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "report": self.report.to_dict(),
+            "budget": self.budget.to_dict(),
+            "origin": self.origin.to_dict(),
+            "nodeid": self.nodeid,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Measurement:
+        return cls(
+            name=str(data["name"]),
+            report=Report.from_dict(data["report"]),
+            budget=Budget.from_dict(data["budget"]),
+            origin=Source.from_dict(data["origin"]),
+            nodeid=data.get("nodeid"),
+        )
+
+
+@dataclass
+class Verdict:
+    """The outcome for one model: every finding, and the baseline it was compared with (if any)."""
+
+    measurement: Measurement
+    findings: list[Finding]
+    baseline: Report | None = None
+    baseline_file: str | None = None
+
+    @property
+    def name(self) -> str:
+        return self.measurement.name
+
+    @property
+    def report(self) -> Report:
+        return self.measurement.report
+
+    @property
+    def budget(self) -> Budget:
+        return self.measurement.budget
+
+    @property
+    def violations(self) -> list[Finding]:
+        return [f for f in self.findings if f.severity == ERROR]
+
+    @property
+    def warnings(self) -> list[Finding]:
+        return [f for f in self.findings if f.severity == WARNING]
+
+    @property
+    def passed(self) -> bool:
+        return not self.violations
+
+    def value(self, metric: str) -> int:
+        return metric_value(self.report, metric)
+
+    def baseline_value(self, metric: str) -> int | None:
+        return metric_value(self.baseline, metric) if self.baseline is not None else None
+
+    def delta(self, metric: str) -> int | None:
+        """Change against the baseline; None without a baseline."""
+        old = self.baseline_value(metric)
+        return None if old is None else self.value(metric) - old
+
+    def usage(self, metric: str) -> float | None:
+        """Share of the ceiling used (1.0 = exactly at the limit); None when the metric has no ceiling."""
+        limit = self.budget.limit(metric)
+        if limit is None:
+            return None
+        now = self.value(metric)
+        if limit.value == 0:
+            return 0.0 if now == 0 else float("inf")
+        return now / limit.value
+
+    def highest_usage(self) -> tuple[str, float] | None:
+        """The metric closest to (or furthest over) its ceiling, for one-number summaries."""
+        used = [(m, u) for m in METRICS if (u := self.usage(m)) is not None]
+        return max(used, key=lambda item: item[1]) if used else None
+
+    def diff(self, metric: str) -> LayerDiff | None:
+        return diff_layers(self.baseline, self.report, metric) if self.baseline is not None else None
+
+    def failed_metrics(self) -> list[str]:
+        """Metrics with a violation, in budget order, for choosing which per-layer tables to show."""
+        failed = {f.metric for f in self.violations if f.metric}
+        return [m for m in METRICS if m in failed]
+
+
+def evaluate(
+    measurement: Measurement,
+    baseline: Report | None = None,
+    *,
+    baseline_file: str | None = None,
+    baseline_error: str | None = None,
+) -> Verdict:
+    """Check `measurement` against its budget and `baseline`. Limits are inclusive: equal to the limit passes.
+
+    `baseline_error` (an unreadable baseline file) is itself a violation: it must be fixed, not ignored.
+    """
+    report, budget = measurement.report, measurement.budget
+    findings: list[Finding] = []
+    if baseline_error:
+        findings.append(Finding(ERROR, "baseline", baseline_error, source=budget.source or measurement.origin))
+    for metric in METRICS:
+        limit = budget.limit(metric)
+        now = metric_value(report, metric)
+        if limit is not None and now > limit.value:
+            old = metric_value(baseline, metric) if baseline is not None else None
+            message = _ceiling_message(metric, now, limit.value)
+            findings.append(
+                Finding(
+                    ERROR, "ceiling", message, metric, actual=now, limit=limit.value, baseline=old, source=limit.source
+                )
+            )
+    findings.extend(_growth_findings(measurement, baseline))
+    limit = budget.limit("skipped")
+    if report.skipped_calls and (limit is None or report.skipped_calls <= limit.value):
+        ops = ", ".join(f"{op} x{calls}" for op, calls in report.skipped.items())
+        message = f"{report.skipped_calls} op calls were not counted ({ops})"
+        findings.append(
+            Finding(
+                WARNING,
+                "skipped",
+                message,
+                "skipped",
+                actual=report.skipped_calls,
+                limit=limit.value if limit else None,
+                source=budget.source or measurement.origin,
+            )
+        )
+    return Verdict(measurement, findings, baseline, baseline_file)
+
+
+def judge(measurement: Measurement, store: BaselineStore) -> Verdict:
+    """Evaluate against the stored baseline; an unreadable baseline file is a violation, never ignored."""
+    shown = display_path(str(store.path_for(measurement.name)))
+    try:
+        baseline, error = store.load(measurement.name), None
+    except BaselineError as exc:
+        baseline, error = None, str(exc)
+    return evaluate(measurement, baseline, baseline_file=shown, baseline_error=error)
+
+
+def _growth_findings(measurement: Measurement, baseline: Report | None) -> list[Finding]:
+    """Growth over max-increase is an error; other growth within the ceilings is a warning worth a look."""
+    if baseline is None:
+        return []
+    budget = measurement.budget
+    increase = budget.max_increase
+    findings = []
+    for metric in GROWTH_METRICS:
+        old = metric_value(baseline, metric)
+        now = metric_value(measurement.report, metric)
+        if now <= old:
+            continue
+        limit = budget.limit(metric)
+        shown_now, shown_old = format_pair(now, old, metric)
+        message = f"{shown_now} is {format_percent(now - old, old)} over baseline {shown_old}"
+        if increase is not None and not increase.allows(old, now):
+            allowed = int(old + old * increase.fraction)
+            message += f", more than max-increase {increase.text}"
+            findings.append(
+                Finding(
+                    ERROR, "increase", message, metric, actual=now, limit=allowed, baseline=old, source=increase.source
+                )
+            )
+        elif limit is None or now <= limit.value:
+            source = increase.source if increase else (limit.source if limit else budget.source)
+            ceiling = limit.value if limit else None
+            findings.append(
+                Finding(
+                    WARNING, "growth", message, metric, actual=now, limit=ceiling, baseline=old,
+                    source=source or measurement.origin,
+                )
+            )  # fmt: skip
+    return findings
+
+
+def _ceiling_message(metric: str, now: int, limit: int) -> str:
+    shown_now, shown_limit = format_pair(now, limit, metric)
+    if limit == 0:
+        return f"{shown_now} > budget {shown_limit}"
+    return f"{shown_now} > budget {shown_limit} ({format_percent(now - limit, limit)})"
+
+
+def reason(verdict: Verdict) -> str:
+    """The one-line failure reason: `resnet50: 8.52 GFLOPs > budget 8.30 GFLOPs (+2.7%); baseline 8.18 GFLOPs`."""
+    violations = verdict.violations
+    if not violations:
+        return f"{verdict.name}: within budget"
+    clauses = [f.message for f in violations]
+    first = violations[0]
+    if first.kind == "ceiling" and first.baseline is not None and first.metric is not None:
+        clauses.append(f"baseline {format_value(first.baseline, first.metric)}")
+    return f"{verdict.name}: " + "; ".join(clauses)
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Number formatting shared by every reporter, so the terminal, the CLI and CI annotations print the same figures.
+# --------------------------------------------------------------------------------------------------------------
+
+
+def format_value(value: int, metric: str, digits: int = 3) -> str:
+    """`8.52 GFLOPs`, `2.05 GMACs`, `25.6M params`, `3 skipped op calls`."""
+    if metric == "params":
+        return f"{format_count(value, digits=digits)} params"
+    if metric == "skipped":
+        return f"{value} skipped op call{'s' if value != 1 else ''}"
+    return format_count(value, "FLOPs" if metric == "flops" else "MACs", digits=digits)
+
+
+def format_pair(a: int, b: int, metric: str) -> tuple[str, str]:
+    """Format two values with enough digits that different values never print the same (8.301G vs 8.300G)."""
+    digits = 3
+    while True:
+        first, second = format_value(a, metric, digits), format_value(b, metric, digits)
+        if a == b or first != second or digits >= 20:
+            return first, second
+        digits += 1
+
+
+def format_percent(delta: int, base: int) -> str:
+    """`+2.7%`; small changes keep two significant digits (`+0.012%`) so they never read as `+0.0%`."""
+    if base == 0:
+        return "new" if delta else "+0.0%"
+    percent = 100.0 * delta / base
+    if percent == 0 or abs(percent) >= 0.1:
+        return f"{percent:+.1f}%"
+    return f"{percent:+.2g}%"

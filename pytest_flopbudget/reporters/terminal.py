@@ -1,0 +1,227 @@
+"""Terminal text for verdicts: the failure details (per-layer diff) and the end-of-run summary table.
+
+Pure string building shared by the pytest plugin and the CLI; the caller decides where it goes. The layout
+follows what a reviewer scans for: the layers that changed most, the totals, then how to act (how to create or
+refresh a baseline). Tables are collapsed to the top rows so a large model never floods a CI log.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+from ..check import Verdict, format_percent, reason
+from ..diff import LayerDiff, layer_values, metric_value, top_layers
+from ..report import ROOT
+from ..units import format_count
+
+TOP = 15
+ROOT_LABEL = "(model)"
+
+__all__ = ["ROOT_LABEL", "TOP", "details", "diff_table", "reason", "summary_lines", "top_layers_table"]
+
+
+def details(verdict: Verdict, *, update_hint: str, top: int = TOP) -> str:
+    """Everything below the one-line reason: the per-layer diff (or top layers), skipped ops and notes."""
+    lines: list[str] = []
+    failed = verdict.failed_metrics()
+    metrics = [m for m in failed if m != "skipped"] or ([] if failed else ["flops"])
+    baseline_shown = verdict.baseline_file or "the baseline file"
+    for metric in metrics:
+        diff = verdict.diff(metric)
+        if diff is not None and diff.changes:
+            lines.append(f"{_metric_title(metric)} per layer, against {baseline_shown}:")
+            lines.extend(diff_table(diff, top=top))
+        elif diff is not None:  # same model, tighter budget: show where the cost is instead of an empty diff
+            lines.append(f"no layer changed since {baseline_shown}; top layers by {_metric_title(metric)}:")
+            lines.extend(top_layers_table(verdict, metric, top=top))
+        else:
+            lines.append(f"top layers by {_metric_title(metric)}:")
+            lines.extend(top_layers_table(verdict, metric, top=top))
+    if verdict.report.skipped_ops and ("skipped" in verdict.failed_metrics() or lines):
+        lines.extend(_skipped_lines(verdict))
+    if verdict.baseline is None and not any(f.kind == "baseline" for f in verdict.violations):
+        lines.append(f"no baseline for {verdict.name} yet ({baseline_shown}); run {update_hint} to create it")
+    elif verdict.baseline is not None:
+        lines.extend(_baseline_notes(verdict))
+    return "\n".join(lines)
+
+
+def diff_table(diff: LayerDiff, *, top: int = TOP) -> list[str]:
+    """`layer | baseline | now | delta` rows, largest |delta| first, then the rest collapsed, then the total."""
+    shown, rest = diff.top(top)
+    rows = [("layer", "baseline", "now", "delta")]
+    for change in shown:
+        note = {"added": "added", "removed": "removed"}.get(change.status)
+        if note is None:
+            note = format_percent(change.delta, change.baseline or 0)
+        rows.append(
+            (
+                _layer(change.path),
+                _figure(change.baseline),
+                _figure(change.now),
+                f"{_signed(change.delta)} ({note})",
+            )
+        )
+    if not shown:
+        rows.append(("(no layer changed)", "", "", ""))
+    total = (
+        "total",
+        _figure(diff.baseline_total),
+        _figure(diff.now_total),
+        f"{_signed(diff.delta)} ({format_percent(diff.delta, diff.baseline_total)})",
+    )
+    widths = _widths([*rows, total])
+    lines = _table(rows, right=(1, 2, 3), widths=widths)
+    if rest:
+        delta = sum(change.delta for change in rest)
+        lines.append(f"  ... {len(rest)} more changed layer{'s' if len(rest) != 1 else ''} ({_signed(delta)})")
+    lines.extend(_table([rows[0], total], right=(1, 2, 3), widths=widths)[1:])
+    return lines
+
+
+def top_layers_table(verdict: Verdict, metric: str, *, top: int = TOP) -> list[str]:
+    """The most expensive layers, for a failure without a baseline to diff against."""
+    total = metric_value(verdict.report, metric)
+    entries = top_layers(verdict.report, metric, top)
+    rows = [("layer", _metric_title(metric), "share")]
+    for path, value in entries:
+        rows.append((_layer(path), _figure(value), f"{100.0 * value / total:.1f}%" if total else ""))
+    rest = sum(1 for value in layer_values(verdict.report, metric).values() if value) - len(entries)
+    total_row = ("total", _figure(total), "100.0%" if total else "")
+    widths = _widths([*rows, total_row])
+    lines = _table(rows, right=(1, 2), widths=widths)
+    if rest > 0:
+        lines.append(f"  ... {rest} more layer{'s' if rest != 1 else ''}")
+    lines.extend(_table([rows[0], total_row], right=(1, 2), widths=widths)[1:])
+    return lines
+
+
+def summary_lines(
+    verdicts: Sequence[Verdict], *, updated: Iterable[str] = (), update_errors: Iterable[str] = ()
+) -> list[str]:
+    """One row per counted model: figures, budget use in percent and change against the baseline.
+
+    `updated` names the models whose baseline file was (re)written in this run.
+    """
+    updated = set(updated)
+    rows = [("model", "status", "FLOPs", "MACs", "params", "skipped", "budget use", "vs baseline")]
+    names = [v.name for v in verdicts]
+    for verdict in sorted(verdicts, key=lambda v: (v.name, v.measurement.nodeid or "")):
+        report = verdict.report
+        label = verdict.name
+        if names.count(label) > 1 and verdict.measurement.nodeid:
+            label = f"{label} ({verdict.measurement.nodeid})"
+        rows.append(
+            (
+                label,
+                _status(verdict, verdict.name in updated),
+                format_count(report.flops),
+                format_count(report.macs),
+                format_count(report.params),
+                str(report.skipped_calls),
+                _usage(verdict),
+                _versus(verdict),
+            )
+        )
+    lines = [line.rstrip() for line in _table(rows, right=(2, 3, 4, 5), indent="")]
+    failed = sum(1 for v in verdicts if not v.passed)
+    counted = len(verdicts)
+    tail = f"{counted} model{'s' if counted != 1 else ''} counted"
+    if failed:
+        tail += f", {failed} over budget"
+    lines.append(tail)
+    lines.extend(update_errors)
+    return lines
+
+
+# -- helpers ---------------------------------------------------------------------------------------------------
+
+
+def _status(verdict: Verdict, updated: bool) -> str:
+    if updated:
+        return "updated" if verdict.passed else "updated, FAIL"
+    if not verdict.passed:
+        return "FAIL"
+    if verdict.budget.is_empty:
+        return "no budget"
+    return "ok"
+
+
+def _usage(verdict: Verdict) -> str:
+    highest = verdict.highest_usage()
+    if highest is None:
+        return "-"
+    metric, used = highest
+    shown = "over" if used == float("inf") else f"{100.0 * used:.1f}%"
+    return f"{shown} {metric}"
+
+
+def _versus(verdict: Verdict) -> str:
+    if verdict.baseline is None:
+        return "no baseline"
+    highest = verdict.highest_usage()
+    metric = highest[0] if highest and highest[0] != "skipped" else "flops"
+    delta = verdict.delta(metric) or 0
+    old = verdict.baseline_value(metric) or 0
+    return f"{format_percent(delta, old)} {metric}" if delta else f"= {metric}"
+
+
+def _skipped_lines(verdict: Verdict) -> list[str]:
+    lines = ["skipped ops (counted as zero):"]
+    for op, entry in sorted(verdict.report.skipped_ops.items()):
+        layers = ", ".join(_layer(p) for p in entry.layers[:5]) + (" ..." if len(entry.layers) > 5 else "")
+        lines.append(f"  {op} x{entry.calls} in {layers} ({entry.reason})")
+    return lines
+
+
+def _baseline_notes(verdict: Verdict) -> list[str]:
+    """Say so when the baseline was counted differently: a diff across input shapes is not like for like."""
+    notes = []
+    old, new = verdict.baseline, verdict.report
+    assert old is not None
+    if old.inputs != new.inputs:
+        notes.append(f"note: the baseline was counted with inputs {_inputs(old.inputs)}, now {_inputs(new.inputs)}")
+    if old.training != new.training:
+        notes.append(f"note: the baseline was counted with training={old.training}, now training={new.training}")
+    return notes
+
+
+def _inputs(inputs: list) -> str:
+    parts = []
+    for item in inputs:
+        if isinstance(item, dict) and "shape" in item:
+            parts.append("x".join(str(d) for d in item["shape"]) + f" {item.get('dtype', '')}".rstrip())
+        else:
+            parts.append(repr(item))
+    return "[" + ", ".join(parts) + "]"
+
+
+def _metric_title(metric: str) -> str:
+    return {"flops": "FLOPs", "macs": "MACs", "params": "params", "skipped": "skipped op calls"}[metric]
+
+
+def _layer(path: str) -> str:
+    return ROOT_LABEL if path == ROOT else path
+
+
+def _figure(value: int | None) -> str:
+    return "-" if value is None else format_count(value)
+
+
+def _signed(value: int) -> str:
+    return ("+" if value > 0 else "") + format_count(value)
+
+
+def _widths(rows: Sequence[Sequence[str]]) -> list[int]:
+    return [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+
+
+def _table(
+    rows: Sequence[Sequence[str]], *, right: Sequence[int] = (), widths: Sequence[int] | None = None, indent: str = "  "
+) -> list[str]:
+    widths = widths or _widths(rows)
+    lines = []
+    for row in rows:
+        cells = [cell.rjust(widths[i]) if i in right else cell.ljust(widths[i]) for i, cell in enumerate(row)]
+        lines.append((indent + "  ".join(cells)).rstrip())
+    return lines

@@ -1,0 +1,278 @@
+"""Budget strings and budgets: the grammar, the errors, and both sides of every limit (see check tests)."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from pytest_flopbudget.budget import (
+    GRAMMAR,
+    PREFIXES,
+    Budget,
+    Limit,
+    MaxIncrease,
+    parse_budget,
+    parse_increase,
+    parse_quantity,
+)
+from pytest_flopbudget.errors import ConfigError
+from pytest_flopbudget.source import LocatedError, Problem, Source
+
+WHERE = Source("/proj/pyproject.toml", 12, "tool.flopbudget.models.resnet50.flops")
+
+
+@pytest.mark.parametrize(
+    ("text", "slot", "metric", "value"),
+    [
+        ("4.1G", "flops", "flops", 4_100_000_000),
+        ("4.1e9", "flops", "flops", 4_100_000_000),
+        ("8_200_000_000", "flops", "flops", 8_200_000_000),
+        ("4.1 GFLOPs", "flops", "flops", 4_100_000_000),
+        ("4.1GFLOPS", "flops", "flops", 4_100_000_000),
+        ("4.1 Gflop", "flops", "flops", 4_100_000_000),
+        ("300 MMACs", "flops", "macs", 300_000_000),  # a MAC unit in the flops slot makes a MAC budget
+        ("300 MMACs", "macs", "macs", 300_000_000),
+        ("300M", "macs", "macs", 300_000_000),
+        ("25.6M", "params", "params", 25_600_000),
+        ("25.6M params", "params", "params", 25_600_000),
+        ("25.6 Mparams", "params", "params", 25_600_000),
+        ("1k", "flops", "flops", 1_000),
+        ("1K", "flops", "flops", 1_000),
+        ("2T", "flops", "flops", 2 * 10**12),
+        ("1.5P", "flops", "flops", 15 * 10**14),
+        (".5k", "flops", "flops", 500),
+        ("7", "flops", "flops", 7),
+        ("  42  ", "flops", "flops", 42),
+        ("1.5", "flops", "flops", 1),  # counts are integers: a ceiling of 1.5 allows 1
+        ("0", "skipped", "skipped", 0),
+        ("3", "skipped", "skipped", 3),
+        ("1e3", "skipped", "skipped", 1000),
+        (0, "skipped", "skipped", 0),
+        (8_200_000_000, "flops", "flops", 8_200_000_000),
+        (4.1e9, "flops", "flops", 4_100_000_000),
+        (25.6e6, "params", "params", 25_600_000),
+    ],
+)
+def test_accepted_budgets(text: object, slot: str, metric: str, value: int) -> None:
+    limit = parse_quantity(text, slot, WHERE)
+    assert (limit.metric, limit.value) == (metric, value)
+    assert limit.source == WHERE
+
+
+def test_decimal_parsing_is_exact() -> None:
+    """4.1G is 4_100_000_000, not 4_099_999_999 as float arithmetic would give for some values."""
+    assert parse_quantity("0.3G").value == 300_000_000
+    assert parse_quantity("1.1T").value == 1_100_000_000_000
+    assert parse_quantity("8.3G").value == 8_300_000_000
+
+
+@pytest.mark.parametrize(
+    ("text", "hint"),
+    [
+        ("4.1m", "lowercase 'm' would mean milli"),
+        ("4.1 mFLOPs", "lowercase 'm' would mean milli"),
+        ("4.1Gi", "binary prefixes"),
+        ("4.1 KiB", "binary prefixes"),
+        ("-3G", "negative"),
+        ("G", "does not start with a number"),
+        ("", "does not start with a number"),
+        ("4.1 GB", "unknown prefix or unit 'GB'"),
+        ("4.1 gflops", "unknown prefix or unit"),
+        ("4.1G FLOPs extra", "unknown prefix or unit"),
+        ("4,1G", "unknown prefix or unit"),
+        ("nan", "does not start with a number"),
+        ("inf", "does not start with a number"),
+        ("1__000", "unknown prefix or unit"),
+        ("4.1 params", "takes FLOPs or MACs, not 'params'"),
+    ],
+)
+def test_rejected_budgets_quote_value_source_and_grammar(text: str, hint: str) -> None:
+    with pytest.raises(LocatedError) as info:
+        parse_quantity(text, "flops", WHERE)
+    message = str(info.value)
+    assert "\n" not in message
+    assert message.startswith("pyproject.toml:12: tool.flopbudget.models.resnet50.flops: ") or message.startswith(
+        "/proj/pyproject.toml:12: tool.flopbudget.models.resnet50.flops: "
+    )
+    assert f"{text!r} is not a budget" in message
+    assert hint in message
+    assert GRAMMAR in message
+    (problem,) = info.value.problems
+    assert problem.source == WHERE
+    assert isinstance(info.value, ConfigError)
+
+
+@pytest.mark.parametrize(
+    ("value", "slot", "hint"),
+    [
+        (-1, "flops", "negative"),
+        (-0.5, "flops", "negative or not finite"),
+        (float("nan"), "flops", "not finite"),
+        (float("inf"), "params", "not finite"),
+        (True, "flops", "got bool"),
+        ([1], "flops", "got list"),
+        (None, "flops", "got NoneType"),
+        ("4 GFLOPs", "macs", "a macs budget takes MACs, not 'FLOPs'"),
+        ("4 GFLOPs", "params", "a params budget takes params"),
+        ("300 MMACs", "params", "a params budget takes params"),
+        ("1.5", "skipped", "whole number"),
+        ("3 FLOPs", "skipped", "max-skipped-ops budget takes no unit"),
+    ],
+)
+def test_rejected_values_by_type_and_slot(value: object, slot: str, hint: str) -> None:
+    with pytest.raises(LocatedError, match="is not a budget") as info:
+        parse_quantity(value, slot, WHERE)
+    assert hint in str(info.value)
+
+
+def test_unknown_slot_is_a_programming_error() -> None:
+    with pytest.raises(ValueError, match="unknown budget slot"):
+        parse_quantity("1G", "gflops")
+
+
+def test_limit_keeps_the_text_as_written() -> None:
+    assert parse_quantity(" 4.1 GFLOPs ").text == "4.1 GFLOPs"
+    assert parse_quantity(5).text == "5"
+
+
+@pytest.mark.parametrize(
+    ("text", "fraction"),
+    [("2%", Decimal("0.02")), ("0%", Decimal(0)), ("0.5 %", Decimal("0.005")), ("150%", Decimal("1.5"))],
+)
+def test_max_increase(text: str, fraction: Decimal) -> None:
+    increase = parse_increase(text, WHERE)
+    assert increase.fraction == fraction
+    assert increase.text == text.strip()
+
+
+@pytest.mark.parametrize(
+    ("value", "hint"),
+    [
+        (2, "percentage string"),
+        (0.02, "percentage string"),
+        ("2", "no '%' sign"),
+        ("-2%", "negative"),
+        ("%", "no number"),
+        ("two%", "no number"),
+    ],
+)
+def test_max_increase_rejects_ambiguous_values(value: object, hint: str) -> None:
+    with pytest.raises(LocatedError, match="is not a percentage") as info:
+        parse_increase(value, WHERE)
+    assert hint in str(info.value)
+    assert "'2%'" in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("baseline", "now", "allowed"),
+    [
+        (1000, 1020, True),  # exactly +2% passes
+        (1000, 1021, False),
+        (1000, 900, True),
+        (0, 0, True),
+        (0, 1, False),  # any growth from nothing is more than any percentage
+        (3, 3, True),
+    ],
+)
+def test_max_increase_is_inclusive(baseline: int, now: int, allowed: bool) -> None:
+    assert parse_increase("2%").allows(baseline, now) is allowed
+
+
+def test_parse_budget_collects_every_problem() -> None:
+    sources = {slot: Source("/p/pyproject.toml", line, f"k.{slot}") for line, slot in enumerate(["flops", "params"], 3)}
+    with pytest.raises(LocatedError) as info:
+        parse_budget({"flops": "4.1m", "params": "-1", "macs": "1G"}, sources)
+    assert [p.source.line for p in info.value.problems] == [3, 4]
+    assert len(str(info.value).splitlines()) == 2
+
+
+def test_parse_budget_mac_unit_in_flops_slot_conflicts_with_macs() -> None:
+    with pytest.raises(LocatedError, match="already does"):
+        parse_budget({"macs": "1G", "flops": "2 GMACs"}, {})
+
+
+def test_parse_budget_builds_limits_in_metric_order() -> None:
+    origin = Source("/p/pyproject.toml", 1, "tool.flopbudget.models.m")
+    budget = parse_budget(
+        {"params": "1M", "flops": "2 GMACs", "skipped": 0, "max_increase": "1%", "macs": None}, {}, origin
+    )
+    assert list(budget.limits) == ["macs", "params", "skipped"]
+    assert budget.limit("macs") is not None and budget.limit("macs").value == 2 * 10**9
+    assert budget.limit("flops") is None
+    assert budget.max_increase is not None and budget.max_increase.fraction == Decimal("0.01")
+    assert budget.source == origin
+    assert not budget.is_empty
+    assert Budget().is_empty
+
+
+def test_override_replaces_metric_by_metric() -> None:
+    base = parse_budget({"flops": "1G", "params": "1M", "max_increase": "2%"}, {}, Source(key="pyproject"))
+    marker = parse_budget({"flops": "2G"}, {}, Source(key="marker"))
+    merged = base.override(marker)
+    assert merged.limit("flops").value == 2 * 10**9
+    assert merged.limit("params").value == 10**6
+    assert merged.max_increase == base.max_increase
+    assert merged.source == Source(key="marker")
+
+
+def test_budget_round_trips_through_dict() -> None:
+    budget = parse_budget(
+        {"flops": "4.1 GFLOPs", "params": 5, "max_increase": "2.5%"},
+        {"flops": Source("/p/a.toml", 3, "x.flops")},
+        Source("/p/a.toml", 2, "x"),
+    )
+    assert Budget.from_dict(budget.to_dict()) == budget
+    assert Limit.from_dict(budget.limit("flops").to_dict()) == budget.limit("flops")
+    assert MaxIncrease.from_dict(budget.max_increase.to_dict()) == budget.max_increase
+
+
+def test_source_formats() -> None:
+    assert Source("/p/pyproject.toml", 3, "a.b").where("/p") == "pyproject.toml:3: a.b"
+    assert Source("/elsewhere/x.toml", None, "a").where("/p") == "/elsewhere/x.toml: a"
+    assert Source(key="only").where() == "only"
+    assert str(Problem(Source(), "bare")) == "bare"
+    assert Source.from_dict(WHERE.to_dict()) == WHERE
+
+
+# -- properties ------------------------------------------------------------------------------------------------
+
+
+@given(st.integers(min_value=0, max_value=10**20))
+def test_any_integer_spelling_parses_to_itself(n: int) -> None:
+    assert parse_quantity(str(n)).value == n
+    assert parse_quantity(f"{n:_}").value == n
+    assert parse_quantity(n).value == n
+
+
+@given(
+    st.decimals(min_value=0, max_value=10**6, places=3, allow_nan=False, allow_infinity=False),
+    st.sampled_from(sorted(PREFIXES)),
+    st.sampled_from(["", " ", "FLOPs", " FLOPs", "MACs"]),
+)
+def test_prefixed_decimals_scale_exactly(number: Decimal, prefix: str, unit: str) -> None:
+    text = f"{number}{prefix}{unit}" if unit.strip() else f"{number}{unit}{prefix}"
+    limit = parse_quantity(text)
+    assert limit.value == int(number * PREFIXES[prefix])
+    assert limit.metric == ("macs" if "MAC" in unit else "flops")
+
+
+@given(st.text(max_size=12))
+def test_parser_never_raises_anything_but_a_located_error(text: str) -> None:
+    try:
+        limit = parse_quantity(text)
+    except LocatedError as exc:
+        assert "\n" not in str(exc)
+    else:
+        assert limit.value >= 0
+
+
+def test_source_paths_are_shown_relative_through_symlinks(tmp_path: Path) -> None:
+    real = tmp_path / "real"
+    (real / "sub").mkdir(parents=True)
+    link = tmp_path / "link"
+    link.symlink_to(real)
+    assert Source(str(real / "sub" / "pyproject.toml"), 2, "k").where(str(link)) == "sub/pyproject.toml:2: k"

@@ -1,0 +1,115 @@
+"""Terminal text: the per-layer diff under a failure, the no-baseline view and the end-of-run summary."""
+
+from __future__ import annotations
+
+from pytest_flopbudget.budget import parse_budget
+from pytest_flopbudget.check import Measurement, evaluate
+from pytest_flopbudget.report import LayerCost, PhaseTotals, Report, SkippedOp
+from pytest_flopbudget.reporters.terminal import details, diff_table, summary_lines
+from pytest_flopbudget.source import Source
+
+HINT = "`pytest --flopbudget-update`"
+
+
+def make_report(layers: dict[str, int], inputs: list | None = None) -> Report:
+    return Report(
+        params=len(layers),
+        layers={path: LayerCost(flops=f, macs=f // 2, params=1) for path, f in layers.items()},
+        forward=PhaseTotals(sum(layers.values()), sum(f // 2 for f in layers.values())),
+        inputs=inputs if inputs is not None else [{"shape": [1, 8], "dtype": "float32"}],
+    )
+
+
+def verdict_for(now: Report, baseline: Report | None = None, name: str = "net", nodeid: str | None = None, **budget):
+    measurement = Measurement(name, now, parse_budget(budget, {}, Source(key=name)), Source(key=name), nodeid)
+    return evaluate(measurement, baseline, baseline_file=f".flopbudget/{name}.json")
+
+
+def test_diff_details_collapse_to_the_top_rows_then_totals() -> None:
+    baseline = make_report({f"layer{i}": 1000 for i in range(20)} | {"old": 5})
+    now = make_report({f"layer{i}": 1000 + 100 * i for i in range(20)} | {"new": 7})
+    text = details(verdict_for(now, baseline, flops=1000), update_hint=HINT, top=15)
+    lines = text.splitlines()
+    assert lines[0] == "FLOPs per layer, against .flopbudget/net.json:"
+    assert lines[1].split() == ["layer", "baseline", "now", "delta"]
+    assert lines[2].split() == ["layer19", "1.00k", "2.90k", "+1.90k", "(+190.0%)"]
+    assert len([line for line in lines if line.startswith("  layer")]) == 1 + 15
+    assert "  ... 6 more changed layers (+1.00k)" in lines  # layer1..layer4 (+1000), new (+7), old (-5)
+    assert lines[-1].split() == ["total", "20.0k", "39.0k", "+19.0k", "(+95.0%)"]
+
+
+def test_diff_marks_added_and_removed_layers() -> None:
+    baseline = make_report({"a": 10, "gone": 30})
+    now = make_report({"a": 10, "fresh": 50})
+    rows = diff_table(verdict_for(now, baseline, flops=1).diff("flops"))
+    assert any(r.split() == ["fresh", "-", "50", "+50", "(added)"] for r in rows)
+    assert any(r.split() == ["gone", "30", "-", "-30", "(removed)"] for r in rows)
+
+
+def test_root_layer_is_labelled() -> None:
+    rows = diff_table(verdict_for(make_report({"": 9}), make_report({"": 3}), flops=1).diff("flops"))
+    assert rows[1].split()[0] == "(model)"
+
+
+def test_without_baseline_shows_top_layers_and_how_to_create_one() -> None:
+    now = make_report({f"l{i}": 10 * (i + 1) for i in range(20)})
+    text = details(verdict_for(now, flops=1), update_hint=HINT)
+    lines = text.splitlines()
+    assert lines[0] == "top layers by FLOPs:"
+    assert lines[2].split() == ["l19", "200", "9.5%"]
+    assert "  ... 5 more layers" in lines
+    assert lines[-2].split() == ["total", "2.10k", "100.0%"]
+    assert lines[-1] == f"no baseline for net yet (.flopbudget/net.json); run {HINT} to create it"
+
+
+def test_unchanged_model_over_a_tightened_budget_shows_top_layers() -> None:
+    report = make_report({"a": 10, "b": 30})
+    text = details(verdict_for(report, make_report({"a": 10, "b": 30}), flops=1), update_hint=HINT)
+    lines = text.splitlines()
+    assert lines[0] == "no layer changed since .flopbudget/net.json; top layers by FLOPs:"
+    assert lines[2].split() == ["b", "30", "75.0%"]
+
+
+def test_params_failure_shows_the_params_table() -> None:
+    text = details(verdict_for(make_report({"a": 1, "b": 2}), params=1), update_hint=HINT)
+    assert text.startswith("top layers by params:")
+
+
+def test_skipped_failure_lists_the_ops() -> None:
+    now = make_report({"a": 1})
+    now.skipped_ops = {"aten.weird": SkippedOp(3, ["a", "b"])}
+    now.layers["a"].skipped["aten.weird"] = 3
+    text = details(verdict_for(now, skipped=0), update_hint=HINT)
+    assert "skipped ops (counted as zero):" in text
+    assert "  aten.weird x3 in a, b (no formula)" in text
+
+
+def test_baseline_counted_with_other_inputs_is_noted() -> None:
+    baseline = make_report({"a": 1}, inputs=[{"shape": [1, 4], "dtype": "float32"}])
+    text = details(verdict_for(make_report({"a": 2}), baseline, flops=1), update_hint=HINT)
+    assert "note: the baseline was counted with inputs [1x4 float32], now [1x8 float32]" in text
+
+
+def test_summary_lists_figures_usage_and_delta() -> None:
+    verdicts = [
+        verdict_for(make_report({"a": 900}), make_report({"a": 800}), name="b_model", flops=1000),
+        verdict_for(make_report({"a": 1200}), name="a_model", flops="1k"),
+        verdict_for(make_report({"a": 5}), name="c_model"),
+    ]
+    lines = summary_lines(verdicts, updated=["b_model"])
+    header = ["model", "status", "FLOPs", "MACs", "params", "skipped", "budget", "use", "vs", "baseline"]
+    assert lines[0].split() == header
+    assert lines[1].split() == ["a_model", "FAIL", "1.20k", "600", "1", "0", "120.0%", "flops", "no", "baseline"]
+    assert lines[2].split() == ["b_model", "updated", "900", "450", "1", "0", "90.0%", "flops", "+12.5%", "flops"]
+    assert lines[3].split() == ["c_model", "no", "budget", "5", "2", "1", "0", "-", "no", "baseline"]
+    assert lines[-1] == "3 models counted, 1 over budget"
+
+
+def test_summary_disambiguates_models_counted_twice() -> None:
+    verdicts = [
+        verdict_for(make_report({"a": 1}), name="m", nodeid="pyproject.toml::m", flops=1),
+        verdict_for(make_report({"a": 1}), name="m", nodeid="test_a.py::test_m", flops=1),
+    ]
+    lines = summary_lines(verdicts)
+    assert lines[1].startswith("m (pyproject.toml::m)")
+    assert lines[2].startswith("m (test_a.py::test_m)")
