@@ -6,6 +6,7 @@ backend is imported when `count()` first needs it, so the CLI starts fast and ON
 
 from __future__ import annotations
 
+from .budget import Budget, parse_quantity
 from .counting import count
 from .errors import FlopBudgetError
 from .report import LayerCost, OpCost, PhaseTotals, Report, SkippedOp
@@ -13,6 +14,7 @@ from .report import LayerCost, OpCost, PhaseTotals, Report, SkippedOp
 __version__ = "0.1.0"
 
 __all__ = [
+    "Budget",
     "FlopBudgetError",
     "LayerCost",
     "OpCost",
@@ -21,4 +23,5 @@ __all__ = [
     "SkippedOp",
     "__version__",
     "count",
+    "parse_quantity",
 ]

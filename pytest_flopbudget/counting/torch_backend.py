@@ -10,6 +10,7 @@ left behind, same train/eval mode.
 from __future__ import annotations
 
 import contextlib
+import logging
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -153,7 +154,7 @@ def count_torch(
     modes = [(module, module.training) for module in model.modules()]
     mode: CountingMode | None = None
     try:
-        with _execution_context(execution) as (convert, memo):
+        with _quiet_fake_tensor_log(), _execution_context(execution) as (convert, memo):
             mode = CountingMode(tracker, memo)
             stand_in = _by_identity(convert)
             state = _stand_in_state(model, stand_in, execution)
@@ -179,6 +180,18 @@ def count_torch(
             module.training = was_training
 
     return _build_report(model, mode.tally, tracker, training, execution, args, kwargs)
+
+
+@contextlib.contextmanager
+def _quiet_fake_tensor_log() -> Iterator[None]:
+    """Fake mode logs a full traceback when an op fails on fake tensors; we report that failure in one line."""
+    logger = logging.getLogger("torch._subclasses.fake_tensor")
+    was_disabled = logger.disabled
+    logger.disabled = True
+    try:
+        yield
+    finally:
+        logger.disabled = was_disabled
 
 
 @contextlib.contextmanager
@@ -291,7 +304,12 @@ def _explain(
 ) -> CountingError:
     """One line that says where the model failed and what to change."""
     where = tracker.error_path
-    layer = "the model's own forward" if not where else f"layer '{where}' ({_module_type(model, where)})"
+    if where is None:
+        layer = "the model's forward"
+    elif where == "":
+        layer = f"the model ({type(model).__name__})"
+    else:
+        layer = f"layer '{where}' ({_module_type(model, where)})"
     message = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
     detail = f"{type(exc).__name__}: {message}" if message else type(exc).__name__
     if execution == "fake" and _is_fake_mode_failure(exc):

@@ -290,6 +290,12 @@ def test_non_module_model_is_a_clear_error() -> None:
         count(3)
 
 
+def test_shape_error_is_one_line_with_nothing_on_stderr(capfd: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(CountingError, match=r"in the model \(Linear\): RuntimeError: .*\[2, 5\] X \[3, 4\]"):
+        count(nn.Linear(3, 4), torch.randn(2, 5))
+    assert capfd.readouterr().err == ""
+
+
 def test_wrong_input_shape_names_the_layer() -> None:
     model = nn.Sequential(nn.Conv2d(3, 8, 3), nn.ReLU(), nn.Sequential(nn.Flatten(), nn.Linear(10, 2)))
     with pytest.raises(CountingError) as info:
