@@ -145,6 +145,9 @@ ONNX = onnx_graph()
 def run(request: pytest.FixtureRequest, pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> Any:
     """Run pytest in the pytester directory, serially or with `-n 2`; wide terminal so messages are not cut."""
     monkeypatch.setenv("COLUMNS", "400")
+    # when this suite itself runs under xdist, the inner runs must not inherit the outer worker's identity
+    for name in ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_TESTRUNUID"):
+        monkeypatch.delenv(name, raising=False)
     extra = ["-n", "2"] if request.param == "xdist" else []
 
     def run_pytest(*args: str) -> pytest.RunResult:
