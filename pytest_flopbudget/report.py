@@ -115,6 +115,15 @@ class Report:
         return {name: op.calls for name, op in sorted(self.skipped_ops.items())}
 
     @property
+    def ops(self) -> dict[str, OpCost]:
+        """Per-op totals over all layers: which kernels the compute went to."""
+        totals: dict[str, OpCost] = {}
+        for cost in self.layers.values():
+            for name, op in cost.ops.items():
+                totals.setdefault(name, OpCost()).add(op)
+        return dict(sorted(totals.items()))
+
+    @property
     def skipped_calls(self) -> int:
         return sum(op.calls for op in self.skipped_ops.values())
 
