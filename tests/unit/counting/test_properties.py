@@ -9,21 +9,12 @@ from hypothesis import strategies as st
 torch = pytest.importorskip("torch")
 nn = torch.nn
 
+from torch_op_helpers import Call  # noqa: E402
+
 from pytest_flopbudget import count  # noqa: E402
 
 dims = st.integers(min_value=1, max_value=12)
 SETTINGS = settings(max_examples=25, deadline=None)
-
-
-class Call(nn.Module):
-    """Wraps one functional op so it runs as a model."""
-
-    def __init__(self, fn) -> None:
-        super().__init__()
-        self.fn = fn
-
-    def forward(self, *args: torch.Tensor) -> torch.Tensor:
-        return self.fn(*args)
 
 
 @SETTINGS

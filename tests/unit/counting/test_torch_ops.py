@@ -14,32 +14,13 @@ torch = pytest.importorskip("torch")
 nn = torch.nn
 F = nn.functional
 
-from pytest_flopbudget import Report, count  # noqa: E402
+from torch_op_helpers import Call  # noqa: E402
+
+from pytest_flopbudget import count  # noqa: E402
 from pytest_flopbudget.counting.registry import FREE_OP  # noqa: E402
 from pytest_flopbudget.counting.torch_ops import FREE_OPS, TORCH_OPS, op_key  # noqa: E402
 
 aten = torch.ops.aten
-
-
-class Call(nn.Module):
-    """Runs one functional op as a model."""
-
-    def __init__(self, fn: Callable[..., Any]) -> None:
-        super().__init__()
-        self.fn = fn
-
-    def forward(self, *args: Any) -> Any:
-        return self.fn(*args)
-
-
-def op_costs(report: Report) -> dict[str, tuple[int, int, int]]:
-    """op -> (calls, flops, macs), summed over all layers."""
-    totals: dict[str, tuple[int, int, int]] = {}
-    for layer in report.layers.values():
-        for op, cost in layer.ops.items():
-            calls, flops, macs = totals.get(op, (0, 0, 0))
-            totals[op] = (calls + cost.calls, flops + cost.flops, macs + cost.macs)
-    return totals
 
 
 def registered_keys() -> list[str]:

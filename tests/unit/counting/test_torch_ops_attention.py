@@ -17,6 +17,7 @@ nn = torch.nn
 F = nn.functional
 
 from torch.nn.attention import SDPBackend, sdpa_kernel  # noqa: E402
+from torch_op_helpers import Call, op_costs, run  # noqa: E402
 
 from pytest_flopbudget import Report, count  # noqa: E402
 from pytest_flopbudget.counting.formulas import Cost  # noqa: E402
@@ -24,36 +25,6 @@ from pytest_flopbudget.counting.torch_ops import TORCH_OPS  # noqa: E402
 
 FUSED = "aten._scaled_dot_product_flash_attention_for_cpu"
 MHA = "aten._native_multi_head_attention"
-
-
-class Call(nn.Module):
-    """Runs one functional op as a model."""
-
-    def __init__(self, fn: Callable[..., Any]) -> None:
-        super().__init__()
-        self.fn = fn
-
-    def forward(self, *args: Any) -> Any:
-        return self.fn(*args)
-
-
-def op_costs(report: Report) -> dict[str, tuple[int, int, int]]:
-    """op -> (calls, flops, macs), summed over all layers."""
-    totals: dict[str, tuple[int, int, int]] = {}
-    for layer in report.layers.values():
-        for op, cost in layer.ops.items():
-            calls, flops, macs = totals.get(op, (0, 0, 0))
-            totals[op] = (calls + cost.calls, flops + cost.flops, macs + cost.macs)
-    return totals
-
-
-def run(model: Any, *inputs: Any, **kwargs: Any) -> Report:
-    """Count in fake mode (the default); the real forward must give the same per-op breakdown."""
-    model = model if isinstance(model, nn.Module) else Call(model)
-    report = count(model, *inputs, **kwargs)
-    assert op_costs(count(model, *inputs, execution="real", **kwargs)) == op_costs(report)
-    assert report.skipped == {}
-    return report
 
 
 def sdpa(**options: Any) -> Callable[..., Any]:

@@ -9,45 +9,15 @@ prod(kernel). The bias is 1 FLOP per output element. Output size: floor((L + 2p 
 
 from __future__ import annotations
 
-from typing import Any, Callable
-
 import pytest
 
 torch = pytest.importorskip("torch")
 nn = torch.nn
 
+from torch_op_helpers import Call, op_costs, run  # noqa: E402
+
 from pytest_flopbudget import Report, count  # noqa: E402
 from pytest_flopbudget.counting.torch_ops import TORCH_OPS  # noqa: E402
-
-
-class Call(nn.Module):
-    """Runs one functional op as a model."""
-
-    def __init__(self, fn: Callable[..., Any]) -> None:
-        super().__init__()
-        self.fn = fn
-
-    def forward(self, *args: Any) -> Any:
-        return self.fn(*args)
-
-
-def op_costs(report: Report) -> dict[str, tuple[int, int, int]]:
-    """op -> (calls, flops, macs), summed over all layers."""
-    totals: dict[str, tuple[int, int, int]] = {}
-    for layer in report.layers.values():
-        for op, cost in layer.ops.items():
-            calls, flops, macs = totals.get(op, (0, 0, 0))
-            totals[op] = (calls + cost.calls, flops + cost.flops, macs + cost.macs)
-    return totals
-
-
-def run(model: Any, *inputs: Any, **kwargs: Any) -> Report:
-    """Count in fake mode (the default); the real forward must give the same per-op breakdown."""
-    model = model if isinstance(model, nn.Module) else Call(model)
-    report = count(model, *inputs, **kwargs)
-    assert op_costs(count(model, *inputs, execution="real", **kwargs)) == op_costs(report)
-    assert report.skipped == {}
-    return report
 
 
 def conv_only(report: Report) -> tuple[int, int]:

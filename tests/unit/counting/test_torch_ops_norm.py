@@ -11,7 +11,7 @@ Every test uses x = [2, 3, 4, 5]: 120 elements.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from functools import partial
 
 import pytest
 
@@ -19,42 +19,15 @@ torch = pytest.importorskip("torch")
 nn = torch.nn
 F = nn.functional
 
-from pytest_flopbudget import Report, count  # noqa: E402
+from torch_op_helpers import op_costs  # noqa: E402
+from torch_op_helpers import run as checked_run  # noqa: E402
+
 from pytest_flopbudget.counting.formulas import Cost  # noqa: E402
 from pytest_flopbudget.counting.torch_ops import TORCH_OPS  # noqa: E402
 
 N = 2 * 3 * 4 * 5  # 120 elements
 
-
-class Call(nn.Module):
-    """Runs one functional op as a model."""
-
-    def __init__(self, fn: Callable[..., Any]) -> None:
-        super().__init__()
-        self.fn = fn
-
-    def forward(self, *args: Any) -> Any:
-        return self.fn(*args)
-
-
-def op_costs(report: Report) -> dict[str, tuple[int, int, int]]:
-    """op -> (calls, flops, macs), summed over all layers."""
-    totals: dict[str, tuple[int, int, int]] = {}
-    for layer in report.layers.values():
-        for op, cost in layer.ops.items():
-            calls, flops, macs = totals.get(op, (0, 0, 0))
-            totals[op] = (calls + cost.calls, flops + cost.flops, macs + cost.macs)
-    return totals
-
-
-def run(model: Any, *inputs: Any, **kwargs: Any) -> Report:
-    """Count in fake mode (the default); the real forward must give the same per-op breakdown."""
-    model = model if isinstance(model, nn.Module) else Call(model)
-    report = count(model, *inputs, **kwargs)
-    assert op_costs(count(model, *inputs, execution="real", **kwargs)) == op_costs(report)
-    assert report.skipped == {}
-    assert report.macs == 0  # normalisation has no MACs
-    return report
+run = partial(checked_run, macs_free=True)  # normalisation has no MACs
 
 
 def x() -> torch.Tensor:

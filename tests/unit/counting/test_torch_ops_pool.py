@@ -10,6 +10,7 @@ output element: nearest is free, linear modes weigh 2**d neighbours (2 * 2**d - 
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any, Callable
 
 import pytest
@@ -18,40 +19,14 @@ torch = pytest.importorskip("torch")
 nn = torch.nn
 F = nn.functional
 
-from pytest_flopbudget import Report, count  # noqa: E402
+from torch_op_helpers import Call, op_costs  # noqa: E402
+from torch_op_helpers import run as checked_run  # noqa: E402
+
+from pytest_flopbudget import count  # noqa: E402
 from pytest_flopbudget.counting.formulas import Cost, adaptive_window_total  # noqa: E402
 from pytest_flopbudget.counting.torch_ops import TORCH_OPS  # noqa: E402
 
-
-class Call(nn.Module):
-    """Runs one functional op as a model."""
-
-    def __init__(self, fn: Callable[..., Any]) -> None:
-        super().__init__()
-        self.fn = fn
-
-    def forward(self, *args: Any) -> Any:
-        return self.fn(*args)
-
-
-def op_costs(report: Report) -> dict[str, tuple[int, int, int]]:
-    """op -> (calls, flops, macs), summed over all layers."""
-    totals: dict[str, tuple[int, int, int]] = {}
-    for layer in report.layers.values():
-        for op, cost in layer.ops.items():
-            calls, flops, macs = totals.get(op, (0, 0, 0))
-            totals[op] = (calls + cost.calls, flops + cost.flops, macs + cost.macs)
-    return totals
-
-
-def run(model: Any, *inputs: Any, **kwargs: Any) -> Report:
-    """Count in fake mode (the default); the real forward must give the same per-op breakdown."""
-    model = model if isinstance(model, nn.Module) else Call(model)
-    report = count(model, *inputs, **kwargs)
-    assert op_costs(count(model, *inputs, execution="real", **kwargs)) == op_costs(report)
-    assert report.skipped == {}
-    assert report.macs == 0
-    return report
+run = partial(checked_run, macs_free=True)  # pooling and interpolation have no MACs
 
 
 # --- max / avg pooling -----------------------------------------------------------------------------------------
