@@ -16,13 +16,41 @@ import torch
 
 _Meta = tuple  # (shape, stride, dtype, device)
 _NOT_MEMOISABLE = object()
+_PRIM_DEVICE = torch.ops.prim.device.default
 
 
 class ShapeMemo:
-    def __init__(self, make_fake: Callable[[tuple, tuple, torch.dtype, torch.device], Any]) -> None:
+    def __init__(
+        self,
+        make_fake: Callable[[tuple, tuple, torch.dtype, torch.device], Any],
+        same_shape_inplace: frozenset[str] = frozenset(),
+    ) -> None:
         self._make_fake = make_fake
+        self._same_shape_inplace = same_shape_inplace
         self._outputs: dict[Hashable, tuple[Any, ...]] = {}
         self._pure: dict[Any, bool] = {}
+
+    def shortcut(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any | None:
+        """Results that need no shape propagation at all, or None.
+
+        `prim.device` of a fake tensor is its fake device; an in-place elementwise op (`relu_`, `add_`) whose
+        tensor arguments all match `self` in shape and dtype returns `self` unchanged in shape.
+        """
+        if func is _PRIM_DEVICE:
+            return args[0].device
+        packet = func.overloadpacket.__name__
+        if not packet.endswith("_") or f"{func.namespace}.{packet[:-1]}" not in self._same_shape_inplace:
+            return None
+        target = args[0] if args else None
+        if not isinstance(target, torch.Tensor):
+            return None
+        for value in (*args[1:], *kwargs.values()):
+            if isinstance(value, torch.Tensor):
+                if value.shape != target.shape or value.dtype != target.dtype or value.device != target.device:
+                    return None
+            elif not (value is None or isinstance(value, (bool, int, float))):
+                return None
+        return target
 
     def key(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Hashable | None:
         """None when the op or one of its arguments rules memoising out."""

@@ -25,7 +25,7 @@ from .formulas import Cost
 from .module_paths import ModulePathTracker
 from .registry import FREE_OP
 from .shape_memo import ShapeMemo
-from .torch_ops import TORCH_OPS, op_key
+from .torch_ops import SAME_SHAPE_INPLACE, TORCH_OPS, op_key
 
 _SCHEMA_NAMES: dict[Any, list[tuple[str, bool, Any]]] = {}
 
@@ -84,8 +84,11 @@ class CountingMode(TorchDispatchMode):
 
     def __torch_dispatch__(self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: Any = None) -> Any:
         kwargs = kwargs or {}
-        memo_key = self.memo.key(func, args, kwargs) if self.memo is not None else None
-        out = self.memo.replay(memo_key) if memo_key is not None else None
+        memo_key = None
+        out = self.memo.shortcut(func, args, kwargs) if self.memo is not None else None
+        if out is None and self.memo is not None:
+            memo_key = self.memo.key(func, args, kwargs)
+            out = self.memo.replay(memo_key) if memo_key is not None else None
         if out is None:
             try:
                 out = func(*args, **kwargs)
@@ -222,7 +225,7 @@ def _execution_context(execution: str) -> Iterator[tuple[Callable[[Any], Any], S
         return FakeTensor(fake_mode, meta, device)
 
     with fake_mode:
-        yield to_fake, ShapeMemo(make_fake)
+        yield to_fake, ShapeMemo(make_fake, SAME_SHAPE_INPLACE)
 
 
 def _real_stand_in(value: Any) -> Any:

@@ -403,6 +403,13 @@ REDUCTION_OPS = (
 VARIANCE_OPS = ("var", "std", "var_mean", "std_mean")
 
 
+#: Elementwise ops whose in-place form leaves `self`'s shape as it is (the fake-tensor fast path relies on it).
+SAME_SHAPE_INPLACE = frozenset(
+    f"aten.{name}" for name in (*ELEMENTWISE_OPS, *FUSED_ELEMENTWISE, "fill", "zero", "copy", "masked_fill")
+    if "." not in name and not name.endswith("_backward")
+)
+
+
 def _elementwise_formula(per_element: int):
     def formula(a: Args, out: Any) -> Cost:
         return f.elementwise(out_numel(out), per_element)
