@@ -1,0 +1,234 @@
+"""The CI findings every machine-readable reporter shares: one `Annotation` per thing a reviewer should see.
+
+GitHub annotations and GitLab Code Quality issues carry the same facts (how bad, which model, which metric, what
+happened, which line declares the limit) in different syntaxes. Deriving them once, here, from the core's
+`Verdict`s (and from `--base-ref` budget changes) keeps the two reporters in agreement and lets each stay a thin
+formatter. The order of importance is decided here too, because GitHub shows only the first ten of each level.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from ..base_ref import BudgetChange
+from ..budget import UNIT_NAMES
+from ..check import ERROR, WARNING, Finding, Verdict, format_percent, format_value
+from ..diff import LayerChange
+from ..report import ROOT
+from ..source import Source
+from ..units import format_count
+from .terminal import ROOT_LABEL
+
+#: How many changed layers an annotation names; the job summary and the log have the full table.
+HINT_LAYERS = 3
+
+
+@dataclass(frozen=True)
+class Annotation:
+    """One finding, ready to be placed on a line of the user's files.
+
+    `message` is the one-line statement (`resnet50: 8.52 GFLOPs > budget 8.30 GFLOPs (+2.7%); baseline ...`);
+    `details` are extra lines (the layers that changed most). `rank` orders findings of one level, most important
+    first. `source_file` and `source_line` are where the limit is declared (None when nothing declares it).
+    """
+
+    level: str
+    kind: str
+    model: str
+    metric: str | None
+    title: str
+    message: str
+    details: tuple[str, ...] = ()
+    source_file: str | None = None
+    source_line: int | None = None
+    rank: tuple[int, float] = (0, 0.0)
+    nodeid: str | None = None
+
+    @property
+    def text(self) -> str:
+        """The message and its details, one per line."""
+        return "\n".join((self.message, *self.details))
+
+    def sort_key(self) -> tuple[int, tuple[int, float], str, str, str]:
+        return (0 if self.level == ERROR else 1, self.rank, self.model, self.metric or "", self.message)
+
+
+@dataclass(frozen=True)
+class Unchecked:
+    """A model that could not be counted or judged: `message` says why, `source` is where the model is declared."""
+
+    name: str
+    message: str
+    source: Source | None = None
+
+
+def collect(
+    verdicts: Iterable[Verdict], changes: Iterable[BudgetChange] = (), unchecked: Iterable[Unchecked] = ()
+) -> list[Annotation]:
+    """Every annotation for `verdicts`, `changes` and `unchecked` models, errors first, most important first."""
+    found = [annotation for verdict in verdicts for annotation in from_verdict(verdict)]
+    found.extend(from_change(change) for change in changes)
+    found.extend(from_unchecked(model) for model in unchecked)
+    return sorted(found, key=Annotation.sort_key)
+
+
+def from_verdict(verdict: Verdict) -> list[Annotation]:
+    """One annotation per finding of `verdict` (violations are errors, growth and skipped ops warnings)."""
+    return [_from_finding(verdict, finding) for finding in verdict.findings if finding.severity in (ERROR, WARNING)]
+
+
+def from_change(change: BudgetChange) -> Annotation:
+    """A budget raised or removed since the base ref: a warning on the line that now declares it."""
+    source = change.source
+    title = f"flopbudget: {change.model} budget {change.kind} since {change.ref}"
+    if not change.model:
+        title = f"flopbudget: budgets at {change.ref} cannot be compared"
+    return Annotation(
+        level=WARNING,
+        kind=change.kind,
+        model=change.model,
+        metric=change.setting or None,
+        title=title,
+        message=change.message,
+        source_file=source.file,
+        source_line=source.line,
+        rank=(0, 0.0),  # the point of --base-ref: a pull request must not quietly raise its own limit
+    )
+
+
+def from_unchecked(model: Unchecked) -> Annotation:
+    """A model that could not be checked at all (its target does not import, it raised): an error first of all.
+
+    Its cost is unknown, which is worse than an overrun, so it sorts before every overrun.
+    """
+    source = model.source or Source()
+    return Annotation(
+        level=ERROR,
+        kind="unchecked",
+        model=model.name,
+        metric=None,
+        title=f"flopbudget: {model.name} not checked",
+        message=f"{model.name}: not checked: {model.message}",
+        source_file=source.file,
+        source_line=source.line,
+        rank=(-1, 0.0),
+    )
+
+
+def relative_path(file: str | None, root: str | os.PathLike[str]) -> str | None:
+    """`file` relative to `root` with forward slashes, or None when it is not inside `root`.
+
+    CI systems resolve annotation paths against the checkout; a path outside it would point nowhere.
+    """
+    if not file:
+        return None
+    try:
+        for resolve in (os.path.abspath, os.path.realpath):  # realpath: /tmp vs /private/tmp and other symlinks
+            base, absolute = resolve(os.fspath(root)), resolve(file)
+            if os.path.commonpath([base, absolute]) == base:
+                relative = os.path.relpath(absolute, base)
+                return None if relative == "." else relative.replace(os.sep, "/")
+    except ValueError:  # different drives on Windows
+        pass
+    return None
+
+
+def metric_title(metric: str | None) -> str:
+    """`FLOPs`, `MACs`, `params`, `skipped op calls`; a non-metric setting (max-increase) as written."""
+    if metric is None:
+        return ""
+    return UNIT_NAMES.get(metric, metric)
+
+
+def layer_label(path: str) -> str:
+    return ROOT_LABEL if path == ROOT else path
+
+
+def signed_count(value: int) -> str:
+    return ("+" if value > 0 else "") + format_count(value)
+
+
+# -- helpers ---------------------------------------------------------------------------------------------------------
+
+
+def _from_finding(verdict: Verdict, finding: Finding) -> Annotation:
+    name, metric = verdict.name, finding.metric
+    message = f"{name}: {finding.message}"
+    if finding.kind == "ceiling" and finding.baseline is not None and metric is not None:
+        message += f"; baseline {format_value(finding.baseline, metric)}"
+    source = finding.source or verdict.measurement.origin
+    details = _layer_hint(verdict, metric) if finding.kind in ("ceiling", "increase", "growth") else ()
+    return Annotation(
+        level=finding.severity,
+        kind=finding.kind,
+        model=name,
+        metric=metric,
+        title=_title(name, finding),
+        message=message,
+        details=details,
+        source_file=source.file,
+        source_line=source.line,
+        rank=_rank(finding),
+        nodeid=verdict.measurement.nodeid,
+    )
+
+
+def _title(name: str, finding: Finding) -> str:
+    unit = metric_title(finding.metric)
+    titles = {
+        "ceiling": f"over the {unit} budget",
+        "increase": f"{unit} grew more than max-increase",
+        "baseline": "baseline file unusable",
+        "growth": f"{unit} grew over the baseline",
+        "skipped": "ops not counted",
+    }
+    return f"flopbudget: {name} {titles.get(finding.kind, finding.kind)}"
+
+
+def _rank(finding: Finding) -> tuple[int, float]:
+    """Within a level: errors ceiling > max-increase > baseline file, warnings growth > skipped ops; then by size.
+
+    Size is the relative excess (how far over the limit, or how much growth), so the worst overrun comes first.
+    """
+    if finding.kind == "ceiling":
+        return 0, -_ratio(finding.actual, finding.limit)
+    if finding.kind == "increase":
+        return 1, -_ratio(finding.actual, finding.baseline)
+    if finding.kind == "growth":
+        return 1, -_ratio(finding.actual, finding.baseline)
+    if finding.kind == "skipped":
+        return 2, -float(finding.actual or 0)
+    return 3, 0.0
+
+
+def _ratio(actual: int | None, reference: int | None) -> float:
+    """(actual - reference) / reference; infinite from a zero reference, zero when either is unknown."""
+    if actual is None or reference is None:
+        return 0.0
+    if reference == 0:
+        return math.inf if actual > 0 else 0.0
+    return (actual - reference) / reference
+
+
+def _layer_hint(verdict: Verdict, metric: str | None) -> tuple[str, ...]:
+    """`largest layer changes: layer4.2.conv2 +231M (+100.0%), fc +4.10M (added); 3 more`, or nothing."""
+    if metric is None or metric == "skipped":
+        return ()
+    diff = verdict.diff(metric)
+    if diff is None or not diff.changes:
+        return ()
+    shown, rest = diff.top(HINT_LAYERS)
+    parts = [f"{layer_label(c.path)} {signed_count(c.delta)} ({_change_note(c)})" for c in shown]
+    line = f"largest {metric_title(metric)} changes by layer: " + ", ".join(parts)
+    if rest:
+        line += f"; {len(rest)} more changed layer{'s' if len(rest) != 1 else ''}"
+    return (line,)
+
+
+def _change_note(change: LayerChange) -> str:
+    if change.status != "changed":
+        return change.status
+    return format_percent(change.delta, change.baseline or 0)

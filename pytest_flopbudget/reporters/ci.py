@@ -1,0 +1,206 @@
+"""The one entry point both front ends call for CI output: parse `--report` specs, then `emit` them.
+
+The pytest plugin (`--flopbudget-report=SPEC`) and the CLI (`flopbudget check --report SPEC`) hand over their
+verdicts (and the `--base-ref` budget changes) and get the same GitHub annotations, job summary, GitLab Code
+Quality file and JSON results. Specs are checked before any model is counted, so a typo fails in a second
+rather than after a long run. Writing is best-effort per output: one unwritable path is reported in
+`EmitResult.errors` and does not stop the others.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+from ..base_ref import BudgetChange
+from ..baseline import write_atomic
+from ..check import Verdict
+from ..errors import ConfigError
+from . import github, gitlab, json_report, markdown
+from .annotations import Annotation, Unchecked, collect
+
+#: Spec kinds that take a path (`gitlab:PATH`) and those that must not.
+PATH_KINDS = ("gitlab", "json", "markdown")
+PLAIN_KINDS = ("github", "auto", "none")
+GRAMMAR = "github, gitlab:PATH, json:PATH, markdown:PATH, auto or none"
+SPEC_HELP = (
+    "CI output, repeatable: github (annotations and job summary), gitlab:PATH (Code Quality JSON), "
+    "json:PATH (full results), markdown:PATH (the summary as a file), none (no github output on GitHub Actions, "
+    "where it is on by default)"
+)
+DEFAULT_UPDATE_HINT = "`flopbudget check --update` or `pytest --flopbudget-update`"
+
+
+__all__ = [
+    "SPEC_HELP", "EmitResult", "ReportSpec", "ReportSpecError", "Unchecked", "emit", "parse_spec", "resolve_specs",
+]  # fmt: skip
+
+
+class SupportsWrite(Protocol):
+    def write(self, text: str, /) -> object: ...
+
+
+class ReportSpecError(ConfigError):
+    """A `--report` / `--flopbudget-report` value that is not a known spec."""
+
+
+@dataclass(frozen=True)
+class ReportSpec:
+    """One requested output: `kind` is github, gitlab, json or markdown; `path` is set for the file kinds."""
+
+    kind: str
+    path: str | None = None
+
+    def __str__(self) -> str:
+        return f"{self.kind}:{self.path}" if self.path is not None else self.kind
+
+
+@dataclass
+class EmitResult:
+    """What `emit` did: `written` are one-line notes for the terminal, `errors` outputs that failed."""
+
+    written: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.errors
+
+
+def parse_spec(text: str) -> ReportSpec:
+    """`github`, `gitlab:PATH`, `json:PATH`, `markdown:PATH`, `auto` or `none`; anything else raises one line."""
+    raw = text.strip()
+    kind, colon, path = raw.partition(":")
+    kind = kind.strip().lower()
+    if kind in PLAIN_KINDS:
+        if colon:
+            raise ReportSpecError(f"report {text!r}: {kind} takes no path; expected {GRAMMAR}")
+        return ReportSpec(kind)
+    if kind in PATH_KINDS:
+        if not path.strip():
+            raise ReportSpecError(f"report {text!r}: {kind} needs a file, as in {kind}:PATH; expected {GRAMMAR}")
+        return ReportSpec(kind, path.strip())
+    raise ReportSpecError(f"unknown report {text!r}; expected {GRAMMAR}")
+
+
+def resolve_specs(values: Iterable[str], env: Mapping[str, str] | None = None) -> list[ReportSpec]:
+    """The outputs to produce for `values`, duplicates removed, order kept.
+
+    `auto` is always implied: it becomes `github` when `GITHUB_ACTIONS=true` (so `--report json:PATH` on GitHub
+    still annotates the pull request) and nothing elsewhere. `none` turns `auto` off; other specs given with it
+    still apply. Raises `ReportSpecError` for a bad value.
+    """
+    env = os.environ if env is None else env
+    specs = [ReportSpec("auto"), *(parse_spec(value) for value in values)]
+    disabled = any(spec.kind == "none" for spec in specs)
+    resolved: list[ReportSpec] = []
+    for spec in specs:
+        if spec.kind == "auto":
+            if disabled or env.get("GITHUB_ACTIONS") != "true":
+                continue
+            spec = ReportSpec("github")
+        if spec.kind != "none" and spec not in resolved:
+            resolved.append(spec)
+    return resolved
+
+
+def emit(
+    verdicts: Sequence[Verdict],
+    specs: Sequence[ReportSpec],
+    *,
+    changes: Sequence[BudgetChange] = (),
+    unchecked: Sequence[Unchecked] = (),
+    workspace: str | os.PathLike[str] | None = None,
+    env: Mapping[str, str] | None = None,
+    stream: SupportsWrite | None = None,
+    update_hint: str = DEFAULT_UPDATE_HINT,
+) -> EmitResult:
+    """Produce every output in `specs` for `verdicts`, the `--base-ref` `changes` and the `unchecked` models
+    (those that could not be counted: they are errors in every output, not silently missing rows).
+
+    `github` prints workflow commands to `stream` (default: stdout) and appends the job summary to
+    `$GITHUB_STEP_SUMMARY` when that is set; the file kinds write their PATH (relative to the current
+    directory). Paths inside reports are relative to `workspace`, by default `GITHUB_WORKSPACE` (GitHub),
+    `CI_PROJECT_DIR` (GitLab), or the current directory. With nothing to report at all, `github` stays silent
+    (a step without models should not get an empty summary) while the files are still written, so a GitLab
+    widget learns that earlier issues are gone.
+    """
+    env = os.environ if env is None else env
+    out = sys.stdout if stream is None else stream
+    result = EmitResult()
+    annotations = collect(verdicts, changes, unchecked)
+    findings = _Findings(verdicts, changes, unchecked, annotations)
+    for spec in specs:
+        root = _root(spec.kind, workspace, env)
+        try:
+            if spec.kind == "github":
+                _github(findings, root, env, out, update_hint, result)
+            elif spec.kind == "gitlab":
+                assert spec.path is not None
+                n = gitlab.write_code_quality(annotations, spec.path, root=root)
+                result.written.append(f"GitLab Code Quality report: {spec.path} ({n} issue{'s' if n != 1 else ''})")
+            elif spec.kind == "json":
+                assert spec.path is not None
+                json_report.write_results(verdicts, spec.path, changes, unchecked, root=root)
+                n = len(verdicts)
+                result.written.append(f"JSON results: {spec.path} ({n} model{'s' if n != 1 else ''})")
+            elif spec.kind == "markdown":
+                assert spec.path is not None
+                text = markdown.summary(verdicts, changes, unchecked, update_hint=update_hint, workspace=root)
+                write_atomic(Path(spec.path), text)
+                result.written.append(f"Markdown summary: {spec.path}")
+        except OSError as exc:
+            result.errors.append(f"flopbudget: cannot write the {spec.kind} report {spec}: {exc}")
+    return result
+
+
+# -- helpers ---------------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Findings:
+    verdicts: Sequence[Verdict]
+    changes: Sequence[BudgetChange]
+    unchecked: Sequence[Unchecked]
+    annotations: Sequence[Annotation]
+
+
+def _github(
+    findings: _Findings, root: str, env: Mapping[str, str], out: SupportsWrite, update_hint: str, result: EmitResult
+) -> None:
+    if not findings.verdicts and not findings.changes and not findings.unchecked:
+        return
+    lines = github.workflow_commands(findings.annotations, workspace=root)
+    if lines:
+        # A command is only recognised at the start of a line, and the caller's output may end mid-line (pytest's
+        # progress `[100%]` has no newline yet at session finish): start on a fresh line.
+        out.write("\n" + "".join(line + "\n" for line in lines))
+    summary_path = env.get("GITHUB_STEP_SUMMARY")
+    if summary_path:
+        room = markdown.room_left(summary_path)
+        if room < markdown.MIN_ROOM:
+            result.written.append("GitHub job summary skipped: this step's summary is already at GitHub's limit")
+            return
+        text = markdown.summary(
+            findings.verdicts, findings.changes, findings.unchecked, update_hint=update_hint, workspace=root,
+            max_bytes=room,
+        )  # fmt: skip
+        markdown.append_step_summary(summary_path, text)
+        result.written.append("GitHub job summary")
+
+
+def _root(kind: str, workspace: str | os.PathLike[str] | None, env: Mapping[str, str]) -> str:
+    """The directory report paths are relative to: explicit, else the CI system's checkout, else the cwd."""
+    if workspace is not None:
+        return os.fspath(workspace)
+    names = {"github": ("GITHUB_WORKSPACE",), "gitlab": ("CI_PROJECT_DIR",)}.get(
+        kind, ("GITHUB_WORKSPACE", "CI_PROJECT_DIR")
+    )
+    for name in names:
+        if env.get(name):
+            return env[name]
+    return os.getcwd()

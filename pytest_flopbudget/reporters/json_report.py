@@ -1,0 +1,144 @@
+"""The full results as JSON (`json:PATH`): for dashboards, trend charts and pull-request comment bots.
+
+Everything a consumer needs to render its own view without re-running anything: each model's Report (per-layer
+costs included), its budget, the baseline it was compared with, the per-metric figures the summary table shows,
+and every finding with the file and line it concerns. Paths are made relative to the repository so a file
+produced on a CI runner means the same on a laptop. The layout is versioned by `format`.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from .. import __version__
+from ..base_ref import BudgetChange
+from ..baseline import write_atomic
+from ..budget import METRICS
+from ..check import Finding, Verdict, reason
+from ..source import Source
+from .annotations import Unchecked, relative_path
+
+RESULTS_FORMAT = "pytest-flopbudget/results/1"
+
+
+def results(
+    verdicts: Sequence[Verdict],
+    changes: Sequence[BudgetChange] = (),
+    unchecked: Sequence[Unchecked] = (),
+    *,
+    root: str | os.PathLike[str],
+) -> dict[str, Any]:
+    """The whole document as plain data (strict JSON: no NaN or infinity)."""
+    ordered = sorted(verdicts, key=lambda v: (v.name, v.measurement.nodeid or ""))
+    return {
+        "format": RESULTS_FORMAT,
+        "tool": {"name": "pytest-flopbudget", "version": __version__},
+        "passed": all(v.passed for v in verdicts) and not unchecked,
+        "counts": {
+            "models": len(verdicts),
+            "failed": sum(1 for v in verdicts if not v.passed),
+            "unchecked": len(unchecked),
+            "errors": sum(len(v.violations) for v in verdicts) + len(unchecked),
+            "warnings": sum(len(v.warnings) for v in verdicts) + len(changes),
+        },
+        "models": [model_entry(v, root=root) for v in ordered],
+        "unchecked": [
+            {"name": u.name, "message": u.message, "source": _source(u.source, root) if u.source else None}
+            for u in unchecked
+        ],
+        "budget_changes": [_change(c, root) for c in changes],
+    }
+
+
+def write_results(
+    verdicts: Sequence[Verdict],
+    path: str | os.PathLike[str],
+    changes: Sequence[BudgetChange] = (),
+    unchecked: Sequence[Unchecked] = (),
+    *,
+    root: str | os.PathLike[str],
+) -> None:
+    """Write the document to `path` atomically (sorted keys, 2-space indent, trailing newline)."""
+    data = results(verdicts, changes, unchecked, root=root)
+    write_atomic(Path(path), json.dumps(data, indent=2, sort_keys=True, allow_nan=False) + "\n")
+
+
+def model_entry(verdict: Verdict, *, root: str | os.PathLike[str]) -> dict[str, Any]:
+    """One model: identity, verdict, figures per metric, findings, budget, report and baseline."""
+    measurement = verdict.measurement
+    return {
+        "name": verdict.name,
+        "nodeid": measurement.nodeid,
+        "origin": _source(measurement.origin, root),
+        "passed": verdict.passed,
+        "reason": reason(verdict) if not verdict.passed else None,
+        "metrics": {metric: _figures(verdict, metric) for metric in METRICS},
+        "findings": [_finding(f, root) for f in verdict.findings],
+        "budget": _relative(verdict.budget.to_dict(), root),
+        "baseline_file": verdict.baseline_file,
+        "report": verdict.report.to_dict(),
+        "baseline": verdict.baseline.to_dict() if verdict.baseline is not None else None,
+    }
+
+
+# -- helpers ---------------------------------------------------------------------------------------------------------
+
+
+def _figures(verdict: Verdict, metric: str) -> dict[str, Any]:
+    limit = verdict.budget.limit(metric)
+    usage = verdict.usage(metric)
+    return {
+        "now": verdict.value(metric),
+        "limit": limit.value if limit is not None else None,
+        "baseline": verdict.baseline_value(metric),
+        "delta": verdict.delta(metric),
+        "usage": usage if usage is not None and math.isfinite(usage) else None,
+        "over": limit is not None and verdict.value(metric) > limit.value,
+    }
+
+
+def _finding(finding: Finding, root: str | os.PathLike[str]) -> dict[str, Any]:
+    return {
+        "severity": finding.severity,
+        "kind": finding.kind,
+        "metric": finding.metric,
+        "message": finding.message,
+        "actual": finding.actual,
+        "limit": finding.limit,
+        "baseline": finding.baseline,
+        "source": _source(finding.source, root) if finding.source is not None else None,
+    }
+
+
+def _change(change: BudgetChange, root: str | os.PathLike[str]) -> dict[str, Any]:
+    return {
+        "model": change.model,
+        "setting": change.setting,
+        "kind": change.kind,
+        "before": change.before,
+        "after": change.after,
+        "ref": change.ref,
+        "message": change.message,
+        "source": _source(change.source, root),
+    }
+
+
+def _source(source: Source, root: str | os.PathLike[str]) -> dict[str, Any]:
+    return _relative(source.to_dict(), root)
+
+
+def _relative(data: Any, root: str | os.PathLike[str]) -> Any:
+    """`data` with every Source's absolute `file` made relative to `root` (kept as is when outside it)."""
+    if isinstance(data, Mapping):
+        out = {key: _relative(value, root) for key, value in data.items()}
+        if {"file", "line", "key"} <= set(out) and isinstance(out["file"], str):
+            out["file"] = relative_path(out["file"], root) or out["file"]
+        return out
+    if isinstance(data, list):
+        return [_relative(item, root) for item in data]
+    return data

@@ -1,0 +1,260 @@
+"""The Markdown job summary (`$GITHUB_STEP_SUMMARY`): every model in one table, then each failure's layer diff.
+
+Annotations say *that* a budget broke and where it is declared; the summary is where a reviewer compares models
+and sees *which layers* grew, without opening logs. GitHub rejects a step summary over 1 MiB (and shows none of
+it), so the text is built in order of importance and cut at a byte budget with a note saying what was left out.
+Every user-controlled string (model and layer names) is escaped: a name must not be able to break the table or
+inject HTML.
+"""
+
+from __future__ import annotations
+
+import html
+import os
+import re
+from collections.abc import Sequence
+from pathlib import Path
+
+from ..base_ref import BudgetChange
+from ..budget import METRICS
+from ..check import Verdict, format_percent, reason
+from ..units import format_count
+from . import terminal
+from .annotations import Unchecked, metric_title, relative_path
+
+#: GitHub's limit for one step's summary.
+MAX_BYTES = 1024 * 1024
+#: Kept free under the limit for the truncation note and for whatever else the step writes.
+RESERVE = 4 * 1024
+#: Below this much room a summary would be little more than its truncation note: better none.
+MIN_ROOM = 2 * 1024
+STATUS = {"fail": "❌", "warn": "⚠️", "ok": "✅"}
+HEADER = ("", "model", "metric", "budget", "baseline", "now", "delta", "budget use")
+
+_MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]|~])")
+
+
+def summary(
+    verdicts: Sequence[Verdict],
+    changes: Sequence[BudgetChange] = (),
+    unchecked: Sequence[Unchecked] = (),
+    *,
+    update_hint: str,
+    workspace: str | os.PathLike[str] | None = None,
+    max_bytes: int = MAX_BYTES - RESERVE,
+) -> str:
+    """The whole summary, at most `max_bytes` bytes of UTF-8 (see `truncate` for what goes first).
+
+    Locations are shown relative to `workspace` (default: the current directory).
+    """
+    ordered = sorted(verdicts, key=lambda v: (_model_status(v) != "fail", _model_status(v) != "warn", v.name))
+    failed = [v for v in ordered if not v.passed]
+    head = [_headline(verdicts, changes, unchecked), ""]
+    if unchecked:
+        head.extend(_unchecked_section(unchecked))
+    if changes:
+        head.extend(_changes_section(changes, workspace or os.getcwd()))
+    names = [v.name for v in verdicts]
+    duplicated = {name for name in names if names.count(name) > 1}
+    rows = [row for verdict in ordered for row in _rows(verdict, verdict.name in duplicated)]
+    table_head = [_row(HEADER), _row(("---",) * len(HEADER))] if rows else []
+    blocks = [_details_block(v, update_hint) for v in failed]
+    return truncate(head, table_head, rows, blocks, max_bytes=max_bytes)
+
+
+def truncate(
+    head: Sequence[str], table_head: Sequence[str], rows: Sequence[str], blocks: Sequence[str], *, max_bytes: int
+) -> str:
+    """Join the parts in order (headline, table rows, failure details) while they fit in `max_bytes`.
+
+    Rows come before details because the table covers every model; when rows or details are dropped, a last
+    line counts them and points at the log, which has everything.
+    """
+    note_room = 300
+    out: list[str] = []
+    size = 0
+
+    def fits(text: str) -> bool:
+        return size + len(text.encode("utf-8")) + 1 + note_room <= max_bytes
+
+    def add(text: str) -> None:
+        nonlocal size
+        out.append(text)
+        size += len(text.encode("utf-8")) + 1
+
+    for line in [*head, *table_head]:
+        if fits(line):
+            add(line)
+    dropped_rows = 0
+    for line in rows:
+        if dropped_rows == 0 and fits(line):
+            add(line)
+        else:
+            dropped_rows += 1
+    if dropped_rows:
+        add(_row(("", f"… {dropped_rows} more row{'s' if dropped_rows != 1 else ''}", "", "", "", "", "", "")))
+    dropped_blocks = 0
+    if blocks:
+        add("")
+    for block in blocks:
+        if dropped_blocks == 0 and fits(block):
+            add(block)
+        else:
+            dropped_blocks += 1
+    if dropped_rows or dropped_blocks:
+        what = []
+        if dropped_rows:
+            what.append(f"{dropped_rows} table row{'s' if dropped_rows != 1 else ''}")
+        if dropped_blocks:
+            what.append(f"{dropped_blocks} failure detail{'s' if dropped_blocks != 1 else ''}")
+        out.append(
+            f"\n_Summary cut to stay under GitHub's 1 MiB limit: {' and '.join(what)} left out; "
+            f"the job log has them all._"
+        )
+    return "\n".join(out).rstrip("\n") + "\n"
+
+
+def room_left(path: str | os.PathLike[str]) -> int:
+    """Bytes a summary may still take in the step summary file at `path`.
+
+    A step may already have written to its summary (another tool, an earlier call), and GitHub's limit is per
+    step, so what is there counts against it.
+    """
+    target = Path(path)
+    used = target.stat().st_size if target.is_file() else 0
+    return max(MAX_BYTES - RESERVE - used, 0)
+
+
+def append_step_summary(path: str | os.PathLike[str], text: str) -> None:
+    """Append `text` to the summary file at `path` (GitHub renders the file after the step)."""
+    target = Path(path)
+    with target.open("a", encoding="utf-8", newline="\n") as handle:
+        if target.stat().st_size:
+            handle.write("\n")
+        handle.write(text)
+
+
+def cell(text: str) -> str:
+    """A table cell: HTML-escaped, Markdown punctuation and `|` backslash-escaped, newlines as spaces."""
+    flat = " ".join(str(text).splitlines())
+    return _MARKDOWN_SPECIAL.sub(r"\\\1", html.escape(flat, quote=False))
+
+
+# -- parts -----------------------------------------------------------------------------------------------------------
+
+
+def _headline(verdicts: Sequence[Verdict], changes: Sequence[BudgetChange], unchecked: Sequence[Unchecked]) -> str:
+    counted = len(verdicts)
+    failed = sum(1 for v in verdicts if not v.passed)
+    warned = sum(1 for v in verdicts if v.passed and v.warnings)
+    models = f"{counted} model{'s' if counted != 1 else ''}"
+    if failed:
+        text = f"{STATUS['fail']} {failed} of {models} over budget"
+    elif counted:
+        text = f"{STATUS['ok']} {models} within budget"
+    else:
+        text = "no models counted"
+    if unchecked:
+        text = f"{STATUS['fail']} {len(unchecked)} not checked, " + text.replace(f"{STATUS['fail']} ", "").replace(
+            f"{STATUS['ok']} ", ""
+        )
+    if warned:
+        text += f", {warned} with warnings"
+    if changes:
+        text += f", {len(changes)} budget change{'s' if len(changes) != 1 else ''} to review"
+    return f"### flopbudget: {text}"
+
+
+def _changes_section(changes: Sequence[BudgetChange], workspace: str | os.PathLike[str]) -> list[str]:
+    ref = changes[0].ref
+    lines = [f"**Budgets raised or removed since {cell(ref)}** (check that this is intended):", ""]
+    for change in changes:
+        file = relative_path(change.source.file, workspace)
+        where = f"{file}:{change.source.line}" if file and change.source.line else file
+        lines.append(f"- {STATUS['warn']} {cell(change.message)}" + (f" ({cell(where)})" if where else ""))
+    lines.append("")
+    return lines
+
+
+def _unchecked_section(unchecked: Sequence[Unchecked]) -> list[str]:
+    lines = ["**Not checked** (the model could not be counted, so its budget is unknown):", ""]
+    lines.extend(f"- {STATUS['fail']} {cell(model.name)}: {cell(model.message)}" for model in unchecked)
+    lines.append("")
+    return lines
+
+
+def _rows(verdict: Verdict, show_nodeid: bool = False) -> list[str]:
+    """One row per metric the model is held to or flagged on (flops when it has no budget at all).
+
+    `show_nodeid` tells apart tests that count a model of the same name.
+    """
+    flagged = {f.metric for f in verdict.findings if f.metric}
+    metrics = [m for m in METRICS if verdict.budget.limit(m) is not None or m in flagged]
+    if not metrics:
+        metrics = ["flops"]
+    violated = {f.metric for f in verdict.violations}
+    warned = {f.metric for f in verdict.warnings}
+    rows = []
+    for i, metric in enumerate(metrics):
+        status = "fail" if metric in violated else "warn" if metric in warned else "ok"
+        if i == 0 and not verdict.passed and not (violated & set(metrics)):
+            status = "fail"  # a model-level problem (an unusable baseline file) still marks the model
+        name = cell(verdict.name) if i == 0 else ""
+        if i == 0 and show_nodeid and verdict.measurement.nodeid:
+            name += f"<br><sub>{cell(verdict.measurement.nodeid)}</sub>"
+        rows.append(_row((STATUS[status], name, *_figures(verdict, metric))))
+    return rows
+
+
+def _figures(verdict: Verdict, metric: str) -> tuple[str, ...]:
+    limit = verdict.budget.limit(metric)
+    now = verdict.value(metric)
+    old = verdict.baseline_value(metric)
+    delta = verdict.delta(metric)
+    usage = verdict.usage(metric)
+    if delta is None:
+        shown_delta = "-"
+    elif delta == 0:
+        shown_delta = "="
+    else:
+        shown_delta = f"{'+' if delta > 0 else ''}{format_count(delta)} ({format_percent(delta, old or 0)})"
+    if usage is None:
+        shown_usage = "-"
+    elif usage == float("inf"):
+        shown_usage = "over (budget 0)"
+    else:
+        shown_usage = f"{100.0 * usage:.1f}%"
+    return (
+        metric_title(metric),
+        format_count(limit.value) if limit is not None else "-",
+        format_count(old) if old is not None else "-",
+        format_count(now),
+        shown_delta,
+        shown_usage,
+    )
+
+
+def _details_block(verdict: Verdict, update_hint: str) -> str:
+    """`<details>` with the one-line reason as summary and the terminal's per-layer diff as a code block."""
+    text = terminal.details(verdict, update_hint=update_hint)
+    fence = "`" * max(3, _longest_backtick_run(text) + 1)
+    summary_line = html.escape(" ".join(reason(verdict).splitlines()), quote=False)
+    return "\n".join(
+        ["<details>", f"<summary>{STATUS['fail']} {summary_line}</summary>", "", fence + "text", text, fence, "",
+         "</details>", ""]
+    )  # fmt: skip
+
+
+def _row(cells: Sequence[str]) -> str:
+    return "| " + " | ".join(cells) + " |"
+
+
+def _model_status(verdict: Verdict) -> str:
+    if not verdict.passed:
+        return "fail"
+    return "warn" if verdict.warnings else "ok"
+
+
+def _longest_backtick_run(text: str) -> int:
+    runs = re.findall(r"`+", text)
+    return max((len(run) for run in runs), default=0)

@@ -1,0 +1,181 @@
+"""The job summary: the exact Markdown, escaping of names, and staying under GitHub's 1 MiB limit."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pytest_flopbudget.base_ref import BudgetChange
+from pytest_flopbudget.reporters.annotations import Unchecked
+from pytest_flopbudget.reporters.markdown import (
+    MAX_BYTES,
+    RESERVE,
+    append_step_summary,
+    cell,
+    room_left,
+    summary,
+)
+
+HINT = "`flopbudget check --update`"
+PYPROJECT = """\
+[tool.flopbudget]
+
+[tool.flopbudget.models.resnet]
+target = "pkg:resnet"
+inputs = [[1, 8]]
+flops = "1k"
+params = 10
+
+[tool.flopbudget.models.vit]
+target = "pkg:vit"
+inputs = [[1, 8]]
+flops = "2k"
+max-skipped-ops = 5
+
+[tool.flopbudget.models."a|b <i>x</i>"]
+target = "pkg:vit"
+inputs = [[1, 8]]
+macs = "1k"
+"""
+
+GOLDEN = """\
+### flopbudget: ❌ 1 of 3 models over budget, 1 with warnings, 1 budget change to review
+
+**Budgets raised or removed since origin/main** (check that this is intended):
+
+- ⚠️ vit: flops budget raised from 1.5k to 2k (+33.3%) since origin/main (pyproject.toml:12)
+
+|  | model | metric | budget | baseline | now | delta | budget use |
+| --- | --- | --- | --- | --- | --- | --- | --- |
+| ❌ | resnet | FLOPs | 1.00k | 800 | 1.20k | +400 (+50.0%) | 120.0% |
+| ⚠️ |  | MACs | - | 400 | 600 | +200 (+50.0%) | - |
+| ✅ |  | params | 10 | 2 | 2 | = | 20.0% |
+| ✅ | vit | FLOPs | 2.00k | 1.50k | 1.50k | = | 75.0% |
+| ⚠️ |  | skipped op calls | 5 | 0 | 2 | +2 (new) | 40.0% |
+| ✅ | a\\|b &lt;i&gt;x&lt;/i&gt; | MACs | 1.00k | - | 750 | - | 75.0% |
+
+<details>
+<summary>❌ resnet: 1.20 kFLOPs &gt; budget 1.00 kFLOPs (+20.0%); baseline 800 FLOPs</summary>
+
+```text
+FLOPs per layer, against .flopbudget/resnet.json:
+  layer  baseline    now          delta
+  head        500    900  +400 (+80.0%)
+  total       800  1.20k  +400 (+50.0%)
+```
+
+</details>
+"""
+
+
+def test_golden_summary(make_project, make_report) -> None:
+    project = make_project(PYPROJECT)
+    resnet = project.verdict("resnet", make_report({"stem": 300, "head": 900}), make_report({"stem": 300, "head": 500}))
+    vit = project.verdict("vit", make_report({"a": 1500}, {"aten.kthvalue": 2}), make_report({"a": 1500}))
+    odd = project.verdict("a|b <i>x</i>", make_report({"a": 1500}))
+    change = BudgetChange(
+        "vit", "flops", "raised", "1.5k", "2k", "origin/main", project.settings.models["vit"].sources["flops"], "+33.3%"
+    )
+    assert summary([odd, vit, resnet], [change], update_hint=HINT, workspace=project.root) == GOLDEN
+
+
+def test_all_within_budget_has_no_details(make_project, make_report) -> None:
+    project = make_project(PYPROJECT)
+    text = summary([project.verdict("vit", make_report({"a": 1500}))], update_hint=HINT, workspace=project.root)
+    assert text.splitlines()[0] == "### flopbudget: ✅ 1 model within budget"
+    assert "<details>" not in text
+
+
+def test_failure_without_baseline_lists_top_layers_and_the_hint(make_project, make_report) -> None:
+    project = make_project(PYPROJECT)
+    text = summary([project.verdict("resnet", make_report({"a": 700, "b": 400}))], update_hint=HINT)
+    assert "top layers by FLOPs:" in text
+    assert "no baseline for resnet yet (.flopbudget/resnet.json); run `flopbudget check --update` to create it" in text
+
+
+def test_cells_escape_markdown_and_html() -> None:
+    assert cell("a|b") == "a\\|b"
+    assert cell("<script>&") == "&lt;script&gt;&amp;"
+    assert cell("x\ny") == "x y"
+    assert cell("*b* _i_ `c` [l](u) ~s~") == "\\*b\\* \\_i\\_ \\`c\\` \\[l\\](u) \\~s\\~"
+
+
+def test_hostile_name_cannot_break_the_details_block(make_project, make_report) -> None:
+    name = "x```\\n</details><img src=y>"
+    project = make_project(PYPROJECT.replace('"a|b <i>x</i>"', f'"{name}"'))
+    verdict = project.verdict(name.replace("\\n", "\n"), make_report({"a": 2500}))
+    text = summary([verdict], update_hint=HINT)
+    assert "<summary>❌ x``` &lt;/details&gt;&lt;img src=y&gt;: 1.25 kMACs &gt; budget" in text
+    before, fenced = text.split("\n````text\n")  # a fence longer than any backtick run in the name
+    inside, after = fenced.split("\n````\n")
+    assert "</details><img src=y>" in inside  # literal inside the code block
+    assert before.count("<details>") == 1 and "</details>" not in before and after == "\n</details>\n"
+
+
+def test_truncation_keeps_rows_before_details_and_says_so(make_project, make_report) -> None:
+    models = "".join(
+        f'[tool.flopbudget.models.m{i:03d}]\ntarget = "pkg:m"\ninputs = [[1]]\nflops = 10\n\n' for i in range(200)
+    )
+    project = make_project("[tool.flopbudget]\n\n" + models)
+    layers = {f"layer{j}": 100 + j for j in range(40)}
+    verdicts = [
+        project.verdict(f"m{i:03d}", make_report(layers), make_report({k: 50 for k in layers})) for i in range(200)
+    ]
+    full = summary(verdicts, update_hint=HINT)
+    limit = 40_000
+    text = summary(verdicts, update_hint=HINT, max_bytes=limit)
+    assert len(full.encode()) > limit >= len(text.encode())
+    assert text.count("| ❌ | m") == 200  # every model's row is kept
+    kept = text.count("<details>")
+    assert 0 < kept < 200
+    assert text.rstrip().endswith(
+        f"_Summary cut to stay under GitHub's 1 MiB limit: {200 - kept} failure details left out; "
+        f"the job log has them all._"
+    )
+
+
+def test_truncation_of_the_table_itself(make_project, make_report) -> None:
+    models = "".join(
+        f'[tool.flopbudget.models.m{i:04d}]\ntarget = "pkg:m"\ninputs = [[1]]\nflops = 10\n\n' for i in range(500)
+    )
+    project = make_project("[tool.flopbudget]\n\n" + models)
+    verdicts = [project.verdict(f"m{i:04d}", make_report({"a": 5})) for i in range(500)]
+    text = summary(verdicts, update_hint=HINT, max_bytes=5_000)
+    assert len(text.encode()) <= 5_000
+    rows = [line for line in text.splitlines() if line.startswith("| ✅ | m")]
+    assert 0 < len(rows) < 500
+    assert f"| … {500 - len(rows)} more rows |" in text
+    assert f"{500 - len(rows)} table rows left out" in text
+
+
+def test_default_limit_holds_for_a_huge_run(make_project, make_report) -> None:
+    models = "".join(
+        f'[tool.flopbudget.models.m{i:04d}]\ntarget = "pkg:m"\ninputs = [[1]]\nflops = 10\n\n' for i in range(1500)
+    )
+    project = make_project("[tool.flopbudget]\n\n" + models)
+    layers = {f"block{j}.conv{'x' * 60}": 100 + j for j in range(15)}
+    verdicts = [project.verdict(f"m{i:04d}", make_report(layers)) for i in range(1500)]
+    text = summary(verdicts, update_hint=HINT)
+    assert len(text.encode()) <= MAX_BYTES - RESERVE
+    assert "_Summary cut to stay under GitHub's 1 MiB limit" in text
+
+
+def test_append_counts_what_the_step_already_wrote(tmp_path: Path) -> None:
+    path = tmp_path / "summary.md"
+    assert room_left(path) == MAX_BYTES - RESERVE
+    path.write_text("earlier output\n", encoding="utf-8")
+    assert room_left(path) == MAX_BYTES - RESERVE - len("earlier output\n")
+    append_step_summary(path, "### flopbudget\n")
+    assert path.read_text(encoding="utf-8") == "earlier output\n\n### flopbudget\n"
+
+
+def test_unchecked_models_head_the_summary(make_project, make_report) -> None:
+    project = make_project(PYPROJECT)
+    broken = Unchecked("a|b <i>x</i>", "it raised RuntimeError: boom", None)
+    text = summary([project.verdict("vit", make_report({"a": 1500}))], unchecked=[broken], update_hint=HINT)
+    assert text.splitlines()[:5] == [
+        "### flopbudget: ❌ 1 not checked, 1 model within budget",
+        "",
+        "**Not checked** (the model could not be counted, so its budget is unknown):",
+        "",
+        "- ❌ a\\|b &lt;i&gt;x&lt;/i&gt;: it raised RuntimeError: boom",
+    ]
