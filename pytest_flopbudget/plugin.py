@@ -11,6 +11,7 @@ from __future__ import annotations
 import inspect
 import json
 import os
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,7 +24,7 @@ from .check import Measurement, Verdict, judge, reason
 from .config import ModelEntry, Settings, load_settings
 from .errors import BaselineError, FlopBudgetError
 from .report import Report
-from .reporters import terminal
+from .reporters import ci, terminal
 from .source import Source, display_path
 
 UPDATE_HINT = "`pytest --flopbudget-update`"
@@ -118,6 +119,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="DIR",
         help="directory of baseline files (overrides baseline-dir; relative to the current directory)",
     )
+    group.addoption("--flopbudget-report", action="append", default=[], metavar="SPEC", help=ci.SPEC_HELP)
+    parser.addini("flopbudget_report", ci.SPEC_HELP, type="args", default=[])
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -226,6 +229,12 @@ class FlopBudgetPlugin:
         self.unchanged: list[str] = []
         self.update_errors: list[str] = []
         self._pyproject_collected = False
+        try:
+            specs = config.getoption("flopbudget_report") or config.getini("flopbudget_report")
+            self.report_specs = ci.resolve_specs(specs)
+        except FlopBudgetError as exc:
+            self.report_specs = []
+            self.config_error = self.config_error or exc
 
     # -- configuration errors stop the run before anything is collected (and before xdist starts workers) --------
 
@@ -387,8 +396,12 @@ class FlopBudgetPlugin:
         self.verdicts = [self.judge(m) for m in self.measurements]
         if self.update:
             self._write_baselines()
-            if self.update_errors and session.exitstatus == pytest.ExitCode.OK:
-                session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        elif self.config_error is None:
+            # CI outputs (annotations, job summary, GitLab/JSON files): once, from the controller only
+            result = ci.emit(self.verdicts, self.report_specs, stream=sys.stdout, update_hint=UPDATE_HINT)
+            self.update_errors.extend(result.errors)
+        if self.update_errors and session.exitstatus == pytest.ExitCode.OK:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
     def _write_baselines(self) -> None:
         latest: dict[str, Measurement] = {}
