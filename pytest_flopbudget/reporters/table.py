@@ -2,12 +2,16 @@
 
 Rows are modules in tree order, rolled up to a depth (a ResNet at depth 1 is stem, four stages and the head), with
 the cost of each module's whole subtree and its share of the model's FLOPs, so the table answers "where does the
-compute go" at the granularity the reader picked.
+compute go" at the granularity the reader picked. Siblings appear in the order the forward first reached them
+(conv1, bn1, ..., layer4, fc), which is how a model is read; a Report read back from JSON has lost that order and
+falls back to natural name order.
 """
 
 from __future__ import annotations
 
-from ..report import ROOT, LayerCost, Report
+from collections.abc import Iterable
+
+from ..report import ROOT, LayerCost, Report, ancestors
 from ..units import format_count
 
 ROOT_LABEL = "(model)"
@@ -18,6 +22,30 @@ def layer_sort_key(path: str) -> list[tuple[int, int | str]]:
     return [(0, int(part)) if part.isdigit() else (1, part) for part in path.split(".") if path]
 
 
+def tree_order(paths: Iterable[str]) -> dict[str, int]:
+    """Every path and ancestor -> its row index: depth-first, children in order of first appearance in `paths`.
+
+    A parent always comes before its children, and a subtree is never split by another module's rows.
+    """
+    children: dict[str, list[str]] = {}
+    for path in paths:
+        parent = ROOT
+        for node in ancestors(path):
+            if node == ROOT:
+                continue
+            siblings = children.setdefault(parent, [])
+            if node not in siblings:
+                siblings.append(node)
+            parent = node
+    order: dict[str, int] = {}
+    stack = [ROOT]
+    while stack:
+        node = stack.pop()
+        order[node] = len(order)
+        stack.extend(reversed(children.get(node, [])))
+    return order
+
+
 def format_layer_table(report: Report, depth: int | None = 2, title: str = "") -> str:
     inclusive = report.inclusive()
     rows = [
@@ -25,7 +53,8 @@ def format_layer_table(report: Report, depth: int | None = 2, title: str = "") -
         for path, cost in inclusive.items()
         if path == ROOT or depth is None or path.count(".") < depth
     ]
-    rows.sort(key=lambda item: layer_sort_key(item[0]))
+    order = tree_order(report.layers)
+    rows.sort(key=lambda item: order[item[0]])
     total_flops = report.flops or 1
     lines = [title] if title else []
     width = max([len(ROOT_LABEL)] + [len(_label(path)) for path, _ in rows])

@@ -1,0 +1,266 @@
+"""The `flopbudget` command (also `python -m pytest_flopbudget`): count, check and diff model compute.
+
+`main(argv) -> int` in the style of pre-commit-hooks: 0 when every model is within budget, 1 on an overrun, 2 when
+the check could not run (usage or configuration error, a model that does not import or run). Errors caused by the
+user's input are printed as one line saying what to fix, never as a traceback into this package.
+
+Start-up is kept cheap because this runs on every commit: this module imports nothing but the standard library
+and the subcommand modules are imported when chosen, so `--help` and ONNX-only projects never import torch.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import sys
+from collections.abc import Sequence
+from typing import NoReturn
+
+from . import __version__
+from .errors import FlopBudgetError
+
+PROG = "flopbudget"
+
+DESCRIPTION = """\
+Count the FLOPs, MACs and parameters of neural networks exactly and check them against the budgets in
+pyproject.toml ([tool.flopbudget]). The same checks run in pytest (the pytest-flopbudget plugin) and as a
+pre-commit hook (`flopbudget check`)."""
+
+EPILOG = """\
+examples:
+  flopbudget count examples.resnet:resnet50 --input 1,3,224,224
+  flopbudget check
+  flopbudget check --update resnet50
+  flopbudget diff resnet50
+
+exit status: 0 all within budget, 1 a model is over budget, 2 the check could not run.
+Run `flopbudget COMMAND --help` for the options of each command."""
+
+COUNT_EPILOG = """\
+TARGET is one of:
+  package.module:factory   a torch.nn.Module, or a callable returning one (called with no arguments);
+                           imported with the current directory on sys.path
+  path/to/model.onnx       an ONNX file (weights are never read)
+  NAME                     a model of [tool.flopbudget.models] in pyproject.toml (its inputs unless --input)
+
+--input gives one input tensor per SHAPE: sizes separated by commas (or x), an optional NAME= in front (a
+keyword argument, or an ONNX graph input) and an optional :DTYPE at the end. Inputs are zero tensors (on the
+meta device unless --execution real): FLOPs depend on shapes only, so no memory is used whatever the size.
+
+examples:
+  flopbudget count examples.resnet:resnet50 --input 1,3,224,224
+  flopbudget count examples.resnet:resnet50 --input 8,3,224,224 --training --depth 1
+  flopbudget count examples.factories:gpt_tiny --input 1,64:int64 --format json
+  flopbudget count pkg.models:two_tower --input 1,3,224,224 1,77:int64
+  flopbudget count model.onnx --input input=1,3,224,224
+  flopbudget count resnet50 --depth all"""
+
+CHECK_EPILOG = """\
+Counts every model of [tool.flopbudget.models] (or the NAMEs given) and compares it with its budget and with
+its baseline in baseline-dir (default .flopbudget/). An overrun prints a one-line reason and the per-layer diff
+against the baseline, exactly as pytest does. Nothing is written unless --update is given.
+
+exit status: 0 all within budget, 1 a model is over budget, 2 the check could not run (no pyproject.toml or
+[tool.flopbudget] table, unknown NAME, a target that does not import, a model that fails to run).
+
+examples:
+  flopbudget check                      # every model; the pre-commit hook runs this
+  flopbudget check resnet50 vit_tiny    # only these
+  flopbudget check --update             # record the current counts as the new baselines (commit them)"""
+
+DIFF_EPILOG = """\
+Counts the models and prints, per metric (FLOPs, MACs, params, skipped ops), the layers whose cost changed
+since the baseline: added, removed or changed, largest change first. Budgets are not looked at and nothing is
+written. Exit status 0, or 2 if a model has no baseline or could not be counted.
+
+examples:
+  flopbudget diff resnet50
+  flopbudget diff                       # every model"""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line (what is wrong and where help is), not the usage block."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see `{self.prog} --help`)\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog=PROG, description=DESCRIPTION, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--version", action="version", version=f"{PROG} {__version__} (pytest-flopbudget)")
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument(
+        "--pyproject",
+        metavar="PATH",
+        help="the pyproject.toml to read (default: the nearest one in the current directory or above)",
+    )
+    common.add_argument(
+        "--traceback", action="store_true", help="show the Python traceback of an internal error (for bug reports)"
+    )
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+
+    count = commands.add_parser(
+        "count",
+        parents=[common],
+        help="print the per-layer FLOPs, MACs and params of one model",
+        description="Print the per-layer table of one model: FLOPs, MACs and params of each module (inclusive\n"
+        "of its children) to a depth, their share of the total, and every op that could not be counted.",
+        epilog=COUNT_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    count.add_argument("target", metavar="TARGET", help="package.module:factory, path/to/model.onnx or a model NAME")
+    count.add_argument(
+        "-i",
+        "--input",
+        action="extend",
+        nargs="+",
+        metavar="SHAPE",
+        help="input shapes such as 1,3,224,224, ids=1,16:int64 or x=1,3,224,224, one per input (list several "
+        "or repeat the option), or one package.module:function returning the example inputs",
+    )
+    count.add_argument("--dtype", help="dtype of the generated inputs (default float32), e.g. int64 for token ids")
+    count.add_argument(
+        "--training", action="store_true", help="count one training step: forward, loss and backward (PyTorch)"
+    )
+    count.add_argument(
+        "--execution",
+        choices=("fake", "real"),
+        help="fake (default): fake tensors, no arithmetic; real: run the real forward, for models fake tensors "
+        "cannot run",
+    )
+    count.add_argument(
+        "--depth",
+        type=_depth,
+        default=2,
+        metavar="N",
+        help="module tree depth of the table (default 2; 0 = the model only; 'all' = every module)",
+    )
+    count.add_argument(
+        "--format", choices=("table", "json"), default="table", help="table (default) or json (the full Report)"
+    )
+    count.set_defaults(handler=_count)
+
+    check = commands.add_parser(
+        "check",
+        parents=[common],
+        help="check every pyproject model against its budget and baseline (the pre-commit hook)",
+        description="Check the models of [tool.flopbudget.models] against their budgets and baselines.",
+        epilog=CHECK_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    check.add_argument("names", nargs="*", metavar="NAME", help="models to check (default: all)")
+    check.add_argument(
+        "--update",
+        action="store_true",
+        help="write the baselines (baseline-dir/NAME.json) from the current counts and exit 0 unless a model "
+        "could not be counted",
+    )
+    check.set_defaults(handler=_check)
+
+    diff = commands.add_parser(
+        "diff",
+        parents=[common],
+        help="show the per-layer change since the baseline, without judging",
+        description="Show the per-layer difference between the current count and the baseline.",
+        epilog=DIFF_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    diff.add_argument("names", nargs="*", metavar="NAME", help="models to compare (default: all)")
+    diff.set_defaults(handler=_diff)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help(sys.stderr)
+        return 2
+    # Importing the user's model code must not leave __pycache__ directories behind: a hook that creates files
+    # fails `git status`-clean checks, and this command promises to write nothing unless --update is given.
+    dont_write_bytecode = sys.dont_write_bytecode
+    sys.dont_write_bytecode = True
+    try:
+        return int(args.handler(args))
+    except FlopBudgetError as exc:
+        return _fail(str(exc).splitlines() or [type(exc).__name__])
+    except KeyboardInterrupt:
+        return _fail(["interrupted"], status=130)
+    except BrokenPipeError:
+        _silence_stdout()  # `flopbudget count ... | head`: the reader has gone, so there is no one to tell
+        return 1
+    except Exception as exc:
+        if args.traceback:
+            raise
+        detail = " ".join(str(exc).split())[:300]
+        return _fail(
+            [
+                f"internal error: {type(exc).__name__}: {detail}; "
+                f"rerun with --traceback and report it at the pytest-flopbudget issue tracker"
+            ]
+        )
+    finally:
+        sys.dont_write_bytecode = dont_write_bytecode
+
+
+# -- subcommands ---------------------------------------------------------------------------------------------------
+
+
+def _count(args: argparse.Namespace) -> int:
+    from .cli_count import run_count
+
+    return run_count(args, sys.stdout, sys.stderr)
+
+
+def _check(args: argparse.Namespace) -> int:
+    from .cli_check import check_models, print_outcome
+    from .cli_project import load_project, select_models
+
+    settings = load_project(args.pyproject)
+    entries = select_models(settings, args.names)
+    outcome = check_models(entries, settings, update=args.update, err=sys.stderr)
+    print_outcome(outcome, sys.stdout)
+    return outcome.exit_code
+
+
+def _diff(args: argparse.Namespace) -> int:
+    from .cli_check import diff_models
+    from .cli_project import load_project, select_models
+
+    settings = load_project(args.pyproject)
+    entries = select_models(settings, args.names)
+    return diff_models(entries, settings, sys.stdout, sys.stderr)
+
+
+# -- helpers -------------------------------------------------------------------------------------------------------
+
+
+def _depth(text: str) -> int | None:
+    if text.strip().lower() == "all":
+        return None
+    try:
+        depth = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a depth: give a whole number >= 0 or 'all'") from None
+    if depth < 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a depth: give a whole number >= 0 or 'all'")
+    return depth
+
+
+def _fail(lines: Sequence[str], status: int = 2) -> int:
+    with contextlib.suppress(OSError, ValueError):
+        sys.stdout.flush()  # what was printed before the error stays before it when both go to one pipe
+    for line in lines:
+        sys.stderr.write(f"{PROG}: error: {line}\n")
+    return status
+
+
+def _silence_stdout() -> None:
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):
+        pass

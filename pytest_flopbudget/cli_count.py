@@ -1,0 +1,161 @@
+"""`flopbudget count TARGET`: the per-layer table (or the JSON Report) of one model.
+
+TARGET is whatever a user has at hand: `package.module:factory`, a path to an `.onnx` file, or the name of a
+`[tool.flopbudget.models]` entry. Each becomes a `ModelEntry` and is counted by `targets.count_entry`, the same
+function the pytest plugin uses for pyproject models, so inference models are counted in eval mode under no_grad
+and generated inputs are built the same way by both front ends.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+import re
+from pathlib import Path
+from typing import TextIO
+
+from .budget import Budget
+from .cli_inputs import describe_inputs, parse_inputs
+from .cli_progress import Progress
+from .cli_project import UsageError, load_project, unknown_model
+from .config import Inputs, InputSpec, ModelEntry, find_pyproject, is_onnx_target
+from .errors import CountingError
+from .source import Source, display_path
+
+_CALLABLE = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_][\w.]*")
+
+
+def run_count(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    """Print the table (or the JSON Report) of `args.target`; errors are raised for `cli.main` to print."""
+    from .baseline import dumps
+    from .reporters.table import format_layer_table
+    from .targets import count_entry
+
+    entry, root = resolve_target(args)
+    with Progress(1, err) as progress:
+        progress.start(entry.name)
+        try:
+            report = count_entry(entry, root)
+        except CountingError as exc:
+            raise CountingError(command_line_hint(str(exc))) from None
+        progress.advance()
+    if args.format == "json":
+        out.write(dumps(report))
+        return 0
+    mode = "training step (forward + backward)" if report.training else "inference"
+    title = f"{entry.name}: {describe_inputs(report.inputs)}; {mode}"
+    out.write(format_layer_table(report, depth=args.depth, title=title) + "\n")
+    return 0
+
+
+def resolve_target(args: argparse.Namespace) -> tuple[ModelEntry, Path]:
+    """The entry to count and the directory its target is resolved against.
+
+    `module:callable` and `.onnx` paths are taken relative to the current directory, as `python -m` would;
+    pyproject names use the project's directory, as the plugin does.
+    """
+    target: str = args.target.strip()
+    inputs = parse_inputs(args.input, args.dtype)
+    if is_onnx_target(target):
+        _onnx_only(args)
+        inputs = _onnx_inputs(target, inputs, Path.cwd())
+        return _entry(target, target, inputs, training=False, execution="fake"), Path.cwd()
+    if _CALLABLE.fullmatch(target):
+        return _entry(target, target, inputs, args.training, args.execution or "fake"), Path.cwd()
+    return _pyproject_entry(target, inputs, args)
+
+
+def _entry(name: str, target: str, inputs: Inputs, training: bool, execution: str) -> ModelEntry:
+    origin = Source(key=name)
+    return ModelEntry(
+        name=name,
+        target=target,
+        inputs=inputs,
+        budget=Budget(),
+        source=origin,
+        training=training,
+        execution=execution,
+        sources={"target": origin, "inputs": Source(key="--input")},
+    )
+
+
+def _pyproject_entry(name: str, inputs: Inputs, args: argparse.Namespace) -> tuple[ModelEntry, Path]:
+    if args.pyproject is None and find_pyproject(Path.cwd()) is None:
+        raise UsageError(
+            f"{name!r} is not a package.module:factory reference or an .onnx path, and there is no pyproject.toml "
+            f"here to look it up as a model name"
+        )
+    settings = load_project(args.pyproject)
+    entry = settings.models.get(name)
+    if entry is None:
+        shown = display_path(str(settings.pyproject))
+        raise UsageError(f"{shown}: {unknown_model(name, settings)}; or give a package.module:factory or an .onnx path")
+    changes: dict[str, object] = {}
+    if inputs is not None:
+        if entry.is_onnx:
+            inputs = _onnx_inputs(str(settings.root / entry.target), inputs, settings.root)
+        changes["inputs"] = inputs
+    if entry.is_onnx:
+        _onnx_only(args)
+    else:
+        if args.training:
+            changes["training"] = True
+        if args.execution:
+            changes["execution"] = args.execution
+    return dataclasses.replace(entry, **changes), settings.root
+
+
+def _onnx_only(args: argparse.Namespace) -> None:
+    """Options that only make sense for PyTorch: refused rather than ignored, so nobody trusts a wrong figure."""
+    for flag, given in (("--training", args.training), ("--dtype", args.dtype), ("--execution", args.execution)):
+        if given:
+            raise UsageError(f"{flag} applies to PyTorch models only; an ONNX graph fixes its own mode and dtypes")
+
+
+def _onnx_inputs(path: str, inputs: Inputs, root: Path) -> Inputs:
+    """ONNX inputs are bound by graph input name; positional shapes are matched to the graph inputs in order."""
+    if inputs is None or isinstance(inputs, dict):
+        if isinstance(inputs, dict) and any(spec.dtype != "float32" for spec in inputs.values()):
+            raise UsageError("--input NAME=DIMS:DTYPE: an ONNX graph declares its own input dtypes; give shapes only")
+        return inputs
+    if isinstance(inputs, str):
+        raise UsageError(f"--input {inputs}: an ONNX model takes shapes (--input NAME=1,3,224,224), not a function")
+    if any(spec.dtype != "float32" for spec in inputs):
+        raise UsageError("--input DIMS:DTYPE: an ONNX graph declares its own input dtypes; give shapes only")
+    names = _graph_input_names(path if os.path.isabs(path) else str(root / path))
+    if len(inputs) > len(names):
+        raise UsageError(
+            f"{len(inputs)} --input shapes for {len(names)} graph input(s) ({', '.join(names) or 'none'}); "
+            f"name them: --input NAME=1,3,224,224"
+        )
+    return {name: InputSpec(spec.shape) for name, spec in zip(names, inputs)}
+
+
+_PYTHON_HINT = re.compile(r"count\(.*?, inputs=\{(?P<body>.*)\}\)")
+_PYTHON_INPUT = re.compile(r"'(?P<name>[^']*)': \[(?P<dims>[^\]]*)\]")
+
+
+def command_line_hint(message: str) -> str:
+    """The ONNX backend phrases a missing input size for Python (`count('m.onnx', inputs={'x': [<batch>, 3]})`);
+    on the command line the same advice is `--input x=<batch>,3`."""
+    match = _PYTHON_HINT.search(message)
+    if match is None:
+        return message
+    flags = [
+        f"--input {m.group('name')}={m.group('dims').replace(' ', '')}"
+        for m in _PYTHON_INPUT.finditer(match.group("body"))
+    ]
+    if not flags:
+        return message
+    return message[: match.start()] + " ".join(flags) + message[match.end() :]
+
+
+def _graph_input_names(path: str) -> list[str]:
+    """The graph's real inputs (initializers excluded), read without the weights."""
+    from .counting.onnx_load import load_model
+
+    proto, _ = load_model(path)
+    graph = proto.graph
+    initializers = {t.name for t in graph.initializer} | {s.values.name for s in graph.sparse_initializer}
+    return [vi.name for vi in graph.input if vi.name not in initializers]

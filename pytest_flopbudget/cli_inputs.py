@@ -1,0 +1,96 @@
+"""`--input` values -> the same input specs that `inputs = ...` in pyproject.toml produces.
+
+The command line has no TOML arrays, so shapes are written as sizes separated by commas (or `x`, as the tables
+print them): `--input 1,3,224,224`, `--input 1x16:int64`, `--input mask=1,16:bool`, or one
+`--input package.module:function` that returns the example inputs. Going through `InputSpec` means the CLI builds
+tensors exactly as the plugin does for pyproject models (meta zeros under fake execution), so the same model gives
+the same count from either front end.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from .cli_project import UsageError
+from .config import DTYPES, Inputs, InputSpec
+
+GRAMMAR = (
+    "write sizes separated by commas such as 1,3,224,224, optionally NAME= before (a keyword argument or ONNX "
+    "input name) and :DTYPE after (e.g. ids=1,16:int64), or one package.module:function returning the inputs"
+)
+
+_SIZES = re.compile(r"\d+(?:\s*[,x]\s*\d+)*")
+_REFERENCE = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_][\w.]*")
+
+
+def parse_inputs(values: Sequence[str] | None, dtype: str | None = None) -> Inputs:
+    """Positional specs, named specs, a `module:function` reference, or None when no `--input` was given.
+
+    `dtype` (from `--dtype`) applies to every shape that does not name its own. Raises `UsageError` quoting the
+    offending value.
+    """
+    if dtype is not None:
+        check_dtype(dtype, "--dtype")
+    if not values:
+        return None
+    references = [v for v in values if "=" not in v and _REFERENCE.fullmatch(v.strip())]
+    if references:
+        if len(values) > 1:
+            raise UsageError(
+                f"--input {references[0]}: a function that returns the inputs replaces all other --input values; "
+                f"give it alone"
+            )
+        return references[0].strip()
+    positional: list[InputSpec] = []
+    named: dict[str, InputSpec] = {}
+    for value in values:
+        name, equals, rest = value.partition("=")
+        if equals:
+            name = name.strip()
+            if not name:
+                raise UsageError(f"--input {value!r}: the name before '=' is empty; {GRAMMAR}")
+            if name in named:
+                raise UsageError(f"--input {value!r}: {name!r} is given twice")
+            named[name] = parse_spec(rest, dtype, value)
+        else:
+            positional.append(parse_spec(value, dtype, value))
+    if positional and named:
+        raise UsageError(
+            "--input: give either positional shapes (1,3,224,224) or named ones (x=1,3,224,224), not both; "
+            "for a model that needs both, write a package.module:function that returns them"
+        )
+    return named or positional
+
+
+def parse_spec(text: str, dtype: str | None, original: str) -> InputSpec:
+    """`1,16:int64` -> `InputSpec((1, 16), "int64")`."""
+    sizes, colon, own_dtype = text.strip().partition(":")
+    sizes = sizes.strip().strip("[]()").strip()
+    if not _SIZES.fullmatch(sizes):
+        raise UsageError(f"--input {original!r} is not a shape: {GRAMMAR}")
+    if colon:
+        own_dtype = own_dtype.strip()
+        check_dtype(own_dtype, f"--input {original!r}")
+    shape = tuple(int(size) for size in re.split(r"\s*[,x]\s*", sizes))
+    return InputSpec(shape, own_dtype if colon else (dtype or "float32"))
+
+
+def check_dtype(dtype: str, where: str) -> None:
+    if dtype not in DTYPES:
+        raise UsageError(f"{where}: unknown dtype {dtype!r}; expected one of: {', '.join(DTYPES)}")
+
+
+def describe_inputs(inputs: Sequence[object]) -> str:
+    """A Report's `inputs` as `1x3x224x224 float32, ids=1x16 int64` for table titles."""
+    parts = []
+    for item in inputs:
+        if isinstance(item, dict) and "shape" in item:
+            text = "x".join(str(d) for d in item["shape"]) or "scalar"
+            dtype = item.get("dtype")
+            text = f"{text} {dtype}" if dtype else text
+            name = item.get("name")
+            parts.append(f"{name}={text}" if name else text)
+        else:
+            parts.append(str(item))
+    return ", ".join(parts) or "no inputs"
