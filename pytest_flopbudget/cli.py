@@ -67,7 +67,8 @@ exit status: 0 all within budget, 1 a model is over budget, 2 the check could no
 examples:
   flopbudget check                      # every model; the pre-commit hook runs this
   flopbudget check resnet50 vit_tiny    # only these
-  flopbudget check --update             # record the current counts as the new baselines (commit them)"""
+  flopbudget check --update             # record the current counts as the new baselines (commit them)
+  flopbudget check --base-ref origin/main --report gitlab:gl-code-quality.json   # in CI"""
 
 DIFF_EPILOG = """\
 Counts the models and prints, per metric (FLOPs, MACs, params, skipped ops), the layers whose cost changed
@@ -87,6 +88,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from .reporters.ci import SPEC_HELP
     parser = _Parser(
         prog=PROG, description=DESCRIPTION, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -158,6 +160,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="write the baselines (baseline-dir/NAME.json) from the current counts and exit 0 unless a model "
         "could not be counted",
     )
+    check.add_argument("--report", action="append", default=[], metavar="SPEC", help=SPEC_HELP)
+    check.add_argument(
+        "--base-ref",
+        metavar="REF",
+        help="warn about every budget raised or removed since the git ref REF (e.g. origin/main)",
+    )
     check.set_defaults(handler=_check)
 
     diff = commands.add_parser(
@@ -216,14 +224,26 @@ def _count(args: argparse.Namespace) -> int:
 
 
 def _check(args: argparse.Namespace) -> int:
+    from .base_ref import budget_changes
     from .cli_check import check_models, print_outcome
     from .cli_project import load_project, select_models
+    from .reporters import ci
 
+    specs = ci.resolve_specs(args.report)  # a bad spec is a usage error before anything is counted
     settings = load_project(args.pyproject)
+    changes = budget_changes(settings, args.base_ref) if args.base_ref else []
     entries = select_models(settings, args.names)
     outcome = check_models(entries, settings, update=args.update, err=sys.stderr)
     print_outcome(outcome, sys.stdout)
-    return outcome.exit_code
+    for change in changes:
+        print(change)
+    if outcome.update:
+        return outcome.exit_code
+    unchecked = [ci.Unchecked(e.name, e.message, settings.models[e.name].source) for e in outcome.errors]
+    result = ci.emit(outcome.verdicts, specs, changes=changes, unchecked=unchecked, stream=sys.stdout)
+    for line in result.errors:
+        print(line, file=sys.stderr)
+    return outcome.exit_code if result.ok else 2
 
 
 def _diff(args: argparse.Namespace) -> int:
