@@ -228,7 +228,6 @@ class FlopBudgetPlugin:
         self.written: list[str] = []
         self.unchanged: list[str] = []
         self.update_errors: list[str] = []
-        self._pyproject_collected = False
         try:
             specs = config.getoption("flopbudget_report") or config.getini("flopbudget_report")
             self.report_specs = ci.resolve_specs(specs)
@@ -255,7 +254,6 @@ class FlopBudgetPlugin:
             and self.settings.models
             and file_path.resolve() == pyproject
         ):
-            self._pyproject_collected = True
             return ModelsFile.from_parent(parent, path=file_path)
         return None
 
@@ -263,7 +261,11 @@ class FlopBudgetPlugin:
     def pytest_collection_modifyitems(self, session: pytest.Session, config: pytest.Config, items: list) -> None:
         """Add the pyproject models to a plain `pytest` run (testpaths rarely include pyproject.toml)."""
         pyproject = self.settings.pyproject
-        if self._pyproject_collected or not self.collect_models or not self.settings.models or pyproject is None:
+        if not self.collect_models or not self.settings.models or pyproject is None:
+            return
+        # pytest may build the pyproject collector and then drop it (pytest 9 walks the rootdir, then keeps only
+        # what the arguments select): what counts is whether its items made it into the run.
+        if any(isinstance(item, ModelItem) for item in items):
             return
         if _explicit_args(config):
             return
