@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
+from onnx_helpers import NET_PYPROJECT, write_onnx
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = Path(sys.executable).with_name("flopbudget")
@@ -68,32 +69,11 @@ def without_torch(argvs: list[list[str]], cwd: Path) -> tuple[list[int], list[st
     return summary["codes"], summary["loaded"], result.stdout
 
 
-def write_onnx(path: Path, channels: int = 4) -> None:
-    """Conv(3 -> channels, 3x3) + ReLU on [batch, 3, 8, 8], with node names that map to module paths."""
-    onnx = pytest.importorskip("onnx")
-    from onnx import TensorProto, helper
-
-    weight = helper.make_tensor("w", TensorProto.FLOAT, [channels, 3, 3, 3], b"\0" * (4 * 27 * channels), raw=True)
-    graph = helper.make_graph(
-        [
-            helper.make_node("Conv", ["x", "w"], ["c"], name="/features/conv/Conv", pads=[1, 1, 1, 1]),
-            helper.make_node("Relu", ["c"], ["y"], name="/features/relu/Relu"),
-        ],
-        "net",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 3, 8, 8])],
-        [helper.make_empty_tensor_value_info("y")],
-        initializer=[weight],
-    )
-    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(path))
-
-
 @pytest.fixture(scope="module")
 def onnx_project(tmp_path_factory):
     root = tmp_path_factory.mktemp("onnx_project")
     write_onnx(root / "net.onnx")
-    (root / "pyproject.toml").write_text(
-        '[tool.flopbudget.models.net]\ntarget = "net.onnx"\ninputs = { x = [2, 3, 8, 8] }\nflops = "30k"\n'
-    )
+    (root / "pyproject.toml").write_text(NET_PYPROJECT)
     return root
 
 

@@ -21,6 +21,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from onnx_helpers import NET_PYPROJECT, write_onnx
 
 ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
@@ -56,6 +57,22 @@ def published_files_pattern() -> str:
     match = re.search(r"^\s*files:\s*(\S+)\s*$", (ROOT / ".pre-commit-hooks.yaml").read_text(), re.MULTILINE)
     assert match, "files: in .pre-commit-hooks.yaml"
     return match.group(1)
+
+
+def local_hook_config(language: str) -> str:
+    """A .pre-commit-config.yaml with a `repo: local` hook running `flopbudget check` with this `language:`."""
+    return (
+        "repos:\n"
+        "  - repo: local\n"
+        "    hooks:\n"
+        "      - id: flopbudget\n"
+        f"        name: {HOOK_NAME}\n"
+        "        entry: flopbudget check\n"
+        f"        language: {language}\n"
+        "        pass_filenames: false\n"
+        "        require_serial: true\n"
+        f"        files: {published_files_pattern()}\n"
+    )
 
 
 def environment(home: Path) -> dict[str, str]:
@@ -119,11 +136,31 @@ class Repo:
     def reset(self) -> None:
         self.git("reset", "-q", "--hard", "HEAD")
 
+    def install_and_commit(self) -> None:
+        """`pre-commit install`, then the first commit; its result (the hook's first run) is kept in `initial`."""
+        assert self.run(str(PRE_COMMIT), "install").returncode == 0
+        self.initial = self.commit("initial")
+
 
 def hook_line(output: str) -> str:
     lines = [line for line in output.splitlines() if line.startswith(HOOK_NAME)]
     assert len(lines) == 1, output
     return lines[0]
+
+
+def assert_went_through(repo: Repo, result: subprocess.CompletedProcess[str], hook: str = "Passed") -> None:
+    """The commit succeeded, the hook's line ends with HOOK, and the hook left the work tree as it found it."""
+    assert result.returncode == 0, result.output  # type: ignore[attr-defined]
+    assert hook_line(result.output).endswith(hook)  # type: ignore[attr-defined]
+    assert repo.status() == "", "the hook wrote files"
+
+
+def commit_to_readme(repo: Repo, text: str) -> subprocess.CompletedProcess[str]:
+    """From a clean tree, append TEXT to README.md and commit only that file."""
+    repo.reset()
+    with (repo.path / "README.md").open("a") as handle:
+        handle.write(text)
+    return repo.commit("docs", "README.md")
 
 
 # -- 1. repo: local, language: system, in the project's environment ---------------------------------------------------
@@ -143,31 +180,15 @@ def local_repo(tmp_path_factory):
         '[tool.flopbudget.models.mlp]\ntarget = "models:MLP"\ninputs = [[2, 8]]\nflops = "200"\n',
     )
     repo.write("README.md", "# demo\n")
-    repo.write(
-        ".pre-commit-config.yaml",
-        "repos:\n"
-        "  - repo: local\n"
-        "    hooks:\n"
-        "      - id: flopbudget\n"
-        f"        name: {HOOK_NAME}\n"
-        "        entry: flopbudget check\n"
-        "        language: system\n"
-        "        pass_filenames: false\n"
-        "        require_serial: true\n"
-        f"        files: {published_files_pattern()}\n",
-    )
+    repo.write(".pre-commit-config.yaml", local_hook_config("system"))
     update = repo.run("flopbudget", "check", "--update")
     assert update.returncode == 0, update.stdout + update.stderr
-    assert repo.run(str(PRE_COMMIT), "install").returncode == 0
-    repo.initial = repo.commit("initial")  # type: ignore[attr-defined]
+    repo.install_and_commit()
     return repo
 
 
 def test_initial_commit_under_budget_passes(local_repo):
-    result = local_repo.initial
-    assert result.returncode == 0, result.output
-    assert hook_line(result.output).endswith("Passed")
-    assert local_repo.status() == ""
+    assert_went_through(local_repo, local_repo.initial)
 
 
 def test_a_commit_under_budget_passes(local_repo):
@@ -176,20 +197,13 @@ def test_a_commit_under_budget_passes(local_repo):
     local_repo.write("models.py", models.replace("a careless commit changes", "a careless commit would change"))
     before = local_repo.head()
     result = local_repo.commit("reword a docstring", "models.py")
-    assert result.returncode == 0, result.output
-    assert hook_line(result.output).endswith("Passed")
+    assert_went_through(local_repo, result)
     assert local_repo.head() != before
-    assert local_repo.status() == "", "the hook wrote files"
 
 
 def test_a_readme_only_commit_does_not_run_the_hook(local_repo):
-    local_repo.reset()
-    with (local_repo.path / "README.md").open("a") as handle:
-        handle.write("More words.\n")
-    result = local_repo.commit("docs", "README.md")
-    assert result.returncode == 0, result.output
-    assert hook_line(result.output).endswith("(no files to check)Skipped")
-    assert local_repo.status() == ""
+    result = commit_to_readme(local_repo, "More words.\n")
+    assert_went_through(local_repo, result, hook="(no files to check)Skipped")
 
 
 def test_widening_a_layer_fails_with_the_overrun_and_the_per_layer_diff(local_repo):
@@ -223,9 +237,7 @@ def test_raising_the_budget_and_the_baseline_in_the_same_commit_passes(local_rep
     update = local_repo.run("flopbudget", "check", "--update")
     assert update.returncode == 0, update.stdout
     result = local_repo.commit("wider MLP, budget 400 FLOPs")
-    assert result.returncode == 0, result.output
-    assert hook_line(result.output).endswith("Passed")
-    assert local_repo.status() == ""
+    assert_went_through(local_repo, result)
 
 
 # -- 2. the published hook, installed by pre-commit from a git repository ---------------------------------------------
@@ -254,33 +266,12 @@ def hook_repository(path: Path, env: dict[str, str]) -> str:
     return repo.head()
 
 
-def write_onnx(path: Path, channels: int) -> None:
-    onnx = pytest.importorskip("onnx")
-    from onnx import TensorProto, helper
-
-    weight = helper.make_tensor("w", TensorProto.FLOAT, [channels, 3, 3, 3], b"\0" * (4 * 27 * channels), raw=True)
-    graph = helper.make_graph(
-        [
-            helper.make_node("Conv", ["x", "w"], ["c"], name="/features/conv/Conv", pads=[1, 1, 1, 1]),
-            helper.make_node("Relu", ["c"], ["y"], name="/features/relu/Relu"),
-        ],
-        "net",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 3, 8, 8])],
-        [helper.make_empty_tensor_value_info("y")],
-        initializer=[weight],
-    )
-    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(path))
-
-
 def onnx_project(path: Path, env: dict[str, str], config: str) -> Repo:
     repo = Repo(path, env)
     path.mkdir()
     repo.init()
     write_onnx(path / "net.onnx", channels=4)
-    repo.write(
-        "pyproject.toml",
-        '[tool.flopbudget.models.net]\ntarget = "net.onnx"\ninputs = { x = [2, 3, 8, 8] }\nflops = "30k"\n',
-    )
+    repo.write("pyproject.toml", NET_PYPROJECT)
     repo.write("README.md", "# an ONNX model\n")
     repo.write(".pre-commit-config.yaml", config)
     update = repo.run("flopbudget", "check", "--update")
@@ -307,26 +298,17 @@ def published_repo(tmp_path_factory):
     if install.returncode != 0 and any(marker in output for marker in OFFLINE):
         pytest.skip(f"pip cannot reach a package index to build the hook's environment: {output[-300:]}")
     assert install.returncode == 0, output
-    assert repo.run(str(PRE_COMMIT), "install").returncode == 0
-    repo.initial = repo.commit("initial")  # type: ignore[attr-defined]
+    repo.install_and_commit()
     return repo
 
 
 def test_published_hook_passes_under_budget(published_repo):
-    result = published_repo.initial
-    assert result.returncode == 0, result.output
-    assert hook_line(result.output).endswith("Passed")
-    assert published_repo.status() == ""
+    assert_went_through(published_repo, published_repo.initial)
 
 
 def test_published_hook_skips_a_readme_only_commit(published_repo):
-    published_repo.reset()
-    with (published_repo.path / "README.md").open("a") as handle:
-        handle.write("Exported from PyTorch.\n")
-    result = published_repo.commit("docs", "README.md")
-    assert result.returncode == 0, result.output
-    assert hook_line(result.output).endswith("(no files to check)Skipped")
-    assert published_repo.status() == ""
+    result = commit_to_readme(published_repo, "Exported from PyTorch.\n")
+    assert_went_through(published_repo, result, hook="(no files to check)Skipped")
 
 
 def test_published_hook_fails_on_a_widened_onnx_layer(published_repo):
@@ -354,18 +336,7 @@ def pre_commit_version() -> tuple[int, ...]:
 
 @pytest.mark.skipif(PRE_COMMIT.exists() and pre_commit_version() < (4, 4), reason="pre-commit < 4.4")
 def test_local_hook_with_language_unsupported(tmp_path):
-    config = (
-        "repos:\n"
-        "  - repo: local\n"
-        "    hooks:\n"
-        "      - id: flopbudget\n"
-        f"        name: {HOOK_NAME}\n"
-        "        entry: flopbudget check\n"
-        "        language: unsupported\n"
-        "        pass_filenames: false\n"
-        "        require_serial: true\n"
-        f"        files: {published_files_pattern()}\n"
-    )
+    config = local_hook_config("unsupported")
     repo = onnx_project(tmp_path / "project", environment(tmp_path / "home"), config)
     repo.git("add", "-A")
     repo.git("commit", "-q", "-m", "initial")  # pre-commit is not installed as the git hook here

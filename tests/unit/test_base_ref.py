@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 from pathlib import Path
@@ -11,57 +12,34 @@ import pytest
 from pytest_flopbudget.base_ref import BaseRefError, BudgetChange, budget_changes, compare_budgets, read_at_ref
 from pytest_flopbudget.config import load_settings
 
-BEFORE = """\
-[project]
-name = "demo"
+IMAGE = "[[1, 3, 224, 224]]"
 
-[tool.flopbudget]
 
-[tool.flopbudget.models.resnet]
-target = "pkg:resnet"
-inputs = [[1, 3, 224, 224]]
-flops = "8.3G"
-params = "25.6M"
-macs = "4G"
-max-increase = "2%"
+def model(name: str, inputs: str = "[[1, 8]]", **budgets: str | int) -> str:
+    """A `[tool.flopbudget.models.NAME]` table with target `pkg:NAME`; `max_increase=` is written `max-increase`."""
+    lines = [f"[tool.flopbudget.models.{name}]", f'target = "pkg:{name}"', f"inputs = {inputs}"]
+    lines += [f"{key.replace('_', '-')} = {json.dumps(value)}" for key, value in budgets.items()]
+    return "\n".join(lines) + "\n"
 
-[tool.flopbudget.models.vit]
-target = "pkg:vit"
-inputs = [[1, 3, 224, 224]]
-flops = "4 GMACs"
-max-skipped-ops = 0
 
-[tool.flopbudget.models.gone]
-target = "pkg:gone"
-inputs = [[1, 8]]
-flops = 100
-params = 10
-"""
+def pyproject(*models: str) -> str:
+    """A demo project's pyproject.toml: [project], [tool.flopbudget] (line 4), then the models a blank line apart.
 
-AFTER = """\
-[project]
-name = "demo"
+    The tests point at lines: resnet's table is line 6 and its first budget line 9; vit's budgets start at line 16.
+    """
+    return "\n".join(['[project]\nname = "demo"\n\n[tool.flopbudget]\n', *models])
 
-[tool.flopbudget]
 
-[tool.flopbudget.models.resnet]
-target = "pkg:resnet"
-inputs = [[1, 3, 224, 224]]
-flops = "9G"
-macs = "3.9G"
-max-increase = "5%"
-
-[tool.flopbudget.models.vit]
-target = "pkg:vit"
-inputs = [[1, 3, 224, 224]]
-flops = "4.5 GMACs"
-max-skipped-ops = 3
-
-[tool.flopbudget.models.new]
-target = "pkg:new"
-inputs = [[1, 8]]
-flops = 1
-"""
+BEFORE = pyproject(
+    model("resnet", IMAGE, flops="8.3G", params="25.6M", macs="4G", max_increase="2%"),
+    model("vit", IMAGE, flops="4 GMACs", max_skipped_ops=0),
+    model("gone", flops=100, params=10),
+)
+AFTER = pyproject(
+    model("resnet", IMAGE, flops="9G", macs="3.9G", max_increase="5%"),
+    model("vit", IMAGE, flops="4.5 GMACs", max_skipped_ops=3),
+    model("new", flops=1),
+)
 
 
 def git(repo: Path, *args: str) -> str:

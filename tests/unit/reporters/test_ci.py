@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from reporter_helpers import RESNET, pyproject
 
 from pytest_flopbudget.reporters.ci import (
     ReportSpec,
@@ -19,14 +20,7 @@ from pytest_flopbudget.reporters.ci import (
     resolve_specs,
 )
 
-PYPROJECT = """\
-[tool.flopbudget]
-
-[tool.flopbudget.models.resnet]
-target = "pkg:resnet"
-inputs = [[1, 8]]
-flops = "1k"
-"""
+PYPROJECT = pyproject(RESNET)
 GITHUB = {"GITHUB_ACTIONS": "true"}
 
 

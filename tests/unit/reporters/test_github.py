@@ -5,26 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from reporter_helpers import TWO_MODELS
 
 from pytest_flopbudget.base_ref import BudgetChange
 from pytest_flopbudget.reporters.annotations import Unchecked, collect
 from pytest_flopbudget.reporters.github import command, escape_data, escape_property, workflow_commands
 
-PYPROJECT = """\
-[tool.flopbudget]
-
-[tool.flopbudget.models.resnet]
-target = "pkg:resnet"
-inputs = [[1, 8]]
-flops = "1k"
-params = 10
-
-[tool.flopbudget.models.vit]
-target = "pkg:vit"
-inputs = [[1, 8]]
-flops = "2k"
-max-skipped-ops = 5
-"""
+PYPROJECT = TWO_MODELS
 
 #: A model name with every character that means something in a workflow command.
 HOSTILE = "evil%25,name:x\nline2\r"

@@ -12,26 +12,14 @@ import re
 from pathlib import Path
 from typing import Any
 
+from reporter_helpers import TWO_MODELS
+
 from pytest_flopbudget.base_ref import BudgetChange
 from pytest_flopbudget.reporters.annotations import Unchecked, collect
 from pytest_flopbudget.reporters.gitlab import code_quality, fingerprint_of, write_code_quality
 
 SEVERITIES = {"info", "minor", "major", "critical", "blocker"}
-PYPROJECT = """\
-[tool.flopbudget]
-
-[tool.flopbudget.models.resnet]
-target = "pkg:resnet"
-inputs = [[1, 8]]
-flops = "1k"
-params = 10
-
-[tool.flopbudget.models.vit]
-target = "pkg:vit"
-inputs = [[1, 8]]
-flops = "2k"
-max-skipped-ops = 5
-"""
+PYPROJECT = TWO_MODELS
 
 
 def assert_gitlab_format(issues: Any) -> None:

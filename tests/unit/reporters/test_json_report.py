@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from reporter_helpers import RESNET_PARAMS, pyproject
+
 from pytest_flopbudget import __version__
 from pytest_flopbudget.base_ref import BudgetChange
 from pytest_flopbudget.budget import Budget
@@ -12,20 +14,15 @@ from pytest_flopbudget.report import Report
 from pytest_flopbudget.reporters.annotations import Unchecked
 from pytest_flopbudget.reporters.json_report import RESULTS_FORMAT, results, write_results
 
-PYPROJECT = """\
-[tool.flopbudget]
-
-[tool.flopbudget.models.resnet]
-target = "pkg:resnet"
-inputs = [[1, 8]]
-flops = "1k"
-params = 10
-
+PYPROJECT = pyproject(
+    RESNET_PARAMS,
+    """\
 [tool.flopbudget.models.zero]
 target = "pkg:zero"
 inputs = [[1, 8]]
 flops = 0
-"""
+""",
+)
 
 
 def test_document_layout_and_figures(make_project, make_report) -> None:

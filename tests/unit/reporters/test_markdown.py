@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from reporter_helpers import RESNET_PARAMS, VIT, pyproject
+
 from pytest_flopbudget.base_ref import BudgetChange
 from pytest_flopbudget.reporters.annotations import Unchecked
 from pytest_flopbudget.reporters.markdown import (
@@ -16,26 +18,16 @@ from pytest_flopbudget.reporters.markdown import (
 )
 
 HINT = "`flopbudget check --update`"
-PYPROJECT = """\
-[tool.flopbudget]
-
-[tool.flopbudget.models.resnet]
-target = "pkg:resnet"
-inputs = [[1, 8]]
-flops = "1k"
-params = 10
-
-[tool.flopbudget.models.vit]
-target = "pkg:vit"
-inputs = [[1, 8]]
-flops = "2k"
-max-skipped-ops = 5
-
+PYPROJECT = pyproject(
+    RESNET_PARAMS,
+    VIT,
+    """\
 [tool.flopbudget.models."a|b <i>x</i>"]
 target = "pkg:vit"
 inputs = [[1, 8]]
 macs = "1k"
-"""
+""",
+)
 
 GOLDEN = """\
 ### flopbudget: ❌ 1 of 3 models over budget, 1 with warnings, 1 budget change to review
