@@ -6,16 +6,17 @@ forgets the project's modules, so a test can edit its model file and run again, 
 
 from __future__ import annotations
 
+import functools
 import json
+import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
 import pytest
 
 torch = pytest.importorskip("torch")
 
-from pytest_flopbudget import cli, cli_check, count  # noqa: E402
+from pytest_flopbudget import cli_check, count  # noqa: E402
 from pytest_flopbudget.cli import main  # noqa: E402
 
 MODELS = """\
@@ -575,6 +576,12 @@ def test_no_bytecode_is_written_for_the_users_modules(project, monkeypatch):
     assert sys.dont_write_bytecode is False, "restored afterwards"
 
 
-def test_main_module_is_the_cli():
-    source = (Path(cli.__file__).parent / "__main__.py").read_text()
-    assert "from .cli import main" in source and "sys.exit(main())" in textwrap.dedent(source)
+def test_main_module_is_the_cli(tmp_path: Path) -> None:
+    run = functools.partial(subprocess.run, cwd=tmp_path, capture_output=True, text=True, check=False)
+    usage = run([sys.executable, "-m", "pytest_flopbudget", "--help"])
+    assert usage.returncode == 0 and "flopbudget" in usage.stdout
+    # exit codes and output pass through console_main, also after torch is imported (os._exit path)
+    missing = run([sys.executable, "-m", "pytest_flopbudget", "count", "no_such_module:f", "--input", "1,2"])
+    assert missing.returncode == 2 and "no_such_module" in missing.stderr
+    counted = run([sys.executable, "-m", "pytest_flopbudget", "count", "torch.nn:Identity", "--input", "1,2"])
+    assert counted.returncode == 0 and "skipped ops: none" in counted.stdout
