@@ -15,23 +15,15 @@ import time
 from pathlib import Path
 
 import pytest
+from no_torch import BLOCK_TORCH
 from onnx_helpers import NET_PYPROJECT, write_onnx
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = Path(sys.executable).with_name("flopbudget")
 
 #: Python run in a child: `import torch` raises, then `main()` runs for each argv in sys.argv[1] (a JSON list).
-NO_TORCH = textwrap.dedent(
+NO_TORCH = BLOCK_TORCH + textwrap.dedent(
     """
-    import importlib.abc, json, sys
-
-    class NoTorch(importlib.abc.MetaPathFinder):
-        def find_spec(self, name, path=None, target=None):
-            if name == "torch" or name.startswith("torch."):
-                raise ImportError(f"torch is blocked in this test ({name})")
-            return None
-
-    sys.meta_path.insert(0, NoTorch())
     from pytest_flopbudget.cli import main
 
     codes = []

@@ -9,29 +9,14 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from no_torch import BLOCK_TORCH
 
 pytest.importorskip("onnx")
 
 ROOT = Path(__file__).resolve().parents[3]
 
-CHILD = textwrap.dedent(
+CHILD = BLOCK_TORCH + textwrap.dedent(
     """
-    import importlib.abc, json, sys
-
-    class NoTorch(importlib.abc.MetaPathFinder):
-        def find_spec(self, name, path=None, target=None):
-            if name == "torch" or name.startswith("torch."):
-                raise ImportError(f"torch is blocked in this test ({name})")
-            return None
-
-    sys.meta_path.insert(0, NoTorch())
-    try:
-        import torch  # noqa: F401
-    except ImportError:
-        pass
-    else:
-        raise SystemExit("the blocker did not block torch")
-
     import onnx
     from onnx import TensorProto, helper
     from pytest_flopbudget import count
