@@ -105,6 +105,29 @@ def _dot(a: Args, out: Any) -> Cost:
     return f.matmul(1, 1, numel(a["self"]))
 
 
+@register("aten._grouped_mm")
+def _grouped_mm(a: Args, out: Any) -> Cost:
+    """Grouped GEMM (`torch.nn.functional.grouped_mm`, used by mixture-of-experts layers): one product per group.
+
+    A 2-D operand is jagged along one dimension, cut into groups by `offs`; the MACs are counted from the shapes,
+    never from `offs` (which is data):
+
+    - [S, K] x [G, K, N] (rows per expert): every one of the S rows meets one [K, N] weight: S*K*N MACs. Rows
+      beyond offs[-1] (padding, or the expert-parallel sentinel rows) are counted too.
+    - [G, M, K] x [G, K, N] (no offs): G independent products, like bmm: G*M*K*N.
+    - [G, M, K] x [K, N] (N cut into groups): group g multiplies a[g] by its slice of N columns: M*K*N in total.
+    - [M, K] x [K, N] (K cut into groups, output [G, M, N]): each group contracts its slice of K: M*K*N in total.
+
+    So MACs = a[-2] * a[-1] * b[-1], times G when both operands are 3-D; a bias is 1 FLOP per output element.
+    """
+    x, w = shape(a["self"]), shape(a["mat2"])
+    groups = x[0] if len(x) == 3 and len(w) == 3 else 1
+    cost = f.matmul(x[-2], w[-1], x[-1], groups)
+    if a.get("bias") is not None:
+        cost = cost + f.elementwise(out_numel(out))
+    return cost
+
+
 @register("aten.linear")
 def _linear(a: Args, out: Any) -> Cost:
     """Only seen when linear is not decomposed (e.g. some export paths): rows x in -> out features."""
@@ -398,7 +421,7 @@ FUSED_ELEMENTWISE = {"addcmul": 2, "addcdiv": 2, "lerp": 2, "glu": 2, "glu_backw
 REDUCTION_OPS = (
     "sum", "mean", "nansum", "nanmean", "prod", "amax", "amin", "max", "min", "aminmax", "argmax", "argmin",
     "all", "any", "norm", "linalg_vector_norm", "logsumexp", "cumsum", "cumprod", "logcumsumexp", "count_nonzero",
-    "cummax", "cummin",
+    "cummax", "cummin", "_is_all_true", "_is_any_true",
 )
 VARIANCE_OPS = ("var", "std", "var_mean", "std_mean")
 
@@ -476,7 +499,7 @@ FREE_OPS = (
     "aten.zero", "aten.empty", "aten.empty_like", "aten.empty_strided", "aten.new_empty",
     "aten.new_empty_strided", "aten.zeros", "aten.zeros_like", "aten.new_zeros", "aten.ones", "aten.ones_like",
     "aten.new_ones", "aten.full", "aten.full_like", "aten.new_full", "aten.scalar_tensor", "aten.arange",
-    "aten.eye", "aten.tril_indices", "aten.triu_indices", "aten.constant_pad_nd", "aten.pad",
+    "aten.linspace", "aten.eye", "aten.tril_indices", "aten.triu_indices", "aten.constant_pad_nd", "aten.pad",
     "aten.reflection_pad1d", "aten.reflection_pad2d", "aten.reflection_pad3d", "aten.replication_pad1d",
     "aten.replication_pad2d", "aten.replication_pad3d", "aten.embedding", "aten.index", "aten._unsafe_index",
     "aten.index_select", "aten.gather", "aten.take", "aten.take_along_dim", "aten.masked_select", "aten.nonzero",

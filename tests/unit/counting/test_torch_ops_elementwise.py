@@ -311,6 +311,29 @@ def test_reduction(fn: Callable[..., Any], op: str, flops: int) -> None:
     assert op_costs(run(fn, x())) == {op: (1, flops, 0)}
 
 
+@pytest.mark.parametrize(
+    ("fn", "op"),
+    [
+        (torch._is_all_true, "aten._is_all_true"),  # what torch._check_tensor_all and distributions' checks call
+        (torch._is_any_true, "aten._is_any_true"),
+    ],
+)
+def test_bool_all_reductions_are_one_flop_per_element(fn: Callable[..., Any], op: str) -> None:
+    # like aten.all: 1 per input element of the bool tensor: 2*3*4 = 24; the comparison t > 0 is 24 more
+    report = run(lambda t: fn(t > 0), x())
+    assert op_costs(report) == {"aten.gt": (1, 24, 0), op: (1, 24, 0)}
+
+
+def test_check_tensor_all_counts_its_reduction() -> None:
+    # torch._check_tensor_all(cond) is cond._is_all_true().item(): gt 24 + _is_all_true 24, then the mul 24
+    def checked(t: torch.Tensor) -> torch.Tensor:
+        torch._check_tensor_all(t > -100)
+        return t * 2
+
+    report = run(checked, x())
+    assert op_costs(report) == {"aten.gt": (1, 24, 0), "aten._is_all_true": (1, 24, 0), "aten.mul": (1, 24, 0)}
+
+
 def test_einsum_style_reductions_and_normalize() -> None:
     # F.normalize over the last dim of [2, 3, 4]: norm 24, clamp_min on 6 norms, divide 24 -> 54
     report = run(lambda t: F.normalize(t, dim=-1), x())
@@ -350,6 +373,25 @@ def test_free_ops(fn: Callable[..., Any]) -> None:
     report = run(fn, x())
     assert (report.flops, report.macs) == (0, 0)
     assert op_costs(report) == {}
+
+
+ADD = {"aten.add": (1, 24, 0)}
+
+
+@pytest.mark.parametrize(
+    ("fill", "expected"),
+    [
+        (lambda t: torch.arange(24, dtype=t.dtype), ADD),
+        (lambda t: torch.linspace(0, 1, 24), ADD),
+        # the Tensor_Tensor overload: the ends cost their reductions, amin and amax over 24 elements each
+        (lambda t: torch.linspace(t.amin(), t.amax(), 24), {**ADD, "aten.amin": (1, 24, 0), "aten.amax": (1, 24, 0)}),
+    ],
+    ids=["arange", "linspace", "linspace-tensor-ends"],
+)
+def test_linspace_is_a_free_fill_like_arange(fill: Callable[..., Any], expected: dict[str, Any]) -> None:
+    # a generated sequence is allocation, like arange: free. Only the add uses it: 2*3*4 = 24
+    report = run(lambda t: t + fill(t).view(2, 3, 4), x())
+    assert op_costs(report) == expected
 
 
 # --- scatter / index arithmetic --------------------------------------------------------------------------------

@@ -1,4 +1,5 @@
-"""Matrix products, hand-derived: mm, addmm, bmm, baddbmm, addbmm, mv, addmv, dot, matmul, F.linear, einsum.
+"""Matrix products, hand-derived: mm, addmm, bmm, baddbmm, addbmm, mv, addmv, dot, matmul, F.linear, einsum,
+grouped_mm.
 
 Convention (formulas.py): (M x K) @ (K x N) is M*N*K MACs = 2*M*N*K FLOPs; an addend (bias) is 1 FLOP per output
 element, plus 1 FLOP per element for each of beta / alpha that is not 1.
@@ -14,8 +15,9 @@ torch = pytest.importorskip("torch")
 nn = torch.nn
 F = nn.functional
 
-from torch_op_helpers import op_costs, run  # noqa: E402
+from torch_op_helpers import Call, op_costs, run  # noqa: E402
 
+from pytest_flopbudget import count  # noqa: E402
 from pytest_flopbudget.counting.formulas import Cost  # noqa: E402
 from pytest_flopbudget.counting.torch_ops import TORCH_OPS  # noqa: E402
 
@@ -221,3 +223,78 @@ def test_bmm_training_step() -> None:
     assert (report.forward.macs, report.backward.macs) == (360, 720)
     # loss sum: 3*4*5 = 60 adds
     assert report.forward.flops == 720 + 60 and report.backward.flops == 1440
+
+
+# --- grouped_mm (mixture-of-experts GEMM) ----------------------------------------------------------------------
+#
+# torch.nn.functional.grouped_mm is torch._grouped_mm is aten._grouped_mm. The kernels need 16-byte aligned strides
+# (every size a multiple of 8 in bf16) and the meta kernel (fake mode) accepts only bf16, so the fake-vs-real checks
+# below run in bf16. MACs follow the shapes, never the values of `offs`: a[-2] * a[-1] * b[-1], times G when both
+# operands are 3-D.
+
+
+def bf16(*shape: int) -> torch.Tensor:
+    return torch.randn(*shape, dtype=torch.bfloat16)
+
+
+def offsets(*ends: int) -> torch.Tensor:
+    return torch.tensor(ends, dtype=torch.int32)
+
+
+def grouped_mm(a: torch.Tensor, b: torch.Tensor, offs: torch.Tensor | None = None) -> torch.Tensor:
+    return F.grouped_mm(a, b, offs=offs)
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "offs", "macs"),
+    [
+        # [S=24, K=8] x [G=3, K=8, N=16], rows grouped 8 / 8 / 4: all S rows meet one expert: 24*8*16 = 3072
+        ((24, 8), (3, 8, 16), (8, 16, 20), 24 * 8 * 16),
+        # rows 20..23 lie beyond offs[-1] (expert-parallel sentinels): still counted, the count is the same 3072
+        ((24, 8), (3, 8, 16), (0, 0, 20), 24 * 8 * 16),
+        # [G=3, M=8, K=16] x [G=3, K=16, N=8], no offs: 3 products of 8x16 @ 16x8 = 3*8*16*8 = 3072
+        ((3, 8, 16), (3, 16, 8), None, 3 * 8 * 16 * 8),
+        # [G=3, M=8, K=16] x [K=16, N=32], the 32 columns cut 8 / 8 / 8 (+8 unused): output [8, 32]; group g is
+        # a[g] @ b[:, cols_g]: sum of 8*16*n_g over groups, with all N=32 columns counted: 8*16*32 = 4096
+        ((3, 8, 16), (16, 32), (8, 16, 24), 8 * 16 * 32),
+        # [M=8, K=32] x [K=32, N=16], K cut 8 / 8 / 8 (+8 unused): output [3, 8, 16]; group g contracts its slice
+        # of K: sum of 8*16*k_g, with all K=32 counted: 8*32*16 = 4096
+        ((8, 32), (32, 16), (8, 16, 24), 8 * 32 * 16),
+    ],
+    ids=["2d-3d", "2d-3d-sentinel-rows", "3d-3d", "3d-2d", "2d-2d"],
+)
+def test_grouped_mm(a: tuple[int, ...], b: tuple[int, ...], offs: tuple[int, ...] | None, macs: int) -> None:
+    inputs = (bf16(*a), bf16(*b)) if offs is None else (bf16(*a), bf16(*b), offsets(*offs))
+    report = run(grouped_mm, *inputs)
+    assert op_costs(report) == {"aten._grouped_mm": (1, 2 * macs, macs)}
+
+
+def test_grouped_mm_public_alias_is_the_aten_op() -> None:
+    # F.grouped_mm forwards to torch._grouped_mm: one aten._grouped_mm, no other op; 24*8*16 = 3072 MACs
+    report = run(lambda a, b, o: torch._grouped_mm(a, b, offs=o), bf16(24, 8), bf16(3, 8, 16), offsets(8, 16, 24))
+    assert op_costs(report) == op_costs(run(grouped_mm, bf16(24, 8), bf16(3, 8, 16), offsets(8, 16, 24)))
+    assert op_costs(report) == {"aten._grouped_mm": (1, 6144, 3072)}
+
+
+def test_grouped_mm_float32_runs_for_real_on_cpu() -> None:
+    # the CPU kernel takes float32 (the meta kernel does not: see the xfail below); [S=16, K=8] x [G=2, K=8, N=8]:
+    # 16*8*8 = 1024 MACs
+    fn = Call(grouped_mm)
+    report = count(fn, torch.randn(16, 8), torch.randn(2, 8, 8), offsets(8, 16), execution="real")
+    assert op_costs(report) == {"aten._grouped_mm": (1, 2048, 1024)}
+
+
+@pytest.mark.xfail(strict=True, reason="aten._grouped_mm's meta kernel accepts only bf16; fake mode: in progress")
+def test_grouped_mm_float32_in_fake_mode() -> None:
+    report = count(Call(grouped_mm), torch.randn(16, 8), torch.randn(2, 8, 8), offsets(8, 16))
+    assert op_costs(report) == {"aten._grouped_mm": (1, 2048, 1024)}
+
+
+def test_grouped_mm_bias_is_one_flop_per_output_element() -> None:
+    # no kernel accepts a bias yet ("not supported yet"), so the formula is called directly on meta tensors:
+    # [G=3, M=4, K=6] x [G=3, K=6, N=5]: 3*4*6*5 = 360 MACs = 720 FLOPs, + 3*4*5 = 60 bias adds -> 780
+    grouped = TORCH_OPS.lookup("aten._grouped_mm")
+    meta = {"device": "meta"}
+    a, b, out = torch.empty(3, 4, 6, **meta), torch.empty(3, 6, 5, **meta), torch.empty(3, 4, 5, **meta)
+    assert grouped({"self": a, "mat2": b, "offs": None, "bias": torch.empty(3, 5, **meta)}, out) == Cost(780, 360)
+    assert grouped({"self": a, "mat2": b, "offs": None, "bias": None}, out) == Cost(720, 360)
