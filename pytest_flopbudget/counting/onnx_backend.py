@@ -18,6 +18,7 @@ from typing import Any
 from ..errors import CountingError
 from ..report import LayerCost, PhaseTotals, Report
 from .onnx_consts import ConstFolder
+from .onnx_functions import spell_out_function_defaults
 from .onnx_graph import NodeInfo, all_nodes, index_nodes, topological_order
 from .onnx_inputs import bind_inputs
 from .onnx_load import load_model, opset_versions
@@ -85,14 +86,7 @@ def _count(onnx: Any, proto: Any, label: str, inputs: Mapping[str, Sequence[int]
     undeclared = sorted({info.domain for info in every_node} - set(opsets))
     for domain in undeclared:  # so that inference skips these nodes instead of failing on them
         light.opset_import.append(onnx.helper.make_opsetid(domain, 1))
-    try:
-        inferred = infer(light, label)
-    except CountingError:
-        if not len(graph.value_info):
-            raise
-        # Exporters sometimes leave stale value_info behind; inference without it is still strict.
-        light.graph.ClearField("value_info")
-        inferred = infer(light, label)
+    inferred = _infer_with_fallbacks(light, label, opsets)
     nodes = _with_inferred_subgraphs(nodes, inferred.graph)
 
     names = ModulePaths(m for m in (module_of_parameter(n) for n in initializer_names) if m)
@@ -115,6 +109,39 @@ def _count(onnx: Any, proto: Any, label: str, inputs: Mapping[str, Sequence[int]
         inputs=[_describe_input(onnx, vi, shapes) for vi in graph_inputs],
         versions=_versions(onnx, proto),
     )
+
+
+def _infer_with_fallbacks(light: Any, label: str, opsets: dict[str, int]) -> Any:
+    """Strict shape inference, retried after each repair that changes the model.
+
+    Repairs, applied cumulatively: spell out the schema defaults of ops with a function body (onnx's body
+    inference does not apply them: MeanVarianceNormalization at opset >= 13 without `axes` fails), then drop stale
+    value_info that exporters sometimes leave behind. Inference stays strict throughout: a real shape error still
+    fails, with the error of the most repaired model (the one that names the real problem).
+    """
+    try:
+        return infer(light, label)
+    except CountingError as exc:
+        error = exc
+    repairs = (
+        lambda: spell_out_function_defaults(light.graph, opsets),
+        lambda: _drop_value_info(light.graph),
+    )
+    for repair in repairs:
+        if not repair():
+            continue
+        try:
+            return infer(light, label)
+        except CountingError as exc:
+            error = exc
+    raise error
+
+
+def _drop_value_info(graph: Any) -> bool:
+    if not len(graph.value_info):
+        return False
+    graph.ClearField("value_info")
+    return True
 
 
 def _with_inferred_subgraphs(nodes: list[NodeInfo], inferred: Any) -> list[NodeInfo]:

@@ -111,6 +111,10 @@ class ConstFolder:
         if op == "Not":
             value = self.ints(args[0], depth + 1)
             return None if value is None else [int(not v) for v in value]
+        if op == "ConstantOfShape":
+            return self._constant_of_shape(node, depth)
+        if op == "Where" and len(args) == 3:
+            return self._where(args, depth)
         if op in _BINARY and len(args) == 2:
             a, b = self.ints(args[0], depth + 1), self.ints(args[1], depth + 1)
             if a is None or b is None or (len(a) != len(b) and 1 not in (len(a), len(b))):
@@ -119,6 +123,33 @@ class ConstFolder:
             fn = _BINARY[op]
             return [fn(a[i % len(a)], b[i % len(b)]) for i in range(n)]
         return None
+
+    def _constant_of_shape(self, node: Any, depth: int) -> list[int] | None:
+        """A shape vector filled with one integer: the TorchScript exporter builds `ones` for `expand` this way.
+
+        The default fill is a float 0.0, which is not shape data; only an integer `value` is folded.
+        """
+        shape = self.ints(node.input[0], depth + 1) if node.input else None
+        if shape is None or any(d < 0 for d in shape) or prod(shape) > MAX_VALUES:
+            return None
+        fill = next((tensor_ints(a.t) for a in node.attribute if a.name == "value" and a.type == 4), None)
+        if fill is None or len(fill) != 1:
+            return None
+        return fill * prod(shape)
+
+    def _where(self, args: Any, depth: int) -> list[int] | None:
+        """`Where(Equal(shape, -1), ones, shape)`: how the TorchScript exporter writes `x.expand(b, s)`.
+
+        Without folding it, `Expand` has unknown output dims, and a batch of 1 broadcast against an unknown dim
+        stays unknown downstream: every matmul of an exported BERT counted at batch 1 was skipped.
+        """
+        cond, a, b = (self.ints(name, depth + 1) for name in args)
+        if cond is None or a is None or b is None:
+            return None
+        n = max(len(cond), len(a), len(b))
+        if any(len(v) not in (1, n) for v in (cond, a, b)):
+            return None
+        return [a[i % len(a)] if cond[i % len(cond)] else b[i % len(b)] for i in range(n)]
 
     def _slice(self, node: Any, depth: int) -> list[int] | None:
         """1-D slices of shape vectors (`Shape -> Slice -> Concat` builds Reshape targets)."""
