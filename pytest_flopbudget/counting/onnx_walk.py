@@ -8,21 +8,27 @@ shapes; a loop whose trip count is dynamic is reported as skipped rather than gu
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from math import prod
 from typing import Any, Callable
 
 from ..errors import CountingError
 from ..report import LayerCost, SkippedOp
 from .formulas import Cost
 from .onnx_consts import ConstFolder
+from .onnx_functions import expand_node, get_schema, has_body
 from .onnx_graph import NodeInfo, index_nodes, topological_order
 from .onnx_names import ModulePaths, module_of_parameter
 from .onnx_node import NodeContext, UnknownShape
 from .onnx_ops import ONNX_OPS, op_label
-from .onnx_shapes import Scope, complete_shapes, infer_body
+from .onnx_shapes import Scope, complete_shapes, constant_tensors, infer, infer_body
 from .registry import FREE_OP
 
 #: Domains whose operators are known (to onnx or to us); anything else is reported as an unknown domain.
-KNOWN_DOMAINS = {"", "ai.onnx.ml", "ai.onnx.preview.training", "com.microsoft", "com.microsoft.nchwc"}
+KNOWN_DOMAINS = {
+    "", "ai.onnx.ml", "ai.onnx.preview", "ai.onnx.preview.training", "com.microsoft", "com.microsoft.nchwc",
+}
+#: Function bodies may use ops that are themselves functions; ONNX forbids recursion, this bounds a broken schema.
+MAX_FUNCTION_DEPTH = 8
 #: A trip count at least this large is the "run until cond is false" idiom, not a real count.
 WHILE_LOOP_TRIP = 2**62
 CONTROL_FLOW = ("If", "Loop", "Scan")
@@ -86,8 +92,10 @@ class Walker:
         initializer_names: set[str],
         names: ModulePaths,
         consts: dict[str, Any],
+        depth: int = 0,
     ) -> None:
         self.model = model
+        self.depth = depth
         self.label = label
         self.opsets = opsets
         self.undeclared = undeclared
@@ -95,6 +103,7 @@ class Walker:
         self.names = names
         self.consts = consts
         self._entries: dict[tuple[str, str], Any] = {}
+        self._bodies: dict[tuple[str, str], bool] = {}
 
     def path(self, info: NodeInfo, inherited: str = "") -> str:
         inputs = info.inputs
@@ -122,7 +131,8 @@ class Walker:
             path = self.path(info, inherited)
             label = op_label(domain, op)
             if entry is None:
-                tally.skip(path, label, self._no_formula(domain))
+                if not self._function(info, scope, folder, tally, path, label):
+                    tally.skip(path, label, self._no_formula(domain))
                 continue
             ctx = NodeContext(
                 info.node,
@@ -147,6 +157,69 @@ class Walker:
         if domain not in KNOWN_DOMAINS:
             return f"no formula (unknown domain '{domain}')"
         return "no formula"
+
+    # --- ops defined by a function body -----------------------------------------------------------------------
+
+    def _function(
+        self, info: NodeInfo, scope: Scope, folder: ConstFolder, tally: Tally, path: str, label: str
+    ) -> bool:
+        """Count an op without a formula through its schema's function body; False when it has none.
+
+        The body's total is charged to the op itself (`SwiGLU` in the report, not `Sigmoid` and `Mul`); an op of
+        the body that cannot be counted is reported as skipped, naming the op whose body it is in.
+        """
+        domain = info.domain
+        key = (domain, info.op_type)
+        if key not in self._bodies:
+            self._bodies[key] = has_body(get_schema(info.op_type, domain, self.opsets.get(domain, 1)))
+        if not self._bodies[key] or self.depth >= MAX_FUNCTION_DEPTH:
+            return False
+        from onnx import helper
+
+        types: list[Any] = []
+        constants: dict[str, Any] = {}
+        for name in info.inputs:
+            if not name:
+                types.append(None)
+                continue
+            dims, elem = scope.dims(name), scope.elem_type(name)
+            if dims is None or not scope.known(name):
+                found = scope.type_of(name)
+                if found is not None and found.WhichOneof("value") not in (None, "tensor_type"):
+                    types.append(found)  # a sequence or optional input: no shape to bind
+                    continue
+                tally.skip(path, label, "unknown shape after shape inference")
+                return True
+            types.append(helper.make_tensor_type_proto(elem or 1, list(dims)))
+            values = folder.ints(name) if elem in (6, 7) else None  # INT32, INT64: shape-like data
+            if values is not None and len(values) == prod(dims):  # type: ignore[arg-type]
+                constants[name] = helper.make_tensor(name, elem, list(dims), values)  # type: ignore[arg-type]
+        try:
+            expanded = expand_node(info.node, domain, self.opsets.get(domain, 1), types, constants, self.model)
+        except Exception as exc:  # onnx could not build or inline the body: say so, never count zero silently
+            tally.skip(path, label, f"no formula, and its function body could not be expanded ({type(exc).__name__})")
+            return True
+        if expanded is None:
+            return False
+        standalone, opsets = expanded
+        try:
+            inferred = infer(standalone, self.label)
+        except CountingError:
+            tally.skip(path, label, "no formula, and shape inference failed on its function body")
+            return True
+        child = Walker(
+            inferred, self.label, opsets, set(), set(), self.names, constant_tensors(inferred), self.depth + 1
+        )
+        nodes = index_nodes(inferred.graph)
+        body_scope = Scope(inferred.graph)
+        body_folder = ConstFolder(inferred.graph, body_scope.dims, child.consts, nodes=nodes)
+        complete_shapes(nodes, inferred, body_scope, body_folder)
+        body = Tally()
+        child.walk(nodes, body_scope, body_folder, body, path)
+        tally.add(path, label, Cost(body.flops, body.macs))
+        for op, skipped in body.skipped.items():
+            tally.skip(path, op, f"{skipped.reason} (in the function body of {label})", skipped.calls)
+        return True
 
     # --- control flow ------------------------------------------------------------------------------------------
 
