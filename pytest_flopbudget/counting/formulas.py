@@ -220,3 +220,36 @@ def gemm(m: int, n: int, k: int, *, has_addend: bool, alpha: float = 1.0, beta: 
 def variadic(out_numel: int, operands: int, per_element: int = ELEMENTWISE) -> Cost:
     """Sum/Max/Min of n operands: n - 1 binary operations per output element (a single operand is a copy)."""
     return elementwise(out_numel * max(operands - 1, 0), per_element)
+
+
+# --- appended for the ONNX backend (issue 9); the functions above are unchanged ------------------------------------
+
+#: Local response normalisation per element, after the window sum: scale by alpha/size, add the bias, raise to
+#: beta, divide the input by the result.
+LRN_APPLY = 4
+
+
+def lrn_window_total(channels: int, size: int) -> int:
+    """Sum over channels c of the window ONNX LRN sums for c: channels [c - floor((size-1)/2), c + ceil((size-1)/2)]
+    clipped to [0, channels - 1] (the spec truncates the window at the borders; nothing is padded)."""
+    below, above = (size - 1) // 2, -(-(size - 1) // 2)
+    return sum(min(channels - 1, c + above) - max(0, c - below) + 1 for c in range(channels))
+
+
+def local_response_norm(outer: int, channels: int, size: int) -> Cost:
+    """LRN on `outer` = batch * prod(spatial) positions of `channels` channels.
+
+    Per element: 1 to square it (each square is computed once and reused by the windows that contain it), its
+    window's elements summed (the pooling rule: window size per output, with the window truncated at the
+    channel borders as the ONNX spec defines it), then LRN_APPLY (4) to turn the sum into the output.
+    """
+    numel = outer * channels
+    return elementwise(numel, ELEMENTWISE + LRN_APPLY) + elementwise(outer * lrn_window_total(channels, size))
+
+
+def cross_entropy(score_numel: int, targets: int) -> Cost:
+    """Softmax cross-entropy: log_softmax over the scores (SOFTMAX per score element) plus the NLL step at
+    1 FLOP per target, the PyTorch backend's rule for `nll_loss`, so `F.cross_entropy` (log_softmax + nll_loss)
+    and ONNX SoftmaxCrossEntropyLoss cost the same. Class weights, ignore_index masking and the reduction are
+    part of that 1 per target."""
+    return softmax(score_numel) + elementwise(targets)

@@ -17,6 +17,7 @@ from .onnx_node import Dims, attribute_value
 MAX_DEPTH = 64
 MAX_VALUES = 4096
 _INT_TYPES = {2, 3, 4, 5, 6, 7, 9, 12, 13}  # uint8 int8 uint16 int16 int32 int64 bool uint32 uint64
+_FLOAT_TYPES = {1, 10, 11, 16}  # float float16 double bfloat16
 
 _BINARY: dict[str, Callable[[int, int], int]] = {
     "Add": operator.add,
@@ -69,6 +70,29 @@ class ConstFolder:
             value = None
         self._cache[name] = value
         return value
+
+    def floats(self, name: str) -> list[float] | None:
+        """The values of a small float constant (an initializer or a Constant node), for the float parameters some
+        ops take as inputs (Resize's `scales`); nothing is computed, and None means not a constant."""
+        tensor = self.tensors.get(name)
+        if tensor is None:
+            node = self.producers.get(name)
+            if node is not None and node.op_type == "Constant" and node.domain in ("", "ai.onnx"):
+                from .onnx_shapes import _constant_node_tensor
+
+                tensor = _constant_node_tensor(node)
+            elif node is None and self.parent is not None:
+                return self.parent.floats(name)
+        if tensor is None or tensor.data_type not in _FLOAT_TYPES or tensor.data_location == 1:
+            return None
+        if prod(tensor.dims) > MAX_VALUES:
+            return None
+        from onnx import numpy_helper
+
+        try:
+            return [float(v) for v in numpy_helper.to_array(tensor).reshape(-1)]
+        except Exception:  # a malformed tensor is simply not a constant we can read
+            return None
 
     def _evaluate(self, name: str, depth: int) -> list[int] | None:
         if name in self.tensors:

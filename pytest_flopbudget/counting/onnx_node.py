@@ -50,7 +50,7 @@ def attribute_value(attribute: Any) -> Any:
 class NodeContext:
     """One node with the shapes of its inputs and outputs, as handed to a formula."""
 
-    __slots__ = ("_attrs", "_const", "_in", "_out", "node", "version")
+    __slots__ = ("_attrs", "_const", "_floats", "_in", "_out", "node", "version")
 
     def __init__(
         self,
@@ -59,12 +59,14 @@ class NodeContext:
         in_shapes: Sequence[Dims],
         out_shapes: Sequence[Dims],
         const: Callable[[str], list[int] | None] | None = None,
+        floats: Callable[[str], list[float] | None] | None = None,
     ) -> None:
         self.node = node
         self.version = version
         self._in = in_shapes
         self._out = out_shapes
         self._const = const
+        self._floats = floats
         self._attrs: dict[str, Any] | None = None
 
     @property
@@ -108,6 +110,12 @@ class NodeContext:
         if self._const is None or not self.has_input(index):
             return None
         return self._const(self.node.input[index])
+
+    def const_floats(self, index: int) -> list[float] | None:
+        """The values of a small constant float input (Resize's `scales`), None when not constant."""
+        if self._floats is None or not self.has_input(index):
+            return None
+        return self._floats(self.node.input[index])
 
 
 def _known(dims: Dims, what: str) -> tuple[int, ...]:

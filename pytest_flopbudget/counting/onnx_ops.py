@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import string
 from collections.abc import Sequence
-from math import prod
-from typing import Callable
+from fractions import Fraction
+from math import floor, prod
+from typing import Callable, Union
 
 from . import formulas as f
 from .formulas import Cost
@@ -22,6 +23,8 @@ ONNX_OPS: FormulaRegistry[tuple[str, str]] = FormulaRegistry("onnx")
 MS = "com.microsoft"
 
 OnnxFormula = Callable[[NodeContext], Cost]
+#: A resize scale: exact (out/in as a fraction) or as given in a `scales` input.
+Scale = Union[Fraction, float]
 
 
 def register(*ops: str, domain: str = "", since: int = 0) -> Callable[[OnnxFormula], OnnxFormula]:
@@ -396,6 +399,33 @@ def _hardmax(n: NodeContext) -> Cost:
     return f.reduction(n.input_numel(0))
 
 
+@register("LRN")
+def _lrn(n: NodeContext) -> Cost:
+    """X [N, C, *spatial]: see `formulas.local_response_norm` (square, truncated channel-window sum, 4 to apply)."""
+    x = n.input_shape(0)
+    return f.local_response_norm(x[0] * prod(x[2:]), x[1], int(n.attr("size", 1)))
+
+
+@register("SoftmaxCrossEntropyLoss")
+def _softmax_cross_entropy(n: NodeContext) -> Cost:
+    """scores [N, C, d1..dk], labels [N, d1..dk]: log_softmax over C, then 1 per label (formulas.cross_entropy).
+
+    The optional `log_prob` output is the log_softmax already computed; it adds nothing.
+    """
+    return f.cross_entropy(n.input_numel(0), n.input_numel(1))
+
+
+@register("NegativeLogLikelihoodLoss")
+def _nll_loss(n: NodeContext) -> Cost:
+    """input [N, C, d1..dk] (log-probabilities), target [N, d1..dk]: 1 FLOP per target, the README's NLL rule.
+
+    The op has a function body (a gather, the negation, weights, masking and the reduction, 2-4 ops per target
+    depending on the attributes); the explicit rule keeps it equal to PyTorch's `nll_loss` and to the NLL step
+    of SoftmaxCrossEntropyLoss.
+    """
+    return f.elementwise(n.input_numel(1))
+
+
 @register("MaxPool", "AveragePool", "LpPool")
 def _pool(n: NodeContext) -> Cost:
     return f.pool(n.output_numel(0), prod(n.attr("kernel_shape", [1])))
@@ -428,11 +458,67 @@ def _resampled_dims(x: Sequence[int], y: Sequence[int]) -> int:
     return max(sum(1 for a, b in zip(x, y) if a != b), 1)
 
 
+def _resampled_axes(x: Sequence[int], y: Sequence[int]) -> list[int]:
+    """The axes `_resampled_dims` counts, by index (may be empty when no axis changes size)."""
+    if len(x) >= 3 and tuple(x[:2]) == tuple(y[:2]):
+        return list(range(2, len(x)))
+    return [i for i, (a, b) in enumerate(zip(x, y)) if a != b]
+
+
 @register("Resize", "Upsample")
 def _resize(n: NodeContext) -> Cost:
     mode = _RESIZE_MODES.get(str(n.attr("mode", "nearest")).lower(), "linear")
     x, y = n.input_shape(0), n.output_shape()
+    if mode != "nearest" and n.attr("antialias", 0) and any(b < a for a, b in zip(x, y)):
+        return f.elementwise(prod(y), 2 * antialias_taps(x, y, mode, _resize_scales(n, x, y)) - 1)
     return f.interpolate(prod(y), mode, _resampled_dims(x, y))
+
+
+def _resize_scales(n: NodeContext, x: Sequence[int], y: Sequence[int]) -> list[Scale]:
+    """The scale per axis the antialias filter is stretched by, as the ONNX reference implementation takes it.
+
+    A constant `scales` input gives them directly (the output size is floor(in * scale), so out/in can be
+    smaller: 5 * 0.5 -> 2); `sizes` gives size/in, with one common scale under keep_aspect_ratio_policy
+    not_larger (the smallest) or not_smaller (the largest); otherwise out/in, read from the shapes.
+    """
+    rank = len(x)
+    axes = [a + rank if a < 0 else a for a in (n.attr("axes") or range(rank))]
+    scales: list[Scale] = [Fraction(b, a) if a else Fraction(1) for a, b in zip(x, y)]
+    given = n.const_floats(2) if n.has_input(2) else None
+    if given and len(given) == len(axes):
+        for axis, value in zip(axes, given):
+            scales[axis] = value
+        return scales
+    sizes = n.const_ints(3) if n.has_input(3) else None
+    if sizes and len(sizes) == len(axes):
+        ratios = [Fraction(size, x[axis]) if x[axis] else Fraction(1) for axis, size in zip(axes, sizes)]
+        policy = str(n.attr("keep_aspect_ratio_policy", "stretch"))
+        if policy in ("not_larger", "not_smaller"):
+            common = min(ratios) if policy == "not_larger" else max(ratios)
+            ratios = [common] * len(ratios)
+        for axis, ratio in zip(axes, ratios):
+            scales[axis] = ratio
+    return scales
+
+
+def antialias_taps(x: Sequence[int], y: Sequence[int], mode: str, scales: Sequence[Scale] | None = None) -> int:
+    """Input elements weighed per output element by an antialiased linear or cubic Resize (opset 18+).
+
+    When an axis is downscaled by s < 1 the filter is stretched by 1/s. ONNX's reference implementation takes
+    2 - 2*(floor(-1/s) + 1) taps for the triangle (linear) filter and 2 - 2*(floor(-2/s) + 1) for the cubic one,
+    i.e. 2*ceil(1/s) and 2*ceil(2/s): at s = 1/2, 4 instead of 2 and 8 instead of 4. An axis that is not
+    downscaled keeps the plain 2 or 4. The N-d filter is the outer product of the per-axis ones, so the taps
+    multiply, and each output costs one multiply per tap and one fewer adds (2*taps - 1), as plain bilinear
+    does (7 = 2*4 - 1). `scales` default to out/in per axis.
+    """
+    reach = 1 if mode == "linear" else 2
+    if scales is None:
+        scales = [Fraction(b, a) if a else Fraction(1) for a, b in zip(x, y)]
+    taps = 1
+    for axis in _resampled_axes(x, y) or [0]:
+        scale = scales[axis]
+        taps *= -2 * floor(-reach / scale) if 0 < scale < 1 else 2 * reach
+    return taps
 
 
 @register("GridSample")
@@ -449,7 +535,7 @@ ELEMENTWISE_OPS = (
     "Add", "Sub", "Mul", "Div", "Pow", "Mod", "Neg", "Abs", "Reciprocal", "Sqrt", "Exp", "Log", "Erf", "Sign",
     "Floor", "Ceil", "Round", "Sin", "Cos", "Tan", "Asin", "Acos", "Atan", "Sinh", "Cosh", "Tanh", "Asinh",
     "Acosh", "Atanh", "Relu", "LeakyRelu", "PRelu", "Elu", "Selu", "Celu", "Sigmoid", "HardSigmoid", "HardSwish",
-    "Softplus", "Softsign", "Gelu", "Mish", "Swish", "ThresholdedRelu", "Shrink", "Clip", "Equal", "Less",
+    "Softplus", "Softsign", "Gelu", "Mish", "Swish", "ThresholdedRelu", "Shrink", "Equal", "Less",
     "Greater", "LessOrEqual", "GreaterOrEqual", "And", "Or", "Xor", "Not", "BitShift", "BitwiseAnd",
     "BitwiseOr", "BitwiseXor", "BitwiseNot", "IsNaN", "IsInf", "Bernoulli",
 )
@@ -497,9 +583,47 @@ def _mean(n: NodeContext) -> Cost:
     return f.variadic(n.output_numel(0), n.input_count) + f.elementwise(n.output_numel(0))
 
 
+#: Reductions whose result is more than the reduction step: with an empty set of axes and
+#: `noop_with_empty_axes=1` they still apply their elementwise part (ReduceL2 of one element is |x|).
+COMPOSITE_REDUCE_OPS = ("ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare")
+#: The opset from which each reduction takes `axes` as an input and has `noop_with_empty_axes`.
+_AXES_INPUT_SINCE = {"ReduceSum": 13}
+
+
 @register(*REDUCE_OPS)
 def _reduce(n: NodeContext) -> Cost:
+    """1 per input element; with `noop_with_empty_axes=1` and no axes (absent or empty) nothing is reduced.
+
+    Then ReduceSum/Mean/Max/Min/Prod are the identity (free), and the composite reductions keep their
+    elementwise step at 1 FLOP per element (the same price as when they reduce).
+    """
+    if _reduces_nothing(n):
+        return f.elementwise(n.input_numel(0)) if n.op_type in COMPOSITE_REDUCE_OPS else f.FREE
     return f.reduction(n.input_numel(0))
+
+
+def _reduces_nothing(n: NodeContext) -> bool:
+    if not n.op_type.startswith("Reduce") or n.version < _AXES_INPUT_SINCE.get(n.op_type, 18):
+        return False  # ArgMax/ArgMin/CumSum, and the older opsets whose axes were an attribute
+    if not n.attr("noop_with_empty_axes", 0):
+        return False
+    if not n.has_input(1):
+        return True
+    axes = n.const_ints(1)
+    if axes is not None:
+        return not axes
+    shape = n.input_shape(1)  # a runtime axes tensor: empty only when its shape says so
+    return prod(shape) == 0
+
+
+@register("Clip")
+def _clip(n: NodeContext) -> Cost:
+    """1 per element for a clamp; without min and max (inputs from opset 11, attributes before) the identity."""
+    if n.version < 11:
+        bounded = n.attr("min") is not None or n.attr("max") is not None
+    else:
+        bounded = n.has_input(1) or n.has_input(2)
+    return f.elementwise(n.output_numel(0)) if bounded else f.FREE
 
 
 @register("QuantizeLinear", "DequantizeLinear")

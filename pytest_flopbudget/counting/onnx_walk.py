@@ -140,6 +140,7 @@ class Walker:
                 [scope.dims(name) for name in info.inputs],
                 [scope.dims(name) for name in info.outputs],
                 folder.ints,
+                folder.floats,
             )
             try:
                 cost = entry(ctx)
