@@ -139,6 +139,8 @@ class ConstFolder:
             return self._constant_of_shape(node, depth)
         if op == "Where" and len(args) == 3:
             return self._where(args, depth)
+        if op == "Range" and len(args) == 3:
+            return self._range(args, depth)
         if op in _BINARY and len(args) == 2:
             a, b = self.ints(args[0], depth + 1), self.ints(args[1], depth + 1)
             if a is None or b is None or (len(a) != len(b) and 1 not in (len(a), len(b))):
@@ -174,6 +176,15 @@ class ConstFolder:
         if any(len(v) not in (1, n) for v in (cond, a, b)):
             return None
         return [a[i % len(a)] if cond[i % len(cond)] else b[i % len(b)] for i in range(n)]
+
+    def _range(self, args: Any, depth: int) -> list[int] | None:
+        """Integer `Range(start, limit, delta)`: function bodies build reduction axes as Range(axis, rank, 1)."""
+        start, limit, delta = (self.ints(name, depth + 1) for name in args)
+        if start is None or limit is None or delta is None or {len(start), len(limit), len(delta)} != {1}:
+            return None
+        if delta[0] == 0 or len(range(start[0], limit[0], delta[0])) > MAX_VALUES:
+            return None
+        return list(range(start[0], limit[0], delta[0]))
 
     def _slice(self, node: Any, depth: int) -> list[int] | None:
         """1-D slices of shape vectors (`Shape -> Slice -> Concat` builds Reshape targets)."""
