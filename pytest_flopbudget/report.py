@@ -23,6 +23,10 @@ CONVENTIONS: dict[str, str] = {
     "params": "unique parameters (tied weights counted once), buffers excluded",
     "causal_attention": "dense: a causal mask does not reduce the QK^T and AV matmuls",
     "skipped": "ops with compute but no formula count as zero and are listed in skipped",
+    "data_dependent": (
+        "fake mode: routing indices are invented balanced round-robin (exact for top-k routing without token "
+        "dropping); other data-dependent sizes count at their upper bound; both listed in estimated"
+    ),
 }
 
 
@@ -86,6 +90,15 @@ class SkippedOp:
 
 
 @dataclass
+class EstimatedOp:
+    """An op whose output size depended on values fake tensors do not have: its figures rest on `rule`."""
+
+    calls: int = 0
+    layers: list[str] = field(default_factory=list)
+    rule: str = ""
+
+
+@dataclass
 class Report:
     """What a model costs, per layer and in total, and how that was counted."""
 
@@ -94,6 +107,7 @@ class Report:
     forward: PhaseTotals = field(default_factory=PhaseTotals)
     backward: PhaseTotals = field(default_factory=PhaseTotals)
     skipped_ops: dict[str, SkippedOp] = field(default_factory=dict)
+    estimated_ops: dict[str, EstimatedOp] = field(default_factory=dict)
     training: bool = False
     backend: str = "torch"
     model: str = ""
@@ -113,6 +127,11 @@ class Report:
     def skipped(self) -> dict[str, int]:
         """Op name -> calls for every op that was not counted; empty means the count is exact."""
         return {name: op.calls for name, op in sorted(self.skipped_ops.items())}
+
+    @property
+    def estimated(self) -> dict[str, int]:
+        """Op name -> calls for every op whose sizes rest on a data-dependent rule; empty in real execution."""
+        return {name: op.calls for name, op in sorted(self.estimated_ops.items())}
 
     @property
     def ops(self) -> dict[str, OpCost]:
@@ -147,7 +166,7 @@ class Report:
         return totals
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        data = {
             "format": REPORT_FORMAT,
             "backend": self.backend,
             "model": self.model,
@@ -164,6 +183,12 @@ class Report:
             "conventions": dict(sorted(self.conventions.items())),
             "versions": dict(sorted(self.versions.items())),
         }
+        if self.estimated_ops:  # only when a rule was used, so baselines of ordinary models do not change
+            data["estimated"] = {
+                name: {"calls": op.calls, "layers": sorted(op.layers), "rule": op.rule}
+                for name, op in sorted(self.estimated_ops.items())
+            }
+        return data
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Report:
@@ -182,6 +207,10 @@ class Report:
                 skipped_ops={
                     str(k): SkippedOp(int(v["calls"]), [str(x) for x in v["layers"]], str(v["reason"]))
                     for k, v in data["skipped"].items()
+                },
+                estimated_ops={
+                    str(k): EstimatedOp(int(v["calls"]), [str(x) for x in v["layers"]], str(v["rule"]))
+                    for k, v in data.get("estimated", {}).items()
                 },
                 training=bool(data["training"]),
                 backend=str(data["backend"]),

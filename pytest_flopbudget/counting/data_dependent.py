@@ -1,0 +1,269 @@
+"""Ops whose output size depends on tensor values, under fake tensors that have no values.
+
+Two rules make such models countable in fake mode, each exact where its premise holds and reported where it is used
+(`Report.estimated`), so no figure rests on a rule silently:
+
+* Routing. An index op on a fake float (`topk`, `argmax`/`argmin`, `max`/`min` with a dim, `sort`) gets invented,
+  deterministic indices: top-k picks round-robin (row t takes `(t*k + j) % n`), so every choice is distinct and the
+  load is balanced; argmax/argmin pick `t % n`; sort keeps the order. Ops whose tensor arguments all carry such
+  known values run for real on small CPU tensors, so Python control flow on them works (`for e in expert_hit`,
+  `if idx == n`) and a mixture-of-experts loop sends exactly tokens x top-k rows through the experts in total:
+  the routed count, exact for top-k routing without token dropping, whichever experts are picked.
+* Upper bound. Any other data-dependent size (`nonzero`, boolean masks, `unique`, `torchvision::nms`) is counted
+  at its upper bound: every element (or box) kept. Caps later in the model (`keep[:100]`, `topk(k)`) then apply as
+  usual, because the sizes downstream are concrete again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import torch
+from torch.utils._pytree import tree_flatten, tree_map, tree_unflatten
+
+from ..errors import CountingError
+
+ROUTING_RULE = "routing indices invented (balanced round-robin); exact for top-k routing without token dropping"
+BOUND_RULE = "data-dependent size counted at its upper bound (every element kept)"
+
+#: Upper bounds that the op's fake kernel does not state, by op: the size of the first dim of the named argument.
+KNOWN_BOUNDS: dict[str, tuple[int, int]] = {
+    "torchvision.nms": (0, 0),  # nms keeps at most every box
+    "torchvision.batched_nms": (0, 0),
+}
+
+#: Known values are kept for tensors up to this many elements (routing masks, index vectors), so that running
+#: them for real stays a small fraction of a count.
+VALUE_LIMIT = 1 << 16
+_VALUE_SOURCES = frozenset({
+    "aten.zeros", "aten.ones", "aten.full", "aten.arange", "aten.scalar_tensor", "aten.zeros_like", "aten.ones_like",
+    "aten.full_like", "aten.eye",
+})
+_ROUTING_OPS = frozenset({"aten.topk", "aten.argmax", "aten.argmin", "aten.max", "aten.min", "aten.sort"})
+_DYNAMIC_TAGS = (torch.Tag.dynamic_output_shape, torch.Tag.data_dependent_output)
+_SCALAR_OP = torch.ops.aten._local_scalar_dense.default
+
+
+@dataclass
+class Estimate:
+    """Which op a figure rests on a rule for."""
+
+    key: str
+    rule: str
+
+
+MakeFake = Callable[[tuple, tuple, torch.dtype, torch.device], Any]
+
+
+class KnownValues:
+    """Real values carried beside fake index tensors, keyed by the fake tensor's identity."""
+
+    def __init__(self, make_fake: MakeFake) -> None:
+        self._make_fake = make_fake
+        self._values: dict[int, tuple[Any, torch.Tensor]] = {}
+
+    def __bool__(self) -> bool:
+        return bool(self._values)
+
+    def value(self, tensor: Any) -> torch.Tensor | None:
+        entry = self._values.get(id(tensor))
+        return entry[1] if entry is not None and entry[0] is tensor else None
+
+    def _remember(self, fake: Any, value: torch.Tensor) -> None:
+        self._values[id(fake)] = (fake, value)
+
+    def involved(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+        return any(self.value(t) is not None for t in _tensors((args, kwargs)))
+
+    def run(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[bool, Any]:
+        """Run an op that reads known values: (True, result) when it ran here, (False, None) when the caller
+        should run it on fake tensors as usual."""
+        if func.namespace == "prim":  # metadata (prim.device): the fake tensor answers
+            return False, None
+        tensors = _tensors((args, kwargs))
+        unknown = [t for t in tensors if self.value(t) is None and _is_fake(t)]
+        dynamic = any(tag in func.tags for tag in _DYNAMIC_TAGS)
+        if unknown:
+            self._forget_written(func, args, kwargs)
+            if not dynamic:
+                return False, None
+            # Known indices into unknown data (`hidden[token_idx]`): the fake kernel usually knows the size.
+            out = func(*args, **kwargs)
+            if not any(isinstance(v, torch.Tensor) and _symbolic(v.shape) for v in tree_flatten(out)[0]):
+                return True, out
+            return True, self._fakes_from(self._real_run(func, args, kwargs), tensors)
+        real_out = self._real_run(func, args, kwargs)
+        if func is _SCALAR_OP:
+            return True, real_out
+        # A data-dependent size is known only from the real result; other ops keep fake aliasing semantics.
+        out = self._fakes_from(real_out, tensors) if dynamic else func(*args, **kwargs)
+        self._remember_all(out, real_out)
+        return True, out
+
+    def source(self, key: str, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any) -> None:
+        """Integer and bool tensors made from nothing but arguments (`zeros`, `arange`, `full`, `zeros_like`)
+        have known values: one-hot masks and index arithmetic built on them stay known."""
+        if key not in _VALUE_SOURCES or not isinstance(out, torch.Tensor) or out.dtype.is_floating_point:
+            return
+        if out.is_complex() or out.numel() > VALUE_LIMIT:
+            return
+        self._remember_all(out, self._real_run(func, args, kwargs))
+
+    def _real_run(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        from torch._subclasses.fake_tensor import unset_fake_temporarily
+
+        real_args, real_kwargs = tree_map(self._real, (args, kwargs))
+        with unset_fake_temporarily():
+            return func(*real_args, **real_kwargs)
+
+    def _fakes_from(self, real_out: Any, tensors: list[Any]) -> Any:
+        device = next((t.device for t in tensors if _is_fake(t)), torch.device("cpu"))
+        return tree_map(lambda v: self._fake_like(v, device), real_out)
+
+    def _remember_all(self, out: Any, real_out: Any) -> None:
+        fakes, _ = tree_flatten(out)
+        reals, _ = tree_flatten(real_out)
+        for fake, real in zip(fakes, reals):
+            if isinstance(fake, torch.Tensor) and isinstance(real, torch.Tensor) and real.numel() <= VALUE_LIMIT:
+                self._remember(fake, real)
+
+    def invent(self, key: str, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any) -> bool:
+        """Give a routing op's index output invented values; True when it did."""
+        if key not in _ROUTING_OPS or not isinstance(out, (torch.Tensor, tuple)):
+            return False
+        source = args[0] if args else None
+        if not isinstance(source, torch.Tensor) or source.is_complex() or not source.is_floating_point():
+            return False
+        indices = out[1] if isinstance(out, tuple) else out
+        if not isinstance(indices, torch.Tensor) or indices.dtype != torch.int64:
+            return False
+        from torch._subclasses.fake_tensor import unset_fake_temporarily
+
+        with unset_fake_temporarily():
+            self._remember(indices, _invented(key, func, args, kwargs, source, indices))
+        return True
+
+
+    def _real(self, value: Any) -> Any:
+        if isinstance(value, torch.Tensor):
+            known = self.value(value)
+            if known is not None:
+                return known
+            if _is_fake(value):
+                # An unknown fake beside known ones in a dynamic op: its values do not decide the output size.
+                return torch.zeros(tuple(int(s) for s in value.shape), dtype=value.dtype)
+            return value.to("cpu") if value.device.type != "meta" else torch.zeros(value.shape, dtype=value.dtype)
+        if isinstance(value, torch.device):
+            return torch.device("cpu")
+        return value
+
+    def _fake_like(self, value: Any, device: torch.device) -> Any:
+        if not isinstance(value, torch.Tensor):
+            return value
+        return self._make_fake(tuple(value.shape), value.stride(), value.dtype, device)
+
+    def _forget_written(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        """An op that writes unknown data into a tensor with known values makes those values stale."""
+        for arg, value in zip(func._schema.arguments, args):
+            info = arg.alias_info
+            if info is not None and info.is_write and isinstance(value, torch.Tensor):
+                self._values.pop(id(value), None)
+
+
+def _invented(key: str, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], source: Any, indices: Any) -> Any:
+    """Index values for a routing op's output: round-robin picks (top-k), the identity order (sort)."""
+    dim = _argument(func, args, kwargs, "dim")
+    if dim is None:
+        # argmax/argmin over everything: the first element.
+        return torch.zeros(tuple(int(s) for s in indices.shape), dtype=torch.int64)
+    size = int(source.shape[dim]) if source.dim() else 1
+    picks = int(indices.shape[dim]) if indices.dim() else 1
+    moved = [int(s) for i, s in enumerate(indices.shape) if i != (dim % max(indices.dim(), 1))]
+    rows = 1
+    for s in moved:
+        rows *= s
+    if key == "aten.sort":
+        flat = torch.arange(picks).expand(rows, picks)
+    else:
+        flat = (torch.arange(rows).unsqueeze(1) * picks + torch.arange(picks)) % max(size, 1)
+    value = flat.reshape(*moved, picks).movedim(-1, dim % max(indices.dim(), 1)) if indices.dim() else flat[0, 0]
+    return value.contiguous().reshape(tuple(int(s) for s in indices.shape))
+
+
+class UpperBounds:
+    """Replaces outputs whose sizes are unbacked symbols by fakes at the symbols' upper bounds."""
+
+    def __init__(self, make_fake: MakeFake, shape_env: Any) -> None:
+        self._make_fake = make_fake
+        self._shape_env = shape_env
+
+    def concretize(self, key: str, args: tuple[Any, ...], out: Any) -> tuple[Any, bool]:
+        """(output, whether a bound was used)."""
+        leaves, spec = tree_flatten(out)
+        if not any(isinstance(v, torch.Tensor) and _symbolic(v.shape) for v in leaves):
+            return out, False
+        bounded = [self._bounded(key, args, v) if isinstance(v, torch.Tensor) else v for v in leaves]
+        return tree_unflatten(bounded, spec), True
+
+    def _bounded(self, key: str, args: tuple[Any, ...], value: torch.Tensor) -> Any:
+        if not _symbolic(value.shape):
+            return value
+        shape = tuple(self._upper(key, args, size) for size in value.shape)
+        return self._make_fake(shape, _contiguous_strides(shape), value.dtype, value.device)
+
+    def _upper(self, key: str, args: tuple[Any, ...], size: Any) -> int:
+        if isinstance(size, int):
+            return size
+        expr = size.node.expr
+        try:
+            upper = self._shape_env.bound_sympy(expr).upper
+            if upper.is_finite:
+                return int(upper)
+        except Exception:  # fall through to the op's known bound
+            pass
+        known = KNOWN_BOUNDS.get(key)
+        if known is not None:
+            arg_index, dim = known
+            source = args[arg_index] if len(args) > arg_index else None
+            if isinstance(source, torch.Tensor):
+                return int(source.shape[dim])
+        raise CountingError(
+            f"fake mode cannot run this model: {key} returns a data-dependent size with no known upper bound; "
+            f"count it with execution='real' (runs the real forward)"
+        )
+
+
+def _argument(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], name: str) -> Any:
+    """One argument by schema name, its default when not passed."""
+    for index, arg in enumerate(func._schema.arguments):
+        if arg.name == name:
+            if index < len(args):
+                return args[index]
+            if name in kwargs:
+                return kwargs[name]
+            return arg.default_value if arg.has_default_value() else None
+    return None
+
+
+def _symbolic(shape: Sequence[Any]) -> bool:
+    return any(not isinstance(s, int) for s in shape)
+
+
+def _contiguous_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
+    strides, step = [], 1
+    for size in reversed(shape):
+        strides.append(step)
+        step *= max(size, 1)
+    return tuple(reversed(strides))
+
+
+def _tensors(tree: Any) -> list[Any]:
+    return [v for v in tree_flatten(tree)[0] if isinstance(v, torch.Tensor)]
+
+
+def _is_fake(value: Any) -> bool:
+    from torch._subclasses.fake_tensor import FakeTensor
+
+    return isinstance(value, FakeTensor)
