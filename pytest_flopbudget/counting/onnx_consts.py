@@ -3,6 +3,10 @@
 Exporters rarely write a trip count as a literal; a TorchScript loop over a tensor's first axis becomes
 `Shape -> Gather -> Loop`. With the input shapes bound, that count is static, and counting the body that many
 times is exact. Anything the folder cannot evaluate is dynamic, and the backend reports the loop as skipped.
+
+The same values feed the shape gap-filling pass (`onnx_shapes.complete_shapes`) wherever ONNX data propagation
+stops: shape vectors built with integer Div, the TorchScript `Where(Equal(shape, -1), ones, shape)` guard in front
+of `Expand`, `Range(axis, rank, 1)` reduction axes. `floats` reads (never computes) small float constants.
 """
 
 from __future__ import annotations
