@@ -3,7 +3,8 @@
 Keys use the empty string for the default `ai.onnx` domain, as the ONNX protobuf does. Every formula takes a
 `NodeContext` and returns a `Cost` built from the shared shape math in `formulas`, so a `Conv` node and an
 `aten.convolution` call cost the same. Ops that only move, view or describe data are registered as free; any other
-op has no entry and is reported as skipped by the backend.
+op has no entry: the backend counts it through its schema's function body when it has one (SwiGLU,
+RotaryEmbedding, ...) and reports it as skipped otherwise.
 """
 
 from __future__ import annotations

@@ -2,7 +2,8 @@
 
 `If` counts its costlier branch (the taken one when the condition folds to a constant); `Loop` and `Scan` count
 their body once per iteration when the trip count is static, after re-inferring the body with the real input
-shapes; a loop whose trip count is dynamic is reported as skipped rather than guessed.
+shapes; a loop whose trip count is dynamic is reported as skipped rather than guessed. An op without a formula
+whose ONNX schema defines it by a function body is counted through that body (`onnx_functions`).
 """
 
 from __future__ import annotations
