@@ -16,6 +16,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from .onnx_graph import normalize_domain, subgraphs
+
 #: The private domain of the one-node model used to expand a body (never seen outside this module).
 INLINE_DOMAIN = "pytest_flopbudget.inline"
 
@@ -57,8 +59,6 @@ def spell_out_function_defaults(graph: Any, opsets: dict[str, int]) -> bool:
     Nested graphs (If branches, Loop and Scan bodies) are visited too. Used as a fallback when strict shape
     inference fails, so models that infer fine are never touched.
     """
-    from .onnx_graph import normalize_domain, subgraphs
-
     changed = False
     cache: dict[tuple[str, str], Any] = {}
     stack = [graph]
@@ -141,16 +141,18 @@ def expand_node(
     call.domain = INLINE_DOMAIN
     call.name = ""
 
-    opsets = {entry.domain: entry.version for entry in model.opset_import}
-    opsets.update((entry.domain, entry.version) for entry in body.opset_import)
+    opsets = {normalize_domain(entry.domain): entry.version for entry in model.opset_import}
+    opsets.update((normalize_domain(entry.domain), entry.version) for entry in body.opset_import)
     if not body.opset_import:
         opsets[domain] = version
     opsets[INLINE_DOMAIN] = 1
     inputs = []
     initializers = []
+    seen = set()
     for name, type_proto in zip(node.input, input_types):
-        if not name or type_proto is None:
+        if not name or type_proto is None or name in seen:
             continue
+        seen.add(name)
         if name in constants:
             initializers.append(constants[name])
         else:
@@ -167,6 +169,4 @@ def expand_node(
         ir_version=max(model.ir_version, 8),  # local functions need IR 8
     )
     inlined = onnx.inliner.inline_local_functions(standalone)
-    from .onnx_graph import normalize_domain
-
-    return inlined, {normalize_domain(d): v for d, v in opsets.items() if d != INLINE_DOMAIN}
+    return inlined, {d: v for d, v in opsets.items() if d != INLINE_DOMAIN}

@@ -139,3 +139,10 @@ def test_function_op_inside_an_if_branch(onnx_model):
     m = onnx_model([helper.make_node("If", ["c"], ["y"], then_branch=branch, else_branch=other)],
                    inputs={"a": [2, 3, 4]}, inits={"c": cond}, opset=28)
     assert exact(count(m)) == (48, 0)  # the taken branch: SwiGLU on 24 elements, 2 each
+
+
+def test_body_expansion_with_an_explicit_ai_onnx_domain_and_a_repeated_input(onnx_model):
+    needs_schema("SwiGLU", 28)
+    m = onnx_model([node("SwiGLU", ["a", "a"], domain="ai.onnx")], inputs={"a": [2, 3, 4]}, opset=28)
+    m.opset_import[0].domain = "ai.onnx"
+    assert exact(count(m)) == (48, 0)  # Swish 24 + Mul 24, as with the default-domain spelling
