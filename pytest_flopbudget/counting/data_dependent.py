@@ -16,7 +16,8 @@ Two rules make such models countable in fake mode, each exact where its premise 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import contextlib
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -63,6 +64,10 @@ class KnownValues:
     def __init__(self, make_fake: MakeFake) -> None:
         self._make_fake = make_fake
         self._values: dict[int, tuple[Any, torch.Tensor]] = {}
+        #: invented index tensors not read yet -> (op, layer); read ones move to `used`, so that the report lists
+        #: the routing ops whose invented indices decided something, not every `max(dim)` whose indices nobody read
+        self._invented: dict[int, tuple[str, str]] = {}
+        self.used: list[tuple[str, str]] = []
 
     def __bool__(self) -> bool:
         return bool(self._values)
@@ -70,6 +75,37 @@ class KnownValues:
     def value(self, tensor: Any) -> torch.Tensor | None:
         entry = self._values.get(id(tensor))
         return entry[1] if entry is not None and entry[0] is tensor else None
+
+    @contextlib.contextmanager
+    def formatting(self) -> Iterator[None]:
+        """`f"expert_{idx}"` on a 0-d index with a known value formats the number, as on a real tensor.
+
+        `Tensor.__format__` formats the value only when `type(self) is Tensor`, so a fake index would format as
+        `FakeTensor(...)` (Switch Transformers and NLLB-MoE look their experts up by that name). The class
+        attribute is set for the count only and removed after it.
+        """
+        from torch._subclasses.fake_tensor import FakeTensor
+
+        def format_known(tensor: Any, spec: str) -> str:
+            known = self.value(tensor)
+            self._note_read(tensor)
+            if known is not None and known.dim() == 0:
+                from torch.utils._python_dispatch import _disable_current_modes
+
+                with _disable_current_modes():  # read the real value, not through fake mode
+                    return format(known.item(), spec)
+            return torch.Tensor.__format__(tensor, spec)
+
+        had = "__format__" in FakeTensor.__dict__
+        previous = FakeTensor.__dict__.get("__format__")
+        FakeTensor.__format__ = format_known  # type: ignore[method-assign]
+        try:
+            yield
+        finally:
+            if had:
+                FakeTensor.__format__ = previous  # type: ignore[method-assign]
+            else:
+                del FakeTensor.__format__
 
     def _remember(self, fake: Any, value: torch.Tensor) -> None:
         self._values[id(fake)] = (fake, value)
@@ -103,11 +139,9 @@ class KnownValues:
         return True, out
 
     def source(self, key: str, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any) -> None:
-        """Integer and bool tensors made from nothing but arguments (`zeros`, `arange`, `full`, `zeros_like`)
-        have known values: one-hot masks and index arithmetic built on them stay known."""
-        if key not in _VALUE_SOURCES or not isinstance(out, torch.Tensor) or out.dtype.is_floating_point:
-            return
-        if out.is_complex() or out.numel() > VALUE_LIMIT:
+        """Small tensors made from nothing but arguments (`zeros`, `arange`, `full`, `zeros_like`) have known
+        values: one-hot masks, padding masks and index arithmetic built on them stay known."""
+        if key not in _VALUE_SOURCES or not isinstance(out, torch.Tensor) or out.numel() > VALUE_LIMIT:
             return
         self._remember_all(out, self._real_run(func, args, kwargs))
 
@@ -129,7 +163,9 @@ class KnownValues:
             if isinstance(fake, torch.Tensor) and isinstance(real, torch.Tensor) and real.numel() <= VALUE_LIMIT:
                 self._remember(fake, real)
 
-    def invent(self, key: str, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any) -> bool:
+    def invent(
+        self, key: str, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any, path: str
+    ) -> bool:
         """Give a routing op's index output invented values; True when it did."""
         if key not in _ROUTING_OPS or not isinstance(out, (torch.Tensor, tuple)):
             return False
@@ -143,13 +179,20 @@ class KnownValues:
 
         with unset_fake_temporarily():
             self._remember(indices, _invented(key, func, args, kwargs, source, indices))
+        self._invented[id(indices)] = (key, path)
         return True
+
+    def _note_read(self, tensor: Any) -> None:
+        origin = self._invented.pop(id(tensor), None)
+        if origin is not None:
+            self.used.append(origin)
 
 
     def _real(self, value: Any) -> Any:
         if isinstance(value, torch.Tensor):
             known = self.value(value)
             if known is not None:
+                self._note_read(value)
                 return known
             if _is_fake(value):
                 # An unknown fake beside known ones in a dynamic op: its values do not decide the output size.
@@ -173,23 +216,26 @@ class KnownValues:
 
 
 def _invented(key: str, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], source: Any, indices: Any) -> Any:
-    """Index values for a routing op's output: round-robin picks (top-k), the identity order (sort)."""
+    """Index values for a routing op's output: round-robin picks (top-k, argmax), the identity order (sort)."""
+    shape = tuple(int(s) for s in indices.shape)
     dim = _argument(func, args, kwargs, "dim")
-    if dim is None:
-        # argmax/argmin over everything: the first element.
-        return torch.zeros(tuple(int(s) for s in indices.shape), dtype=torch.int64)
-    size = int(source.shape[dim]) if source.dim() else 1
-    picks = int(indices.shape[dim]) if indices.dim() else 1
-    moved = [int(s) for i, s in enumerate(indices.shape) if i != (dim % max(indices.dim(), 1))]
+    if dim is None or source.dim() == 0:
+        return torch.zeros(shape, dtype=torch.int64)  # argmax/argmin over everything: the first element
+    dim %= source.dim()
+    size = max(int(source.shape[dim]), 1)
+    if key not in ("aten.topk", "aten.sort"):
+        # argmax/argmin/max/min along dim (kept or not): output position t picks t % size
+        return (torch.arange(max(indices.numel(), 1)) % size)[: indices.numel()].reshape(shape)
+    picks = shape[dim]
+    others = [s for i, s in enumerate(shape) if i != dim]
     rows = 1
-    for s in moved:
+    for s in others:
         rows *= s
     if key == "aten.sort":
         flat = torch.arange(picks).expand(rows, picks)
-    else:
-        flat = (torch.arange(rows).unsqueeze(1) * picks + torch.arange(picks)) % max(size, 1)
-    value = flat.reshape(*moved, picks).movedim(-1, dim % max(indices.dim(), 1)) if indices.dim() else flat[0, 0]
-    return value.contiguous().reshape(tuple(int(s) for s in indices.shape))
+    else:  # topk: row t takes (t*k + j) % size, k distinct choices per row, every choice used equally often
+        flat = (torch.arange(rows).unsqueeze(1) * picks + torch.arange(picks)) % size
+    return flat.reshape(*others, picks).movedim(-1, dim).contiguous()
 
 
 class UpperBounds:

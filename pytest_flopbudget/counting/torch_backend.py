@@ -118,6 +118,7 @@ class CountingMode(TorchDispatchMode):
         ran = False
         if self.values and self.values.involved(args, kwargs):
             ran, out = self._guarded(func, args, kwargs, self.values.run)
+            self._note_routing_used()
             if ran and func is _SCALAR_OP:
                 return out
             if not ran:
@@ -137,11 +138,9 @@ class CountingMode(TorchDispatchMode):
                 out, bounded = self.bounds.concretize(key, args, out)
                 if bounded:
                     self.tally.estimate(path, key, BOUND_RULE)
-        if self.values is not None and not ran:  # also for outputs the shape memo replayed
-            if self.values.invent(key, func, args, kwargs, out):
-                self.tally.estimate(path, key, ROUTING_RULE)
-            else:
-                self.values.source(key, func, args, kwargs, out)
+        # also for outputs the shape memo replayed
+        if self.values is not None and not ran and not self.values.invent(key, func, args, kwargs, out, path):
+            self.values.source(key, func, args, kwargs, out)
         cost = self._costs.get(memo_key) if memo_key is not None else None
         if cost is None:
             cost = self._cost(func, key, args, kwargs, out)
@@ -169,6 +168,13 @@ class CountingMode(TorchDispatchMode):
                 self.failed_op = str(func)
                 self.fake_only_failure = self.bounds is not None and _fails_only_in_fake(func, args, kwargs, exc)
             raise
+
+    def _note_routing_used(self) -> None:
+        """Invented routing indices that were just read: their figures rest on the routing rule."""
+        if self.values is not None and self.values.used:
+            for op, layer in self.values.used:
+                self.tally.estimate(layer, op, ROUTING_RULE)
+            self.values.used.clear()
 
     def _run_fake_or_fallback(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         try:
@@ -245,12 +251,14 @@ def count_torch(
             if training:
                 counted.train()
             try:
-                with mode, _grad_mode(training):
+                formatting = context.values.formatting() if context.values is not None else contextlib.nullcontext()
+                with mode, formatting, _grad_mode(training):
                     output = counted(*fake_args, **fake_kwargs)
                     if training:
                         loss = loss_fn(output) if loss_fn is not None else _sum_outputs(output)
                         _check_loss(loss)
                         torch.autograd.grad(loss, _grad_leaves(loss), allow_unused=True)
+                mode._note_routing_used()
             except CountingError:
                 raise
             except Exception as exc:
