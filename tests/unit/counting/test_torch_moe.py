@@ -296,3 +296,46 @@ def test_model_runs_for_real_after_count(name: str, implementation: str | None, 
     assert type(after) is torch.Tensor and not isinstance(after, FakeTensor)
     assert all(type(p) is torch.nn.Parameter and not isinstance(p.data, FakeTensor) for p in model.parameters())
     assert torch.equal(before, after)
+
+
+# --- routers that call module.to(dtype) in forward and look experts up by an f-string --------------------------
+
+
+def _switch() -> tuple[torch.nn.Module, dict[str, Any]]:
+    from transformers import SwitchTransformersConfig, SwitchTransformersEncoderModel
+
+    config = SwitchTransformersConfig(
+        vocab_size=VOCAB, d_model=32, d_kv=8, d_ff=64, num_layers=2, num_heads=4, num_experts=4,
+        encoder_sparse_step=1, expert_capacity=64,
+    )
+    return SwitchTransformersEncoderModel(config).eval(), {}
+
+
+def _nllb() -> tuple[torch.nn.Module, dict[str, Any]]:
+    from transformers import NllbMoeConfig, NllbMoeModel
+
+    config = NllbMoeConfig(
+        vocab_size=VOCAB, d_model=32, encoder_layers=2, decoder_layers=2, encoder_attention_heads=4,
+        decoder_attention_heads=4, encoder_ffn_dim=64, decoder_ffn_dim=64, num_experts=4, encoder_sparse_step=1,
+        decoder_sparse_step=1, expert_capacity=64,
+    )
+    return NllbMoeModel(config).eval(), {"decoder_input_ids": True}
+
+
+@pytest.mark.parametrize("build", [_switch, _nllb], ids=["switch_transformers", "nllb_moe"])
+def test_self_casting_routers_count_in_fake_mode_as_in_real(build: Any) -> None:
+    # their routers run `self.classifier.to(dtype)` in forward and pick experts by `self[f"expert_{idx}"]`;
+    # with expert capacity above the token count nothing is dropped, so the routed count is exact
+    model, extra = build()
+    ids = torch.randint(0, VOCAB, (2, 5))
+    kwargs = {"decoder_input_ids": ids} if extra else {}
+    fake = count(model, ids, **kwargs)
+    real = count(model, ids, execution="real", **kwargs)
+    assert fake.macs == real.macs
+    # FLOPs differ only where one_hot runs another kernel: on fake tensors it is eq(arange, index), 1 per
+    # element of the [tokens, experts] mask; on real ones aminmax over the indices (a range check), 1 per index
+    one_hot = {op: fake.ops[op].flops for op in ("aten.eq",) if op in fake.ops}
+    checks = {op: real.ops[op].flops for op in ("aten.aminmax",) if op in real.ops}
+    assert fake.flops - sum(one_hot.values()) == real.flops - sum(checks.values())
+    assert fake.skipped == real.skipped == {}
+    assert "aten.argmax" in fake.estimated and real.estimated == {}
