@@ -123,7 +123,8 @@ class KnownValues:
         dynamic = any(tag in func.tags for tag in _DYNAMIC_TAGS)
         if unknown:
             self._forget_written(func, args, kwargs)
-            if not dynamic:
+            if not dynamic or any(not (t.is_floating_point() or t.is_complex()) for t in unknown):
+                # An unknown mask or index decides the size: the upper-bound rule applies, in the caller.
                 return False, None
             # Known indices into unknown data (`hidden[token_idx]`): the fake kernel usually knows the size.
             out = func(*args, **kwargs)

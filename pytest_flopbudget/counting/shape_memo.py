@@ -111,6 +111,10 @@ def _is_pure(func: Any) -> bool:
 
 def _describe(value: Any) -> Any:
     if isinstance(value, torch.Tensor):
+        if getattr(value, "constant", None) is not None:
+            # Fake mode carries the value of small constants (`torch.tensor(2.0).log2()`); a replayed output would
+            # lose it, and `float()` of it would become an unknown.
+            return _NOT_MEMOISABLE
         shape = tuple(value.shape)
         if any(not isinstance(s, int) for s in shape):
             return _NOT_MEMOISABLE

@@ -36,23 +36,6 @@ from torch_op_helpers import Call, op_costs  # noqa: E402
 from pytest_flopbudget import Report, count  # noqa: E402
 from pytest_flopbudget.errors import CountingError  # noqa: E402
 
-# --- expected failures ---------------------------------------------------------------------------------------------
-
-#: Gaps in the engine's data-dependent handling, each stated in its reason; strict, so a fix shows up as XPASS and
-#: the mark goes with it.
-constant_replay_gap = pytest.mark.xfail(
-    strict=True,
-    reason="issue 9: data-dependent sizes in fake mode; the shape memo replays a second same-shape aten.log2/round "
-    "on a 0-d constant without FakeTensor.constant, so float() of it (torchvision's poolers._infer_scale) is an "
-    "unbacked symbol",
-)
-known_values_mask_gap = pytest.mark.xfail(
-    strict=True,
-    reason="issue 9: data-dependent sizes in fake mode; a boolean mask of unknown values applied to a tensor of "
-    "known values (labels from torch.arange) runs for real with the mask as zeros: the size is left unbacked, not "
-    "bounded, not estimated",
-)
-
 # --- helpers -------------------------------------------------------------------------------------------------------
 
 #: Ops with no formula today: counted as zero and listed in `skipped`; a future formula must agree in real and fake.
@@ -292,7 +275,7 @@ def test_real_count_matches_the_hand_derivation(name: str) -> None:
 # --- fake execution: the upper-bound rule ---------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("name", cases(faster_rcnn=constant_replay_gap))
+@pytest.mark.parametrize("name", cases())
 def test_fake_count_is_the_upper_bound(name: str) -> None:
     model, x, expected = saturated(name)
     fake = count(model, x)
@@ -303,7 +286,7 @@ def test_fake_count_is_the_upper_bound(name: str) -> None:
 
 
 @pytest.mark.parametrize(
-    "name", cases(faster_rcnn=constant_replay_gap, faster_rcnn_python_scale=known_values_mask_gap)
+    "name", cases()
 )
 def test_fake_report_names_the_estimated_ops(name: str) -> None:
     model, x, expected = saturated(name)
@@ -383,7 +366,7 @@ BOUNDED_OPS = [
     pytest.param("aten.index", lambda x: x[x[:, 0] > 0] * 2, (GRID,), 6 + 24, id="bool_index"),
     # gt on 32 scores, all 32 labels kept
     pytest.param(
-        "aten.index", known_labels_masked, (SCORES32,), 32 + 32, id="bool_index_known", marks=known_values_mask_gap
+        "aten.index", known_labels_masked, (SCORES32,), 32 + 32, id="bool_index_known"
     ),
     pytest.param("aten._unique2", lambda x: torch.unique(x) * 2, (GRID,), 24, id="unique"),
     pytest.param("aten.unique_dim", lambda x: torch.unique(x, dim=0) * 2, (GRID,), 24, id="unique_dim"),
