@@ -42,6 +42,7 @@ _VALUE_SOURCES = frozenset({
     "aten.zeros", "aten.ones", "aten.full", "aten.arange", "aten.scalar_tensor", "aten.zeros_like", "aten.ones_like",
     "aten.full_like", "aten.eye",
 })
+_INDEX_SOURCES = frozenset({"aten.arange"})
 _ROUTING_OPS = frozenset({"aten.topk", "aten.argmax", "aten.argmin", "aten.max", "aten.min", "aten.sort"})
 _DYNAMIC_TAGS = (torch.Tag.dynamic_output_shape, torch.Tag.data_dependent_output)
 _SCALAR_OP = torch.ops.aten._local_scalar_dense.default
@@ -111,7 +112,21 @@ class KnownValues:
         self._values[id(fake)] = (fake, value)
 
     def involved(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
-        return any(self.value(t) is not None for t in _tensors((args, kwargs)))
+        """Whether a known tensor is among the arguments (one level into lists: `cat`, `index`). Runs for every op
+        once any value is known, so it avoids pytree."""
+        values = self._values
+        for group in (args, kwargs.values()):
+            for arg in group:
+                if type(arg) in (list, tuple):
+                    for item in arg:
+                        entry = values.get(id(item))
+                        if entry is not None and entry[0] is item:
+                            return True
+                else:
+                    entry = values.get(id(arg))
+                    if entry is not None and entry[0] is arg:
+                        return True
+        return False
 
     def run(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[bool, Any]:
         """Run an op that reads known values: (True, result) when it ran here, (False, None) when the caller
@@ -144,6 +159,8 @@ class KnownValues:
         values: one-hot masks, padding masks and index arithmetic built on them stay known."""
         if key not in _VALUE_SOURCES or not isinstance(out, torch.Tensor) or out.numel() > VALUE_LIMIT:
             return
+        if out.is_floating_point() and key in _INDEX_SOURCES:
+            return  # float positions (rotary tables) decide no size; computing them for real would cost time
         self._remember_all(out, self._real_run(func, args, kwargs))
 
     def _real_run(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
