@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import NoReturn
 
 from .budget import Budget, Limit
-from .check import format_percent
 from .config import BUDGET_KEYS, ModelEntry, Settings, parse_settings
 from .errors import FlopBudgetError
+from .formatting import format_percent
 from .source import LocatedError, Source
 
 RAISED = "raised"

@@ -14,14 +14,15 @@ from dataclasses import dataclass, field
 from typing import TextIO
 
 from .baseline import BaselineStore
-from .check import Measurement, Verdict, format_pair, format_percent, format_value, judge, reason
 from .cli_progress import Progress
 from .config import ModelEntry, Settings
 from .diff import metric_value
 from .errors import BaselineError, FlopBudgetError
+from .formatting import format_pair, format_percent, format_value, reason
 from .report import Report
 from .reporters import terminal
 from .source import display_path
+from .verdict import Measurement, Verdict, judge
 
 EXIT_OK = 0
 EXIT_OVER_BUDGET = 1
@@ -73,7 +74,7 @@ def count_models(
     entries: Sequence[ModelEntry], settings: Settings, err: TextIO | None = None
 ) -> tuple[list[Measurement], list[ModelError]]:
     """Count every entry; one broken model is reported and the others are still counted."""
-    from .targets import count_entry
+    from .entries import count_entry
 
     measurements: list[Measurement] = []
     errors: list[ModelError] = []

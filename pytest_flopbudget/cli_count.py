@@ -29,8 +29,8 @@ _CALLABLE = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_][\w.]*")
 def run_count(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """Print the table (or the JSON Report) of `args.target`; errors are raised for `cli.main` to print."""
     from .baseline import dumps
+    from .entries import count_entry
     from .reporters.table import format_layer_table
-    from .targets import count_entry
 
     entry, root = resolve_target(args)
     with Progress(1, err) as progress:

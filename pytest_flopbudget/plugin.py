@@ -20,12 +20,13 @@ import pytest
 
 from .baseline import BaselineStore
 from .budget import Budget, parse_budget
-from .check import Measurement, Verdict, judge, reason
 from .config import ModelEntry, Settings, load_settings
 from .errors import BaselineError, FlopBudgetError
+from .formatting import reason
 from .report import Report
 from .reporters import ci, terminal
 from .source import Source, display_path
+from .verdict import Measurement, Verdict, judge
 
 UPDATE_HINT = "`pytest --flopbudget-update`"
 SECTION = "flopbudget per-layer diff"
@@ -369,7 +370,7 @@ class FlopBudgetPlugin:
         return not verdict.passed
 
     def run_model(self, item: ModelItem) -> None:
-        from .targets import count_entry
+        from .entries import count_entry
 
         entry = item.entry
         try:

@@ -15,11 +15,11 @@ from dataclasses import dataclass
 
 from ..base_ref import BudgetChange
 from ..budget import UNIT_NAMES
-from ..check import ERROR, WARNING, Finding, Verdict, format_percent, format_value
 from ..diff import LayerChange
+from ..formatting import format_count, format_percent, format_value
 from ..report import ROOT
 from ..source import Source
-from ..units import format_count
+from ..verdict import ERROR, WARNING, Finding, Verdict
 from .terminal import ROOT_LABEL
 
 #: How many changed layers an annotation names; the job summary and the log have the full table.

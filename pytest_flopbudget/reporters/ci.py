@@ -18,8 +18,8 @@ from typing import Protocol
 
 from ..base_ref import BudgetChange
 from ..baseline import write_atomic
-from ..check import Verdict
 from ..errors import ConfigError
+from ..verdict import Verdict
 from . import github, gitlab, json_report, markdown
 from .annotations import Annotation, Unchecked, collect
 

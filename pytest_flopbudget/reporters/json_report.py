@@ -19,8 +19,9 @@ from .. import __version__
 from ..base_ref import BudgetChange
 from ..baseline import write_atomic
 from ..budget import METRICS
-from ..check import Finding, Verdict, reason
+from ..formatting import reason
 from ..source import Source
+from ..verdict import Finding, Verdict
 from .annotations import Unchecked, relative_path
 
 RESULTS_FORMAT = "pytest-flopbudget/results/1"

@@ -17,8 +17,8 @@ from pathlib import Path
 
 from ..base_ref import BudgetChange
 from ..budget import METRICS
-from ..check import Verdict, format_percent, reason
-from ..units import format_count
+from ..formatting import format_count, format_percent, reason
+from ..verdict import Verdict
 from . import terminal
 from .annotations import Unchecked, metric_title, relative_path
 

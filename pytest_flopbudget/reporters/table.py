@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from ..formatting import format_count
 from ..report import ROOT, LayerCost, Report, ancestors
-from ..units import format_count
 
 ROOT_LABEL = "(model)"
 

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from ..check import Verdict, format_percent, reason
 from ..diff import LayerDiff, layer_values, metric_value, top_layers
+from ..formatting import format_count, format_percent, reason
 from ..report import ROOT
-from ..units import format_count
+from ..verdict import Verdict
 
 TOP = 15
 ROOT_LABEL = "(model)"

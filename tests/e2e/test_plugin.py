@@ -18,7 +18,7 @@ torch = pytest.importorskip("torch")
 
 from pytest_flopbudget import count  # noqa: E402
 from pytest_flopbudget.baseline import dumps, read_baseline  # noqa: E402
-from pytest_flopbudget.check import format_pair, format_percent, format_value  # noqa: E402
+from pytest_flopbudget.formatting import format_pair, format_percent, format_value  # noqa: E402
 
 MODELS = '''\
 import torch

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from pytest_flopbudget.budget import parse_budget
-from pytest_flopbudget.check import Measurement, evaluate
 from pytest_flopbudget.report import LayerCost, PhaseTotals, Report, SkippedOp
 from pytest_flopbudget.reporters.terminal import details, diff_table, summary_lines
 from pytest_flopbudget.source import Source
+from pytest_flopbudget.verdict import Measurement, evaluate
 
 HINT = "`pytest --flopbudget-update`"
 

@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 
 from pytest_flopbudget.budget import parse_budget
-from pytest_flopbudget.check import Measurement, Verdict, evaluate
 from pytest_flopbudget.config import Settings, load_settings
 from pytest_flopbudget.report import LayerCost, PhaseTotals, Report, SkippedOp
 from pytest_flopbudget.source import Source
+from pytest_flopbudget.verdict import Measurement, Verdict, evaluate
 
 
 def build_report(layers: dict[str, int], skipped: dict[str, int] | None = None, params: int | None = None) -> Report:

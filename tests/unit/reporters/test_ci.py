@@ -143,8 +143,9 @@ def test_real_counted_models_through_judge(tmp_path: Path) -> None:
     torch = pytest.importorskip("torch")
     from pytest_flopbudget import count
     from pytest_flopbudget.baseline import BaselineStore
-    from pytest_flopbudget.check import Measurement, format_value, judge
     from pytest_flopbudget.config import load_settings
+    from pytest_flopbudget.formatting import format_value
+    from pytest_flopbudget.verdict import Measurement, judge
 
     (tmp_path / "pyproject.toml").write_text(
         '[tool.flopbudget.models.mlp]\ntarget = "m:mlp"\ninputs = [[1, 8]]\nflops = 100\n', encoding="utf-8"

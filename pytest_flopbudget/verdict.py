@@ -1,4 +1,4 @@
-"""Judge a counted model: Report + Budget + baseline -> Verdict with its violations and warnings.
+"""Verdicts: a counted model judged against its budget and baseline, with its violations and warnings.
 
 This is the one place that decides pass or fail, shared by the pytest plugin and the `flopbudget check` CLI, so
 both agree to the FLOP. `evaluate` is pure (no I/O, no pytest, no torch); `judge` adds the baseline lookup.
@@ -9,18 +9,46 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from enum import Enum
 from typing import Any
 
 from .baseline import BaselineStore
 from .budget import GROWTH_METRICS, METRICS, Budget
 from .diff import LayerDiff, diff_layers, metric_value
 from .errors import BaselineError
+from .formatting import format_pair, format_percent
 from .report import Report
 from .source import Source, display_path
-from .units import format_count
 
-ERROR = "error"
-WARNING = "warning"
+
+class Kind(str, Enum):
+    """A string that is really one of a few kinds: compares and serialises as its value."""
+
+    def __str__(self) -> str:
+        return str(self.value)
+
+    def __format__(self, spec: str) -> str:
+        return format(str(self.value), spec)
+
+
+class Severity(Kind):
+    ERROR = "error"
+    WARNING = "warning"
+
+
+class FindingKind(Kind):
+    """What a finding is about: over a ceiling, grew more than max-increase, grew within budget, ops not counted,
+    or the baseline file is unusable."""
+
+    CEILING = "ceiling"
+    INCREASE = "increase"
+    GROWTH = "growth"
+    SKIPPED = "skipped"
+    BASELINE = "baseline"
+
+
+ERROR = Severity.ERROR
+WARNING = Severity.WARNING
 
 
 @dataclass(frozen=True)
@@ -31,8 +59,8 @@ class Finding:
     budget), `skipped` (some ops could not be counted) or `baseline` (the baseline file is unusable).
     """
 
-    severity: str
-    kind: str
+    severity: Severity
+    kind: FindingKind
     message: str
     metric: str | None = None
     actual: int | None = None
@@ -157,7 +185,8 @@ def evaluate(
     report, budget = measurement.report, measurement.budget
     findings: list[Finding] = []
     if baseline_error:
-        findings.append(Finding(ERROR, "baseline", baseline_error, source=budget.source or measurement.origin))
+        origin = budget.source or measurement.origin
+        findings.append(Finding(ERROR, FindingKind.BASELINE, baseline_error, source=origin))
     for metric in METRICS:
         limit = budget.limit(metric)
         now = metric_value(report, metric)
@@ -166,7 +195,8 @@ def evaluate(
             message = _ceiling_message(metric, now, limit.value)
             findings.append(
                 Finding(
-                    ERROR, "ceiling", message, metric, actual=now, limit=limit.value, baseline=old, source=limit.source
+                    ERROR, FindingKind.CEILING, message, metric, actual=now, limit=limit.value, baseline=old,
+                    source=limit.source,
                 )
             )
     findings.extend(_growth_findings(measurement, baseline))
@@ -177,7 +207,7 @@ def evaluate(
         findings.append(
             Finding(
                 WARNING,
-                "skipped",
+                FindingKind.SKIPPED,
                 message,
                 "skipped",
                 actual=report.skipped_calls,
@@ -218,7 +248,8 @@ def _growth_findings(measurement: Measurement, baseline: Report | None) -> list[
             message += f", more than max-increase {increase.text}"
             findings.append(
                 Finding(
-                    ERROR, "increase", message, metric, actual=now, limit=allowed, baseline=old, source=increase.source
+                    ERROR, FindingKind.INCREASE, message, metric, actual=now, limit=allowed, baseline=old,
+                    source=increase.source,
                 )
             )
         elif limit is None or now <= limit.value:
@@ -226,7 +257,7 @@ def _growth_findings(measurement: Measurement, baseline: Report | None) -> list[
             ceiling = limit.value if limit else None
             findings.append(
                 Finding(
-                    WARNING, "growth", message, metric, actual=now, limit=ceiling, baseline=old,
+                    WARNING, FindingKind.GROWTH, message, metric, actual=now, limit=ceiling, baseline=old,
                     source=source or measurement.origin,
                 )
             )  # fmt: skip
@@ -238,49 +269,3 @@ def _ceiling_message(metric: str, now: int, limit: int) -> str:
     if limit == 0:
         return f"{shown_now} > budget {shown_limit}"
     return f"{shown_now} > budget {shown_limit} ({format_percent(now - limit, limit)})"
-
-
-def reason(verdict: Verdict) -> str:
-    """The one-line failure reason: `resnet50: 8.52 GFLOPs > budget 8.30 GFLOPs (+2.7%); baseline 8.18 GFLOPs`."""
-    violations = verdict.violations
-    if not violations:
-        return f"{verdict.name}: within budget"
-    clauses = [f.message for f in violations]
-    first = violations[0]
-    if first.kind == "ceiling" and first.baseline is not None and first.metric is not None:
-        clauses.append(f"baseline {format_value(first.baseline, first.metric)}")
-    return f"{verdict.name}: " + "; ".join(clauses)
-
-
-# --------------------------------------------------------------------------------------------------------------
-# Number formatting shared by every reporter, so the terminal, the CLI and CI annotations print the same figures.
-# --------------------------------------------------------------------------------------------------------------
-
-
-def format_value(value: int, metric: str, digits: int = 3) -> str:
-    """`8.52 GFLOPs`, `2.05 GMACs`, `25.6M params`, `3 skipped op calls`."""
-    if metric == "params":
-        return f"{format_count(value, digits=digits)} params"
-    if metric == "skipped":
-        return f"{value} skipped op call{'s' if value != 1 else ''}"
-    return format_count(value, "FLOPs" if metric == "flops" else "MACs", digits=digits)
-
-
-def format_pair(a: int, b: int, metric: str) -> tuple[str, str]:
-    """Format two values with enough digits that different values never print the same (8.301G vs 8.300G)."""
-    digits = 3
-    while True:
-        first, second = format_value(a, metric, digits), format_value(b, metric, digits)
-        if a == b or first != second or digits >= 20:
-            return first, second
-        digits += 1
-
-
-def format_percent(delta: int, base: int) -> str:
-    """`+2.7%`; small changes keep two significant digits (`+0.012%`) so they never read as `+0.0%`."""
-    if base == 0:
-        return "new" if delta else "+0.0%"
-    percent = 100.0 * delta / base
-    if percent == 0 or abs(percent) >= 0.1:
-        return f"{percent:+.1f}%"
-    return f"{percent:+.2g}%"

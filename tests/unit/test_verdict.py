@@ -10,17 +10,14 @@ import pytest
 
 from pytest_flopbudget.baseline import BaselineStore
 from pytest_flopbudget.budget import parse_budget
-from pytest_flopbudget.check import (
-    Measurement,
-    evaluate,
-    format_pair,
-    format_percent,
-    format_value,
-    judge,
-    reason,
-)
+from pytest_flopbudget.formatting import format_pair, format_percent, format_value, reason
 from pytest_flopbudget.report import LayerCost, PhaseTotals, Report, SkippedOp
 from pytest_flopbudget.source import Source
+from pytest_flopbudget.verdict import (
+    Measurement,
+    evaluate,
+    judge,
+)
 
 
 def make_report(layers: dict[str, tuple[int, int, int]], skipped: dict[str, int] | None = None) -> Report:
@@ -187,7 +184,7 @@ def test_core_modules_import_neither_pytest_nor_torch() -> None:
     code = (
         "import sys\n"
         "import pytest_flopbudget.budget, pytest_flopbudget.config, pytest_flopbudget.baseline\n"
-        "import pytest_flopbudget.check, pytest_flopbudget.diff, pytest_flopbudget.targets\n"
+        "import pytest_flopbudget.verdict, pytest_flopbudget.diff, pytest_flopbudget.entries, pytest_flopbudget.run\n"
         "import pytest_flopbudget.reporters.terminal\n"
         "bad = [m for m in ('torch', 'pytest', '_pytest') if m in sys.modules]\n"
         "assert not bad, bad\n"

@@ -1,0 +1,85 @@
+"""Every figure and phrase the outputs share, in one place: counts with decimal prefixes (k, M, G, T, P) as budgets
+are written, metric values and titles, percentages, plurals, and the one-line failure reason, so the terminal,
+the CLI and every CI output print the same words."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .verdict import Verdict
+
+PREFIXES = (("P", 10**15), ("T", 10**12), ("G", 10**9), ("M", 10**6), ("k", 10**3))
+
+
+def format_count(value: float, unit: str = "", digits: int = 3) -> str:
+    """`8178368512` -> `8.18G`; `format_count(8.18e9, "FLOPs")` -> `8.18 GFLOPs`. Keeps `digits` significant digits."""
+    sign = "-" if value < 0 else ""
+    magnitude = abs(value)
+    for prefix, scale in PREFIXES:
+        if magnitude >= scale:
+            text = _significant(magnitude / scale, digits)
+            return f"{sign}{text} {prefix}{unit}" if unit else f"{sign}{text}{prefix}"
+    text = _significant(magnitude, digits) if magnitude != int(magnitude) else str(int(magnitude))
+    return f"{sign}{text} {unit}" if unit else f"{sign}{text}"
+
+
+def _significant(number: float, digits: int) -> str:
+    whole = len(str(int(number))) if number >= 1 else 1
+    return f"{number:.{max(digits - whole, 0)}f}"
+
+
+
+
+def format_value(value: int, metric: str, digits: int = 3) -> str:
+    """`8.52 GFLOPs`, `2.05 GMACs`, `25.6M params`, `3 skipped op calls`."""
+    if metric == "params":
+        return f"{format_count(value, digits=digits)} params"
+    if metric == "skipped":
+        return f"{value} skipped op call{'s' if value != 1 else ''}"
+    return format_count(value, "FLOPs" if metric == "flops" else "MACs", digits=digits)
+
+
+def format_pair(a: int, b: int, metric: str) -> tuple[str, str]:
+    """Format two values with enough digits that different values never print the same (8.301G vs 8.300G)."""
+    digits = 3
+    while True:
+        first, second = format_value(a, metric, digits), format_value(b, metric, digits)
+        if a == b or first != second or digits >= 20:
+            return first, second
+        digits += 1
+
+
+def format_percent(delta: int, base: int) -> str:
+    """`+2.7%`; small changes keep two significant digits (`+0.012%`) so they never read as `+0.0%`."""
+    if base == 0:
+        return "new" if delta else "+0.0%"
+    percent = 100.0 * delta / base
+    if percent == 0 or abs(percent) >= 0.1:
+        return f"{percent:+.1f}%"
+    return f"{percent:+.2g}%"
+
+
+def reason(verdict: Verdict) -> str:
+    """The one-line failure reason: `resnet50: 8.52 GFLOPs > budget 8.30 GFLOPs (+2.7%); baseline 8.18 GFLOPs`."""
+    violations = verdict.violations
+    if not violations:
+        return f"{verdict.name}: within budget"
+    clauses = [f.message for f in violations]
+    first = violations[0]
+    if first.kind == "ceiling" and first.baseline is not None and first.metric is not None:
+        clauses.append(f"baseline {format_value(first.baseline, first.metric)}")
+    return f"{verdict.name}: " + "; ".join(clauses)
+
+
+#: How each metric is named in tables and annotations.
+METRIC_TITLES = {"flops": "FLOPs", "macs": "MACs", "params": "params", "skipped": "skipped op calls"}
+
+
+def metric_title(metric: str | None) -> str:
+    return METRIC_TITLES.get(metric or "", metric or "")
+
+
+def plural(count: int, word: str, many: str | None = None) -> str:
+    """`1 model`, `3 models`, `2 issues`."""
+    return f"{count} {word if count == 1 else (many or word + 's')}"

@@ -1,0 +1,189 @@
+"""One check run, whichever front end started it: entries in, a `RunResult` out.
+
+The pytest plugin and the `flopbudget` CLI used to keep their own count -> judge -> baseline -> report pipelines,
+and they disagreed (a model whose target did not import was an error in one JSON report and missing from the
+other). Both now feed one `Run`: the CLI counts its entries in a loop, pytest counts one entry per item (and the
+fixture adds what marker tests count), xdist workers export what they recorded and the controller merges it. Then
+`finish()` judges every measurement, writes baselines on update, and returns the one `RunResult` every reporter
+reads. Nothing here prints or knows about pytest or argparse.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .base_ref import BudgetChange
+from .baseline import BaselineStore
+from .config import ModelEntry
+from .errors import BaselineError, FlopBudgetError
+from .source import Source, display_path
+from .verdict import FindingKind, Measurement, Verdict, judge
+
+EXIT_OK = 0
+EXIT_OVER_BUDGET = 1
+EXIT_ERROR = 2
+
+
+@dataclass(frozen=True)
+class ModelError:
+    """A model that could not be counted (its target does not import, its inputs are wrong, it raised): an error
+    in every output, never a silently missing row."""
+
+    name: str
+    message: str
+    origin: Source | None = None
+    nodeid: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        origin = self.origin.to_dict() if self.origin is not None else None
+        return {"name": self.name, "message": self.message, "origin": origin, "nodeid": self.nodeid}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> ModelError:
+        origin = Source.from_dict(data["origin"]) if data.get("origin") is not None else None
+        return cls(str(data["name"]), str(data["message"]), origin, data.get("nodeid"))
+
+
+@dataclass
+class RunResult:
+    """Everything one run found: what every reporter (terminal, GitHub, GitLab, JSON, Markdown) reads."""
+
+    verdicts: list[Verdict] = field(default_factory=list)
+    errors: list[ModelError] = field(default_factory=list)
+    changes: list[BudgetChange] = field(default_factory=list)
+    update: bool = False
+    written: list[str] = field(default_factory=list)
+    unchanged: list[str] = field(default_factory=list)
+    update_errors: list[str] = field(default_factory=list)
+    baseline_dir: str = ""
+
+    @property
+    def failed(self) -> list[Verdict]:
+        return [v for v in self.verdicts if not v.passed]
+
+    @property
+    def passed(self) -> bool:
+        return not self.failed and not self.errors
+
+    @property
+    def updated(self) -> list[str]:
+        """Models whose baseline this run recorded (written, or already equal)."""
+        return self.written + self.unchanged
+
+    @property
+    def exit_code(self) -> int:
+        """2 when something could not be checked (worse than an overrun: the answer is unknown), 1 on an overrun.
+
+        An update records the current state, so an overrun does not fail it; a baseline it could not write does.
+        """
+        if self.errors or self.update_errors:
+            return EXIT_ERROR
+        if self.failed and not self.update:
+            return EXIT_OVER_BUDGET
+        return EXIT_OK
+
+
+class Run:
+    """Collects the measurements and model errors of one run, from any number of places, then judges them once."""
+
+    def __init__(
+        self, store: BaselineStore, *, update: bool = False, changes: Sequence[BudgetChange] = ()
+    ) -> None:
+        self.store = store
+        self.update = update
+        self.changes = list(changes)
+        self.measurements: list[Measurement] = []
+        self.errors: list[ModelError] = []
+
+    # -- what goes in -------------------------------------------------------------------------------------------
+
+    def count(self, entry: ModelEntry, root: Path, nodeid: str | None = None) -> Measurement:
+        """Count one configured model and record it; a model that cannot be counted is recorded as a
+        `ModelError` and its `FlopBudgetError` re-raised, so the caller can fail its own item too."""
+        from .entries import count_entry
+
+        try:
+            report = count_entry(entry, root)
+        except FlopBudgetError as exc:
+            self.errors.append(ModelError(entry.name, str(exc), entry.source, nodeid))
+            raise
+        measurement = Measurement(entry.name, report, entry.budget, entry.source, nodeid)
+        self.measurements.append(measurement)
+        return measurement
+
+    def record(self, measurement: Measurement) -> None:
+        self.measurements.append(measurement)
+
+    def record_error(self, error: ModelError) -> None:
+        self.errors.append(error)
+
+    def judge(self, measurement: Measurement) -> Verdict:
+        return judge(measurement, self.store)
+
+    def fails(self, verdict: Verdict) -> bool:
+        """Whether this verdict fails its test or hook: under update only an unusable baseline does (it would
+        not be replaced)."""
+        if self.update:
+            return any(f.kind == FindingKind.BASELINE for f in verdict.violations)
+        return not verdict.passed
+
+    # -- pytest-xdist: workers export what they recorded, the controller merges it --------------------------------
+
+    def export(self) -> dict[str, Any]:
+        return {
+            "measurements": [m.to_dict() for m in self.measurements],
+            "errors": [e.to_dict() for e in self.errors],
+        }
+
+    def merge(self, data: Mapping[str, Any]) -> None:
+        self.measurements.extend(Measurement.from_dict(item) for item in data.get("measurements", []))
+        self.errors.extend(ModelError.from_dict(item) for item in data.get("errors", []))
+
+    # -- what comes out ---------------------------------------------------------------------------------------------
+
+    def finish(self) -> RunResult:
+        """Judge every measurement (against the baselines as they were before this run) and, on update, write
+        the baselines; the result is sorted so every front end lists the same models in the same order."""
+        measurements = sorted(self.measurements, key=lambda m: (m.name, m.nodeid or ""))
+        result = RunResult(
+            verdicts=[self.judge(m) for m in measurements],
+            errors=sorted(self.errors, key=lambda e: (e.name, e.nodeid or "")),
+            changes=list(self.changes),
+            update=self.update,
+            baseline_dir=display_path(str(self.store.directory)),
+        )
+        if self.update:
+            self._write_baselines(measurements, result)
+        return result
+
+    def _write_baselines(self, measurements: Sequence[Measurement], result: RunResult) -> None:
+        latest: dict[str, Measurement] = {}
+        for measurement in measurements:
+            previous = latest.get(measurement.name)
+            if previous is not None and previous.report.to_dict() != measurement.report.to_dict():
+                result.update_errors.append(
+                    f"flopbudget: {previous.nodeid} and {measurement.nodeid} both count {measurement.name!r} with "
+                    f"different results; the baseline keeps {measurement.nodeid}'s"
+                )
+            latest[measurement.name] = measurement
+        for name, measurement in sorted(latest.items()):
+            try:
+                changed = self.store.save(name, measurement.report)
+            except (BaselineError, OSError) as exc:
+                result.update_errors.append(f"flopbudget: baseline for {name!r} not written: {exc}")
+                continue
+            (result.written if changed else result.unchanged).append(name)
+
+
+def entry_nodeid(entry: ModelEntry, root: Path) -> str:
+    """The id pytest gives a pyproject model's item (`pyproject.toml::resnet50`), also used by the CLI so that
+    both front ends write the same reports."""
+    pyproject = Path(entry.source.file) if entry.source.file else root / "pyproject.toml"
+    try:
+        relative = pyproject.resolve().relative_to(root.resolve()).as_posix()
+    except ValueError:
+        relative = pyproject.name
+    return f"{relative}::{entry.name}"
