@@ -30,7 +30,7 @@ def count(
                 "an ONNX model takes input shapes as inputs={'name': [dims]}; positional example inputs, "
                 "forward keyword arguments and training=True apply to PyTorch models only"
             )
-        from .onnx_backend import count_onnx
+        from .onnx.backend import count_onnx
 
         return count_onnx(model, inputs=inputs)
     if inputs is not None:
@@ -40,7 +40,7 @@ def count(
             f"count() needs a torch.nn.Module, a path to an .onnx file or an onnx.ModelProto; "
             f"got {type(model).__name__} {model!r:.60}"
         )
-    from .torch_backend import count_torch
+    from .torch.backend import count_torch
 
     return count_torch(
         model, example_inputs, forward_kwargs, training=training, execution=execution, loss_fn=loss_fn

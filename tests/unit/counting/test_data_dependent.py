@@ -1,4 +1,5 @@
-"""Data-dependent sizes in fake mode (counting/data_dependent.py): invented routing, known values, upper bounds."""
+"""Data-dependent sizes in fake mode (counting/torch/data_dependent.py): invented routing, known values, upper
+bounds."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Nothing of a count stays in the caller's model: the count runs a private structural copy (counting/model_copy.py).
+"""Nothing of a count stays in the caller's model: the count runs a private structural copy
+(counting/torch/model_copy.py).
 
 Each escape found on public model zoos is reproduced here with a small model of the same shape, and every example
 model is walked attribute by attribute after counting it: no fake tensor, no new meta tensor, the same objects,
@@ -21,7 +22,7 @@ from examples.factories import resnet18_on_meta, resnet50_on_meta, vit_b_16_on_m
 from examples.resnet import resnet18  # noqa: E402
 from examples.vit import vit_tiny, vit_tiny_inputs  # noqa: E402
 from pytest_flopbudget import count  # noqa: E402
-from pytest_flopbudget.counting.model_copy import ModelCopy  # noqa: E402
+from pytest_flopbudget.counting.torch.model_copy import ModelCopy  # noqa: E402
 
 # --- the walker -------------------------------------------------------------------------------------------------
 

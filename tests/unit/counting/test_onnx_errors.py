@@ -60,7 +60,7 @@ def test_not_an_onnx_file(tmp_path, content):
 
 
 def test_not_a_model_object():
-    from pytest_flopbudget.counting.onnx_backend import count_onnx
+    from pytest_flopbudget.counting.onnx.backend import count_onnx
 
     with pytest.raises(CountingError, match=r"path to an \.onnx file or an onnx\.ModelProto"):
         count_onnx(42)

@@ -16,7 +16,7 @@ onnx = pytest.importorskip("onnx")
 from onnx import TensorProto, helper  # noqa: E402
 
 from pytest_flopbudget import count  # noqa: E402
-from pytest_flopbudget.counting.onnx_ops import ONNX_OPS, einsum_cost  # noqa: E402
+from pytest_flopbudget.counting.onnx.ops import ONNX_OPS, einsum_cost  # noqa: E402
 from pytest_flopbudget.counting.registry import FREE_OP  # noqa: E402
 
 F, U8, I8, I32, I64 = TensorProto.FLOAT, TensorProto.UINT8, TensorProto.INT8, TensorProto.INT32, TensorProto.INT64

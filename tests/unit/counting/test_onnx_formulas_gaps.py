@@ -16,7 +16,7 @@ from onnx import TensorProto, helper  # noqa: E402
 
 from pytest_flopbudget import count  # noqa: E402
 from pytest_flopbudget.counting import formulas as f  # noqa: E402
-from pytest_flopbudget.counting.onnx_ops import antialias_taps  # noqa: E402
+from pytest_flopbudget.counting.onnx.ops import antialias_taps  # noqa: E402
 
 F, I64 = TensorProto.FLOAT, TensorProto.INT64
 X = [2, 3, 4]  # 24 elements

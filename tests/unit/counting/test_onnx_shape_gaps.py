@@ -21,7 +21,7 @@ onnx = pytest.importorskip("onnx")
 from onnx import TensorProto, helper  # noqa: E402
 
 from pytest_flopbudget import count  # noqa: E402
-from pytest_flopbudget.counting.onnx_consts import ConstFolder  # noqa: E402
+from pytest_flopbudget.counting.onnx.consts import ConstFolder  # noqa: E402
 
 F, I64 = TensorProto.FLOAT, TensorProto.INT64
 

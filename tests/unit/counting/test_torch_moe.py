@@ -181,7 +181,7 @@ IMPLEMENTATION_IDS = ["default-grouped_mm", "batched_mm", "eager"]
 
 def fake_params() -> list[Any]:
     # every implementation counts in fake mode: grouped_mm in float32 through the bf16 meta fallback, the eager
-    # expert loop through invented round-robin routing (KnownValues in counting/data_dependent.py)
+    # expert loop through invented round-robin routing (KnownValues in counting/torch/data_dependent.py)
     return [
         pytest.param(name, impl, id=f"{name}-{impl_id}")
         for name in MODELS

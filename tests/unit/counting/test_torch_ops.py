@@ -18,7 +18,7 @@ from torch_op_helpers import Call  # noqa: E402
 
 from pytest_flopbudget import count  # noqa: E402
 from pytest_flopbudget.counting.registry import FREE_OP  # noqa: E402
-from pytest_flopbudget.counting.torch_ops import FREE_OPS, TORCH_OPS, op_key  # noqa: E402
+from pytest_flopbudget.counting.torch.ops import FREE_OPS, TORCH_OPS, op_key  # noqa: E402
 
 aten = torch.ops.aten
 

@@ -11,9 +11,9 @@ from collections.abc import Mapping, Sequence
 from math import prod
 from typing import Any
 
-from . import formulas as f
-from .formulas import Cost
-from .registry import FormulaRegistry
+from .. import formulas as f
+from ..formulas import Cost
+from ..registry import FormulaRegistry
 
 TORCH_OPS: FormulaRegistry[str] = FormulaRegistry("torch")
 register = TORCH_OPS.register

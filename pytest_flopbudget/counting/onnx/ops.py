@@ -15,10 +15,10 @@ from fractions import Fraction
 from math import floor, prod
 from typing import Callable, Union
 
-from . import formulas as f
-from .formulas import Cost
-from .onnx_node import NodeContext, UnknownShape
-from .registry import FormulaRegistry
+from .. import formulas as f
+from ..formulas import Cost
+from ..registry import FormulaRegistry
+from .node import NodeContext, UnknownShape
 
 ONNX_OPS: FormulaRegistry[tuple[str, str]] = FormulaRegistry("onnx")
 MS = "com.microsoft"

@@ -4,7 +4,7 @@ Exporters rarely write a trip count as a literal; a TorchScript loop over a tens
 `Shape -> Gather -> Loop`. With the input shapes bound, that count is static, and counting the body that many
 times is exact. Anything the folder cannot evaluate is dynamic, and the backend reports the loop as skipped.
 
-The same values feed the shape gap-filling pass (`onnx_shapes.complete_shapes`) wherever ONNX data propagation
+The same values feed the shape gap-filling pass (`shapes.complete_shapes`) wherever ONNX data propagation
 stops: shape vectors built with integer Div, the TorchScript `Where(Equal(shape, -1), ones, shape)` guard in front
 of `Expand`, `Range(axis, rank, 1)` reduction axes. `floats` reads (never computes) small float constants.
 """
@@ -15,8 +15,8 @@ import operator
 from math import prod
 from typing import Any, Callable
 
-from .onnx_graph import NodeInfo, index_nodes
-from .onnx_node import Dims, attribute_value
+from .graph import NodeInfo, index_nodes
+from .node import Dims, attribute_value
 
 MAX_DEPTH = 64
 MAX_VALUES = 4096
@@ -82,7 +82,7 @@ class ConstFolder:
         if tensor is None:
             node = self.producers.get(name)
             if node is not None and node.op_type == "Constant" and node.domain in ("", "ai.onnx"):
-                from .onnx_shapes import _constant_node_tensor
+                from .shapes import _constant_node_tensor
 
                 tensor = _constant_node_tensor(node)
             elif node is None and self.parent is not None:
@@ -107,7 +107,7 @@ class ConstFolder:
         op = node.op_type
         args = node.input
         if op == "Constant":
-            from .onnx_shapes import _constant_node_tensor
+            from .shapes import _constant_node_tensor
 
             tensor = _constant_node_tensor(node)
             return tensor_ints(tensor) if tensor is not None else None

@@ -1,7 +1,7 @@
 """Counting an ONNX model: load without weights, bind input dims, infer shapes, walk, attribute parameters.
 
 The pipeline is load (weights never read) -> bind input dims -> strict shape inference with data propagation on a
-light copy -> fill the shapes inference left open -> walk (`onnx_walk`). Every node that has compute but no
+light copy -> fill the shapes inference left open -> walk (`walk.py`). Every node that has compute but no
 formula, or whose shapes stay unknown, is a skipped-op entry with its reason; nothing counts as zero silently.
 Neither this module nor any module it imports imports torch, and onnx is imported only when a model is counted.
 """
@@ -15,16 +15,16 @@ from math import prod
 from pathlib import Path
 from typing import Any
 
-from ..errors import CountingError
-from ..report import LayerCost, PhaseTotals, Report
-from .onnx_consts import ConstFolder
-from .onnx_functions import spell_out_function_defaults
-from .onnx_graph import NodeInfo, all_nodes, index_nodes, topological_order
-from .onnx_inputs import bind_inputs
-from .onnx_load import load_model, opset_versions
-from .onnx_names import ModulePaths, module_of_parameter
-from .onnx_shapes import Scope, complete_shapes, constant_tensors, infer, light_model
-from .onnx_walk import Tally, Walker
+from ...errors import CountingError
+from ...report import LayerCost, PhaseTotals, Report
+from .consts import ConstFolder
+from .functions import spell_out_function_defaults
+from .graph import NodeInfo, all_nodes, index_nodes, topological_order
+from .inputs import bind_inputs
+from .load import load_model, opset_versions
+from .names import ModulePaths, module_of_parameter
+from .shapes import Scope, complete_shapes, constant_tensors, infer, light_model
+from .walk import Tally, Walker
 
 #: Initializer element types that hold indices or shapes, never weights.
 NON_PARAMETER_TYPES = {7, 8, 9, 13}  # INT64, STRING, BOOL, UINT64
@@ -216,7 +216,7 @@ def _describe_input(onnx: Any, vi: Any, shapes: dict[str, tuple[int, ...]]) -> d
 
 
 def _versions(onnx: Any, proto: Any) -> dict[str, str]:
-    from .. import __version__
+    from ... import __version__
 
     opsets = ",".join(f"{entry.domain or 'ai.onnx'}:{entry.version}" for entry in proto.opset_import)
     producer = f"{proto.producer_name} {proto.producer_version}".strip()

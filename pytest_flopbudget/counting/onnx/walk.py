@@ -3,7 +3,7 @@
 `If` counts its costlier branch (the taken one when the condition folds to a constant); `Loop` and `Scan` count
 their body once per iteration when the trip count is static, after re-inferring the body with the real input
 shapes; a loop whose trip count is dynamic is reported as skipped rather than guessed. An op without a formula
-whose ONNX schema defines it by a function body is counted through that body (`onnx_functions`).
+whose ONNX schema defines it by a function body is counted through that body (`functions.py`).
 """
 
 from __future__ import annotations
@@ -12,17 +12,17 @@ from dataclasses import dataclass, field
 from math import prod
 from typing import Any, Callable
 
-from ..errors import CountingError
-from ..report import LayerCost, SkippedOp
-from .formulas import Cost
-from .onnx_consts import ConstFolder
-from .onnx_functions import expand_node, get_schema, has_body
-from .onnx_graph import NodeInfo, index_nodes, topological_order
-from .onnx_names import ModulePaths, module_of_parameter
-from .onnx_node import NodeContext, UnknownShape
-from .onnx_ops import ONNX_OPS, op_label
-from .onnx_shapes import Scope, complete_shapes, constant_tensors, infer, infer_body
-from .registry import FREE_OP
+from ...errors import CountingError
+from ...report import LayerCost, SkippedOp
+from ..formulas import Cost
+from ..registry import FREE_OP
+from .consts import ConstFolder
+from .functions import expand_node, get_schema, has_body
+from .graph import NodeInfo, index_nodes, topological_order
+from .names import ModulePaths, module_of_parameter
+from .node import NodeContext, UnknownShape
+from .ops import ONNX_OPS, op_label
+from .shapes import Scope, complete_shapes, constant_tensors, infer, infer_body
 
 #: Domains whose operators are known (to onnx or to us); anything else is reported as an unknown domain.
 KNOWN_DOMAINS = {

@@ -20,16 +20,16 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten, tree_map
 
-from ..errors import CountingError
-from ..report import EstimatedOp, LayerCost, PhaseTotals, Report, SkippedOp
+from ...errors import CountingError
+from ...report import EstimatedOp, LayerCost, PhaseTotals, Report, SkippedOp
+from ..formulas import Cost
+from ..registry import FREE_OP
 from .data_dependent import BOUND_RULE, ROUTING_RULE, KnownValues, UpperBounds
 from .fake_fallbacks import FAKE_FALLBACKS
-from .formulas import Cost
 from .model_copy import ModelCopy
 from .module_paths import ModulePathTracker
-from .registry import FREE_OP
+from .ops import SAME_SHAPE_INPLACE, TORCH_OPS, op_key
 from .shape_memo import ShapeMemo
-from .torch_ops import SAME_SHAPE_INPLACE, TORCH_OPS, op_key
 
 _SCHEMA_NAMES: dict[Any, list[tuple[str, bool, Any]]] = {}
 
@@ -563,7 +563,7 @@ def _describe(value: Any) -> Any:
 
 
 def _tool_version() -> dict[str, str]:
-    from .. import __version__
+    from ... import __version__
 
     return {"pytest-flopbudget": __version__}
 

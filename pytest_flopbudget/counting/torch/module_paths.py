@@ -14,7 +14,7 @@ from typing import Any
 
 import torch
 
-from ..report import ROOT
+from ...report import ROOT
 
 
 class ModulePathTracker:

@@ -20,9 +20,9 @@ from collections.abc import Iterable, Sequence
 from math import prod
 from typing import Any, Callable
 
-from ..errors import CountingError
-from .onnx_graph import NodeInfo, free_names, normalize_domain
-from .onnx_node import Dims, NodeContext, UnknownShape, attribute_value
+from ...errors import CountingError
+from .graph import NodeInfo, free_names, normalize_domain
+from .node import Dims, NodeContext, UnknownShape, attribute_value
 
 #: Initializers with at most this many elements keep their data in the light model (shape inference may read them).
 SMALL_INITIALIZER = 1024
@@ -222,7 +222,7 @@ def _ms_matmul_shape(n: NodeContext) -> list[tuple[int, ...]]:
         a[-1], a[-2] = a[-2], a[-1]
     if n.attr("transB", 0):
         b[-1], b[-2] = b[-2], b[-1]
-    from .onnx_ops import broadcast
+    from .ops import broadcast
 
     batch = broadcast(a[:-2], b[:-2])
     return [(*batch, a[-2], b[-1])]
@@ -269,7 +269,7 @@ def _ms_global_pool_shape(n: NodeContext) -> list[tuple[int, ...]]:
 
 def _ms_broadcast_shape(first: int, second: int) -> Callable[[NodeContext], list[tuple[int, ...]]]:
     def rule(n: NodeContext) -> list[tuple[int, ...]]:
-        from .onnx_ops import broadcast
+        from .ops import broadcast
 
         return [broadcast(n.input_shape(first), n.input_shape(second))]
 
