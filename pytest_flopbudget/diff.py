@@ -12,23 +12,13 @@ from dataclasses import dataclass
 
 from .report import Report
 
+#: The metrics a per-layer diff is shown for.
+DIFF_METRICS = ("flops", "macs", "params", "skipped")
+
 
 def metric_value(report: Report, metric: str) -> int:
-    """The report's total for one metric: `flops`, `macs`, `params` or `skipped` (skipped op calls)."""
-    if metric == "skipped":
-        return report.skipped_calls
-    if metric in ("flops", "macs", "params"):
-        return int(getattr(report, metric))
-    raise ValueError(f"unknown metric {metric!r}")
-
-
-def layer_values(report: Report, metric: str) -> dict[str, int]:
-    """Layer path -> exclusive value of `metric` for every layer the report lists."""
-    if metric == "skipped":
-        return {path: sum(cost.skipped.values()) for path, cost in report.layers.items()}
-    if metric not in ("flops", "macs", "params"):
-        raise ValueError(f"unknown metric {metric!r}")
-    return {path: int(getattr(cost, metric)) for path, cost in report.layers.items()}
+    """The report's total for one metric (kept for callers; `Report.metric` is the accessor)."""
+    return report.metric(metric)
 
 
 @dataclass(frozen=True)
@@ -86,19 +76,19 @@ class LayerDiff:
 
 def diff_layers(baseline: Report, now: Report, metric: str = "flops") -> LayerDiff:
     """Compare `now` with `baseline` layer by layer on `metric`; unchanged layers are left out."""
-    old = layer_values(baseline, metric)
-    new = layer_values(now, metric)
+    old = baseline.layer_metric(metric)
+    new = now.layer_metric(metric)
     changes = []
     for path in sorted(old.keys() | new.keys()):
         change = LayerChange(path, old.get(path), new.get(path))
         if change.delta != 0:
             changes.append(change)
     changes.sort(key=lambda c: (-abs(c.delta), c.path))
-    return LayerDiff(metric, tuple(changes), metric_value(baseline, metric), metric_value(now, metric))
+    return LayerDiff(metric, tuple(changes), baseline.metric(metric), now.metric(metric))
 
 
 def top_layers(report: Report, metric: str = "flops", n: int = 15) -> list[tuple[str, int]]:
     """The `n` most expensive layers on `metric` (exclusive costs), for a failure with no baseline to diff."""
-    values = [(path, value) for path, value in layer_values(report, metric).items() if value]
+    values = [(path, value) for path, value in report.layer_metric(metric).items() if value]
     values.sort(key=lambda item: (-item[1], item[0]))
     return values[:n]

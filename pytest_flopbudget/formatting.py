@@ -75,6 +75,11 @@ def reason(verdict: Verdict) -> str:
 #: How each metric is named in tables and annotations.
 METRIC_TITLES = {"flops": "FLOPs", "macs": "MACs", "params": "params", "skipped": "skipped op calls"}
 
+#: The command that records new baselines, as each front end tells it.
+CLI_UPDATE_HINT = "`flopbudget check --update`"
+PYTEST_UPDATE_HINT = "`pytest --flopbudget-update`"
+ANY_UPDATE_HINT = f"{CLI_UPDATE_HINT} or {PYTEST_UPDATE_HINT}"
+
 
 def metric_title(metric: str | None) -> str:
     return METRIC_TITLES.get(metric or "", metric or "")

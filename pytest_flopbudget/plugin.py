@@ -1,9 +1,10 @@
 """pytest plugin (entry point `pytest11`): the `flop_budget` marker, the `flopbudget` fixture, pyproject model items.
 
-Thin by design: hooks gather what was counted and where it was declared, and the core (`check`, `baseline`,
-`reporters.terminal`) judges and formats, so the CLI gives the same verdicts. Under pytest-xdist the workers
-count and judge (a test must fail on the worker that ran it) and send their measurements through `workeroutput`;
-only the controller writes baselines and prints the summary, so parallel workers never race on a file.
+Thin by design, as syrupy's hooks forward to its session: every hook forwards to one `run.Run` (the same one the
+CLI uses), which counts pyproject models, records what marker tests count and the models that could not be
+counted, judges, writes baselines and returns the `RunResult` every reporter reads. Under pytest-xdist the
+workers count and judge (a test must fail on the worker that ran it) and export their run through `workeroutput`;
+only the controller merges, writes baselines and prints, so parallel workers never race on a file.
 """
 
 from __future__ import annotations
@@ -21,16 +22,17 @@ import pytest
 from .baseline import BaselineStore
 from .budget import Budget, parse_budget
 from .config import ModelEntry, Settings, load_settings
-from .errors import BaselineError, FlopBudgetError
-from .formatting import reason
+from .errors import FlopBudgetError
+from .formatting import PYTEST_UPDATE_HINT, reason
 from .report import Report
 from .reporters import ci, terminal
-from .source import Source, display_path
-from .verdict import Measurement, Verdict, judge
+from .run import Run, RunResult
+from .source import Source
+from .verdict import Measurement
 
-UPDATE_HINT = "`pytest --flopbudget-update`"
+UPDATE_HINT = PYTEST_UPDATE_HINT
 SECTION = "flopbudget per-layer diff"
-_WORKER_KEY = "flopbudget_measurements"
+_WORKER_KEY = "flopbudget_run"
 
 
 def flop_budget(
@@ -224,11 +226,8 @@ class FlopBudgetPlugin:
         base = config.invocation_params.dir / directory if directory else settings.baseline_dir
         self.store = BaselineStore(base)
         self.is_worker = hasattr(config, "workerinput")
-        self.measurements: list[Measurement] = []
-        self.verdicts: list[Verdict] = []
-        self.written: list[str] = []
-        self.unchanged: list[str] = []
-        self.update_errors: list[str] = []
+        self.run = Run(self.store, update=self.update)
+        self.result: RunResult | None = None
         try:
             specs = config.getoption("flopbudget_report") or config.getini("flopbudget_report")
             self.report_specs = ci.resolve_specs(specs)
@@ -315,8 +314,8 @@ class FlopBudgetPlugin:
                 )
             return
         measurement = Measurement(state.name, state.report, state.budget or Budget(), state.origin, item.nodeid)
-        verdict = self.judge(measurement)
-        self.measurements.append(measurement)
+        verdict = self.run.judge(measurement)
+        self.run.record(measurement)
         if state.budget is None:
             item.warn(
                 FlopBudgetWarning(
@@ -324,7 +323,7 @@ class FlopBudgetPlugin:
                     f"@pytest.mark.flop_budget: nothing was checked"
                 )
             )
-        if report.passed and self._fails(verdict):
+        if report.passed and self.run.fails(verdict):
             _fail(report, reason(verdict), terminal.details(verdict, update_hint=UPDATE_HINT))
 
     def _marker_budget(self, item: pytest.Item, marker: pytest.Mark, origin: Source) -> tuple[str, Budget]:
@@ -358,84 +357,48 @@ class FlopBudgetPlugin:
             )
         return name or default_name(item.nodeid), budget
 
-    # -- judging and recording -----------------------------------------------------------------------------------
-
-    def judge(self, measurement: Measurement) -> Verdict:
-        return judge(measurement, self.store)
-
-    def _fails(self, verdict: Verdict) -> bool:
-        """Under --flopbudget-update only an unusable baseline fails (it would not be replaced)."""
-        if self.update:
-            return any(f.kind == "baseline" for f in verdict.violations)
-        return not verdict.passed
+    # -- pyproject models ----------------------------------------------------------------------------------------
 
     def run_model(self, item: ModelItem) -> None:
-        from .entries import count_entry
-
-        entry = item.entry
         try:
-            report = count_entry(entry, self.settings.root)
-        except FlopBudgetError as exc:
+            measurement = self.run.count(item.entry, self.settings.root, item.nodeid)
+        except FlopBudgetError as exc:  # recorded in the run: an error in every output, not a missing row
             raise _Failure(str(exc)) from None
-        measurement = Measurement(entry.name, report, entry.budget, entry.source, item.nodeid)
-        self.measurements.append(measurement)
-        verdict = self.judge(measurement)
-        if self._fails(verdict):
+        verdict = self.run.judge(measurement)
+        if self.run.fails(verdict):
             raise _Failure(reason(verdict), terminal.details(verdict, update_hint=UPDATE_HINT))
 
     # -- end of session: workers send, the controller writes baselines and reports --------------------------------
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node: Any, error: Any) -> None:
-        """xdist controller: collect the measurements a worker made."""
+        """xdist controller: merge what a worker recorded."""
         data = getattr(node, "workeroutput", {}).get(_WORKER_KEY)
         if data:
-            self.measurements.extend(Measurement.from_dict(item) for item in json.loads(data))
+            self.run.merge(json.loads(data))
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         if self.is_worker:
-            self.config.workeroutput[_WORKER_KEY] = json.dumps([m.to_dict() for m in self.measurements])
+            self.config.workeroutput[_WORKER_KEY] = json.dumps(self.run.export())
             return
-        self.verdicts = [self.judge(m) for m in self.measurements]
-        if self.update:
-            self._write_baselines()
-        elif self.config_error is None:
+        result = self.result = self.run.finish()
+        if not self.update and self.config_error is None:
             # CI outputs (annotations, job summary, GitLab/JSON files): once, from the controller only
-            result = ci.emit(self.verdicts, self.report_specs, stream=sys.stdout, update_hint=UPDATE_HINT)
-            self.update_errors.extend(result.errors)
-        if self.update_errors and session.exitstatus == pytest.ExitCode.OK:
+            emitted = ci.emit(result, self.report_specs, stream=sys.stdout, update_hint=UPDATE_HINT)
+            result.update_errors.extend(emitted.errors)
+        if result.update_errors and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
-    def _write_baselines(self) -> None:
-        latest: dict[str, Measurement] = {}
-        for measurement in sorted(self.measurements, key=lambda m: (m.name, m.nodeid or "")):
-            previous = latest.get(measurement.name)
-            if previous is not None and previous.report.to_dict() != measurement.report.to_dict():
-                self.update_errors.append(
-                    f"flopbudget: {previous.nodeid} and {measurement.nodeid} both count {measurement.name!r} with "
-                    f"different results; the baseline keeps {measurement.nodeid}'s"
-                )
-            latest[measurement.name] = measurement
-        for name, measurement in sorted(latest.items()):
-            try:
-                changed = self.store.save(name, measurement.report)
-            except (BaselineError, OSError) as exc:
-                self.update_errors.append(f"flopbudget: baseline for {name!r} not written: {exc}")
-                continue
-            (self.written if changed else self.unchanged).append(name)
-
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
-        if self.is_worker or not (self.verdicts or self.update_errors):
+        result = self.result
+        if self.is_worker or result is None:
+            return
+        lines = terminal.run_summary(result)
+        if not (result.verdicts or result.update_errors or result.errors):
             return
         terminalreporter.write_sep("-", "flopbudget")
-        updated = self.written + self.unchanged
-        for line in terminal.summary_lines(self.verdicts, updated=updated, update_errors=self.update_errors):
+        for line in lines:
             terminalreporter.write_line(line)
-        if self.update:
-            directory = display_path(str(self.store.directory))
-            terminalreporter.write_line(
-                f"baselines in {directory}: {len(self.written)} written, {len(self.unchanged)} unchanged"
-            )
 
 
 # -- pyproject items -------------------------------------------------------------------------------------------------

@@ -146,6 +146,20 @@ class Report:
     def skipped_calls(self) -> int:
         return sum(op.calls for op in self.skipped_ops.values())
 
+    def metric(self, metric: str) -> int:
+        """The total of one budget metric: `flops`, `macs`, `params` or `skipped` (op calls not counted)."""
+        if metric == "skipped":
+            return self.skipped_calls
+        if metric in ("flops", "macs", "params"):
+            return int(getattr(self, metric))
+        raise ValueError(f"unknown metric {metric!r}; expected flops, macs, params or skipped")
+
+    def layer_metric(self, metric: str) -> dict[str, int]:
+        """One metric per layer (exclusive of children); `skipped` counts op calls."""
+        if metric == "skipped":
+            return {path: sum(cost.skipped.values()) for path, cost in self.layers.items()}
+        return {path: int(getattr(cost, metric)) for path, cost in self.layers.items()}
+
     def tree(self, depth: int | None = None) -> dict[str, LayerCost]:
         """Costs rolled up to module paths at most `depth` components deep (inclusive of children).
 

@@ -165,7 +165,7 @@ class Run:
             previous = latest.get(measurement.name)
             if previous is not None and previous.report.to_dict() != measurement.report.to_dict():
                 result.update_errors.append(
-                    f"flopbudget: {previous.nodeid} and {measurement.nodeid} both count {measurement.name!r} with "
+                    f"{previous.nodeid} and {measurement.nodeid} both count {measurement.name!r} with "
                     f"different results; the baseline keeps {measurement.nodeid}'s"
                 )
             latest[measurement.name] = measurement
@@ -173,7 +173,7 @@ class Run:
             try:
                 changed = self.store.save(name, measurement.report)
             except (BaselineError, OSError) as exc:
-                result.update_errors.append(f"flopbudget: baseline for {name!r} not written: {exc}")
+                result.update_errors.append(f"baseline for {name!r} not written: {exc}")
                 continue
             (result.written if changed else result.unchanged).append(name)
 

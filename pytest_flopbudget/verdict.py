@@ -14,7 +14,7 @@ from typing import Any
 
 from .baseline import BaselineStore
 from .budget import GROWTH_METRICS, METRICS, Budget
-from .diff import LayerDiff, diff_layers, metric_value
+from .diff import LayerDiff, diff_layers
 from .errors import BaselineError
 from .formatting import format_pair, format_percent
 from .report import Report
@@ -137,10 +137,10 @@ class Verdict:
         return not self.violations
 
     def value(self, metric: str) -> int:
-        return metric_value(self.report, metric)
+        return self.report.metric(metric)
 
     def baseline_value(self, metric: str) -> int | None:
-        return metric_value(self.baseline, metric) if self.baseline is not None else None
+        return self.baseline.metric(metric) if self.baseline is not None else None
 
     def delta(self, metric: str) -> int | None:
         """Change against the baseline; None without a baseline."""
@@ -189,9 +189,9 @@ def evaluate(
         findings.append(Finding(ERROR, FindingKind.BASELINE, baseline_error, source=origin))
     for metric in METRICS:
         limit = budget.limit(metric)
-        now = metric_value(report, metric)
+        now = report.metric(metric)
         if limit is not None and now > limit.value:
-            old = metric_value(baseline, metric) if baseline is not None else None
+            old = baseline.metric(metric) if baseline is not None else None
             message = _ceiling_message(metric, now, limit.value)
             findings.append(
                 Finding(
@@ -236,8 +236,8 @@ def _growth_findings(measurement: Measurement, baseline: Report | None) -> list[
     increase = budget.max_increase
     findings = []
     for metric in GROWTH_METRICS:
-        old = metric_value(baseline, metric)
-        now = metric_value(measurement.report, metric)
+        old = baseline.metric(metric)
+        now = measurement.report.metric(metric)
         if now <= old:
             continue
         limit = budget.limit(metric)

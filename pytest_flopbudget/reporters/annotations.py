@@ -18,6 +18,7 @@ from ..budget import UNIT_NAMES
 from ..diff import LayerChange
 from ..formatting import format_count, format_percent, format_value
 from ..report import ROOT
+from ..run import ModelError
 from ..source import Source
 from ..verdict import ERROR, WARNING, Finding, Verdict
 from .terminal import ROOT_LABEL
@@ -56,17 +57,8 @@ class Annotation:
         return (0 if self.level == ERROR else 1, self.rank, self.model, self.metric or "", self.message)
 
 
-@dataclass(frozen=True)
-class Unchecked:
-    """A model that could not be counted or judged: `message` says why, `source` is where the model is declared."""
-
-    name: str
-    message: str
-    source: Source | None = None
-
-
 def collect(
-    verdicts: Iterable[Verdict], changes: Iterable[BudgetChange] = (), unchecked: Iterable[Unchecked] = ()
+    verdicts: Iterable[Verdict], changes: Iterable[BudgetChange] = (), unchecked: Iterable[ModelError] = ()
 ) -> list[Annotation]:
     """Every annotation for `verdicts`, `changes` and `unchecked` models, errors first, most important first."""
     found = [annotation for verdict in verdicts for annotation in from_verdict(verdict)]
@@ -99,12 +91,12 @@ def from_change(change: BudgetChange) -> Annotation:
     )
 
 
-def from_unchecked(model: Unchecked) -> Annotation:
+def from_unchecked(model: ModelError) -> Annotation:
     """A model that could not be checked at all (its target does not import, it raised): an error first of all.
 
     Its cost is unknown, which is worse than an overrun, so it sorts before every overrun.
     """
-    source = model.source or Source()
+    source = model.origin or Source()
     return Annotation(
         level=ERROR,
         kind="unchecked",

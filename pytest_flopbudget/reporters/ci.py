@@ -1,8 +1,9 @@
 """The one entry point both front ends call for CI output: parse `--report` specs, then `emit` them.
 
-The pytest plugin (`--flopbudget-report=SPEC`) and the CLI (`flopbudget check --report SPEC`) hand over their
-verdicts (and the `--base-ref` budget changes) and get the same GitHub annotations, job summary, GitLab Code
-Quality file and JSON results. Specs are checked before any model is counted, so a typo fails in a second
+The pytest plugin (`--flopbudget-report=SPEC`) and the CLI (`flopbudget check --report SPEC`) hand over the same
+`RunResult` and get the same GitHub annotations, job summary, GitLab Code Quality file and JSON results: each
+output is one module implementing `Output` (reporters/output.py), looked up by kind in `OUTPUTS`. Specs are
+checked before any model is counted, so a typo fails in a second
 rather than after a long run. Writing is best-effort per output: one unwritable path is reported in
 `EmitResult.errors` and does not stop the others.
 """
@@ -13,15 +14,20 @@ import os
 import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Protocol
 
-from ..base_ref import BudgetChange
-from ..baseline import write_atomic
 from ..errors import ConfigError
-from ..verdict import Verdict
+from ..run import RunResult
 from . import github, gitlab, json_report, markdown
-from .annotations import Annotation, Unchecked, collect
+from .annotations import collect
+from .output import Findings, Output, OutputContext, SupportsWrite
+
+#: Every output by spec kind: one module each, all written through the `Output` interface.
+OUTPUTS: dict[str, Output] = {
+    "github": github.GitHubOutput(),
+    "gitlab": gitlab.GitLabOutput(),
+    "json": json_report.JsonOutput(),
+    "markdown": markdown.MarkdownOutput(),
+}
 
 #: Spec kinds that take a path (`gitlab:PATH`) and those that must not.
 PATH_KINDS = ("gitlab", "json", "markdown")
@@ -36,12 +42,8 @@ DEFAULT_UPDATE_HINT = "`flopbudget check --update` or `pytest --flopbudget-updat
 
 
 __all__ = [
-    "SPEC_HELP", "EmitResult", "ReportSpec", "ReportSpecError", "Unchecked", "emit", "parse_spec", "resolve_specs",
+    "SPEC_HELP", "EmitResult", "ReportSpec", "ReportSpecError", "emit", "parse_spec", "resolve_specs",
 ]  # fmt: skip
-
-
-class SupportsWrite(Protocol):
-    def write(self, text: str, /) -> object: ...
 
 
 class ReportSpecError(ConfigError):
@@ -109,18 +111,16 @@ def resolve_specs(values: Iterable[str], env: Mapping[str, str] | None = None) -
 
 
 def emit(
-    verdicts: Sequence[Verdict],
+    result: RunResult,
     specs: Sequence[ReportSpec],
     *,
-    changes: Sequence[BudgetChange] = (),
-    unchecked: Sequence[Unchecked] = (),
     workspace: str | os.PathLike[str] | None = None,
     env: Mapping[str, str] | None = None,
     stream: SupportsWrite | None = None,
     update_hint: str = DEFAULT_UPDATE_HINT,
 ) -> EmitResult:
-    """Produce every output in `specs` for `verdicts`, the `--base-ref` `changes` and the `unchecked` models
-    (those that could not be counted: they are errors in every output, not silently missing rows).
+    """Produce every output in `specs` for one run's result: its verdicts, its `--base-ref` budget changes and
+    the models that could not be counted (errors in every output, not silently missing rows).
 
     `github` prints workflow commands to `stream` (default: stdout) and appends the job summary to
     `$GITHUB_STEP_SUMMARY` when that is set; the file kinds write their PATH (relative to the current
@@ -131,75 +131,25 @@ def emit(
     """
     env = os.environ if env is None else env
     out = sys.stdout if stream is None else stream
-    result = EmitResult()
-    annotations = collect(verdicts, changes, unchecked)
-    findings = _Findings(verdicts, changes, unchecked, annotations)
+    emitted = EmitResult()
+    findings = Findings(result, collect(result.verdicts, result.changes, result.errors))
     for spec in specs:
-        root = _root(spec.kind, workspace, env)
+        output = OUTPUTS[spec.kind]
+        context = OutputContext(_root(output.workspace_variables, workspace, env), env, out, update_hint)
         try:
-            if spec.kind == "github":
-                _github(findings, root, env, out, update_hint, result)
-            elif spec.kind == "gitlab":
-                assert spec.path is not None
-                n = gitlab.write_code_quality(annotations, spec.path, root=root)
-                result.written.append(f"GitLab Code Quality report: {spec.path} ({n} issue{'s' if n != 1 else ''})")
-            elif spec.kind == "json":
-                assert spec.path is not None
-                json_report.write_results(verdicts, spec.path, changes, unchecked, root=root)
-                n = len(verdicts)
-                result.written.append(f"JSON results: {spec.path} ({n} model{'s' if n != 1 else ''})")
-            elif spec.kind == "markdown":
-                assert spec.path is not None
-                text = markdown.summary(verdicts, changes, unchecked, update_hint=update_hint, workspace=root)
-                write_atomic(Path(spec.path), text)
-                result.written.append(f"Markdown summary: {spec.path}")
+            emitted.written.extend(output.write(findings, spec.path, context))
         except OSError as exc:
-            result.errors.append(f"flopbudget: cannot write the {spec.kind} report {spec}: {exc}")
-    return result
+            emitted.errors.append(f"flopbudget: cannot write the {spec.kind} report {spec}: {exc}")
+    return emitted
 
 
 # -- helpers ---------------------------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class _Findings:
-    verdicts: Sequence[Verdict]
-    changes: Sequence[BudgetChange]
-    unchecked: Sequence[Unchecked]
-    annotations: Sequence[Annotation]
-
-
-def _github(
-    findings: _Findings, root: str, env: Mapping[str, str], out: SupportsWrite, update_hint: str, result: EmitResult
-) -> None:
-    if not findings.verdicts and not findings.changes and not findings.unchecked:
-        return
-    lines = github.workflow_commands(findings.annotations, workspace=root)
-    if lines:
-        # A command is only recognised at the start of a line, and the caller's output may end mid-line (pytest's
-        # progress `[100%]` has no newline yet at session finish): start on a fresh line.
-        out.write("\n" + "".join(line + "\n" for line in lines))
-    summary_path = env.get("GITHUB_STEP_SUMMARY")
-    if summary_path:
-        room = markdown.room_left(summary_path)
-        if room < markdown.MIN_ROOM:
-            result.written.append("GitHub job summary skipped: this step's summary is already at GitHub's limit")
-            return
-        text = markdown.summary(
-            findings.verdicts, findings.changes, findings.unchecked, update_hint=update_hint, workspace=root,
-            max_bytes=room,
-        )  # fmt: skip
-        markdown.append_step_summary(summary_path, text)
-        result.written.append("GitHub job summary")
-
-
-def _root(kind: str, workspace: str | os.PathLike[str] | None, env: Mapping[str, str]) -> str:
+def _root(names: Sequence[str], workspace: str | os.PathLike[str] | None, env: Mapping[str, str]) -> str:
     """The directory report paths are relative to: explicit, else the CI system's checkout, else the cwd."""
     if workspace is not None:
         return os.fspath(workspace)
-    names = {"github": ("GITHUB_WORKSPACE",), "gitlab": ("CI_PROJECT_DIR",)}.get(
-        kind, ("GITHUB_WORKSPACE", "CI_PROJECT_DIR")
-    )
     for name in names:
         if env.get(name):
             return env[name]

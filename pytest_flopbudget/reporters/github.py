@@ -16,6 +16,7 @@ import os
 from collections.abc import Sequence
 
 from .annotations import Annotation, relative_path
+from .output import Findings, OutputContext
 
 #: GitHub's per-step limit for each of error, warning and notice annotations.
 MAX_PER_LEVEL = 10
@@ -97,3 +98,30 @@ def _plain_line(annotation: Annotation, workspace: str | os.PathLike[str]) -> st
     where = f"{file}:{annotation.source_line}: " if file and annotation.source_line else (f"{file}: " if file else "")
     one_line = annotation.text.replace("\r", "\\r").replace("\n", "\\n")
     return f"flopbudget: {annotation.level}: {where}{one_line}"
+
+
+class GitHubOutput:
+    """`github`: workflow commands on the step's output and the job summary in `$GITHUB_STEP_SUMMARY`."""
+
+    workspace_variables = ("GITHUB_WORKSPACE",)
+
+    def write(self, findings: Findings, path: str | None, context: OutputContext) -> list[str]:
+        from . import markdown
+
+        if findings.empty:
+            return []
+        lines = workflow_commands(findings.annotations, workspace=context.root)
+        if lines:
+            # A command is only recognised at the start of a line, and the caller's output may end mid-line
+            # (pytest's progress `[100%]` has no newline yet at session finish): start on a fresh line.
+            context.stream.write("\n" + "".join(line + "\n" for line in lines))
+        summary_path = context.env.get("GITHUB_STEP_SUMMARY")
+        if not summary_path:
+            return []
+        room = markdown.room_left(summary_path)
+        if room < markdown.MIN_ROOM:
+            return ["GitHub job summary skipped: this step's summary is already at GitHub's limit"]
+        text = markdown.summary_of(findings.result, update_hint=context.update_hint, workspace=context.root,
+                                   max_bytes=room)  # fmt: skip
+        markdown.append_step_summary(summary_path, text)
+        return ["GitHub job summary"]

@@ -18,7 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from ..baseline import write_atomic
+from ..formatting import plural
 from .annotations import Annotation, relative_path
+from .output import Findings, OutputContext
 
 #: Finding kind -> Code Quality severity. A broken budget fails the pipeline: critical, as a failing check.
 SEVERITY = {
@@ -103,3 +105,14 @@ def _unique(fingerprint: str, annotation: Annotation, seen: set[str]) -> str:
 def _description(annotation: Annotation) -> str:
     """The one-line message, then the layer hint after `; ` (the widget shows one line per issue)."""
     return "; ".join((annotation.message, *annotation.details))
+
+
+class GitLabOutput:
+    """`gitlab:PATH`: a Code Quality report, one issue per model and kind."""
+
+    workspace_variables = ("CI_PROJECT_DIR",)
+
+    def write(self, findings: Findings, path: str | None, context: OutputContext) -> list[str]:
+        assert path is not None
+        n = write_code_quality(findings.annotations, path, root=context.root)
+        return [f"GitLab Code Quality report: {path} ({plural(n, 'issue')})"]

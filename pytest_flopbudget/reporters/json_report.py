@@ -19,10 +19,12 @@ from .. import __version__
 from ..base_ref import BudgetChange
 from ..baseline import write_atomic
 from ..budget import METRICS
-from ..formatting import reason
+from ..formatting import plural, reason
+from ..run import ModelError
 from ..source import Source
 from ..verdict import Finding, Verdict
-from .annotations import Unchecked, relative_path
+from .annotations import relative_path
+from .output import Findings, OutputContext
 
 RESULTS_FORMAT = "pytest-flopbudget/results/1"
 
@@ -30,7 +32,7 @@ RESULTS_FORMAT = "pytest-flopbudget/results/1"
 def results(
     verdicts: Sequence[Verdict],
     changes: Sequence[BudgetChange] = (),
-    unchecked: Sequence[Unchecked] = (),
+    unchecked: Sequence[ModelError] = (),
     *,
     root: str | os.PathLike[str],
 ) -> dict[str, Any]:
@@ -49,7 +51,7 @@ def results(
         },
         "models": [model_entry(v, root=root) for v in ordered],
         "unchecked": [
-            {"name": u.name, "message": u.message, "source": _source(u.source, root) if u.source else None}
+            {"name": u.name, "message": u.message, "source": _source(u.origin, root) if u.origin else None}
             for u in unchecked
         ],
         "budget_changes": [_change(c, root) for c in changes],
@@ -60,7 +62,7 @@ def write_results(
     verdicts: Sequence[Verdict],
     path: str | os.PathLike[str],
     changes: Sequence[BudgetChange] = (),
-    unchecked: Sequence[Unchecked] = (),
+    unchecked: Sequence[ModelError] = (),
     *,
     root: str | os.PathLike[str],
 ) -> None:
@@ -143,3 +145,15 @@ def _relative(data: Any, root: str | os.PathLike[str]) -> Any:
     if isinstance(data, list):
         return [_relative(item, root) for item in data]
     return data
+
+
+class JsonOutput:
+    """`json:PATH`: every model's Report, budget, verdict and finding, and the models not checked."""
+
+    workspace_variables = ("GITHUB_WORKSPACE", "CI_PROJECT_DIR")
+
+    def write(self, findings: Findings, path: str | None, context: OutputContext) -> list[str]:
+        assert path is not None
+        result = findings.result
+        write_results(result.verdicts, path, result.changes, result.errors, root=context.root)
+        return [f"JSON results: {path} ({plural(len(result.verdicts), 'model')})"]

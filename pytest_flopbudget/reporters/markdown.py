@@ -16,11 +16,14 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ..base_ref import BudgetChange
+from ..baseline import write_atomic
 from ..budget import METRICS
 from ..formatting import format_count, format_percent, reason
+from ..run import ModelError, RunResult
 from ..verdict import Verdict
 from . import terminal
-from .annotations import Unchecked, metric_title, relative_path
+from .annotations import metric_title, relative_path
+from .output import Findings, OutputContext
 
 #: GitHub's limit for one step's summary.
 MAX_BYTES = 1024 * 1024
@@ -37,7 +40,7 @@ _MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]|~])")
 def summary(
     verdicts: Sequence[Verdict],
     changes: Sequence[BudgetChange] = (),
-    unchecked: Sequence[Unchecked] = (),
+    unchecked: Sequence[ModelError] = (),
     *,
     update_hint: str,
     workspace: str | os.PathLike[str] | None = None,
@@ -143,7 +146,7 @@ def cell(text: str) -> str:
 # -- parts -----------------------------------------------------------------------------------------------------------
 
 
-def _headline(verdicts: Sequence[Verdict], changes: Sequence[BudgetChange], unchecked: Sequence[Unchecked]) -> str:
+def _headline(verdicts: Sequence[Verdict], changes: Sequence[BudgetChange], unchecked: Sequence[ModelError]) -> str:
     counted = len(verdicts)
     failed = sum(1 for v in verdicts if not v.passed)
     warned = sum(1 for v in verdicts if v.passed and v.warnings)
@@ -176,7 +179,7 @@ def _changes_section(changes: Sequence[BudgetChange], workspace: str | os.PathLi
     return lines
 
 
-def _unchecked_section(unchecked: Sequence[Unchecked]) -> list[str]:
+def _unchecked_section(unchecked: Sequence[ModelError]) -> list[str]:
     lines = ["**Not checked** (the model could not be counted, so its budget is unknown):", ""]
     lines.extend(f"- {STATUS['fail']} {cell(model.name)}: {cell(model.message)}" for model in unchecked)
     lines.append("")
@@ -258,3 +261,27 @@ def _model_status(verdict: Verdict) -> str:
 def _longest_backtick_run(text: str) -> int:
     runs = re.findall(r"`+", text)
     return max((len(run) for run in runs), default=0)
+
+
+def summary_of(
+    result: RunResult, *, update_hint: str, workspace: str | os.PathLike[str] | None = None,
+    max_bytes: int = MAX_BYTES - RESERVE,
+) -> str:  # fmt: skip
+    """`summary` of one run's result."""
+    return summary(
+        result.verdicts, result.changes, result.errors, update_hint=update_hint, workspace=workspace,
+        max_bytes=max_bytes,
+    )  # fmt: skip
+
+
+class MarkdownOutput:
+    """`markdown:PATH`: the job summary as a file."""
+
+    workspace_variables = ("GITHUB_WORKSPACE", "CI_PROJECT_DIR")
+
+    def write(self, findings: Findings, path: str | None, context: OutputContext) -> list[str]:
+        assert path is not None
+        text = summary_of(findings.result, update_hint=context.update_hint, workspace=context.root)
+        write_atomic(Path(path), text)
+        return [f"Markdown summary: {path}"]
+

@@ -9,15 +9,19 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from ..diff import LayerDiff, layer_values, metric_value, top_layers
-from ..formatting import format_count, format_percent, reason
+from ..diff import LayerDiff, top_layers
+from ..formatting import format_count, format_percent, metric_title, plural, reason
 from ..report import ROOT
-from ..verdict import Verdict
+from ..run import RunResult
+from ..verdict import FindingKind, Verdict
 
 TOP = 15
 ROOT_LABEL = "(model)"
 
-__all__ = ["ROOT_LABEL", "TOP", "details", "diff_table", "reason", "summary_lines", "top_layers_table"]
+__all__ = [
+    "ROOT_LABEL", "TOP", "details", "diff_table", "reason", "run_summary", "run_text", "summary_lines",
+    "top_layers_table",
+]  # fmt: skip
 
 
 def details(verdict: Verdict, *, update_hint: str, top: int = TOP) -> str:
@@ -39,7 +43,7 @@ def details(verdict: Verdict, *, update_hint: str, top: int = TOP) -> str:
             lines.extend(top_layers_table(verdict, metric, top=top))
     if verdict.report.skipped_ops and ("skipped" in verdict.failed_metrics() or lines):
         lines.extend(_skipped_lines(verdict))
-    if verdict.baseline is None and not any(f.kind == "baseline" for f in verdict.violations):
+    if verdict.baseline is None and not any(f.kind == FindingKind.BASELINE for f in verdict.violations):
         lines.append(f"no baseline for {verdict.name} yet ({baseline_shown}); run {update_hint} to create it")
     elif verdict.baseline is not None:
         lines.extend(_baseline_notes(verdict))
@@ -81,12 +85,12 @@ def diff_table(diff: LayerDiff, *, top: int = TOP) -> list[str]:
 
 def top_layers_table(verdict: Verdict, metric: str, *, top: int = TOP) -> list[str]:
     """The most expensive layers, for a failure without a baseline to diff against."""
-    total = metric_value(verdict.report, metric)
+    total = verdict.report.metric(metric)
     entries = top_layers(verdict.report, metric, top)
     rows = [("layer", _metric_title(metric), "share")]
     for path, value in entries:
         rows.append((_layer(path), _figure(value), f"{100.0 * value / total:.1f}%" if total else ""))
-    rest = sum(1 for value in layer_values(verdict.report, metric).values() if value) - len(entries)
+    rest = sum(1 for value in verdict.report.layer_metric(metric).values() if value) - len(entries)
     total_row = ("total", _figure(total), "100.0%" if total else "")
     widths = _widths([*rows, total_row])
     lines = _table(rows, right=(1, 2), widths=widths)
@@ -94,6 +98,44 @@ def top_layers_table(verdict: Verdict, metric: str, *, top: int = TOP) -> list[s
         lines.append(f"  ... {rest} more layer{'s' if rest != 1 else ''}")
     lines.extend(_table([rows[0], total_row], right=(1, 2), widths=widths)[1:])
     return lines
+
+
+def run_summary(result: RunResult) -> list[str]:
+    """The end-of-run block both front ends print: the table, models not checked, baselines written."""
+    lines: list[str] = []
+    if result.verdicts:
+        errors = [line if line.startswith("flopbudget: ") else f"error: {line}" for line in result.update_errors]
+        lines = summary_lines(result.verdicts, updated=result.updated, update_errors=errors)
+    elif result.update_errors:
+        lines = list(result.update_errors)
+    if result.errors:
+        names = ", ".join(e.name for e in result.errors)
+        lines.append(f"{plural(len(result.errors), 'model')} not checked: {names}")
+    if result.update:
+        lines.append(
+            f"baselines in {result.baseline_dir}: {len(result.written)} written, {len(result.unchanged)} unchanged"
+        )
+    return lines
+
+
+def run_text(result: RunResult, *, update_hint: str) -> str:
+    """The CLI's whole output for a run: each failure (reason line and per-layer diff, as pytest shows it),
+    growth warnings, model errors, then `run_summary`."""
+    blocks: list[str] = []
+    if not result.update:  # an update records the new state: its overruns are in the summary, not failures
+        for verdict in result.failed:
+            detail = details(verdict, update_hint=update_hint)
+            blocks.append(reason(verdict) + ("\n" + detail if detail else ""))
+    # Growth within the ceilings is worth a look; on a failed model the reason and the diff already say it all.
+    warnings = [f"{v.name}: warning: {f.message}" for v in result.verdicts if v.passed for f in v.warnings]
+    if warnings:
+        blocks.append("\n".join(warnings))
+    if result.errors:
+        blocks.append("\n".join(f"error: {e.message}" for e in result.errors))
+    summary = run_summary(result)
+    if summary:
+        blocks.append("\n".join(summary))
+    return "\n\n".join(blocks) + "\n" if blocks else ""
 
 
 def summary_lines(
@@ -126,7 +168,7 @@ def summary_lines(
     lines = [line.rstrip() for line in _table(rows, right=(2, 3, 4, 5), indent="")]
     failed = sum(1 for v in verdicts if not v.passed)
     counted = len(verdicts)
-    tail = f"{counted} model{'s' if counted != 1 else ''} counted"
+    tail = f"{plural(counted, 'model')} counted"
     if failed:
         tail += f", {failed} over budget"
     lines.append(tail)
@@ -197,7 +239,7 @@ def _inputs(inputs: list) -> str:
 
 
 def _metric_title(metric: str) -> str:
-    return {"flops": "FLOPs", "macs": "MACs", "params": "params", "skipped": "skipped op calls"}[metric]
+    return metric_title(metric)
 
 
 def _layer(path: str) -> str:

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from pytest_flopbudget.baseline import BaselineStore, baseline_filename, dumps, read_baseline, write_atomic
-from pytest_flopbudget.diff import diff_layers, layer_values, metric_value, top_layers
+from pytest_flopbudget.diff import diff_layers, metric_value, top_layers
 from pytest_flopbudget.errors import BaselineError
 from pytest_flopbudget.report import REPORT_FORMAT, LayerCost, OpCost, PhaseTotals, Report, SkippedOp
 
@@ -211,6 +211,6 @@ def test_diff_on_params_and_skipped() -> None:
 
 def test_top_layers_and_unknown_metric() -> None:
     assert top_layers(REPORT, "flops", 2) == [("fc1", 300), ("fc2", 50)]
-    assert layer_values(REPORT, "macs")["fc2"] == 25
+    assert REPORT.layer_metric("macs")["fc2"] == 25
     with pytest.raises(ValueError, match="unknown metric"):
         metric_value(REPORT, "gflops")

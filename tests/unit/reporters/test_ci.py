@@ -14,11 +14,11 @@ from reporter_helpers import RESNET, pyproject
 from pytest_flopbudget.reporters.ci import (
     ReportSpec,
     ReportSpecError,
-    Unchecked,
     emit,
     parse_spec,
     resolve_specs,
 )
+from pytest_flopbudget.run import ModelError, RunResult
 
 PYPROJECT = pyproject(RESNET)
 GITHUB = {"GITHUB_ACTIONS": "true"}
@@ -82,7 +82,7 @@ def test_emit_github_annotations_and_step_summary(make_project, make_report, tmp
     summary = tmp_path / "step_summary.md"
     env = {**GITHUB, "GITHUB_WORKSPACE": str(project.root), "GITHUB_STEP_SUMMARY": str(summary)}
     out = io.StringIO()
-    result = emit([verdict], resolve_specs([], env), env=env, stream=out)
+    result = emit(RunResult([verdict]), resolve_specs([], env), env=env, stream=out)
     assert result.ok and result.written == ["GitHub job summary"]
     assert out.getvalue().splitlines() == [
         "",  # commands start on a fresh line whatever was printed before
@@ -101,9 +101,9 @@ def test_emit_github_without_summary_file_or_models(make_project, make_report) -
     project = make_project(PYPROJECT)
     out = io.StringIO()
     verdict = project.verdict("resnet", make_report({"a": 900}))
-    assert emit([verdict], [ReportSpec("github")], env={}, stream=out, workspace=project.root).written == []
+    assert emit(RunResult([verdict]), [ReportSpec("github")], env={}, stream=out, workspace=project.root).written == []
     assert out.getvalue() == ""  # within budget, no baseline: nothing to annotate, and no summary file to write
-    assert emit([], [ReportSpec("github")], env={"GITHUB_STEP_SUMMARY": "/nonexistent/x"}, stream=out).ok
+    assert emit(RunResult(), [ReportSpec("github")], env={"GITHUB_STEP_SUMMARY": "/nonexistent/x"}, stream=out).ok
 
 
 def test_emit_files_relative_to_the_ci_checkout(make_project, make_report, tmp_path: Path) -> None:
@@ -111,7 +111,7 @@ def test_emit_files_relative_to_the_ci_checkout(make_project, make_report, tmp_p
     verdict = project.verdict("resnet", make_report({"a": 1100}))
     env = {"CI_PROJECT_DIR": str(tmp_path / "repo")}
     specs = [ReportSpec("gitlab", str(tmp_path / "gl.json")), ReportSpec("json", str(tmp_path / "r.json"))]
-    result = emit([verdict], specs, env=env, stream=io.StringIO())
+    result = emit(RunResult([verdict]), specs, env=env, stream=io.StringIO())
     assert result.written == [f"GitLab Code Quality report: {tmp_path / 'gl.json'} (1 issue)",
                               f"JSON results: {tmp_path / 'r.json'} (1 model)"]  # fmt: skip
     (issue,) = json.loads((tmp_path / "gl.json").read_text(encoding="utf-8"))
@@ -122,7 +122,7 @@ def test_emit_files_relative_to_the_ci_checkout(make_project, make_report, tmp_p
 
 def test_emit_with_no_verdicts_still_writes_an_empty_code_quality_report(tmp_path: Path) -> None:
     path = tmp_path / "gl.json"
-    assert emit([], [ReportSpec("gitlab", str(path))], env={}).ok
+    assert emit(RunResult(), [ReportSpec("gitlab", str(path))], env={}).ok
     assert path.read_text(encoding="utf-8") == "[]\n"
 
 
@@ -131,7 +131,7 @@ def test_one_unwritable_output_does_not_stop_the_others(make_project, make_repor
     blocker = tmp_path / "file"
     blocker.write_text("not a directory", encoding="utf-8")
     specs = [ReportSpec("json", str(blocker / "r.json")), ReportSpec("markdown", str(tmp_path / "s.md"))]
-    result = emit([project.verdict("resnet", make_report({"a": 5}))], specs, env={}, workspace=project.root)
+    result = emit(RunResult([project.verdict("resnet", make_report({"a": 5}))]), specs, env={}, workspace=project.root)
     assert not result.ok
     (error,) = result.errors
     assert error.startswith(f"flopbudget: cannot write the json report json:{blocker / 'r.json'}: ")
@@ -158,7 +158,9 @@ def test_real_counted_models_through_judge(tmp_path: Path) -> None:
     assert not verdict.passed
     out = io.StringIO()
     env = {"GITHUB_WORKSPACE": str(tmp_path), "GITHUB_STEP_SUMMARY": str(tmp_path / "summary.md")}
-    result = emit([verdict], [ReportSpec("github"), ReportSpec("json", str(tmp_path / "r.json"))], env=env, stream=out)
+    result = emit(
+        RunResult([verdict]), [ReportSpec("github"), ReportSpec("json", str(tmp_path / "r.json"))], env=env, stream=out
+    )
     assert result.ok
     first = out.getvalue().splitlines()[1]
     head = "::error file=pyproject.toml,line=4,title=flopbudget%3A mlp over the FLOPs budget::mlp: "
@@ -182,10 +184,10 @@ def test_reporters_import_neither_pytest_nor_torch() -> None:
 
 def test_unchecked_models_are_reported_even_without_verdicts(make_project, tmp_path: Path) -> None:
     project = make_project(PYPROJECT)
-    broken = Unchecked("resnet", "it raised", project.settings.models["resnet"].source)
+    broken = ModelError("resnet", "it raised", project.settings.models["resnet"].source)
     out = io.StringIO()
     env = {"GITHUB_STEP_SUMMARY": str(tmp_path / "s.md")}
-    result = emit([], [ReportSpec("github")], unchecked=[broken], env=env, stream=out, workspace=project.root)
+    result = emit(RunResult(errors=[broken]), [ReportSpec("github")], env=env, stream=out, workspace=project.root)
     assert result.written == ["GitHub job summary"]
     assert out.getvalue() == (
         "\n::error file=pyproject.toml,line=3,title=flopbudget%3A resnet not checked::resnet: not checked: it raised\n"
@@ -201,7 +203,7 @@ def test_a_full_step_summary_is_left_alone(make_project, make_report, tmp_path: 
     summary.write_bytes(b"x" * (MAX_BYTES - 1000))
     env = {"GITHUB_STEP_SUMMARY": str(summary)}
     verdict = project.verdict("resnet", make_report({"a": 1100}))
-    result = emit([verdict], [ReportSpec("github")], env=env, stream=io.StringIO(), workspace=project.root)
+    result = emit(RunResult([verdict]), [ReportSpec("github")], env=env, stream=io.StringIO(), workspace=project.root)
     assert result.ok and result.written == [
         "GitHub job summary skipped: this step's summary is already at GitHub's limit"
     ]

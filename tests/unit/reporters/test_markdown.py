@@ -7,7 +7,6 @@ from pathlib import Path
 from reporter_helpers import RESNET_PARAMS, VIT, pyproject
 
 from pytest_flopbudget.base_ref import BudgetChange
-from pytest_flopbudget.reporters.annotations import Unchecked
 from pytest_flopbudget.reporters.markdown import (
     MAX_BYTES,
     RESERVE,
@@ -16,6 +15,7 @@ from pytest_flopbudget.reporters.markdown import (
     room_left,
     summary,
 )
+from pytest_flopbudget.run import ModelError
 
 HINT = "`flopbudget check --update`"
 PYPROJECT = pyproject(
@@ -162,7 +162,7 @@ def test_append_counts_what_the_step_already_wrote(tmp_path: Path) -> None:
 
 def test_unchecked_models_head_the_summary(make_project, make_report) -> None:
     project = make_project(PYPROJECT)
-    broken = Unchecked("a|b <i>x</i>", "it raised RuntimeError: boom", None)
+    broken = ModelError("a|b <i>x</i>", "it raised RuntimeError: boom", None)
     text = summary([project.verdict("vit", make_report({"a": 1500}))], unchecked=[broken], update_hint=HINT)
     assert text.splitlines()[:5] == [
         "### flopbudget: ❌ 1 not checked, 1 model within budget",

@@ -12,8 +12,8 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from .cli_project import UsageError
-from .config import DTYPES, Inputs, InputSpec
+from ..config import DTYPES, Inputs, InputSpec
+from .project import UsageError
 
 GRAMMAR = (
     "write sizes separated by commas such as 1,3,224,224, optionally NAME= before (a keyword argument or ONNX "

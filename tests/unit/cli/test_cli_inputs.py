@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_flopbudget.cli_inputs import describe_inputs, parse_inputs
-from pytest_flopbudget.cli_project import UsageError
+from pytest_flopbudget.cli.inputs import describe_inputs, parse_inputs
+from pytest_flopbudget.cli.project import UsageError
 from pytest_flopbudget.config import InputSpec
 
 

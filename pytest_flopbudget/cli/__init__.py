@@ -17,8 +17,8 @@ import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
-from . import __version__
-from .errors import FlopBudgetError
+from .. import __version__
+from ..errors import FlopBudgetError
 
 PROG = "flopbudget"
 
@@ -88,7 +88,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from .reporters.ci import SPEC_HELP
+    from ..reporters.ci import SPEC_HELP
     parser = _Parser(
         prog=PROG, description=DESCRIPTION, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -234,41 +234,28 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _count(args: argparse.Namespace) -> int:
-    from .cli_count import run_count
+    from .count import CountRequest, run_count
 
-    return run_count(args, sys.stdout, sys.stderr)
+    request = CountRequest(
+        target=args.target, input=args.input, dtype=args.dtype, training=args.training, execution=args.execution,
+        depth=args.depth, format=args.format, pyproject=args.pyproject,
+    )  # fmt: skip
+    return run_count(request, sys.stdout, sys.stderr)
 
 
 def _check(args: argparse.Namespace) -> int:
-    from .base_ref import budget_changes
-    from .cli_check import check_models, print_outcome
-    from .cli_project import load_project, select_models
-    from .reporters import ci
+    from .check import run_check
 
-    specs = ci.resolve_specs(args.report)  # a bad spec is a usage error before anything is counted
-    settings = load_project(args.pyproject)
-    changes = budget_changes(settings, args.base_ref) if args.base_ref else []
-    entries = select_models(settings, args.names)
-    outcome = check_models(entries, settings, update=args.update, err=sys.stderr)
-    print_outcome(outcome, sys.stdout)
-    for change in changes:
-        print(change)
-    if outcome.update:
-        return outcome.exit_code
-    unchecked = [ci.Unchecked(e.name, e.message, settings.models[e.name].source) for e in outcome.errors]
-    result = ci.emit(outcome.verdicts, specs, changes=changes, unchecked=unchecked, stream=sys.stdout)
-    for line in result.errors:
-        print(line, file=sys.stderr)
-    return outcome.exit_code if result.ok else 2
+    return run_check(
+        pyproject=args.pyproject, names=args.names, update=args.update, reports=args.report, base_ref=args.base_ref,
+        out=sys.stdout, err=sys.stderr,
+    )  # fmt: skip
 
 
 def _diff(args: argparse.Namespace) -> int:
-    from .cli_check import diff_models
-    from .cli_project import load_project, select_models
+    from .diff import run_diff
 
-    settings = load_project(args.pyproject)
-    entries = select_models(settings, args.names)
-    return diff_models(entries, settings, sys.stdout, sys.stderr)
+    return run_diff(pyproject=args.pyproject, names=args.names, out=sys.stdout, err=sys.stderr)
 
 
 # -- helpers -------------------------------------------------------------------------------------------------------

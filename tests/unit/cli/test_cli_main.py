@@ -16,7 +16,8 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from pytest_flopbudget import cli_check, count  # noqa: E402
+from pytest_flopbudget import count  # noqa: E402
+from pytest_flopbudget.cli import check as cli_check  # noqa: E402
 from pytest_flopbudget.cli import main  # noqa: E402
 
 MODELS = """\

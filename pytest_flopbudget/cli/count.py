@@ -8,31 +8,45 @@ and generated inputs are built the same way by both front ends.
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import os
 import re
 from pathlib import Path
 from typing import TextIO
 
-from .budget import Budget
-from .cli_inputs import describe_inputs, parse_inputs
-from .cli_progress import Progress
-from .cli_project import UsageError, load_project, unknown_model
-from .config import Inputs, InputSpec, ModelEntry, find_pyproject, is_onnx_target
-from .errors import CountingError
-from .source import Source, display_path
+from ..budget import Budget
+from ..config import Inputs, InputSpec, ModelEntry, find_pyproject, is_onnx_target
+from ..errors import CountingError
+from ..source import Source, display_path
+from .inputs import describe_inputs, parse_inputs
+from .progress import Progress
+from .project import UsageError, load_project, unknown_model
+
+
+@dataclasses.dataclass(frozen=True)
+class CountRequest:
+    """What `flopbudget count` was asked: the target and how to count and show it."""
+
+    target: str
+    input: list[str] | None = None
+    dtype: str | None = None
+    training: bool = False
+    execution: str | None = None
+    depth: int | None = 2
+    format: str = "table"
+    pyproject: str | None = None
+
 
 _CALLABLE = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_][\w.]*")
 
 
-def run_count(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    """Print the table (or the JSON Report) of `args.target`; errors are raised for `cli.main` to print."""
-    from .baseline import dumps
-    from .entries import count_entry
-    from .reporters.table import format_layer_table
+def run_count(request: CountRequest, out: TextIO, err: TextIO) -> int:
+    """Print the table (or the JSON Report) of `request.target`; errors are raised for `cli.main` to print."""
+    from ..baseline import dumps
+    from ..entries import count_entry
+    from ..reporters.table import format_layer_table
 
-    entry, root = resolve_target(args)
+    entry, root = resolve_target(request)
     with Progress(1, err) as progress:
         progress.start(entry.name)
         try:
@@ -40,30 +54,30 @@ def run_count(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         except CountingError as exc:
             raise CountingError(command_line_hint(str(exc))) from None
         progress.advance()
-    if args.format == "json":
+    if request.format == "json":
         out.write(dumps(report))
         return 0
     mode = "training step (forward + backward)" if report.training else "inference"
     title = f"{entry.name}: {describe_inputs(report.inputs)}; {mode}"
-    out.write(format_layer_table(report, depth=args.depth, title=title) + "\n")
+    out.write(format_layer_table(report, depth=request.depth, title=title) + "\n")
     return 0
 
 
-def resolve_target(args: argparse.Namespace) -> tuple[ModelEntry, Path]:
+def resolve_target(request: CountRequest) -> tuple[ModelEntry, Path]:
     """The entry to count and the directory its target is resolved against.
 
     `module:callable` and `.onnx` paths are taken relative to the current directory, as `python -m` would;
     pyproject names use the project's directory, as the plugin does.
     """
-    target: str = args.target.strip()
-    inputs = parse_inputs(args.input, args.dtype)
+    target: str = request.target.strip()
+    inputs = parse_inputs(request.input, request.dtype)
     if is_onnx_target(target):
-        _onnx_only(args)
+        _onnx_only(request)
         inputs = _onnx_inputs(target, inputs, Path.cwd())
         return _entry(target, target, inputs, training=False, execution="fake"), Path.cwd()
     if _CALLABLE.fullmatch(target):
-        return _entry(target, target, inputs, args.training, args.execution or "fake"), Path.cwd()
-    return _pyproject_entry(target, inputs, args)
+        return _entry(target, target, inputs, request.training, request.execution or "fake"), Path.cwd()
+    return _pyproject_entry(target, inputs, request)
 
 
 def _entry(name: str, target: str, inputs: Inputs, training: bool, execution: str) -> ModelEntry:
@@ -80,13 +94,13 @@ def _entry(name: str, target: str, inputs: Inputs, training: bool, execution: st
     )
 
 
-def _pyproject_entry(name: str, inputs: Inputs, args: argparse.Namespace) -> tuple[ModelEntry, Path]:
-    if args.pyproject is None and find_pyproject(Path.cwd()) is None:
+def _pyproject_entry(name: str, inputs: Inputs, request: CountRequest) -> tuple[ModelEntry, Path]:
+    if request.pyproject is None and find_pyproject(Path.cwd()) is None:
         raise UsageError(
             f"{name!r} is not a package.module:factory reference or an .onnx path, and there is no pyproject.toml "
             f"here to look it up as a model name"
         )
-    settings = load_project(args.pyproject)
+    settings = load_project(request.pyproject)
     entry = settings.models.get(name)
     if entry is None:
         shown = display_path(str(settings.pyproject))
@@ -97,20 +111,23 @@ def _pyproject_entry(name: str, inputs: Inputs, args: argparse.Namespace) -> tup
             inputs = _onnx_inputs(str(settings.root / entry.target), inputs, settings.root)
         changes["inputs"] = inputs
     if entry.is_onnx:
-        _onnx_only(args)
+        _onnx_only(request)
     else:
-        if args.training:
+        if request.training:
             changes["training"] = True
-        if args.execution:
-            changes["execution"] = args.execution
+        if request.execution:
+            changes["execution"] = request.execution
     return dataclasses.replace(entry, **changes), settings.root
 
 
-def _onnx_only(args: argparse.Namespace) -> None:
+def _onnx_only(request: CountRequest) -> None:
     """Options that only make sense for PyTorch: refused rather than ignored, so nobody trusts a wrong figure."""
-    for flag, given in (("--training", args.training), ("--dtype", args.dtype), ("--execution", args.execution)):
+    given_flags = (("--training", request.training), ("--dtype", request.dtype), ("--execution", request.execution))
+    for flag, given in given_flags:
         if given:
-            raise UsageError(f"{flag} applies to PyTorch models only; an ONNX graph fixes its own mode and dtypes")
+            raise UsageError(
+                f"{flag} applies to PyTorch models only; an ONNX graph fixes its own mode and dtypes"
+            )
 
 
 def _onnx_inputs(path: str, inputs: Inputs, root: Path) -> Inputs:
@@ -153,7 +170,7 @@ def command_line_hint(message: str) -> str:
 
 def _graph_input_names(path: str) -> list[str]:
     """The graph's real inputs (initializers excluded), read without the weights."""
-    from .counting.onnx_load import load_model
+    from ..counting.onnx_load import load_model
 
     proto, _ = load_model(path)
     graph = proto.graph

@@ -11,9 +11,9 @@ import difflib
 from collections.abc import Sequence
 from pathlib import Path
 
-from .config import ModelEntry, Settings, find_pyproject, load_settings
-from .errors import ConfigError
-from .source import display_path
+from ..config import ModelEntry, Settings, find_pyproject, load_settings
+from ..errors import ConfigError
+from ..source import display_path
 
 EXAMPLE_TABLE = (
     '[tool.flopbudget.models.NAME] with target = "package.module:factory", inputs = [[1, 3, 224, 224]] '

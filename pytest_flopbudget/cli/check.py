@@ -1,0 +1,75 @@
+"""`flopbudget check`: every pyproject model against its budget and baseline, through the shared `Run`.
+
+Counting, judging, baselines and every output are the same code pytest runs (`run.Run`, `reporters`), so a model
+fails the pre-commit hook exactly when it fails `pytest`, with the same words and the same report files. This
+module only picks the models, shows progress, and prints.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+from collections.abc import Sequence
+from typing import TextIO
+
+from ..baseline import BaselineStore
+from ..config import ModelEntry, Settings
+from ..errors import FlopBudgetError
+from ..formatting import CLI_UPDATE_HINT
+from ..reporters import terminal
+from ..run import Run, RunResult, entry_nodeid
+from .progress import Progress
+from .project import load_project, select_models
+
+
+def run_check(
+    *,
+    pyproject: str | None,
+    names: Sequence[str],
+    update: bool,
+    reports: Sequence[str],
+    base_ref: str | None,
+    out: TextIO,
+    err: TextIO,
+) -> int:
+    """Count, judge, write baselines on update, print, and emit the CI outputs; returns the exit status."""
+    from ..base_ref import budget_changes
+    from ..reporters import ci
+
+    specs = ci.resolve_specs(reports)  # a bad spec is a usage error before anything is counted
+    settings = load_project(pyproject)
+    changes = budget_changes(settings, base_ref) if base_ref else []
+    entries = select_models(settings, names)
+    result = check_models(entries, settings, update=update, changes=changes, err=err)
+    out.write(terminal.run_text(result, update_hint=CLI_UPDATE_HINT))
+    for change in changes:
+        out.write(f"{change}\n")
+    if result.update:
+        return result.exit_code
+    emitted = ci.emit(result, specs, stream=out)
+    for line in emitted.errors:
+        err.write(line + "\n")
+    return result.exit_code if emitted.ok else 2
+
+
+def check_models(
+    entries: Sequence[ModelEntry],
+    settings: Settings,
+    *,
+    update: bool = False,
+    changes: Sequence[object] = (),
+    err: TextIO | None = None,
+) -> RunResult:
+    """Count every entry into one `Run` (a broken model is recorded and the others still counted), then finish."""
+    run = Run(BaselineStore(settings.baseline_dir), update=update, changes=changes)  # type: ignore[arg-type]
+    count_into(run, entries, settings, err)
+    return run.finish()
+
+
+def count_into(run: Run, entries: Sequence[ModelEntry], settings: Settings, err: TextIO | None = None) -> None:
+    with Progress(len(entries), err or sys.stderr) as progress:
+        for entry in entries:
+            progress.start(entry.name)
+            with contextlib.suppress(FlopBudgetError):  # recorded in the run as a ModelError
+                run.count(entry, settings.root, entry_nodeid(entry, settings.root))
+            progress.advance()

@@ -1,0 +1,51 @@
+"""The interface every CI and file output implements, and what it is given.
+
+One run gives one `RunResult`; the annotations (what to say about which model, in order of importance) are
+derived from it once and shared, so the GitHub lines, the GitLab issues and the Markdown summary never disagree.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from ..run import RunResult
+    from .annotations import Annotation
+
+
+class SupportsWrite(Protocol):
+    def write(self, text: str, /) -> object: ...
+
+
+@dataclass(frozen=True)
+class Findings:
+    """One run's result and the annotations derived from it."""
+
+    result: RunResult
+    annotations: Sequence[Annotation] = field(default_factory=tuple)
+
+    @property
+    def empty(self) -> bool:
+        return not (self.result.verdicts or self.result.changes or self.result.errors)
+
+
+@dataclass(frozen=True)
+class OutputContext:
+    """Where an output writes and how it names things: `root` is the directory paths are made relative to."""
+
+    root: str
+    env: Mapping[str, str]
+    stream: SupportsWrite
+    update_hint: str
+
+
+class Output(Protocol):
+    """One output kind (`github`, `gitlab:PATH`, ...): writes `findings`, returns one-line notes of what it wrote,
+    raises OSError when it cannot write."""
+
+    #: Environment variables naming the CI checkout that paths in this output are relative to, in order.
+    workspace_variables: Sequence[str]
+
+    def write(self, findings: Findings, path: str | None, context: OutputContext) -> list[str]: ...
