@@ -18,7 +18,7 @@ from examples.vit import vit_b_16, vit_tiny, vit_tiny_inputs  # noqa: E402
 from pytest_flopbudget import Report, count  # noqa: E402
 from pytest_flopbudget.errors import CountingError  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[3]
+ROOT = Path(__file__).resolve().parents[4]
 
 
 def op_total(report: Report, *ops: str, field: str = "flops") -> int:

@@ -13,7 +13,7 @@ from no_torch import BLOCK_TORCH
 
 pytest.importorskip("onnx")
 
-ROOT = Path(__file__).resolve().parents[3]
+ROOT = Path(__file__).resolve().parents[4]
 
 CHILD = BLOCK_TORCH + textwrap.dedent(
     """
