@@ -379,12 +379,12 @@ class FlopBudgetPlugin:
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         if self.is_worker:
-            self.config.workeroutput[_WORKER_KEY] = json.dumps(self.run.export())
+            self.config.workeroutput[_WORKER_KEY] = json.dumps(self.run.export())  # type: ignore[attr-defined]
             return
         result = self.result = self.run.finish()
         if not self.update and self.config_error is None:
             # CI outputs (annotations, job summary, GitLab/JSON files): once, from the controller only
-            emitted = ci.emit(result, self.report_specs, stream=sys.stdout, update_hint=UPDATE_HINT)
+            emitted = ci.emit(result, self.report_specs, stream=sys.stdout)  # the same words as the CLI
             result.update_errors.extend(emitted.errors)
         if result.update_errors and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED

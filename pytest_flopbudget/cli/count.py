@@ -12,7 +12,7 @@ import dataclasses
 import os
 import re
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 from ..budget import Budget
 from ..config import Inputs, InputSpec, ModelEntry, find_pyproject, is_onnx_target
@@ -105,7 +105,7 @@ def _pyproject_entry(name: str, inputs: Inputs, request: CountRequest) -> tuple[
     if entry is None:
         shown = display_path(str(settings.pyproject))
         raise UsageError(f"{shown}: {unknown_model(name, settings)}; or give a package.module:factory or an .onnx path")
-    changes: dict[str, object] = {}
+    changes: dict[str, Any] = {}
     if inputs is not None:
         if entry.is_onnx:
             inputs = _onnx_inputs(str(settings.root / entry.target), inputs, settings.root)

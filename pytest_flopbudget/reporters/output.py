@@ -45,7 +45,9 @@ class Output(Protocol):
     """One output kind (`github`, `gitlab:PATH`, ...): writes `findings`, returns one-line notes of what it wrote,
     raises OSError when it cannot write."""
 
-    #: Environment variables naming the CI checkout that paths in this output are relative to, in order.
-    workspace_variables: Sequence[str]
+    @property
+    def workspace_variables(self) -> Sequence[str]:
+        """Environment variables naming the CI checkout that paths in this output are relative to, in order."""
+        ...
 
     def write(self, findings: Findings, path: str | None, context: OutputContext) -> list[str]: ...

@@ -3,32 +3,21 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from conftest import MODELS, git
+from conftest import flopbudget as flopbudget_command
 
 pytest.importorskip("torch")
-
-MODELS = "from torch import nn\n\ndef small():\n    return nn.Linear(8, 2)\n"
-
 
 def pyproject(macs: int) -> str:
     return f'[tool.flopbudget.models.small]\ntarget = "models:small"\ninputs = [[1, 8]]\nmacs = {macs}\n'
 
 
-def git(cwd: Path, *args: str) -> None:
-    subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True)
-
-
 def flopbudget(cwd: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
-    clean = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "GITLAB_", "CI_"))}
-    return subprocess.run(
-        [sys.executable, "-m", "pytest_flopbudget", "check", *args],
-        cwd=cwd, capture_output=True, text=True, env={**clean, **env}, check=False,
-    )
+    return flopbudget_command(cwd, "check", *args, **env)
 
 
 @pytest.fixture

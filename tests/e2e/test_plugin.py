@@ -13,6 +13,7 @@ import re
 from typing import Any
 
 import pytest
+from conftest import RunPytest, inner_pytest
 
 torch = pytest.importorskip("torch")
 
@@ -141,20 +142,10 @@ def onnx_graph() -> bytes | None:
 ONNX = onnx_graph()
 
 
-@pytest.fixture(params=["serial", "xdist"])
-def run(request: pytest.FixtureRequest, pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> Any:
+@pytest.fixture(params=["serial", pytest.param("xdist", marks=pytest.mark.slow)])
+def run(request: pytest.FixtureRequest, pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> RunPytest:
     """Run pytest in the pytester directory, serially or with `-n 2`; wide terminal so messages are not cut."""
-    monkeypatch.setenv("COLUMNS", "400")
-    # when this suite itself runs under xdist, the inner runs must not inherit the outer worker's identity
-    for name in ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_TESTRUNUID"):
-        monkeypatch.delenv(name, raising=False)
-    extra = ["-n", "2"] if request.param == "xdist" else []
-
-    def run_pytest(*args: str) -> pytest.RunResult:
-        # hypothesis's plugin re-imports hypothesis in every in-process run (seconds each): not needed here
-        return pytester.runpytest("-rA", "-p", "no:cacheprovider", "-p", "no:hypothesispytest", *extra, *args)
-
-    return run_pytest
+    return inner_pytest(pytester, monkeypatch, request.param)
 
 
 def outcomes(result: pytest.RunResult) -> dict[str, tuple[str, str]]:

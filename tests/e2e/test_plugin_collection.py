@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 import pytest
+from conftest import forget_outer_xdist
 
 pytest.importorskip("torch")
 
 
-@pytest.mark.parametrize("extra", [[], ["-n", "2"]], ids=["serial", "xdist"])
+@pytest.mark.parametrize("extra", [[], pytest.param(["-n", "2"], marks=pytest.mark.slow)], ids=["serial", "xdist"])
 def test_models_are_collected_with_testpaths(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, extra: list[str]
 ) -> None:
-    for name in ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_TESTRUNUID"):
-        monkeypatch.delenv(name, raising=False)
+    forget_outer_xdist(monkeypatch)
     pytester.makepyprojecttoml(
         '[tool.pytest.ini_options]\ntestpaths = ["tests"]\n\n'
         '[tool.flopbudget.models.small]\ntarget = "models:small"\ninputs = [[1, 8]]\nmacs = 16\n'

@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 
 import pytest
+from conftest import MODELS, RunPytest, inner_pytest
 
 pytest.importorskip("torch")
 
@@ -25,29 +26,13 @@ inputs = [[1, 8]]
 macs = 10
 """
 
-MODELS = """\
-from torch import nn
-
-def small():
-    return nn.Linear(8, 2)
-
-def wide():
-    return nn.Linear(8, 64)
-"""
 
 
-@pytest.fixture(params=["serial", "xdist"])
-def run(request: pytest.FixtureRequest, pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch):
-    for name in ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_TESTRUNUID"):
-        monkeypatch.delenv(name, raising=False)
+@pytest.fixture(params=["serial", pytest.param("xdist", marks=pytest.mark.slow)])
+def run(request: pytest.FixtureRequest, pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> RunPytest:
     pytester.makepyprojecttoml(PYPROJECT)
     pytester.makepyfile(models=MODELS)
-    extra = ["-n", "2"] if request.param == "xdist" else []
-
-    def run_pytest(*args: str) -> pytest.RunResult:
-        return pytester.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:hypothesispytest", *extra, *args)
-
-    return run_pytest
+    return inner_pytest(pytester, monkeypatch, request.param, subprocess_run=True)
 
 
 def test_json_and_gitlab_reports_are_written_once(run, pytester: pytest.Pytester) -> None:
