@@ -25,7 +25,9 @@ class Cost(NamedTuple):
         return Cost(self.flops * n, self.macs * n)
 
 
-FREE = Cost(0, 0)
+#: A call that costs nothing this time (dropout in inference, nearest interpolation): still recorded as a call.
+#: Ops that never cost anything are `registry.FREE` instead, and are not recorded at all.
+ZERO = Cost(0, 0)
 
 #: One FLOP per output element for plain elementwise arithmetic, comparisons, activations and transcendental
 #: functions (add, mul, exp, relu, gelu, sigmoid, ...). A fused kernel counts the arithmetic it fuses.
@@ -178,7 +180,7 @@ def adaptive_pool(outer: int, in_spatial: Sequence[int], out_spatial: Sequence[i
 #: (2**d multiplies, 2**d - 1 adds); cubic weighs 4**d neighbours.
 def interpolate(out_numel: int, mode: str, spatial_dims: int) -> Cost:
     if mode in ("nearest", "nearest-exact", "nearest_exact"):
-        return FREE
+        return ZERO
     taps = 4**spatial_dims if mode in ("cubic", "bicubic") else 2**spatial_dims
     return elementwise(out_numel, 2 * taps - 1)
 

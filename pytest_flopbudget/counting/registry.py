@@ -1,13 +1,18 @@
-"""Op -> formula lookup, with an explicit set of ops known to be free.
+"""Op -> formula lookup, with an explicit set of ops known to be free, and a layer for users' own formulas.
 
 A backend asks `lookup(op)` and gets one of three answers: a formula, `FREE`, or `None`. `None` means the op has
 compute we have no formula for, and the backend must report it as skipped: there is deliberately no default.
+`FREE` is the one zero-cost sentinel of both backends: a free op is not recorded at all, whereas a formula that
+returns a zero `Cost` (dropout in inference) records the call.
+
+Formulas registered with `register_formula` (`user_formulas.py`) sit on top of the built-in table: `lookup` finds
+them first, and removing one brings back what was there before.
 """
 
 from __future__ import annotations
 
 from collections.abc import Hashable, Iterator
-from typing import Any, Callable, Generic, TypeVar, Union
+from typing import Callable, Generic, TypeVar, Union
 
 from .formulas import Cost
 
@@ -15,15 +20,15 @@ Formula = Callable[..., Cost]
 K = TypeVar("K", bound=Hashable)
 
 
-class _Free:
+class Free:
     """Marker for ops that move, view or describe data without arithmetic."""
 
     def __repr__(self) -> str:
         return "FREE"
 
 
-FREE_OP = _Free()
-Entry = Union[Formula, _Free]
+FREE = Free()
+Entry = Union[Formula, Free]
 
 
 class FormulaRegistry(Generic[K]):
@@ -32,6 +37,8 @@ class FormulaRegistry(Generic[K]):
     def __init__(self, name: str) -> None:
         self.name = name
         self._entries: dict[K, list[tuple[int, Entry]]] = {}
+        #: key -> users' formulas, the newest last; they apply at every version and hide the built-in entry.
+        self._user: dict[K, list[Formula]] = {}
 
     def register(self, *keys: K, since: int = 0) -> Callable[[Formula], Formula]:
         """Decorator: `@registry.register(key, ...)` files one formula under every key."""
@@ -45,7 +52,7 @@ class FormulaRegistry(Generic[K]):
 
     def register_free(self, *keys: K, since: int = 0) -> None:
         for key in keys:
-            self._add(key, since, FREE_OP)
+            self._add(key, since, FREE)
 
     def _add(self, key: K, since: int, entry: Entry) -> None:
         versions = self._entries.setdefault(key, [])
@@ -55,7 +62,14 @@ class FormulaRegistry(Generic[K]):
         versions.sort(key=lambda item: item[0])
 
     def lookup(self, key: K, version: int | None = None) -> Entry | None:
-        """The entry for `key` at `version` (the newest whose `since` <= version; the newest if None)."""
+        """The user's formula for `key` if any, else the built-in entry at `version` (see `builtin`)."""
+        user = self._user.get(key)
+        if user:
+            return user[-1]
+        return self.builtin(key, version)
+
+    def builtin(self, key: K, version: int | None = None) -> Entry | None:
+        """The built-in entry for `key` at `version` (the newest whose `since` <= version; the newest if None)."""
         versions = self._entries.get(key)
         if not versions:
             return None
@@ -67,11 +81,31 @@ class FormulaRegistry(Generic[K]):
                 chosen = entry
         return chosen
 
-    def __contains__(self, key: Any) -> bool:
+    def push_user(self, key: K, formula: Formula) -> None:
+        """Put a user's formula on top of `key`'s entries (checks are the caller's: `register_formula`)."""
+        self._user.setdefault(key, []).append(formula)
+
+    def pop_user(self, key: K, formula: Formula) -> bool:
+        """Remove that user formula from `key`; False when it is not (or no longer) registered."""
+        stack = self._user.get(key, [])
+        for index in range(len(stack) - 1, -1, -1):
+            if stack[index] is formula:
+                del stack[index]
+                if not stack:
+                    del self._user[key]
+                return True
+        return False
+
+    def user_keys(self) -> list[K]:
+        """Keys that have a user's formula now."""
+        return sorted(self._user, key=repr)
+
+    def __contains__(self, key: object) -> bool:
         return key in self._entries
 
     def keys(self) -> Iterator[K]:
+        """The built-in keys."""
         return iter(sorted(self._entries, key=repr))
 
     def is_free(self, key: K) -> bool:
-        return self.lookup(key) is FREE_OP
+        return self.lookup(key) is FREE

@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import CountingError
-from ...report import LayerCost, PhaseTotals, Report
+from ...report import LayerCost, Report
+from ..tally import Tally
 from .consts import ConstFolder
 from .functions import spell_out_function_defaults
 from .graph import NodeInfo, all_nodes, index_nodes, topological_order
@@ -24,7 +25,7 @@ from .inputs import bind_inputs
 from .load import load_model, opset_versions
 from .names import ModulePaths, module_of_parameter
 from .shapes import Scope, complete_shapes, constant_tensors, infer, light_model
-from .walk import Tally, Walker
+from .walk import Walker
 
 #: Initializer element types that hold indices or shapes, never weights.
 NON_PARAMETER_TYPES = {7, 8, 9, 13}  # INT64, STRING, BOOL, UINT64
@@ -100,9 +101,7 @@ def _count(onnx: Any, proto: Any, label: str, inputs: Mapping[str, Sequence[int]
     total = _attribute_parameters(graph, every_node, initializer_names, walker, tally.layers)
     return Report(
         params=total,
-        layers=tally.layers,
-        forward=PhaseTotals(tally.flops, tally.macs),
-        skipped_ops=tally.skipped,
+        **tally.report_fields(),
         training=False,
         backend="onnx",
         model=Path(label).name if not label.startswith("<") else (graph.name or "model"),

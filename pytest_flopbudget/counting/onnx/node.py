@@ -11,6 +11,8 @@ from collections.abc import Sequence
 from math import prod
 from typing import Any, Callable, Optional
 
+from ..tally import INVALID_SHAPE, UNKNOWN_SHAPE
+
 #: A shape as shape inference left it: `None` for an unknown rank, `None` entries for unknown dimensions.
 Dims = Optional[tuple[Optional[int], ...]]
 
@@ -18,7 +20,7 @@ Dims = Optional[tuple[Optional[int], ...]]
 class UnknownShape(Exception):
     """A shape the formula needs is not known after shape inference."""
 
-    def __init__(self, what: str, reason: str = "unknown shape after shape inference") -> None:
+    def __init__(self, what: str, reason: str = UNKNOWN_SHAPE) -> None:
         super().__init__(f"{reason} ({what})")
         self.reason = reason
 
@@ -125,5 +127,5 @@ def _known(dims: Dims, what: str) -> tuple[int, ...]:
         if d is None:
             raise UnknownShape(what)
         if d < 0:
-            raise UnknownShape(what, "invalid shape after shape inference")
+            raise UnknownShape(what, INVALID_SHAPE)
     return dims  # type: ignore[return-value]

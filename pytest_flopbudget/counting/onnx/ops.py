@@ -97,7 +97,7 @@ def einsum_cost(equation: str, shapes: Sequence[Sequence[int]]) -> Cost:
     for labels, shape in zip(inputs, shapes):
         for label, size in zip(labels, shape):
             sizes[label] = max(sizes.get(label, 1), size)
-    cost = f.FREE
+    cost = f.ZERO
     operands = [set(labels) for labels in inputs]
     current = operands[0]
     current_numel = prod(shapes[0]) if shapes else 0
@@ -122,7 +122,7 @@ def einsum_cost(equation: str, shapes: Sequence[Sequence[int]]) -> Cost:
 def _reduce_unused(labels: set[str], numel: int, sizes: dict[str, int], needed: set[str]) -> tuple[set, int, Cost]:
     unused = labels - needed
     if not unused:
-        return labels, numel, f.FREE
+        return labels, numel, f.ZERO
     kept = labels - unused
     return kept, prod(sizes[label] for label in kept), f.reduction(numel)
 
@@ -599,7 +599,7 @@ def _reduce(n: NodeContext) -> Cost:
     elementwise step at 1 FLOP per element (the same price as when they reduce).
     """
     if _reduces_nothing(n):
-        return f.elementwise(n.input_numel(0)) if n.op_type in COMPOSITE_REDUCE_OPS else f.FREE
+        return f.elementwise(n.input_numel(0)) if n.op_type in COMPOSITE_REDUCE_OPS else f.ZERO
     return f.reduction(n.input_numel(0))
 
 
@@ -624,7 +624,7 @@ def _clip(n: NodeContext) -> Cost:
         bounded = n.attr("min") is not None or n.attr("max") is not None
     else:
         bounded = n.has_input(1) or n.has_input(2)
-    return f.elementwise(n.output_numel(0)) if bounded else f.FREE
+    return f.elementwise(n.output_numel(0)) if bounded else f.ZERO
 
 
 @register("QuantizeLinear", "DequantizeLinear")
@@ -686,7 +686,7 @@ def _ms_fused_matmul(n: NodeContext) -> Cost:
 def _dropout_v1(n: NodeContext) -> Cost:
     """Before opset 12 dropout trains unless `is_test` (opset < 7) is set; from 7 on it is the identity."""
     training = n.version < 7 and not n.attr("is_test", 0)
-    return f.elementwise(n.output_numel(0)) if training else f.FREE
+    return f.elementwise(n.output_numel(0)) if training else f.ZERO
 
 
 @register("Dropout", since=12)
@@ -694,7 +694,7 @@ def _dropout_v12(n: NodeContext) -> Cost:
     """Inference (training_mode absent or constant false) is the identity; training multiplies by the mask."""
     mode = n.const_ints(2) if n.has_input(2) else [0]
     if mode is not None and not any(mode):
-        return f.FREE
+        return f.ZERO
     return f.elementwise(n.output_numel(0))
 
 
@@ -702,7 +702,7 @@ def _dropout_v12(n: NodeContext) -> Cost:
 def _scatter(n: NodeContext) -> Cost:
     """A plain scatter is a copy; with reduction add/mul/max/min every update element is combined."""
     if str(n.attr("reduction", "none")) == "none":
-        return f.FREE
+        return f.ZERO
     return f.elementwise(n.input_numel(2))
 
 

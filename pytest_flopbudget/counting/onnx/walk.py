@@ -8,14 +8,13 @@ whose ONNX schema defines it by a function body is counted through that body (`f
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from math import prod
 from typing import Any, Callable
 
 from ...errors import CountingError
-from ...report import LayerCost, SkippedOp
 from ..formulas import Cost
-from ..registry import FREE_OP
+from ..registry import FREE
+from ..tally import NO_FORMULA, UNKNOWN_SHAPE, Tally, formula_failed
 from .consts import ConstFolder
 from .functions import expand_node, get_schema, has_body
 from .graph import NodeInfo, index_nodes, topological_order
@@ -33,52 +32,6 @@ MAX_FUNCTION_DEPTH = 8
 #: A trip count at least this large is the "run until cond is false" idiom, not a real count.
 WHILE_LOOP_TRIP = 2**62
 CONTROL_FLOW = ("If", "Loop", "Scan")
-
-
-@dataclass
-class Tally:
-    """Costs of one graph (or subgraph) walk, mergeable with a repeat count for loop bodies."""
-
-    layers: dict[str, LayerCost] = field(default_factory=dict)
-    flops: int = 0
-    macs: int = 0
-    skipped: dict[str, SkippedOp] = field(default_factory=dict)
-    #: op -> the layers already listed in its SkippedOp, so that listing stays linear in the number of nodes.
-    _skip_layers: dict[str, set[str]] = field(default_factory=dict, repr=False)
-
-    def add(self, path: str, op: str, cost: Cost, calls: int = 1) -> None:
-        self.layers.setdefault(path, LayerCost()).add_op(op, cost.flops, cost.macs, calls)
-        self.flops += cost.flops
-        self.macs += cost.macs
-
-    def skip(self, path: str, op: str, reason: str, calls: int = 1) -> None:
-        self.layers.setdefault(path, LayerCost()).add_skipped(op, calls)
-        self._note_skipped(op, reason, calls, [path])
-
-    def _note_skipped(self, op: str, reason: str, calls: int, paths: list[str]) -> None:
-        entry = self.skipped.setdefault(op, SkippedOp(reason=reason))
-        entry.calls += calls
-        seen = self._skip_layers.setdefault(op, set())
-        for path in paths:
-            if path not in seen:
-                seen.add(path)
-                entry.layers.append(path)
-
-    def merge(self, other: Tally, times: int = 1) -> None:
-        for path, layer in other.layers.items():
-            target = self.layers.setdefault(path, LayerCost())
-            for op, cost in layer.ops.items():
-                target.add_op(op, cost.flops * times, cost.macs * times, cost.calls * times)
-        self.flops += other.flops * times
-        self.macs += other.macs * times
-        self.merge_skipped(other, times)
-
-    def merge_skipped(self, other: Tally, times: int = 1) -> None:
-        for op, entry in other.skipped.items():
-            self._note_skipped(op, entry.reason, entry.calls * times, entry.layers)
-        for path, layer in other.layers.items():
-            for op, calls in layer.skipped.items():
-                self.layers.setdefault(path, LayerCost()).add_skipped(op, calls * times)
 
 
 class Walker:
@@ -127,7 +80,7 @@ class Walker:
                 self._control_flow(info, scope, folder, tally, inherited)
                 continue
             entry = self.entry(domain, op)
-            if entry is FREE_OP:
+            if entry is FREE:
                 continue
             path = self.path(info, inherited)
             label = op_label(domain, op)
@@ -149,16 +102,16 @@ class Walker:
                 tally.skip(path, label, exc.reason)
                 continue
             except Exception as exc:  # a malformed node is skipped with the reason, never a crash
-                tally.skip(path, label, f"formula failed ({type(exc).__name__}: {str(exc)[:100]})")
+                tally.skip(path, label, formula_failed(f"{type(exc).__name__}: {str(exc)[:100]}"))
                 continue
             tally.add(path, label, cost)
 
     def _no_formula(self, domain: str) -> str:
         if domain in self.undeclared:
-            return f"no formula (domain '{domain}' is not declared in the model's opset_import)"
+            return f"{NO_FORMULA} (domain '{domain}' is not declared in the model's opset_import)"
         if domain not in KNOWN_DOMAINS:
-            return f"no formula (unknown domain '{domain}')"
-        return "no formula"
+            return f"{NO_FORMULA} (unknown domain '{domain}')"
+        return NO_FORMULA
 
     # --- ops defined by a function body -----------------------------------------------------------------------
 
@@ -190,7 +143,7 @@ class Walker:
                 if found is not None and found.WhichOneof("value") not in (None, "tensor_type"):
                     types.append(found)  # a sequence or optional input: no shape to bind
                     continue
-                tally.skip(path, label, "unknown shape after shape inference")
+                tally.skip(path, label, UNKNOWN_SHAPE)
                 return True
             types.append(helper.make_tensor_type_proto(elem or 1, list(dims)))
             values = folder.ints(name) if elem in (6, 7) else None  # INT32, INT64: shape-like data

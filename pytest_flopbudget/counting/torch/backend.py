@@ -13,7 +13,7 @@ import contextlib
 import logging
 import types
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable
 
 import torch
@@ -21,9 +21,10 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten, tree_map
 
 from ...errors import CountingError
-from ...report import EstimatedOp, LayerCost, PhaseTotals, Report, SkippedOp
+from ...report import LayerCost, Report
 from ..formulas import Cost
-from ..registry import FREE_OP
+from ..registry import FREE, Free
+from ..tally import DATA_DEPENDENT_SHAPE, NO_FORMULA, Tally, formula_failed
 from .data_dependent import BOUND_RULE, ROUTING_RULE, KnownValues, UpperBounds
 from .fake_fallbacks import FAKE_FALLBACKS
 from .model_copy import ModelCopy
@@ -54,34 +55,6 @@ def bind_arguments(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> 
     return bound
 
 
-@dataclass
-class _Tally:
-    layers: dict[str, LayerCost] = field(default_factory=dict)
-    forward: PhaseTotals = field(default_factory=PhaseTotals)
-    backward: PhaseTotals = field(default_factory=PhaseTotals)
-    skipped: dict[str, SkippedOp] = field(default_factory=dict)
-    estimated: dict[str, EstimatedOp] = field(default_factory=dict)
-
-    def add(self, path: str, op: str, cost: Cost, backward: bool) -> None:
-        self.layers.setdefault(path, LayerCost()).add_op(op, cost.flops, cost.macs)
-        phase = self.backward if backward else self.forward
-        phase.flops += cost.flops
-        phase.macs += cost.macs
-
-    def skip(self, path: str, op: str, reason: str) -> None:
-        self.layers.setdefault(path, LayerCost()).add_skipped(op)
-        entry = self.skipped.setdefault(op, SkippedOp(reason=reason))
-        entry.calls += 1
-        if path not in entry.layers:
-            entry.layers.append(path)
-
-    def estimate(self, path: str, op: str, rule: str) -> None:
-        entry = self.estimated.setdefault(op, EstimatedOp(rule=rule))
-        entry.calls += 1
-        if path not in entry.layers:
-            entry.layers.append(path)
-
-
 #: Replaying a failed op on real zeros tells a fake-only failure from a real one; above this many elements the
 #: exception type decides instead (a meta kernel's missing dtype raises NotImplementedError).
 _REPLAY_LIMIT = 1 << 24
@@ -104,10 +77,10 @@ class CountingMode(TorchDispatchMode):
         self.memo = memo
         self.values = values
         self.bounds = bounds
-        self.tally = _Tally()
+        self.tally = Tally()
         self.failed_op: str | None = None
         self.fake_only_failure = False
-        self._costs: dict[Any, Cost | str] = {}
+        self._costs: dict[Any, Cost | str | Free] = {}
         self._maybe_dynamic: dict[Any, bool] = {}
 
     def __torch_dispatch__(self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: Any = None) -> Any:
@@ -148,8 +121,8 @@ class CountingMode(TorchDispatchMode):
                 self._costs[memo_key] = cost
         if isinstance(cost, str):
             self.tally.skip(path, key, cost)
-        elif cost is not _FREE:
-            self.tally.add(path, key, cost, node is not None)
+        elif not isinstance(cost, Free):
+            self.tally.add(path, key, cost, backward=node is not None)
         return out
 
     def _guarded(
@@ -194,27 +167,24 @@ class CountingMode(TorchDispatchMode):
         return known
 
     @staticmethod
-    def _cost(func: Any, key: str, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any) -> Cost | str:
-        """The op's cost, or the reason it is skipped."""
+    def _cost(func: Any, key: str, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any) -> Cost | str | Free:
+        """The op's cost, the reason it is skipped, or `FREE` (not recorded at all)."""
         entry = TORCH_OPS.lookup(key)
-        if entry is FREE_OP:
-            return _FREE
+        if entry is FREE:
+            return FREE
         if entry is None:
-            return "no formula"
+            return NO_FORMULA
         try:
             return entry(bind_arguments(func, args, kwargs), out)
         except Exception as exc:
             return _formula_failure(exc)
 
 
-_FREE = Cost(0, 0)
-
-
 def _formula_failure(exc: Exception) -> str:
     text = f"{type(exc).__name__}: {exc}".splitlines()[0]
     if "data-dependent" in text or "GuardOnDataDependent" in text or "unbacked" in text.lower():
-        return "data-dependent shape"
-    return f"formula failed ({text[:120]})"
+        return DATA_DEPENDENT_SHAPE
+    return formula_failed(text[:120])
 
 
 def count_torch(
@@ -520,7 +490,7 @@ def _fails_only_in_fake(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
 
 def _build_report(
     model: torch.nn.Module,
-    tally: _Tally,
+    tally: Tally,
     tracker: ModulePathTracker,
     training: bool,
     execution: str,
@@ -541,11 +511,7 @@ def _build_report(
             total += own
     return Report(
         params=total,
-        layers=layers,
-        forward=tally.forward,
-        backward=tally.backward,
-        skipped_ops=tally.skipped,
-        estimated_ops=tally.estimated,
+        **tally.report_fields(),
         training=training,
         backend="torch",
         model=type(model).__name__,

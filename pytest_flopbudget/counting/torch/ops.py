@@ -481,7 +481,7 @@ def _scatter_add(a: Args, out: Any) -> Cost:
 @register("aten.index_put", "aten._index_put_impl")
 def _index_put(a: Args, out: Any) -> Cost:
     """A plain index_put is a copy; with accumulate=True every value is added."""
-    return f.elementwise(numel(a["values"])) if a.get("accumulate") else f.FREE
+    return f.elementwise(numel(a["values"])) if a.get("accumulate") else f.ZERO
 
 
 # --- free ops --------------------------------------------------------------------------------------------------
@@ -539,7 +539,7 @@ def op_key(func: Any) -> str:
 def _scatter(a: Args, out: Any) -> Cost:
     """A plain scatter is a copy; scatter(reduce='add'|'multiply') combines every source element."""
     if a.get("reduce") is None:
-        return f.FREE
+        return f.ZERO
     source = a.get("src")
     return f.elementwise(numel(source) if source is not None else numel(a["index"]))
 

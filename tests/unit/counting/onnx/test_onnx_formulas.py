@@ -17,7 +17,7 @@ from onnx import TensorProto, helper  # noqa: E402
 
 from pytest_flopbudget import count  # noqa: E402
 from pytest_flopbudget.counting.onnx.ops import ONNX_OPS, einsum_cost  # noqa: E402
-from pytest_flopbudget.counting.registry import FREE_OP  # noqa: E402
+from pytest_flopbudget.counting.registry import FREE  # noqa: E402
 
 F, U8, I8, I32, I64 = TensorProto.FLOAT, TensorProto.UINT8, TensorProto.INT8, TensorProto.INT32, TensorProto.INT64
 MS = "com.microsoft"
@@ -430,5 +430,5 @@ def test_formulas_are_versioned_by_opset():
     assert ONNX_OPS.lookup(("", "Attention"), 23) is not None
     v1, v7, v14 = (ONNX_OPS.lookup(("", "BatchNormalization"), v) for v in (6, 13, 21))
     assert len({v1, v7, v14}) == 3
-    assert ONNX_OPS.lookup(("", "Reshape"), 17) is FREE_OP
+    assert ONNX_OPS.lookup(("", "Reshape"), 17) is FREE
     assert ONNX_OPS.lookup(("com.example", "Conv")) is None

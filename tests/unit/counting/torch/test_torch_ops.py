@@ -17,7 +17,7 @@ F = nn.functional
 from torch_op_helpers import Call  # noqa: E402
 
 from pytest_flopbudget import count  # noqa: E402
-from pytest_flopbudget.counting.registry import FREE_OP  # noqa: E402
+from pytest_flopbudget.counting.registry import FREE  # noqa: E402
 from pytest_flopbudget.counting.torch.ops import FREE_OPS, TORCH_OPS, op_key  # noqa: E402
 
 aten = torch.ops.aten
@@ -43,9 +43,9 @@ def test_every_listed_free_op_is_registered_free() -> None:
     # clamp_min itself is arithmetic (an elementwise formula)
     for name in FREE_OPS:
         if name == "aten.clamp_min_":
-            assert TORCH_OPS.lookup("aten.clamp_min") is not FREE_OP
+            assert TORCH_OPS.lookup("aten.clamp_min") is not FREE
             continue
-        assert TORCH_OPS.lookup(name) is FREE_OP, name
+        assert TORCH_OPS.lookup(name) is FREE, name
 
 
 def test_registry_keys_are_normalised() -> None:
