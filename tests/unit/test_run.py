@@ -1,0 +1,98 @@
+"""One run for every front end (pytest_flopbudget/run.py): what goes in, what `finish()` gives out."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from pytest_flopbudget.baseline import BaselineStore
+from pytest_flopbudget.budget import parse_budget
+from pytest_flopbudget.config import load_settings
+from pytest_flopbudget.errors import FlopBudgetError
+from pytest_flopbudget.report import LayerCost, PhaseTotals, Report
+from pytest_flopbudget.run import EXIT_ERROR, EXIT_OK, EXIT_OVER_BUDGET, ModelError, Run, RunResult, entry_nodeid
+from pytest_flopbudget.source import Source
+from pytest_flopbudget.verdict import Measurement
+
+
+def report(macs: int) -> Report:
+    return Report(layers={"fc": LayerCost(flops=2 * macs, macs=macs)}, forward=PhaseTotals(2 * macs, macs))
+
+
+def measurement(name: str, macs: int, limit: str | None = None, nodeid: str | None = None) -> Measurement:
+    budget = parse_budget({"macs": limit} if limit else {}, {}, Source(key=name))
+    return Measurement(name, report(macs), budget, Source(key=name), nodeid)
+
+
+def test_finish_judges_every_measurement_sorted(tmp_path: Path) -> None:
+    run = Run(BaselineStore(tmp_path))
+    run.record(measurement("b", 5, "10"))
+    run.record(measurement("a", 50, "10"))
+    result = run.finish()
+    assert [v.name for v in result.verdicts] == ["a", "b"]
+    assert [v.name for v in result.failed] == ["a"]
+    assert result.exit_code == EXIT_OVER_BUDGET and not result.passed
+
+
+def test_a_model_error_is_kept_and_wins_the_exit_code(tmp_path: Path) -> None:
+    run = Run(BaselineStore(tmp_path))
+    run.record(measurement("a", 50, "10"))
+    run.record_error(ModelError("broken", "cannot import 'x'"))
+    result = run.finish()
+    assert [e.name for e in result.errors] == ["broken"]
+    assert result.exit_code == EXIT_ERROR
+
+
+def test_count_records_an_entry_that_cannot_be_counted(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.flopbudget.models.gone]\ntarget = "no_such_module_here:model"\ninputs = [[1, 8]]\nmacs = "1k"\n'
+    )
+    settings = load_settings(tmp_path / "pyproject.toml", tmp_path)
+    run = Run(BaselineStore(tmp_path / ".flopbudget"))
+    entry = settings.models["gone"]
+    with pytest.raises(FlopBudgetError, match="cannot import 'no_such_module_here'"):
+        run.count(entry, tmp_path, entry_nodeid(entry, tmp_path))
+    (error,) = run.finish().errors
+    assert (error.name, error.nodeid) == ("gone", "pyproject.toml::gone")
+    assert error.origin is not None and error.origin.line == 1  # the model's table, for the annotation
+
+
+def test_workers_export_and_the_controller_merges(tmp_path: Path) -> None:
+    worker = Run(BaselineStore(tmp_path))
+    worker.record(measurement("a", 5, "10", nodeid="t.py::test_a"))
+    worker.record_error(ModelError("b", "it raised", Source("/p/pyproject.toml", 3, "b"), "pyproject.toml::b"))
+    controller = Run(BaselineStore(tmp_path))
+    controller.merge(json.loads(json.dumps(worker.export())))  # what travels through workeroutput
+    result = controller.finish()
+    assert [(v.name, v.measurement.nodeid) for v in result.verdicts] == [("a", "t.py::test_a")]
+    assert result.errors == worker.errors
+
+
+def test_update_writes_baselines_and_does_not_fail_on_budgets(tmp_path: Path) -> None:
+    store = BaselineStore(tmp_path)
+    run = Run(store, update=True)
+    run.record(measurement("a", 50, "10"))
+    result = run.finish()
+    assert result.written == ["a"] and result.updated == ["a"]
+    assert result.exit_code == EXIT_OK
+    assert store.load("a") is not None and store.load("a").macs == 50  # type: ignore[union-attr]
+    again = Run(store, update=True)
+    again.record(measurement("a", 50, "10"))
+    assert again.finish().unchanged == ["a"]
+
+
+def test_two_tests_counting_one_name_differently_is_an_update_error(tmp_path: Path) -> None:
+    run = Run(BaselineStore(tmp_path), update=True)
+    run.record(measurement("a", 5, nodeid="t.py::one"))
+    run.record(measurement("a", 6, nodeid="t.py::two"))
+    result = run.finish()
+    assert result.update_errors == [
+        "t.py::one and t.py::two both count 'a' with different results; the baseline keeps t.py::two's"
+    ]
+    assert result.exit_code == EXIT_ERROR
+
+
+def test_an_empty_result_passes() -> None:
+    assert RunResult().passed and RunResult().exit_code == EXIT_OK
