@@ -48,7 +48,12 @@ DTYPES = (
     "complex64", "complex128",
 )  # fmt: skip
 
-_CALLABLE = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_][\w.]*")
+#: `package.module:attribute`, the one spelling of a Python object reference (targets, input functions).
+REFERENCE = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_][\w.]*")
+
+
+def is_reference(text: str) -> bool:
+    return REFERENCE.fullmatch(text.strip()) is not None
 TARGET_GRAMMAR = (
     '"package.module:factory" (returning a torch.nn.Module, or the module itself) or a path to an .onnx file'
 )
@@ -242,7 +247,7 @@ class _Validator:
     def target(self, path: KeyPath, target: Any) -> str | None:
         if target is None:
             self.problem(path, f"missing key 'target': {TARGET_GRAMMAR}")
-        elif not isinstance(target, str) or not (_CALLABLE.fullmatch(target.strip()) or is_onnx_target(target)):
+        elif not isinstance(target, str) or not (is_reference(target) or is_onnx_target(target)):
             self.problem((*path, "target"), f"{target!r} is not a target; expected {TARGET_GRAMMAR}")
         else:
             return target.strip()
@@ -254,7 +259,7 @@ class _Validator:
                 self.problem(path[:-1], f"missing key 'inputs': {INPUTS_GRAMMAR}")
             return None
         if isinstance(value, str):
-            if _CALLABLE.fullmatch(value.strip()) and not onnx:
+            if is_reference(value) and not onnx:
                 return value.strip()
             if onnx:
                 self.problem(

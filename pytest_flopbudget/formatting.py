@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from .budget import UNIT_NAMES
+
 if TYPE_CHECKING:
     from .verdict import Verdict
 
@@ -36,7 +38,7 @@ def format_value(value: int, metric: str, digits: int = 3) -> str:
     if metric == "params":
         return f"{format_count(value, digits=digits)} params"
     if metric == "skipped":
-        return f"{value} skipped op call{'s' if value != 1 else ''}"
+        return f"{plural(value, 'skipped op call')}"
     return format_count(value, "FLOPs" if metric == "flops" else "MACs", digits=digits)
 
 
@@ -72,8 +74,8 @@ def reason(verdict: Verdict) -> str:
     return f"{verdict.name}: " + "; ".join(clauses)
 
 
-#: How each metric is named in tables and annotations.
-METRIC_TITLES = {"flops": "FLOPs", "macs": "MACs", "params": "params", "skipped": "skipped op calls"}
+#: How each metric is named in tables and annotations (the unit names budgets are written with).
+METRIC_TITLES = UNIT_NAMES
 
 #: The command that records new baselines, as each front end tells it.
 CLI_UPDATE_HINT = "`flopbudget check --update`"
@@ -88,3 +90,12 @@ def metric_title(metric: str | None) -> str:
 def plural(count: int, word: str, many: str | None = None) -> str:
     """`1 model`, `3 models`, `2 issues`."""
     return f"{count} {word if count == 1 else (many or word + 's')}"
+
+
+#: How the model's own forward (ops outside any submodule) is labelled among its layers.
+ROOT_LABEL = "(model)"
+
+
+def layer_label(path: str) -> str:
+    """A layer path as tables show it: the root (the empty path) is `(model)`."""
+    return path or ROOT_LABEL

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from ..budget import Budget
-from ..config import Inputs, InputSpec, ModelEntry, find_pyproject, is_onnx_target
+from ..config import Inputs, InputSpec, ModelEntry, find_pyproject, is_onnx_target, is_reference
 from ..errors import CountingError
 from ..source import Source, display_path
 from .inputs import describe_inputs, parse_inputs
@@ -37,7 +37,6 @@ class CountRequest:
     pyproject: str | None = None
 
 
-_CALLABLE = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_][\w.]*")
 
 
 def run_count(request: CountRequest, out: TextIO, err: TextIO) -> int:
@@ -75,7 +74,7 @@ def resolve_target(request: CountRequest) -> tuple[ModelEntry, Path]:
         _onnx_only(request)
         inputs = _onnx_inputs(target, inputs, Path.cwd())
         return _entry(target, target, inputs, training=False, execution="fake"), Path.cwd()
-    if _CALLABLE.fullmatch(target):
+    if is_reference(target):
         return _entry(target, target, inputs, request.training, request.execution or "fake"), Path.cwd()
     return _pyproject_entry(target, inputs, request)
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from ..config import DTYPES, Inputs, InputSpec
+from ..config import DTYPES, Inputs, InputSpec, is_reference
 from .project import UsageError
 
 GRAMMAR = (
@@ -21,7 +21,6 @@ GRAMMAR = (
 )
 
 _SIZES = re.compile(r"\d+(?:\s*[,x]\s*\d+)*")
-_REFERENCE = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_][\w.]*")
 
 
 def parse_inputs(values: Sequence[str] | None, dtype: str | None = None) -> Inputs:
@@ -34,7 +33,7 @@ def parse_inputs(values: Sequence[str] | None, dtype: str | None = None) -> Inpu
         check_dtype(dtype, "--dtype")
     if not values:
         return None
-    references = [v for v in values if "=" not in v and _REFERENCE.fullmatch(v.strip())]
+    references = [v for v in values if "=" not in v and is_reference(v)]
     if references:
         if len(values) > 1:
             raise UsageError(

@@ -14,14 +14,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from ..base_ref import BudgetChange
-from ..budget import UNIT_NAMES
 from ..diff import LayerChange
-from ..formatting import format_count, format_percent, format_value
-from ..report import ROOT
+from ..formatting import format_count, format_percent, format_value, layer_label, metric_title, plural
 from ..run import ModelError
 from ..source import Source
 from ..verdict import ERROR, WARNING, Finding, Verdict
-from .terminal import ROOT_LABEL
 
 #: How many changed layers an annotation names; the job summary and the log have the full table.
 HINT_LAYERS = 3
@@ -128,15 +125,7 @@ def relative_path(file: str | None, root: str | os.PathLike[str]) -> str | None:
     return None
 
 
-def metric_title(metric: str | None) -> str:
-    """`FLOPs`, `MACs`, `params`, `skipped op calls`; a non-metric setting (max-increase) as written."""
-    if metric is None:
-        return ""
-    return UNIT_NAMES.get(metric, metric)
 
-
-def layer_label(path: str) -> str:
-    return ROOT_LABEL if path == ROOT else path
 
 
 def signed_count(value: int) -> str:
@@ -216,7 +205,7 @@ def _layer_hint(verdict: Verdict, metric: str | None) -> tuple[str, ...]:
     parts = [f"{layer_label(c.path)} {signed_count(c.delta)} ({_change_note(c)})" for c in shown]
     line = f"largest {metric_title(metric)} changes by layer: " + ", ".join(parts)
     if rest:
-        line += f"; {len(rest)} more changed layer{'s' if len(rest) != 1 else ''}"
+        line += f"; {plural(len(rest), 'more changed layer')}"
     return (line,)
 
 

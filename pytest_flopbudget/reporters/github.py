@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 
+from ..formatting import plural
 from .annotations import Annotation, relative_path
 from .output import Findings, OutputContext
 
@@ -84,7 +85,7 @@ def _overflow_notice(left_out: Sequence[Annotation], limit: int) -> str:
     parts = [f"{n} {level}{'s' if n != 1 else ''}" for level, n in sorted(counts.items())]
     total = len(left_out)
     message = (
-        f"{total} more flopbudget finding{'s' if total != 1 else ''} not annotated ({', '.join(parts)}): GitHub "
+        f"{plural(total, 'more flopbudget finding')} not annotated ({', '.join(parts)}): GitHub "
         f"shows at most {limit} annotations of each kind per step. They are listed in this step's log and the "
         f"job summary."
     )

@@ -18,11 +18,11 @@ from pathlib import Path
 from ..base_ref import BudgetChange
 from ..baseline import write_atomic
 from ..budget import METRICS
-from ..formatting import format_count, format_percent, reason
+from ..formatting import format_count, format_percent, metric_title, plural, reason
 from ..run import ModelError, RunResult
 from ..verdict import Verdict
 from . import terminal
-from .annotations import metric_title, relative_path
+from .annotations import relative_path
 from .output import Findings, OutputContext
 
 #: GitHub's limit for one step's summary.
@@ -95,7 +95,7 @@ def truncate(
         else:
             dropped_rows += 1
     if dropped_rows:
-        add(_row(("", f"… {dropped_rows} more row{'s' if dropped_rows != 1 else ''}", "", "", "", "", "", "")))
+        add(_row(("", f"… {plural(dropped_rows, 'more row')}", "", "", "", "", "", "")))
     dropped_blocks = 0
     if blocks:
         add("")
@@ -107,9 +107,9 @@ def truncate(
     if dropped_rows or dropped_blocks:
         what = []
         if dropped_rows:
-            what.append(f"{dropped_rows} table row{'s' if dropped_rows != 1 else ''}")
+            what.append(f"{plural(dropped_rows, 'table row')}")
         if dropped_blocks:
-            what.append(f"{dropped_blocks} failure detail{'s' if dropped_blocks != 1 else ''}")
+            what.append(f"{plural(dropped_blocks, 'failure detail')}")
         out.append(
             f"\n_Summary cut to stay under GitHub's 1 MiB limit: {' and '.join(what)} left out; "
             f"the job log has them all._"
@@ -150,7 +150,7 @@ def _headline(verdicts: Sequence[Verdict], changes: Sequence[BudgetChange], unch
     counted = len(verdicts)
     failed = sum(1 for v in verdicts if not v.passed)
     warned = sum(1 for v in verdicts if v.passed and v.warnings)
-    models = f"{counted} model{'s' if counted != 1 else ''}"
+    models = f"{plural(counted, 'model')}"
     if failed:
         text = f"{STATUS['fail']} {failed} of {models} over budget"
     elif counted:
@@ -164,7 +164,7 @@ def _headline(verdicts: Sequence[Verdict], changes: Sequence[BudgetChange], unch
     if warned:
         text += f", {warned} with warnings"
     if changes:
-        text += f", {len(changes)} budget change{'s' if len(changes) != 1 else ''} to review"
+        text += f", {plural(len(changes), 'budget change')} to review"
     return f"### flopbudget: {text}"
 
 

@@ -11,10 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from ..formatting import format_count
+from ..formatting import ROOT_LABEL, format_count
 from ..report import ROOT, LayerCost, Report, ancestors
-
-ROOT_LABEL = "(model)"
 
 
 def layer_sort_key(path: str) -> list[tuple[int, int | str]]:

@@ -10,13 +10,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from ..diff import LayerDiff, top_layers
-from ..formatting import format_count, format_percent, metric_title, plural, reason
-from ..report import ROOT
+from ..formatting import ROOT_LABEL, format_count, format_percent, layer_label, metric_title, plural, reason
 from ..run import RunResult
 from ..verdict import FindingKind, Verdict
 
 TOP = 15
-ROOT_LABEL = "(model)"
 
 __all__ = [
     "ROOT_LABEL", "TOP", "details", "diff_table", "reason", "run_summary", "run_text", "summary_lines",
@@ -78,7 +76,7 @@ def diff_table(diff: LayerDiff, *, top: int = TOP) -> list[str]:
     lines = _table(rows, right=(1, 2, 3), widths=widths)
     if rest:
         delta = sum(change.delta for change in rest)
-        lines.append(f"  ... {len(rest)} more changed layer{'s' if len(rest) != 1 else ''} ({_signed(delta)})")
+        lines.append(f"  ... {plural(len(rest), 'more changed layer')} ({_signed(delta)})")
     lines.extend(_table([rows[0], total], right=(1, 2, 3), widths=widths)[1:])
     return lines
 
@@ -95,7 +93,7 @@ def top_layers_table(verdict: Verdict, metric: str, *, top: int = TOP) -> list[s
     widths = _widths([*rows, total_row])
     lines = _table(rows, right=(1, 2), widths=widths)
     if rest > 0:
-        lines.append(f"  ... {rest} more layer{'s' if rest != 1 else ''}")
+        lines.append(f"  ... {plural(rest, 'more layer')}")
     lines.extend(_table([rows[0], total_row], right=(1, 2), widths=widths)[1:])
     return lines
 
@@ -243,7 +241,7 @@ def _metric_title(metric: str) -> str:
 
 
 def _layer(path: str) -> str:
-    return ROOT_LABEL if path == ROOT else path
+    return layer_label(path)
 
 
 def _figure(value: int | None) -> str:
