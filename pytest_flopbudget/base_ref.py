@@ -19,12 +19,12 @@ from .budget import Budget, Limit
 from .config import BUDGET_KEYS, ModelEntry, Settings, parse_settings
 from .errors import FlopBudgetError
 from .formatting import format_percent
+from .kinds import ChangeKind
 from .source import LocatedError, Source
 
-RAISED = "raised"
-REMOVED = "removed"
-#: `[tool.flopbudget]` at the base ref does not validate, so nothing could be compared.
-UNREADABLE = "unreadable"
+RAISED = ChangeKind.RAISED
+REMOVED = ChangeKind.REMOVED
+UNREADABLE = ChangeKind.UNREADABLE
 
 #: metric -> the pyproject key that usually sets it (a MAC budget may also sit in the `flops` key).
 _KEY_OF = {slot: key for key, slot in BUDGET_KEYS.items()}

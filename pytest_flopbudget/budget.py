@@ -15,16 +15,17 @@ from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
+from .kinds import Metric
 from .source import LocatedError, Problem, Source
 
 #: Decimal prefixes; `k` and `K` both mean 10^3 because both are common and neither is ambiguous.
 PREFIXES: dict[str, int] = {"k": 10**3, "K": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "P": 10**15}
 
 #: The metrics a budget can cap. `skipped` is the number of skipped op calls (ops with no formula).
-METRICS = ("flops", "macs", "params", "skipped")
+METRICS = tuple(Metric)
 
 #: Metrics that `max-increase` applies to (the skipped-op count has its own ceiling).
-GROWTH_METRICS = ("flops", "macs", "params")
+GROWTH_METRICS = (Metric.FLOPS, Metric.MACS, Metric.PARAMS)
 
 _UNITS: dict[str, str] = {
     "flop": "flops",
@@ -145,7 +146,7 @@ def parse_quantity(value: Any, slot: str = "flops", source: Source | None = None
         raise ValueError(f"unknown budget slot {slot!r}; expected one of {', '.join(METRICS)}")
     source = source or Source()
     metric, number = _parse(value, slot, source)
-    if metric == "skipped" and number != number.to_integral_value():
+    if metric == Metric.SKIPPED and number != number.to_integral_value():
         raise _error(value, source, "a number of skipped op calls is a whole number", GRAMMAR)
     text = value if isinstance(value, str) else repr(value)
     return Limit(metric, int(number), text.strip(), source)
@@ -264,7 +265,7 @@ def _default_metric(slot: str) -> str:
 
 
 def _slot_name(slot: str) -> str:
-    return "max-skipped-ops" if slot == "skipped" else slot
+    return "max-skipped-ops" if slot == Metric.SKIPPED else slot
 
 
 def _error(value: Any, source: Source, why: str, grammar: str, what: str = "a budget") -> LocatedError:

@@ -10,10 +10,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from .kinds import Metric
 from .report import Report
 
 #: The metrics a per-layer diff is shown for.
-DIFF_METRICS = ("flops", "macs", "params", "skipped")
+DIFF_METRICS = tuple(Metric)
 
 
 def metric_value(report: Report, metric: str) -> int:

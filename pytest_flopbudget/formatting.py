@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from .budget import UNIT_NAMES
+from .kinds import Metric
 
 if TYPE_CHECKING:
     from .verdict import Verdict
@@ -37,7 +38,7 @@ def format_value(value: int, metric: str, digits: int = 3) -> str:
     """`8.52 GFLOPs`, `2.05 GMACs`, `25.6M params`, `3 skipped op calls`."""
     if metric == "params":
         return f"{format_count(value, digits=digits)} params"
-    if metric == "skipped":
+    if metric == Metric.SKIPPED:
         return f"{plural(value, 'skipped op call')}"
     return format_count(value, "FLOPs" if metric == "flops" else "MACs", digits=digits)
 

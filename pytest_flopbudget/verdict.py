@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from enum import Enum
 from typing import Any
 
 from .baseline import BaselineStore
@@ -17,18 +16,9 @@ from .budget import GROWTH_METRICS, METRICS, Budget
 from .diff import LayerDiff, diff_layers
 from .errors import BaselineError
 from .formatting import format_pair, format_percent
+from .kinds import Kind, Metric
 from .report import Report
 from .source import Source, display_path
-
-
-class Kind(str, Enum):
-    """A string that is really one of a few kinds: compares and serialises as its value."""
-
-    def __str__(self) -> str:
-        return str(self.value)
-
-    def __format__(self, spec: str) -> str:
-        return format(str(self.value), spec)
 
 
 class Severity(Kind):
@@ -200,7 +190,7 @@ def evaluate(
                 )
             )
     findings.extend(_growth_findings(measurement, baseline))
-    limit = budget.limit("skipped")
+    limit = budget.limit(Metric.SKIPPED)
     if report.skipped_calls and (limit is None or report.skipped_calls <= limit.value):
         ops = ", ".join(f"{op} x{calls}" for op, calls in report.skipped.items())
         message = f"{report.skipped_calls} op calls were not counted ({ops})"
@@ -209,7 +199,7 @@ def evaluate(
                 WARNING,
                 FindingKind.SKIPPED,
                 message,
-                "skipped",
+                Metric.SKIPPED,
                 actual=report.skipped_calls,
                 limit=limit.value if limit else None,
                 source=budget.source or measurement.origin,

@@ -10,6 +10,7 @@ from ..config import ModelEntry, Settings
 from ..diff import DIFF_METRICS
 from ..errors import BaselineError
 from ..formatting import format_pair, format_percent, format_value, metric_title
+from ..kinds import Metric
 from ..report import Report
 from ..reporters import terminal
 from ..run import EXIT_ERROR, EXIT_OK, Run
@@ -65,7 +66,7 @@ def format_diff(verdict: Verdict) -> str:
         figures = ", ".join(_figure(verdict.report, m) for m in ("flops", "macs", "params"))
         lines = [f"{verdict.name}: no change since {shown} ({figures})"]
     else:
-        totals = ", ".join(_change(verdict, m) for m in DIFF_METRICS if m in changed or m != "skipped")
+        totals = ", ".join(_change(verdict, m) for m in DIFF_METRICS if m in changed or m != Metric.SKIPPED)
         lines = [f"{verdict.name}: {totals}"]
         for metric in changed:
             diff = verdict.diff(metric)

@@ -16,9 +16,13 @@ from dataclasses import dataclass
 from ..base_ref import BudgetChange
 from ..diff import LayerChange
 from ..formatting import format_count, format_percent, format_value, layer_label, metric_title, plural
+from ..kinds import Metric
 from ..run import ModelError
 from ..source import Source
-from ..verdict import ERROR, WARNING, Finding, Verdict
+from ..verdict import ERROR, WARNING, Finding, FindingKind, Verdict
+
+#: Findings about growth, shown with the layers that grew most.
+_LAYER_KINDS = (FindingKind.CEILING, FindingKind.INCREASE, FindingKind.GROWTH)
 
 #: How many changed layers an annotation names; the job summary and the log have the full table.
 HINT_LAYERS = 3
@@ -138,10 +142,10 @@ def signed_count(value: int) -> str:
 def _from_finding(verdict: Verdict, finding: Finding) -> Annotation:
     name, metric = verdict.name, finding.metric
     message = f"{name}: {finding.message}"
-    if finding.kind == "ceiling" and finding.baseline is not None and metric is not None:
+    if finding.kind == FindingKind.CEILING and finding.baseline is not None and metric is not None:
         message += f"; baseline {format_value(finding.baseline, metric)}"
     source = finding.source or verdict.measurement.origin
-    details = _layer_hint(verdict, metric) if finding.kind in ("ceiling", "increase", "growth") else ()
+    details = _layer_hint(verdict, metric) if finding.kind in _LAYER_KINDS else ()
     return Annotation(
         level=finding.severity,
         kind=finding.kind,
@@ -174,13 +178,13 @@ def _rank(finding: Finding) -> tuple[int, float]:
 
     Size is the relative excess (how far over the limit, or how much growth), so the worst overrun comes first.
     """
-    if finding.kind == "ceiling":
+    if finding.kind == FindingKind.CEILING:
         return 0, -_ratio(finding.actual, finding.limit)
-    if finding.kind == "increase":
+    if finding.kind == FindingKind.INCREASE:
         return 1, -_ratio(finding.actual, finding.baseline)
-    if finding.kind == "growth":
+    if finding.kind == FindingKind.GROWTH:
         return 1, -_ratio(finding.actual, finding.baseline)
-    if finding.kind == "skipped":
+    if finding.kind == FindingKind.SKIPPED:
         return 2, -float(finding.actual or 0)
     return 3, 0.0
 
@@ -196,7 +200,7 @@ def _ratio(actual: int | None, reference: int | None) -> float:
 
 def _layer_hint(verdict: Verdict, metric: str | None) -> tuple[str, ...]:
     """`largest layer changes: layer4.2.conv2 +231M (+100.0%), fc +4.10M (added); 3 more`, or nothing."""
-    if metric is None or metric == "skipped":
+    if metric is None or metric == Metric.SKIPPED:
         return ()
     diff = verdict.diff(metric)
     if diff is None or not diff.changes:

@@ -11,6 +11,7 @@ from collections.abc import Iterable, Sequence
 
 from ..diff import LayerDiff, top_layers
 from ..formatting import ROOT_LABEL, format_count, format_percent, layer_label, metric_title, plural, reason
+from ..kinds import Metric
 from ..run import RunResult
 from ..verdict import FindingKind, Verdict
 
@@ -26,7 +27,7 @@ def details(verdict: Verdict, *, update_hint: str, top: int = TOP) -> str:
     """Everything below the one-line reason: the per-layer diff (or top layers), skipped ops and notes."""
     lines: list[str] = []
     failed = verdict.failed_metrics()
-    metrics = [m for m in failed if m != "skipped"] or ([] if failed else ["flops"])
+    metrics = [m for m in failed if m != Metric.SKIPPED] or ([] if failed else [Metric.FLOPS])
     baseline_shown = verdict.baseline_file or "the baseline file"
     for metric in metrics:
         diff = verdict.diff(metric)
@@ -39,7 +40,7 @@ def details(verdict: Verdict, *, update_hint: str, top: int = TOP) -> str:
         else:
             lines.append(f"top layers by {_metric_title(metric)}:")
             lines.extend(top_layers_table(verdict, metric, top=top))
-    if verdict.report.skipped_ops and ("skipped" in verdict.failed_metrics() or lines):
+    if verdict.report.skipped_ops and (Metric.SKIPPED in verdict.failed_metrics() or lines):
         lines.extend(_skipped_lines(verdict))
     if verdict.baseline is None and not any(f.kind == FindingKind.BASELINE for f in verdict.violations):
         lines.append(f"no baseline for {verdict.name} yet ({baseline_shown}); run {update_hint} to create it")
@@ -200,7 +201,7 @@ def _versus(verdict: Verdict) -> str:
     if verdict.baseline is None:
         return "no baseline"
     highest = verdict.highest_usage()
-    metric = highest[0] if highest and highest[0] != "skipped" else "flops"
+    metric = highest[0] if highest and highest[0] != Metric.SKIPPED else Metric.FLOPS
     delta = verdict.delta(metric) or 0
     old = verdict.baseline_value(metric) or 0
     return f"{format_percent(delta, old)} {metric}" if delta else f"= {metric}"
