@@ -169,7 +169,7 @@ def command_line_hint(message: str) -> str:
 
 def _graph_input_names(path: str) -> list[str]:
     """The graph's real inputs (initializers excluded), read without the weights."""
-    from ..counting.onnx_load import load_model
+    from ..counting.onnx.load import load_model
 
     proto, _ = load_model(path)
     graph = proto.graph
