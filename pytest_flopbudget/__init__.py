@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from .budget import Budget, parse_quantity
 from .counting import count
+from .counting.formulas import Cost
+from .counting.user_formulas import register_formula
 from .errors import FlopBudgetError
 from .report import LayerCost, OpCost, PhaseTotals, Report, SkippedOp
 
@@ -15,6 +17,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Budget",
+    "Cost",
     "FlopBudgetError",
     "LayerCost",
     "OpCost",
@@ -24,4 +27,5 @@ __all__ = [
     "__version__",
     "count",
     "parse_quantity",
+    "register_formula",
 ]

@@ -100,6 +100,10 @@ class FormulaRegistry(Generic[K]):
         """Keys that have a user's formula now."""
         return sorted(self._user, key=repr)
 
+    def user_formulas(self, key: K) -> list[Formula]:
+        """The users' formulas registered for `key`, the one in use last."""
+        return list(self._user.get(key, ()))
+
     def __contains__(self, key: object) -> bool:
         return key in self._entries
 
