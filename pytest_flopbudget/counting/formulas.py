@@ -16,7 +16,7 @@ class Cost(NamedTuple):
     flops: int
     macs: int
 
-    def __add__(self, other: object) -> Cost:  # type: ignore[override]
+    def __add__(self, other: object) -> Cost:
         if not isinstance(other, Cost):
             return NotImplemented
         return Cost(self.flops + other.flops, self.macs + other.macs)

@@ -118,6 +118,8 @@ def register_formula(
         raise ValueError(f"register_formula: backend must be 'torch' or 'onnx', got {backend!r}")
     if not callable(fn):
         raise TypeError(f"register_formula: the formula for {op!r} must be callable, got {type(fn).__name__}")
+    registry: FormulaRegistry[Any]
+    key: Hashable
     if backend == "torch":
         registry, key, label = _torch_key(op)
     else:

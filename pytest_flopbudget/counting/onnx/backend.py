@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from math import prod
 from pathlib import Path
 from typing import Any
@@ -122,7 +122,7 @@ def _infer_with_fallbacks(light: Any, label: str, opsets: dict[str, int]) -> Any
         return infer(light, label)
     except CountingError as exc:
         error = exc
-    repairs = (
+    repairs: tuple[Callable[[], bool], ...] = (
         lambda: spell_out_function_defaults(light.graph, opsets),
         lambda: _drop_value_info(light.graph),
     )

@@ -16,7 +16,7 @@ from math import prod
 from typing import Any, Callable
 
 from .graph import NodeInfo, index_nodes
-from .node import Dims, attribute_value
+from .node import Dims, attribute_value, known_dims
 
 MAX_DEPTH = 64
 MAX_VALUES = 4096
@@ -114,15 +114,15 @@ class ConstFolder:
         if op in _PASS_THROUGH:
             return self.ints(args[0], depth + 1) if args else None
         if op == "Shape":
-            dims = self.dims(args[0])
-            if dims is None or any(d is None for d in dims):
+            dims = known_dims(self.dims(args[0]))
+            if dims is None:
                 return None
             attrs = {a.name: attribute_value(a) for a in node.attribute}
             start, end = attrs.get("start", 0), attrs.get("end", len(dims))
-            return [int(d) for d in dims[start:end]]  # type: ignore[misc]
+            return list(dims[start:end])
         if op == "Size":
-            dims = self.dims(args[0])
-            return None if dims is None or any(d is None for d in dims) else [prod(dims)]  # type: ignore[arg-type]
+            dims = known_dims(self.dims(args[0]))
+            return None if dims is None else [prod(dims)]
         if op == "Gather":
             data, index = self.ints(args[0], depth + 1), self.ints(args[1], depth + 1)
             if data is None or index is None:
@@ -132,8 +132,13 @@ class ConstFolder:
             except IndexError:
                 return None
         if op == "Concat":
-            parts = [self.ints(a, depth + 1) for a in args]
-            return None if any(p is None for p in parts) else [v for p in parts for v in p]  # type: ignore[union-attr]
+            joined: list[int] = []
+            for a in args:
+                part = self.ints(a, depth + 1)
+                if part is None:
+                    return None
+                joined.extend(part)
+            return joined
         if op == "Slice":
             return self._slice(node, depth)
         if op == "Not":

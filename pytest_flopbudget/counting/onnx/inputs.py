@@ -69,7 +69,7 @@ def bind_inputs(
         if any(d is None for d in resolved):
             missing.append(name)
         else:
-            bound[name] = tuple(resolved)  # type: ignore[arg-type]
+            bound[name] = tuple(d for d in resolved if d is not None)
     if missing:
         raise CountingError(_missing_message(label, declared, missing, symbols))
     for name, shape in bound.items():

@@ -9,12 +9,19 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from math import prod
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Optional, cast
 
 from ..tally import INVALID_SHAPE, UNKNOWN_SHAPE
 
 #: A shape as shape inference left it: `None` for an unknown rank, `None` entries for unknown dimensions.
 Dims = Optional[tuple[Optional[int], ...]]
+
+
+def known_dims(dims: Dims) -> tuple[int, ...] | None:
+    """`dims` when the rank and every dim are known, else None."""
+    if dims is None or None in dims:
+        return None
+    return cast("tuple[int, ...]", dims)
 
 
 class UnknownShape(Exception):
@@ -128,4 +135,4 @@ def _known(dims: Dims, what: str) -> tuple[int, ...]:
             raise UnknownShape(what)
         if d < 0:
             raise UnknownShape(what, INVALID_SHAPE)
-    return dims  # type: ignore[return-value]
+    return cast("tuple[int, ...]", dims)

@@ -119,7 +119,7 @@ def einsum_cost(equation: str, shapes: Sequence[Sequence[int]]) -> Cost:
     return cost + step
 
 
-def _reduce_unused(labels: set[str], numel: int, sizes: dict[str, int], needed: set[str]) -> tuple[set, int, Cost]:
+def _reduce_unused(labels: set[str], numel: int, sizes: dict[str, int], needed: set[str]) -> tuple[set[str], int, Cost]:
     unused = labels - needed
     if not unused:
         return labels, numel, f.ZERO

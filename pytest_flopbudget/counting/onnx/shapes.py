@@ -22,7 +22,7 @@ from typing import Any, Callable
 
 from ...errors import CountingError
 from .graph import NodeInfo, free_names, normalize_domain
-from .node import Dims, NodeContext, UnknownShape, attribute_value
+from .node import Dims, NodeContext, UnknownShape, attribute_value, known_dims
 
 #: Initializers with at most this many elements keep their data in the light model (shape inference may read them).
 SMALL_INITIALIZER = 1024
@@ -43,7 +43,7 @@ def tensor_dims(type_proto: Any) -> Dims:
 
 
 def is_external(tensor: Any) -> bool:
-    return tensor.data_location == 1  # TensorProto.EXTERNAL
+    return bool(tensor.data_location == 1)  # TensorProto.EXTERNAL
 
 
 def light_model(model: Any, input_shapes: dict[str, tuple[int, ...]]) -> Any:
@@ -144,10 +144,10 @@ def _infer_standard(
         elem = t.tensor_type.elem_type if t.WhichOneof("value") == "tensor_type" else 0
         if elem not in (6, 7):  # INT32, INT64: shape-like data
             continue
-        shape = tensor_dims(t)
+        shape = known_dims(tensor_dims(t))
         values = folder.ints(name)
-        if values is not None and shape is not None and prod(shape) == len(values):  # type: ignore[arg-type]
-            data[name] = onnx.helper.make_tensor(name, elem, list(shape), values)  # type: ignore[arg-type]
+        if values is not None and shape is not None and prod(shape) == len(values):
+            data[name] = onnx.helper.make_tensor(name, elem, list(shape), values)
     try:
         return onnx.shape_inference.infer_node_outputs(
             schema,
@@ -405,10 +405,11 @@ def infer_body(
     for vi, dims, elem in zip(body.input, input_dims, input_elems):
         copy = graph.input.add()
         copy.CopyFrom(vi)
-        if dims is not None and all(d is not None for d in dims):
+        bound = known_dims(dims)
+        if bound is not None:
             if copy.type.WhichOneof("value") != "tensor_type" or not copy.type.tensor_type.elem_type:
                 copy.type.tensor_type.elem_type = elem or 1
-            _set_dims(copy.type, dims)  # type: ignore[arg-type]
+            _set_dims(copy.type, bound)
     graph.output.extend(body.output)
     known = {vi.name for vi in graph.input} | {t.name for t in graph.initializer}
     for name in sorted(free_names(body) - known):
@@ -416,15 +417,15 @@ def infer_body(
             graph.initializer.append(consts[name])
             continue
         outer_type = outer.type_of(name)
-        dims = outer.dims(name)
+        dims = known_dims(outer.dims(name))
         vi = graph.input.add()
         vi.name = name
         if outer_type is not None:
             vi.type.CopyFrom(outer_type)
-        if dims is not None and all(d is not None for d in dims):
+        if dims is not None:
             if vi.type.WhichOneof("value") != "tensor_type":
                 vi.type.tensor_type.elem_type = 1
-            _set_dims(vi.type, dims)  # type: ignore[arg-type]
+            _set_dims(vi.type, dims)
     for output in graph.output:  # declared body outputs often carry stale symbolic dims from the exporter
         if output.type.WhichOneof("value") == "tensor_type":
             output.type.tensor_type.ClearField("shape")

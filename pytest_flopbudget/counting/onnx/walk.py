@@ -19,7 +19,7 @@ from .consts import ConstFolder
 from .functions import expand_node, get_schema, has_body
 from .graph import NodeInfo, index_nodes, topological_order
 from .names import ModulePaths, module_of_parameter
-from .node import NodeContext, UnknownShape
+from .node import NodeContext, UnknownShape, known_dims
 from .ops import ONNX_OPS, op_label
 from .shapes import Scope, complete_shapes, constant_tensors, infer, infer_body
 
@@ -137,8 +137,8 @@ class Walker:
             if not name:
                 types.append(None)
                 continue
-            dims, elem = scope.dims(name), scope.elem_type(name)
-            if dims is None or not scope.known(name):
+            dims, elem = known_dims(scope.dims(name)) if scope.known(name) else None, scope.elem_type(name)
+            if dims is None:
                 found = scope.type_of(name)
                 if found is not None and found.WhichOneof("value") not in (None, "tensor_type"):
                     types.append(found)  # a sequence or optional input: no shape to bind
@@ -147,8 +147,8 @@ class Walker:
                 return True
             types.append(helper.make_tensor_type_proto(elem or 1, list(dims)))
             values = folder.ints(name) if elem in (6, 7) else None  # INT32, INT64: shape-like data
-            if values is not None and len(values) == prod(dims):  # type: ignore[arg-type]
-                constants[name] = helper.make_tensor(name, elem, list(dims), values)  # type: ignore[arg-type]
+            if elem is not None and values is not None and len(values) == prod(dims):
+                constants[name] = helper.make_tensor(name, elem, list(dims), values)
         try:
             expanded = expand_node(info.node, domain, self.opsets.get(domain, 1), types, constants, self.model)
         except Exception as exc:  # onnx could not build or inline the body: say so, never count zero silently
@@ -240,16 +240,19 @@ class Walker:
         if body is None or n_scan <= 0 or n_state < 0 or len(axes) != n_scan:
             tally.skip(path, "Scan", "malformed Scan")
             return
-        scanned = [scope.dims(name) for name in info.inputs[n_state:]]
-        if any(d is None or None in d for d in scanned):
-            tally.skip(path, "Scan", "dynamic trip count (scan input shape unknown after shape inference)")
-            return
+        scanned: list[tuple[int, ...]] = []
+        for name in info.inputs[n_state:]:
+            known = known_dims(scope.dims(name))
+            if known is None:
+                tally.skip(path, "Scan", "dynamic trip count (scan input shape unknown after shape inference)")
+                return
+            scanned.append(known)
         slices = []
         trips = set()
         for dims, axis in zip(scanned, axes):
-            axis = axis + len(dims) if axis < 0 else axis  # type: ignore[arg-type]
-            trips.add(dims[axis])  # type: ignore[index]
-            slices.append(tuple(dims[:axis]) + tuple(dims[axis + 1 :]))  # type: ignore[index]
+            axis = axis + len(dims) if axis < 0 else axis
+            trips.add(dims[axis])
+            slices.append(dims[:axis] + dims[axis + 1 :])
         if len(trips) != 1:
             tally.skip(path, "Scan", "malformed Scan (scan inputs of different lengths)")
             return

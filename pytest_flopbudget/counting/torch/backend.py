@@ -23,7 +23,7 @@ from torch.utils._pytree import tree_flatten, tree_map
 from ...errors import CountingError
 from ...report import LayerCost, Report
 from ..formulas import Cost
-from ..registry import FREE, Free
+from ..registry import Free
 from ..tally import DATA_DEPENDENT_SHAPE, NO_FORMULA, Tally, formula_failed
 from .data_dependent import BOUND_RULE, ROUTING_RULE, KnownValues, UpperBounds
 from .fake_fallbacks import FAKE_FALLBACKS
@@ -105,7 +105,7 @@ class CountingMode(TorchDispatchMode):
         path = self.tracker.path_for_node(node) if node is not None else self.tracker.current
         if out is None:
             out = self._guarded(func, args, kwargs)
-            if memo_key is not None:
+            if memo_key is not None and self.memo is not None:
                 self.memo.store(memo_key, out)
             if self.bounds is not None and self._is_maybe_dynamic(func):
                 out, bounded = self.bounds.concretize(key, args, out)
@@ -170,8 +170,8 @@ class CountingMode(TorchDispatchMode):
     def _cost(func: Any, key: str, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any) -> Cost | str | Free:
         """The op's cost, the reason it is skipped, or `FREE` (not recorded at all)."""
         entry = TORCH_OPS.lookup(key)
-        if entry is FREE:
-            return FREE
+        if isinstance(entry, Free):
+            return entry
         if entry is None:
             return NO_FORMULA
         try:
@@ -291,7 +291,7 @@ def _execution_context(execution: str) -> Iterator[_Context]:
         fake._is_param = True  # what nn.Parameter(fake) sets: isinstance(fake, nn.Parameter) holds
         return fake
 
-    def make_fake(shape: tuple, stride: tuple, dtype: torch.dtype, device: torch.device) -> Any:
+    def make_fake(shape: tuple[int, ...], stride: tuple[int, ...], dtype: torch.dtype, device: torch.device) -> Any:
         with unset_fake_temporarily():
             meta = torch.empty_strided(shape, stride, dtype=dtype, device="meta")
         return FakeTensor(fake_mode, meta, device)

@@ -56,7 +56,7 @@ class Estimate:
     rule: str
 
 
-MakeFake = Callable[[tuple, tuple, torch.dtype, torch.device], Any]
+MakeFake = Callable[[tuple[int, ...], tuple[int, ...], torch.dtype, torch.device], Any]
 
 
 class KnownValues:
@@ -94,16 +94,15 @@ class KnownValues:
                 from torch.utils._python_dispatch import _disable_current_modes
 
                 with _disable_current_modes():  # read the real value, not through fake mode
-                    return format(known.item(), spec)
-            return torch.Tensor.__format__(tensor, spec)
+                    return str(format(known.item(), spec))
+            return str(torch.Tensor.__format__(tensor, spec))
 
-        had = "__format__" in FakeTensor.__dict__
         previous = FakeTensor.__dict__.get("__format__")
         FakeTensor.__format__ = format_known  # type: ignore[method-assign]
         try:
             yield
         finally:
-            if had:
+            if previous is not None:
                 FakeTensor.__format__ = previous  # type: ignore[method-assign]
             else:
                 del FakeTensor.__format__

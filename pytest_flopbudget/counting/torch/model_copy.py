@@ -60,7 +60,8 @@ class ModelCopy:
             self.memo[id(module)] = type(module).__new__(type(module))
         for path, module in originals_with_paths(model):
             self._fill(module, self.memo[id(module)], path)
-        return self.memo[id(model)]
+        copied: torch.nn.Module = self.memo[id(model)]
+        return copied
 
     def _fill(self, module: torch.nn.Module, shell: torch.nn.Module, path: str) -> None:
         state: dict[str, Any] = {}
@@ -98,7 +99,7 @@ class ModelCopy:
             return found
         kind = type(value)
         if kind in (dict, OrderedDict):
-            out = kind()
+            out: dict[Any, Any] = kind()
             self.memo[id(value)] = out
             self._keep_alive.append(value)
             for key, item in value.items():

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from math import prod
-from typing import Any
+from typing import Any, Callable
 
 from .. import formulas as f
 from ..formulas import Cost
@@ -433,14 +433,14 @@ SAME_SHAPE_INPLACE = frozenset(
 )
 
 
-def _elementwise_formula(per_element: int):
+def _elementwise_formula(per_element: int) -> Callable[[Args, Any], Cost]:
     def formula(a: Args, out: Any) -> Cost:
         return f.elementwise(out_numel(out), per_element)
 
     return formula
 
 
-def _reduction_formula(per_element: int):
+def _reduction_formula(per_element: int) -> Callable[[Args, Any], Cost]:
     def formula(a: Args, out: Any) -> Cost:
         source = a.get("self", a.get("input"))
         return f.reduction(numel(source) if source is not None else out_numel(out), per_element)

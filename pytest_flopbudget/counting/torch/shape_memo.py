@@ -14,7 +14,7 @@ from typing import Any, Callable
 
 import torch
 
-_Meta = tuple  # (shape, stride, dtype, device)
+_Meta = tuple[tuple[int, ...], tuple[int, ...], torch.dtype, torch.device]  # (shape, stride, dtype, device)
 _NOT_MEMOISABLE = object()
 _PRIM_DEVICE = torch.ops.prim.device.default
 
@@ -22,7 +22,7 @@ _PRIM_DEVICE = torch.ops.prim.device.default
 class ShapeMemo:
     def __init__(
         self,
-        make_fake: Callable[[tuple, tuple, torch.dtype, torch.device], Any],
+        make_fake: Callable[[tuple[int, ...], tuple[int, ...], torch.dtype, torch.device], Any],
         same_shape_inplace: frozenset[str] = frozenset(),
     ) -> None:
         self._make_fake = make_fake
@@ -85,7 +85,7 @@ class ShapeMemo:
         values = (out,) if single else out
         if not isinstance(values, tuple):
             return
-        metas = []
+        metas: list[tuple[Any, ...] | None] = []
         for value in values:
             if isinstance(value, torch.Tensor):
                 if any(not isinstance(s, int) for s in value.shape):

@@ -86,7 +86,7 @@ def test_the_formula_must_be_callable() -> None:
 
 def test_backend_is_keyword_only_and_required() -> None:
     with pytest.raises(TypeError):
-        register_formula("mylib.op", nothing, "torch")  # type: ignore[misc]
+        register_formula("mylib.op", nothing, "torch")  # type: ignore[call-arg]
     with pytest.raises(TypeError):
         register_formula("mylib.op", nothing)  # type: ignore[call-arg]
 
