@@ -1,4 +1,10 @@
-"""`count()`: one entry point for every backend; torch and onnx are imported only when their backend is used."""
+"""`count()`: one entry point for every backend; torch and onnx are imported only when their backend is used.
+
+Layout: `torch/` needs torch (the PyTorch backend), `onnx/` needs onnx and never torch (the ONNX backend); the
+modules here need neither: `formulas.py` (the shape math both backends share), `registry.py` (formula tables and
+the `FREE` sentinel), `tally.py` (what a count accumulates, and the skip reasons), `user_formulas.py`
+(`register_formula`).
+"""
 
 from __future__ import annotations
 
