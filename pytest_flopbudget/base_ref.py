@@ -11,20 +11,27 @@ not compared.
 from __future__ import annotations
 
 import subprocess
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NoReturn
 
+from .baseline import BaselineSource, baseline_filename, parse_baseline
 from .budget import Budget, Limit
 from .config import BUDGET_KEYS, ModelEntry, Settings, parse_settings
 from .errors import FlopBudgetError
 from .formatting import format_percent
 from .kinds import ChangeKind
+from .report import Report
 from .source import LocatedError, Source
+from .verdict import Measurement
 
 RAISED = ChangeKind.RAISED
 REMOVED = ChangeKind.REMOVED
 UNREADABLE = ChangeKind.UNREADABLE
+BASELINE_CHANGED = ChangeKind.BASELINE_CHANGED
+BASELINE_DELETED = ChangeKind.BASELINE_DELETED
+MODEL_ADDED = ChangeKind.MODEL_ADDED
 
 #: metric -> the pyproject key that usually sets it (a MAC budget may also sit in the `flops` key).
 _KEY_OF = {slot: key for key, slot in BUDGET_KEYS.items()}
@@ -65,6 +72,15 @@ class BudgetChange:
             return f"{self.model}: {what} raised from {self.before} to {self.after}{change} since {self.ref}"
         if self.kind == UNREADABLE:
             return f"budgets at {self.ref} cannot be compared, check them by hand: {self.before}"
+        if self.kind == BASELINE_CHANGED:
+            return (
+                f"{self.model}: baseline {self.after} changed since {self.ref}; compared with the baseline at "
+                f"{self.ref} ({self.before})"
+            )
+        if self.kind == BASELINE_DELETED:
+            return f"{self.model}: baseline {self.before} deleted since {self.ref}"
+        if self.kind == MODEL_ADDED:
+            return f"{self.model}: new since {self.ref}, no baseline there to compare with ({self.after})"
         if not self.setting:
             listed = f" (it had {self.before})" if self.before else ""
             return f"{self.model}: model and its budgets removed since {self.ref}{listed}"
@@ -113,32 +129,104 @@ def compare_budgets(base: Settings, current: Settings, ref: str) -> list[BudgetC
 
 def read_at_ref(pyproject: Path, ref: str) -> str | None:
     """The text of `pyproject` at `ref` (`git show REF:path`), or None when the file did not exist there."""
-    if not ref or ref.startswith("-"):
-        raise BaseRefError(f"--base-ref {ref!r}: expected a branch, tag or commit such as origin/main")
-    directory = pyproject.resolve().parent
-    found = _run(directory, "rev-parse", "--show-toplevel")
-    if found.returncode != 0:
-        if "not a git repository" in found.stderr:
-            raise BaseRefError(f"--base-ref {ref}: {directory} is not inside a git repository")
-        _raise(ref, f"cannot run git in {directory}", found)
-    root = Path(found.stdout.strip()).resolve()
-    try:
-        relative = pyproject.resolve().relative_to(root).as_posix()
-    except ValueError:
-        raise BaseRefError(f"--base-ref {ref}: {pyproject} is not inside the git repository at {root}") from None
-    resolved = _run(root, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}")
-    if resolved.returncode != 0:
-        _raise(ref, f"git does not know this ref; {_FETCH_HINT}", resolved)
-    commit = resolved.stdout.strip()
-    if _run(root, "cat-file", "-e", f"{commit}:{relative}").returncode != 0:
+    return GitRevision(pyproject.resolve().parent, ref).read(pyproject)
+
+
+class GitRevision:
+    """Files as they are at one ref of the git repository holding `directory`, read with `git show`; nothing is
+    ever checked out."""
+
+    def __init__(self, directory: Path, ref: str) -> None:
+        if not ref or ref.startswith("-"):
+            raise BaseRefError(f"--base-ref {ref!r}: expected a branch, tag or commit such as origin/main")
+        self.ref = ref
+        found = _run(directory, "rev-parse", "--show-toplevel")
+        if found.returncode != 0:
+            if "not a git repository" in found.stderr or "No such file" in found.stderr:
+                raise BaseRefError(f"--base-ref {ref}: {directory} is not inside a git repository")
+            _raise(ref, f"cannot run git in {directory}", found)
+        self.root = Path(found.stdout.strip()).resolve()
+        resolved = _run(self.root, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}")
+        if resolved.returncode != 0:
+            _raise(ref, f"git does not know this ref; {_FETCH_HINT}", resolved)
+        self.commit = resolved.stdout.strip()
+
+    def relative(self, path: Path) -> str:
+        try:
+            return path.resolve().relative_to(self.root).as_posix()
+        except ValueError:
+            raise BaseRefError(
+                f"--base-ref {self.ref}: {path} is not inside the git repository at {self.root}"
+            ) from None
+
+    def read(self, path: Path) -> str | None:
+        """The file's text at the ref, None when it did not exist there."""
+        relative = self.relative(path)
+        if _run(self.root, "cat-file", "-e", f"{self.commit}:{relative}").returncode != 0:
+            return None
+        shown = _run(self.root, "show", f"{self.commit}:{relative}")
+        if shown.returncode != 0:
+            _raise(self.ref, f"cannot read {relative} there", shown)
+        return shown.stdout
+
+
+class BaseBaselines:
+    """The baselines as they are at the base ref: what `--base-ref` compares with, so that a change that rewrites
+    its own baseline cannot hide its growth. Read-only; implements `baseline.BaselineSource`."""
+
+    def __init__(self, directory: Path, ref: str) -> None:
+        self.directory = directory
+        self.revision = GitRevision(directory if directory.is_dir() else directory.parent, ref)
+        self._texts: dict[str, str | None] = {}
+
+    def _path(self, name: str) -> Path:
+        return self.directory / baseline_filename(name)
+
+    def display(self, name: str) -> str:
+        return f"{self.revision.ref}:{self.revision.relative(self._path(name))}"
+
+    def text(self, name: str) -> str | None:
+        if name not in self._texts:
+            self._texts[name] = self.revision.read(self._path(name))
+        return self._texts[name]
+
+    def load(self, name: str) -> Report | None:
+        text = self.text(name)
+        return None if text is None else parse_baseline(text, self.display(name))
+
+
+def baseline_changes(
+    measurements: Sequence[Measurement], base: BaseBaselines, head: BaselineSource, base_models: set[str] | None
+) -> list[BudgetChange]:
+    """What the change did to the baselines of the models it counts: rewrote one (the comparison still uses the
+    base's), deleted one, or added a model the base did not have (nothing to compare with)."""
+    changes: list[BudgetChange] = []
+    ref = base.revision.ref
+    for measurement in measurements:
+        name, where = measurement.name, measurement.origin
+        before, after = base.text(name), head.text(name)
+        if before is None:
+            if base_models is not None and name not in base_models:
+                changes.append(BudgetChange(name, "baseline", MODEL_ADDED, None, head.display(name), ref, where))
+        elif after is None:
+            changes.append(BudgetChange(name, "baseline", BASELINE_DELETED, base.display(name), None, ref, where))
+        elif after != before:
+            shown_before, shown_after = base.display(name), head.display(name)
+            changes.append(BudgetChange(name, "baseline", BASELINE_CHANGED, shown_before, shown_after, ref, where))
+    return changes
+
+
+def base_model_names(settings: Settings, ref: str) -> set[str] | None:
+    """The pyproject model names at `ref`; None when they cannot be read (then nothing is called new)."""
+    if settings.pyproject is None:
         return None
-    shown = _run(root, "show", f"{commit}:{relative}")
-    if shown.returncode != 0:
-        _raise(ref, f"cannot read {relative} there", shown)
-    return shown.stdout
-
-
-# -- helpers ---------------------------------------------------------------------------------------------------------
+    text = read_at_ref(settings.pyproject, ref)
+    if text is None:
+        return set()
+    try:
+        return set(parse_settings(text, settings.pyproject).models)
+    except LocatedError:
+        return None
 
 
 def _compare_model(old: ModelEntry, new: ModelEntry, ref: str) -> list[BudgetChange]:

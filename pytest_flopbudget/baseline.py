@@ -15,6 +15,7 @@ import os
 import re
 import tempfile
 from pathlib import Path
+from typing import Protocol
 
 from .errors import BaselineError
 from .report import Report
@@ -51,6 +52,11 @@ def read_baseline(path: str | os.PathLike[str]) -> Report:
         raise BaselineError(f"{shown}: no such baseline file") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise BaselineError(f"{shown}: cannot read the baseline: {exc}") from None
+    return parse_baseline(text, shown)
+
+
+def parse_baseline(text: str, shown: str) -> Report:
+    """A baseline's text as a Report; `shown` names it in the error (a path, or `REF:path` for a git revision)."""
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -97,6 +103,16 @@ def _umask() -> int:
     return mask
 
 
+class BaselineSource(Protocol):
+    """Where baselines are read from: the working tree (`BaselineStore`) or a git revision (`base_ref`)."""
+
+    def load(self, name: str) -> Report | None: ...
+
+    def display(self, name: str) -> str: ...
+
+    def text(self, name: str) -> str | None: ...
+
+
 class BaselineStore:
     """The baseline directory: look up, load and (on explicit update only) save one Report per model name."""
 
@@ -108,6 +124,24 @@ class BaselineStore:
 
     def exists(self, name: str) -> bool:
         return self.path_for(name).is_file()
+
+    def display(self, name: str) -> str:
+        """How outputs name the baseline of `name`: its path relative to the current directory."""
+        return display_path(str(self.path_for(name)))
+
+    def text(self, name: str) -> str | None:
+        """The file's exact text, None when there is none (for comparing with another revision)."""
+        path = self.path_for(name)
+        return _read_text(path) if path.exists() else None
+
+    def files(self) -> list[str]:
+        """Names of the baseline files in the directory (`*.json`), sorted."""
+        if not self.directory.is_dir():
+            return []
+        return sorted(p.name for p in self.directory.iterdir() if p.suffix == SUFFIX and p.is_file())
+
+    def remove(self, filename: str) -> None:
+        (self.directory / filename).unlink()
 
     def load(self, name: str) -> Report | None:
         """The saved Report for `name`, None when there is none yet; a bad file raises `BaselineError`."""

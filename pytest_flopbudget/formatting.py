@@ -64,15 +64,27 @@ def format_percent(delta: int, base: int) -> str:
 
 
 def reason(verdict: Verdict) -> str:
-    """The one-line failure reason: `resnet50: 8.52 GFLOPs > budget 8.30 GFLOPs (+2.7%); baseline 8.18 GFLOPs`."""
+    """The one-line failure reason, the worst violation first and the others named, never repeated:
+    `resnet50: 8.52 GFLOPs > budget 8.30 GFLOPs (+2.7%); baseline 8.18 GFLOPs (+1 more: MACs)`."""
     violations = verdict.violations
     if not violations:
         return f"{verdict.name}: within budget"
-    clauses = [f.message for f in violations]
     first = violations[0]
+    text = f"{verdict.name}: {first.message}"
     if first.kind == "ceiling" and first.baseline is not None and first.metric is not None:
-        clauses.append(f"baseline {format_value(first.baseline, first.metric)}")
-    return f"{verdict.name}: " + "; ".join(clauses)
+        text += f"; baseline {format_value(first.baseline, first.metric)}"
+    rest = violations[1:]
+    if rest:
+        names = ", ".join(dict.fromkeys(_clause_name(f.kind, f.metric) for f in rest))
+        text += f" (+{len(rest)} more: {names})"
+    return text
+
+
+def _clause_name(kind: str, metric: str | None) -> str:
+    """`FLOPs` for a ceiling, `FLOPs growth` for max-increase, `baseline` for an unreadable file."""
+    if metric is None:
+        return str(kind)
+    return f"{metric_title(metric)} growth" if kind == "increase" else metric_title(metric)
 
 
 #: How each metric is named in tables and annotations (the unit names budgets are written with).

@@ -37,3 +37,9 @@ class ChangeKind(Kind):
     REMOVED = "removed"
     #: `[tool.flopbudget]` at the base ref does not validate, so nothing could be compared.
     UNREADABLE = "unreadable"
+    #: The change rewrote the model's baseline file: the comparison uses the base's, so growth stays visible.
+    BASELINE_CHANGED = "baseline changed"
+    #: The change deleted the model's baseline file.
+    BASELINE_DELETED = "baseline deleted"
+    #: The model is new in this change: there is nothing at the base to compare it with.
+    MODEL_ADDED = "added"

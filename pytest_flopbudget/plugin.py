@@ -28,7 +28,7 @@ from .report import Report
 from .reporters import ci, terminal
 from .run import Run, RunResult
 from .source import Source
-from .verdict import Measurement
+from .verdict import Measurement, Verdict
 
 UPDATE_HINT = PYTEST_UPDATE_HINT
 SECTION = "flopbudget per-layer diff"
@@ -123,6 +123,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="directory of baseline files (overrides baseline-dir; relative to the current directory)",
     )
     group.addoption("--flopbudget-report", action="append", default=[], metavar="SPEC", help=ci.SPEC_HELP)
+    group.addoption(
+        "--flopbudget-base-ref",
+        default=None,
+        metavar="REF",
+        help="compare every model with its baseline at the git ref REF (e.g. origin/main) and report every budget "
+        "or baseline the change raised, removed or rewrote",
+    )
     parser.addini("flopbudget_report", ci.SPEC_HELP, type="args", default=[])
 
 
@@ -228,6 +235,12 @@ class FlopBudgetPlugin:
         self.is_worker = hasattr(config, "workerinput")
         self.run = Run(self.store, update=self.update)
         self.result: RunResult | None = None
+        base_ref = config.getoption("flopbudget_base_ref")
+        if base_ref and error is None:
+            try:
+                self.run.compare_with_base(settings, base_ref)
+            except FlopBudgetError as exc:
+                self.config_error = exc
         try:
             specs = config.getoption("flopbudget_report") or config.getini("flopbudget_report")
             self.report_specs = ci.resolve_specs(specs)
@@ -313,7 +326,9 @@ class FlopBudgetPlugin:
                     f"flopbudget.count(model, *inputs), so there is nothing to check",
                 )
             return
-        measurement = Measurement(state.name, state.report, state.budget or Budget(), state.origin, item.nodeid)
+        measurement = Measurement(
+            state.name, state.report, state.budget or Budget(), state.origin, item.nodeid, test_failed=report.failed
+        )
         verdict = self.run.judge(measurement)
         self.run.record(measurement)
         if state.budget is None:
@@ -324,7 +339,7 @@ class FlopBudgetPlugin:
                 )
             )
         if report.passed and self.run.fails(verdict):
-            _fail(report, reason(verdict), terminal.details(verdict, update_hint=UPDATE_HINT))
+            _fail(report, _test_reason(item, verdict), terminal.details(verdict, update_hint=UPDATE_HINT))
 
     def _marker_budget(self, item: pytest.Item, marker: pytest.Mark, origin: Source) -> tuple[str, Budget]:
         try:
@@ -444,6 +459,15 @@ def default_name(nodeid: str) -> str:
         path = path[:-3]
     parts = [path.replace("/", ".").replace("\\", "."), *[p for p in rest.split("::") if p]]
     return ".".join(p for p in parts if p)
+
+
+def _test_reason(item: pytest.Item, verdict: Verdict) -> str:
+    """A marker test's failure line starts with the test's own name (and the model's, when `name=` shares a
+    pyproject model), so that pytest's short summary says which test and which model at a glance."""
+    text = reason(verdict)
+    rest = text[len(verdict.name) + 2 :] if text.startswith(f"{verdict.name}: ") else text
+    label = item.name if verdict.name == default_name(item.nodeid) else f"{item.name} ({verdict.name})"
+    return f"{label}: {rest}"
 
 
 def _fail(report: pytest.TestReport, text: str, details: str = "") -> None:

@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .base_ref import BudgetChange
+from .base_ref import BaseBaselines, BudgetChange, baseline_changes
 from .baseline import BaselineStore
-from .config import ModelEntry
+from .config import ModelEntry, Settings
 from .errors import BaselineError, FlopBudgetError
 from .source import Source, display_path
 from .verdict import FindingKind, Measurement, Verdict, judge
@@ -59,10 +59,17 @@ class RunResult:
     unchanged: list[str] = field(default_factory=list)
     update_errors: list[str] = field(default_factory=list)
     baseline_dir: str = ""
+    #: `--base-ref`: the ref whose baselines every model was compared with.
+    base_ref: str | None = None
 
     @property
     def failed(self) -> list[Verdict]:
         return [v for v in self.verdicts if not v.passed]
+
+    @property
+    def unreadable(self) -> list[Verdict]:
+        """Models whose baseline file cannot be read: the check could not run for them (exit 2, not 1)."""
+        return [v for v in self.verdicts if any(f.kind == FindingKind.BASELINE for f in v.violations)]
 
     @property
     def passed(self) -> bool:
@@ -79,7 +86,7 @@ class RunResult:
 
         An update records the current state, so an overrun does not fail it; a baseline it could not write does.
         """
-        if self.errors or self.update_errors:
+        if self.errors or self.update_errors or self.unreadable:
             return EXIT_ERROR
         if self.failed and not self.update:
             return EXIT_OVER_BUDGET
@@ -90,13 +97,33 @@ class Run:
     """Collects the measurements and model errors of one run, from any number of places, then judges them once."""
 
     def __init__(
-        self, store: BaselineStore, *, update: bool = False, changes: Sequence[BudgetChange] = ()
+        self,
+        store: BaselineStore,
+        *,
+        update: bool = False,
+        changes: Sequence[BudgetChange] = (),
+        base: BaseBaselines | None = None,
+        base_models: set[str] | None = None,
     ) -> None:
+        """`store` is the working tree's baseline directory (what an update writes). With `base` (`--base-ref`)
+        every model is judged against the baseline at the base ref instead, and what the change did to the
+        baselines is reported with the budget changes."""
         self.store = store
         self.update = update
         self.changes = list(changes)
+        self.base = base
+        self.base_models = base_models
         self.measurements: list[Measurement] = []
         self.errors: list[ModelError] = []
+
+    def compare_with_base(self, settings: Settings, ref: str) -> None:
+        """`--base-ref REF`: judge against the baselines at REF and report every budget and baseline the change
+        raised, removed or rewrote. Raises `BaseRefError` when REF cannot be read."""
+        from .base_ref import base_model_names, budget_changes
+
+        self.changes.extend(budget_changes(settings, ref))
+        self.base = BaseBaselines(settings.baseline_dir, ref)
+        self.base_models = base_model_names(settings, ref)
 
     # -- what goes in -------------------------------------------------------------------------------------------
 
@@ -121,7 +148,7 @@ class Run:
         self.errors.append(error)
 
     def judge(self, measurement: Measurement) -> Verdict:
-        return judge(measurement, self.store)
+        return judge(measurement, self.base if self.base is not None else self.store)
 
     def fails(self, verdict: Verdict) -> bool:
         """Whether this verdict fails its test or hook: under update only an unusable baseline does (it would
@@ -148,12 +175,16 @@ class Run:
         """Judge every measurement (against the baselines as they were before this run) and, on update, write
         the baselines; the result is sorted so every front end lists the same models in the same order."""
         measurements = sorted(self.measurements, key=lambda m: (m.name, m.nodeid or ""))
+        changes = list(self.changes)
+        if self.base is not None:
+            changes.extend(baseline_changes(measurements, self.base, self.store, self.base_models))
         result = RunResult(
             verdicts=[self.judge(m) for m in measurements],
             errors=sorted(self.errors, key=lambda e: (e.name, e.nodeid or "")),
-            changes=list(self.changes),
+            changes=changes,
             update=self.update,
             baseline_dir=display_path(str(self.store.directory)),
+            base_ref=self.base.revision.ref if self.base is not None else None,
         )
         if self.update:
             self._write_baselines(measurements, result)

@@ -7,18 +7,19 @@ Findings carry the `Source` of the limit they concern so CI reporters can annota
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .baseline import BaselineStore
+from .baseline import BaselineSource
 from .budget import GROWTH_METRICS, METRICS, Budget
 from .diff import LayerDiff, diff_layers
 from .errors import BaselineError
 from .formatting import format_pair, format_percent
 from .kinds import Kind, Metric
 from .report import Report
-from .source import Source, display_path
+from .source import Source
 
 
 class Severity(Kind):
@@ -58,6 +59,30 @@ class Finding:
     baseline: int | None = None
     source: Source | None = None
 
+    @property
+    def rank(self) -> tuple[int, float]:
+        """Order within a severity, most important first: a ceiling before max-increase before the baseline
+        file (an unreadable baseline before all); growth before skipped ops; then by size (the relative excess),
+        so the worst overrun comes first."""
+        if self.kind == FindingKind.BASELINE:
+            return -1, 0.0  # nothing else about the model can be trusted until its baseline can be read
+        if self.kind == FindingKind.CEILING:
+            return 0, -_ratio(self.actual, self.limit)
+        if self.kind in (FindingKind.INCREASE, FindingKind.GROWTH):
+            return 1, -_ratio(self.actual, self.baseline)
+        if self.kind == FindingKind.SKIPPED:
+            return 2, -float(self.actual or 0)
+        return 3, 0.0
+
+
+def _ratio(actual: int | None, reference: int | None) -> float:
+    """(actual - reference) / reference; infinite from a zero reference, zero when either is unknown."""
+    if actual is None or reference is None:
+        return 0.0
+    if reference == 0:
+        return math.inf if actual > 0 else 0.0
+    return (actual - reference) / reference
+
 
 @dataclass
 class Measurement:
@@ -72,6 +97,8 @@ class Measurement:
     budget: Budget = field(default_factory=Budget)
     origin: Source = field(default_factory=Source)
     nodeid: str | None = None
+    #: The test that counted it failed for another reason (an assertion after the count): never shown as "ok".
+    test_failed: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -80,6 +107,7 @@ class Measurement:
             "budget": self.budget.to_dict(),
             "origin": self.origin.to_dict(),
             "nodeid": self.nodeid,
+            "test_failed": self.test_failed,
         }
 
     @classmethod
@@ -90,6 +118,7 @@ class Measurement:
             budget=Budget.from_dict(data["budget"]),
             origin=Source.from_dict(data["origin"]),
             nodeid=data.get("nodeid"),
+            test_failed=bool(data.get("test_failed", False)),
         )
 
 
@@ -116,7 +145,8 @@ class Verdict:
 
     @property
     def violations(self) -> list[Finding]:
-        return [f for f in self.findings if f.severity == ERROR]
+        """The findings that fail the model, worst first."""
+        return sorted((f for f in self.findings if f.severity == ERROR), key=lambda f: f.rank)
 
     @property
     def warnings(self) -> list[Finding]:
@@ -208,9 +238,9 @@ def evaluate(
     return Verdict(measurement, findings, baseline, baseline_file)
 
 
-def judge(measurement: Measurement, store: BaselineStore) -> Verdict:
+def judge(measurement: Measurement, store: BaselineSource) -> Verdict:
     """Evaluate against the stored baseline; an unreadable baseline file is a violation, never ignored."""
-    shown = display_path(str(store.path_for(measurement.name)))
+    shown = store.display(measurement.name)
     try:
         baseline, error = store.load(measurement.name), None
     except BaselineError as exc:

@@ -33,14 +33,17 @@ def run_check(
     err: TextIO,
 ) -> int:
     """Count, judge, write baselines on update, print, and emit the CI outputs; returns the exit status."""
-    from ..base_ref import budget_changes
     from ..reporters import ci
 
     specs = ci.resolve_specs(reports)  # a bad spec is a usage error before anything is counted
     settings = load_project(pyproject)
-    changes = budget_changes(settings, base_ref) if base_ref else []
     entries = select_models(settings, names)
-    result = check_models(entries, settings, update=update, changes=changes, err=err)
+    run = Run(BaselineStore(settings.baseline_dir), update=update)
+    if base_ref:
+        run.compare_with_base(settings, base_ref)
+    count_into(run, entries, settings, err)
+    result = run.finish()
+    changes = result.changes
     out.write(terminal.run_text(result, update_hint=CLI_UPDATE_HINT))
     for change in changes:
         out.write(f"{change}\n")

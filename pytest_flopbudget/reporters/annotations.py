@@ -8,14 +8,14 @@ formatter. The order of importance is decided here too, because GitHub shows onl
 
 from __future__ import annotations
 
-import math
+import dataclasses
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass
 
 from ..base_ref import BudgetChange
 from ..diff import LayerChange
-from ..formatting import format_count, format_percent, format_value, layer_label, metric_title, plural
+from ..formatting import format_count, format_percent, format_value, layer_label, metric_title, plural, reason
 from ..kinds import Metric
 from ..run import ModelError
 from ..source import Source
@@ -69,8 +69,15 @@ def collect(
 
 
 def from_verdict(verdict: Verdict) -> list[Annotation]:
-    """One annotation per finding of `verdict` (violations are errors, growth and skipped ops warnings)."""
-    return [_from_finding(verdict, finding) for finding in verdict.findings if finding.severity in (ERROR, WARNING)]
+    """A failing model gets one error with all its violations (the worst one on the line that declares its
+    limit); a passing one a warning per finding (growth, skipped ops). A model that failed gets no growth
+    warnings on top: its error already says it grew."""
+    violations = verdict.violations
+    if not violations:
+        return [_from_finding(verdict, finding) for finding in verdict.warnings]
+    worst = _from_finding(verdict, violations[0])
+    others = tuple(f"also: {verdict.name}: {finding.message}" for finding in violations[1:])
+    return [dataclasses.replace(worst, message=reason(verdict), details=(*worst.details, *others))]
 
 
 def from_change(change: BudgetChange) -> Annotation:
@@ -156,7 +163,7 @@ def _from_finding(verdict: Verdict, finding: Finding) -> Annotation:
         details=details,
         source_file=source.file,
         source_line=source.line,
-        rank=_rank(finding),
+        rank=finding.rank,
         nodeid=verdict.measurement.nodeid,
     )
 
@@ -171,31 +178,6 @@ def _title(name: str, finding: Finding) -> str:
         "skipped": "ops not counted",
     }
     return f"flopbudget: {name} {titles.get(finding.kind, finding.kind)}"
-
-
-def _rank(finding: Finding) -> tuple[int, float]:
-    """Within a level: errors ceiling > max-increase > baseline file, warnings growth > skipped ops; then by size.
-
-    Size is the relative excess (how far over the limit, or how much growth), so the worst overrun comes first.
-    """
-    if finding.kind == FindingKind.CEILING:
-        return 0, -_ratio(finding.actual, finding.limit)
-    if finding.kind == FindingKind.INCREASE:
-        return 1, -_ratio(finding.actual, finding.baseline)
-    if finding.kind == FindingKind.GROWTH:
-        return 1, -_ratio(finding.actual, finding.baseline)
-    if finding.kind == FindingKind.SKIPPED:
-        return 2, -float(finding.actual or 0)
-    return 3, 0.0
-
-
-def _ratio(actual: int | None, reference: int | None) -> float:
-    """(actual - reference) / reference; infinite from a zero reference, zero when either is unknown."""
-    if actual is None or reference is None:
-        return 0.0
-    if reference == 0:
-        return math.inf if actual > 0 else 0.0
-    return (actual - reference) / reference
 
 
 def _layer_hint(verdict: Verdict, metric: str | None) -> tuple[str, ...]:

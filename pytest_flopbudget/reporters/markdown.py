@@ -170,7 +170,9 @@ def _headline(verdicts: Sequence[Verdict], changes: Sequence[BudgetChange], unch
 
 def _changes_section(changes: Sequence[BudgetChange], workspace: str | os.PathLike[str]) -> list[str]:
     ref = changes[0].ref
-    lines = [f"**Budgets raised or removed since {cell(ref)}** (check that this is intended):", ""]
+    baselines = any(c.setting == "baseline" for c in changes)
+    what = "Budgets and baselines changed" if baselines else "Budgets raised or removed"
+    lines = [f"**{what} since {cell(ref)}** (check that this is intended):", ""]
     for change in changes:
         file = relative_path(change.source.file, workspace)
         where = f"{file}:{change.source.line}" if file and change.source.line else file
@@ -192,7 +194,7 @@ def _rows(verdict: Verdict, show_nodeid: bool = False) -> list[str]:
     `show_nodeid` tells apart tests that count a model of the same name.
     """
     flagged = {f.metric for f in verdict.findings if f.metric}
-    metrics = [m for m in METRICS if verdict.budget.limit(m) is not None or m in flagged]
+    metrics: list[str] = [m for m in METRICS if verdict.budget.limit(m) is not None or m in flagged]
     if not metrics:
         metrics = ["flops"]
     violated = {f.metric for f in verdict.violations}

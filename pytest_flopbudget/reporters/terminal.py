@@ -179,10 +179,17 @@ def summary_lines(
 
 
 def _status(verdict: Verdict, updated: bool) -> str:
+    """Honest in one word or two: an update judges against the new baseline, so growth over the old one is no
+    failure any more; only a ceiling the count is still over is."""
+    kinds = {f.kind for f in verdict.violations}
+    if FindingKind.BASELINE in kinds:
+        return "baseline unreadable"
     if updated:
-        return "updated" if verdict.passed else "updated, FAIL"
+        return "updated, over budget" if kinds & {FindingKind.CEILING} else "updated"
     if not verdict.passed:
         return "FAIL"
+    if verdict.measurement.test_failed:
+        return "test failed"
     if verdict.budget.is_empty:
         return "no budget"
     return "ok"

@@ -40,8 +40,7 @@ def test_golden_lines_for_an_overrun_growth_and_skipped_ops(make_project, make_r
         "::error file=pyproject.toml,line=6,title=flopbudget%3A resnet over the FLOPs budget::"
         "resnet: 1.20 kFLOPs > budget 1.00 kFLOPs (+20.0%25); baseline 800 FLOPs"
         "%0Alargest FLOPs changes by layer: head +400 (+80.0%25)",
-        "::warning file=pyproject.toml,line=3,title=flopbudget%3A resnet MACs grew over the baseline::"
-        "resnet: 600 MACs is +50.0%25 over baseline 400 MACs%0Alargest MACs changes by layer: head +200 (+80.0%25)",
+        # resnet failed: its growth is in its error, so no growth warning on top
         "::warning file=pyproject.toml,line=9,title=flopbudget%3A vit ops not counted::"
         "vit: 2 op calls were not counted (aten.kthvalue x2)",
     ]

@@ -54,7 +54,6 @@ def test_issues_field_by_field(make_project, make_report) -> None:
     assert [(i["check_name"], i["severity"], i["location"]["lines"]["begin"]) for i in issues] == [
         ("flopbudget/ceiling/flops", "critical", 6),
         ("flopbudget/raised/flops", "major", 12),
-        ("flopbudget/growth/macs", "minor", 3),
         ("flopbudget/skipped/skipped", "info", 9),
     ]
     assert issues[0] == {
