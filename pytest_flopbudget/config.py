@@ -28,7 +28,7 @@ else:  # pragma: no cover - exercised on Python < 3.11 only
 DEFAULT_BASELINE_DIR = ".flopbudget"
 TABLE: KeyPath = ("tool", "flopbudget")
 
-PROJECT_KEYS = ("baseline-dir", "collect-models", "models")
+PROJECT_KEYS = ("baseline-dir", "collect-models", "require-baseline", "models")
 #: pyproject key -> budget slot (see `budget.parse_budget`).
 BUDGET_KEYS = {
     "flops": "flops",
@@ -107,6 +107,8 @@ class Settings:
     pyproject: Path | None = None
     baseline_dir: Path = field(default_factory=lambda: Path(DEFAULT_BASELINE_DIR))
     collect_models: bool = True
+    #: A budgeted model without a committed baseline fails instead of warning; None = on when `CI` is set.
+    require_baseline: bool | None = None
     models: dict[str, ModelEntry] = field(default_factory=dict)
     source: Source = field(default_factory=Source)
 
@@ -188,6 +190,11 @@ class _Validator:
             settings.collect_models = collect
         else:
             self.problem((*TABLE, "collect-models"), f"expected true or false, got {collect!r}")
+        require = table.get("require-baseline")
+        if require is None or isinstance(require, bool):
+            settings.require_baseline = require
+        else:
+            self.problem((*TABLE, "require-baseline"), f"expected true or false, got {require!r}")
         models = table.get("models", {})
         if isinstance(models, dict):
             for name, entry in models.items():

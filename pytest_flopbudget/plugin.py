@@ -26,7 +26,7 @@ from .errors import FlopBudgetError
 from .formatting import PYTEST_UPDATE_HINT, reason
 from .report import Report
 from .reporters import ci, terminal
-from .run import Run, RunResult
+from .run import Run, RunResult, require_baseline
 from .source import Source
 from .verdict import Measurement, Verdict
 
@@ -123,6 +123,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="directory of baseline files (overrides baseline-dir; relative to the current directory)",
     )
     group.addoption("--flopbudget-report", action="append", default=[], metavar="SPEC", help=ci.SPEC_HELP)
+    group.addoption(
+        "--flopbudget-require-baseline",
+        action="store_true",
+        default=None,
+        help="fail a budgeted model that has no committed baseline (default: require-baseline in pyproject, else "
+        "on when the CI environment variable is set)",
+    )
     group.addoption(
         "--flopbudget-base-ref",
         default=None,
@@ -233,7 +240,10 @@ class FlopBudgetPlugin:
         base = config.invocation_params.dir / directory if directory else settings.baseline_dir
         self.store = BaselineStore(base)
         self.is_worker = hasattr(config, "workerinput")
-        self.run = Run(self.store, update=self.update)
+        option_required = config.getoption("flopbudget_require_baseline")
+        setting = settings.require_baseline if option_required is None else option_required
+        self.run = Run(self.store, update=self.update, require_baseline=require_baseline(setting, os.environ))
+        self.deselected = 0
         self.result: RunResult | None = None
         base_ref = config.getoption("flopbudget_base_ref")
         if base_ref and error is None:
@@ -396,6 +406,7 @@ class FlopBudgetPlugin:
         if self.is_worker:
             self.config.workeroutput[_WORKER_KEY] = json.dumps(self.run.export())  # type: ignore[attr-defined]
             return
+        self._find_stale(session)
         result = self.result = self.run.finish()
         if not self.update and self.config_error is None:
             # CI outputs (annotations, job summary, GitLab/JSON files): once, from the controller only
@@ -404,12 +415,29 @@ class FlopBudgetPlugin:
         if result.update_errors and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
+    def pytest_deselected(self, items: list[pytest.Item]) -> None:
+        self.deselected += len(items)
+
+    def _find_stale(self, session: pytest.Session) -> None:
+        """Baseline files no model of this session uses. Only a run of the whole suite (nothing deselected, no
+        paths or -k given, nothing stopped early) knows every model, and only then does an update remove them."""
+        known = [m.name for m in self.run.measurements] + [e.name for e in self.run.errors]
+        known += list(self.settings.models)
+        option = self.config.option
+        selected_all = not getattr(option, "keyword", "") and not getattr(option, "markexpr", "")
+        complete = (
+            selected_all and not _explicit_args(self.config) and not self.deselected and not session.shouldstop
+            and not session.shouldfail and self.collect_models
+        )  # fmt: skip
+        note = "" if complete else "run the whole suite with --flopbudget-update to remove them"
+        self.run.find_stale(known, complete=complete, note=note)
+
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         result = self.result
         if self.is_worker or result is None:
             return
         lines = terminal.run_summary(result)
-        if not (result.verdicts or result.update_errors or result.errors):
+        if not (result.verdicts or result.update_errors or result.errors or result.stale or result.removed):
             return
         terminalreporter.write_sep("-", "flopbudget")
         for line in lines:

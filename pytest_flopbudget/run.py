@@ -20,7 +20,7 @@ from .baseline import BaselineStore
 from .config import ModelEntry, Settings
 from .errors import BaselineError, FlopBudgetError
 from .source import Source, display_path
-from .verdict import FindingKind, Measurement, Verdict, judge
+from .verdict import FindingKind, Measurement, Verdict, judge, missing_baseline
 
 EXIT_OK = 0
 EXIT_OVER_BUDGET = 1
@@ -61,6 +61,11 @@ class RunResult:
     baseline_dir: str = ""
     #: `--base-ref`: the ref whose baselines every model was compared with.
     base_ref: str | None = None
+    #: Baseline files no model of this run uses (a renamed test, a removed entry), and those an update removed.
+    stale: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+    #: Why stale files were listed but not removed (the run could not see every model), if so.
+    stale_note: str = ""
 
     @property
     def failed(self) -> list[Verdict]:
@@ -104,6 +109,7 @@ class Run:
         changes: Sequence[BudgetChange] = (),
         base: BaseBaselines | None = None,
         base_models: set[str] | None = None,
+        require_baseline: bool = False,
     ) -> None:
         """`store` is the working tree's baseline directory (what an update writes). With `base` (`--base-ref`)
         every model is judged against the baseline at the base ref instead, and what the change did to the
@@ -113,6 +119,7 @@ class Run:
         self.changes = list(changes)
         self.base = base
         self.base_models = base_models
+        self.require_baseline = require_baseline
         self.measurements: list[Measurement] = []
         self.errors: list[ModelError] = []
 
@@ -148,7 +155,11 @@ class Run:
         self.errors.append(error)
 
     def judge(self, measurement: Measurement) -> Verdict:
-        return judge(measurement, self.base if self.base is not None else self.store)
+        verdict = judge(measurement, self.base if self.base is not None else self.store)
+        if not self.update and not measurement.budget.is_empty and not self.store.exists(measurement.name):
+            shown = self.store.display(measurement.name)
+            verdict.findings.append(missing_baseline(measurement, shown, required=self.require_baseline))
+        return verdict
 
     def fails(self, verdict: Verdict) -> bool:
         """Whether this verdict fails its test or hook: under update only an unusable baseline does (it would
@@ -171,6 +182,16 @@ class Run:
 
     # -- what comes out ---------------------------------------------------------------------------------------------
 
+    def find_stale(self, known: Sequence[str], *, complete: bool, note: str = "") -> None:
+        """Baseline files that no model in `known` uses. `complete` says this run saw every model that owns a
+        baseline (then an update removes the stale ones); otherwise they are only listed, with `note`."""
+        from .baseline import baseline_filename
+
+        used = {baseline_filename(name) for name in known}
+        self._stale = [name for name in self.store.files() if name not in used]
+        self._stale_complete = complete
+        self._stale_note = note
+
     def finish(self) -> RunResult:
         """Judge every measurement (against the baselines as they were before this run) and, on update, write
         the baselines; the result is sorted so every front end lists the same models in the same order."""
@@ -188,6 +209,18 @@ class Run:
         )
         if self.update:
             self._write_baselines(measurements, result)
+        stale = getattr(self, "_stale", [])
+        if self.update and getattr(self, "_stale_complete", False):
+            for filename in stale:
+                try:
+                    self.store.remove(filename)
+                except OSError as exc:
+                    result.update_errors.append(f"stale baseline {filename} not removed: {exc}")
+                else:
+                    result.removed.append(filename)
+        else:
+            result.stale = list(stale)
+            result.stale_note = getattr(self, "_stale_note", "")
         return result
 
     def _write_baselines(self, measurements: Sequence[Measurement], result: RunResult) -> None:
@@ -207,6 +240,14 @@ class Run:
                 result.update_errors.append(f"baseline for {name!r} not written: {exc}")
                 continue
             (result.written if changed else result.unchanged).append(name)
+
+
+def require_baseline(setting: bool | None, env: Mapping[str, str]) -> bool:
+    """`require-baseline` as configured, else on in CI (`CI` set, as GitHub, GitLab and most CI systems do): there
+    a model without a committed baseline has no growth gate at all, while locally it is work in progress."""
+    if setting is not None:
+        return setting
+    return bool(env.get("CI", "").strip()) and env.get("CI", "").strip().lower() not in ("0", "false", "no")
 
 
 def entry_nodeid(entry: ModelEntry, root: Path) -> str:

@@ -16,7 +16,7 @@ from .baseline import BaselineSource
 from .budget import GROWTH_METRICS, METRICS, Budget
 from .diff import LayerDiff, diff_layers
 from .errors import BaselineError
-from .formatting import format_pair, format_percent
+from .formatting import ANY_UPDATE_HINT, format_pair, format_percent
 from .kinds import Kind, Metric
 from .report import Report
 from .source import Source
@@ -36,6 +36,7 @@ class FindingKind(Kind):
     GROWTH = "growth"
     SKIPPED = "skipped"
     BASELINE = "baseline"
+    NO_BASELINE = "no baseline"
 
 
 ERROR = Severity.ERROR
@@ -72,7 +73,9 @@ class Finding:
             return 1, -_ratio(self.actual, self.baseline)
         if self.kind == FindingKind.SKIPPED:
             return 2, -float(self.actual or 0)
-        return 3, 0.0
+        if self.kind == FindingKind.NO_BASELINE:
+            return 3, 0.0
+        return 4, 0.0
 
 
 def _ratio(actual: int | None, reference: int | None) -> float:
@@ -246,6 +249,14 @@ def judge(measurement: Measurement, store: BaselineSource) -> Verdict:
     except BaselineError as exc:
         baseline, error = None, str(exc)
     return evaluate(measurement, baseline, baseline_file=shown, baseline_error=error)
+
+
+def missing_baseline(measurement: Measurement, shown: str, *, required: bool) -> Finding:
+    """A budgeted model with no committed baseline: nothing to diff against and no growth gate, so it is said on
+    every output, and fails when baselines are required (`require-baseline`, on in CI by default)."""
+    message = f"no baseline ({shown}): run {ANY_UPDATE_HINT} and commit the baseline directory"
+    origin = measurement.budget.source or measurement.origin
+    return Finding(ERROR if required else WARNING, FindingKind.NO_BASELINE, message, source=origin)
 
 
 def _growth_findings(measurement: Measurement, baseline: Report | None) -> list[Finding]:

@@ -5,7 +5,7 @@ import pytest
 pytest_plugins = ["pytester"]
 
 #: CI variables that switch on CI output (GitHub annotations, the job summary file) in the plugin and the CLI.
-CI_VARIABLES = ("GITHUB_ACTIONS", "GITHUB_STEP_SUMMARY", "GITHUB_WORKSPACE", "GITLAB_CI", "CI_PROJECT_DIR")
+CI_VARIABLES = ("CI", "GITHUB_ACTIONS", "GITHUB_STEP_SUMMARY", "GITHUB_WORKSPACE", "GITLAB_CI", "CI_PROJECT_DIR")
 
 
 @pytest.fixture(autouse=True)

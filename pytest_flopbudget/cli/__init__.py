@@ -166,6 +166,13 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="REF",
         help="warn about every budget raised or removed since the git ref REF (e.g. origin/main)",
     )
+    check.add_argument(
+        "--require-baseline",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="fail a budgeted model that has no committed baseline (default: require-baseline in pyproject, else on "
+        "when the CI environment variable is set)",
+    )
     check.set_defaults(handler=_check)
 
     diff = commands.add_parser(
@@ -248,7 +255,7 @@ def _check(args: argparse.Namespace) -> int:
 
     return run_check(
         pyproject=args.pyproject, names=args.names, update=args.update, reports=args.report, base_ref=args.base_ref,
-        out=sys.stdout, err=sys.stderr,
+        out=sys.stdout, err=sys.stderr, require_baseline=args.require_baseline,
     )  # fmt: skip
 
 

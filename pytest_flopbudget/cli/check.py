@@ -8,6 +8,7 @@ module only picks the models, shows progress, and prints.
 from __future__ import annotations
 
 import contextlib
+import os
 import sys
 from collections.abc import Sequence
 from typing import TextIO
@@ -18,6 +19,7 @@ from ..errors import FlopBudgetError
 from ..formatting import CLI_UPDATE_HINT
 from ..reporters import terminal
 from ..run import Run, RunResult, entry_nodeid
+from ..run import require_baseline as require_baseline_in
 from .progress import Progress
 from .project import load_project, select_models
 
@@ -31,6 +33,7 @@ def run_check(
     base_ref: str | None,
     out: TextIO,
     err: TextIO,
+    require_baseline: bool | None = None,
 ) -> int:
     """Count, judge, write baselines on update, print, and emit the CI outputs; returns the exit status."""
     from ..reporters import ci
@@ -38,7 +41,15 @@ def run_check(
     specs = ci.resolve_specs(reports)  # a bad spec is a usage error before anything is counted
     settings = load_project(pyproject)
     entries = select_models(settings, names)
-    run = Run(BaselineStore(settings.baseline_dir), update=update)
+    setting = settings.require_baseline if require_baseline is None else require_baseline
+    require = require_baseline_in(setting, os.environ)
+    run = Run(BaselineStore(settings.baseline_dir), update=update, require_baseline=require)
+    if not names:  # every pyproject model: files none of them uses are stale, or a marker test's
+        run.find_stale(
+            list(settings.models), complete=False,
+            note="they may belong to marker tests, which only pytest sees: `pytest --flopbudget-update` removes "
+            "the stale ones",
+        )  # fmt: skip
     if base_ref:
         run.compare_with_base(settings, base_ref)
     count_into(run, entries, settings, err)

@@ -111,8 +111,16 @@ def run_summary(result: RunResult) -> list[str]:
         names = ", ".join(e.name for e in result.errors)
         lines.append(f"{plural(len(result.errors), 'model')} not checked: {names}")
     if result.update:
+        removed = f", {len(result.removed)} stale removed" if result.removed else ""
         lines.append(
             f"baselines in {result.baseline_dir}: {len(result.written)} written, {len(result.unchanged)} unchanged"
+            f"{removed}"
+        )
+    if result.stale:
+        shown = ", ".join(result.stale[:10]) + (f", +{len(result.stale) - 10} more" if len(result.stale) > 10 else "")
+        lines.append(
+            f"{plural(len(result.stale), 'stale baseline')} in {result.baseline_dir} (no model of this run uses "
+            f"them): {shown}; {result.stale_note or 'an update removes them'}"
         )
     return lines
 

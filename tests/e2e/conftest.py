@@ -60,7 +60,8 @@ def inner_pytest(
 def clean_env(**overrides: str) -> dict[str, str]:
     """This process's environment without CI variables, pytest's or pre-commit's, plus `overrides`."""
     env = {
-        k: v for k, v in os.environ.items() if not k.startswith((*CI_PREFIXES, "PYTEST_", "PRE_COMMIT"))
+        k: v for k, v in os.environ.items()
+        if not k.startswith((*CI_PREFIXES, "PYTEST_", "PRE_COMMIT")) and k != "CI"
     }
     env.update(overrides)
     return env

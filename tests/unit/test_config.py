@@ -222,7 +222,7 @@ def test_all_errors_are_reported_together(tmp_path: Path, monkeypatch: pytest.Mo
     )
     expected = [
         "pyproject.toml:2: tool.flopbudget.baseline_dir: unknown key; did you mean 'baseline-dir'? expected one of: "
-        "baseline-dir, collect-models, models",
+        "baseline-dir, collect-models, require-baseline, models",
         "pyproject.toml:3: tool.flopbudget.collect-models: expected true or false, got 'yes'",
         "pyproject.toml:6: tool.flopbudget.models.a.target: 'not a target' is not a target; expected "
         '"package.module:factory" (returning a torch.nn.Module, or the module itself) or a path to an .onnx file',
