@@ -112,3 +112,28 @@ ROOT_LABEL = "(model)"
 def layer_label(path: str) -> str:
     """A layer path as tables show it: the root (the empty path) is `(model)`."""
     return path or ROOT_LABEL
+
+
+def ceiling_above(value: int, digits: int = 3) -> str:
+    """A budget string just above `value`: the count rounded *up* to `digits` significant digits, in the budget
+    grammar (`8523456789` -> `8.53G`, `240` -> `240`), so a suggested ceiling never fails the count it came from."""
+    from decimal import ROUND_CEILING, Decimal
+
+    from .budget import PREFIXES
+
+    if value < 1000:
+        return str(value)
+    bigger = ""
+    for prefix, scale in sorted(PREFIXES.items(), key=lambda item: -item[1]):
+        if prefix == "K":
+            continue
+        if value >= scale:
+            mantissa = Decimal(value) / Decimal(scale)
+            whole = len(str(int(mantissa)))
+            step = Decimal(1).scaleb(-max(digits - whole, 0))
+            rounded = mantissa.quantize(step, rounding=ROUND_CEILING)
+            if rounded >= 1000 and bigger:
+                return f"1{bigger}"  # 999.9996k rounds up to 1000k: that is 1M
+            return f"{rounded.normalize():f}{prefix}"
+        bigger = prefix
+    return str(value)

@@ -349,7 +349,8 @@ class FlopBudgetPlugin:
                 )
             )
         if report.passed and self.run.fails(verdict):
-            _fail(report, _test_reason(item, verdict), terminal.details(verdict, update_hint=UPDATE_HINT))
+            details = terminal.details(verdict, update_hint=UPDATE_HINT, base_ref=self.run.base_ref)
+            _fail(report, _test_reason(item, verdict), details)
 
     def _marker_budget(self, item: pytest.Item, marker: pytest.Mark, origin: Source) -> tuple[str, Budget]:
         try:
@@ -391,7 +392,8 @@ class FlopBudgetPlugin:
             raise _Failure(str(exc)) from None
         verdict = self.run.judge(measurement)
         if self.run.fails(verdict):
-            raise _Failure(reason(verdict), terminal.details(verdict, update_hint=UPDATE_HINT))
+            details = terminal.details(verdict, update_hint=UPDATE_HINT, base_ref=self.run.base_ref)
+            raise _Failure(reason(verdict), details)
 
     # -- end of session: workers send, the controller writes baselines and reports --------------------------------
 

@@ -123,6 +123,10 @@ class Run:
         self.measurements: list[Measurement] = []
         self.errors: list[ModelError] = []
 
+    @property
+    def base_ref(self) -> str | None:
+        return self.base.revision.ref if self.base is not None else None
+
     def compare_with_base(self, settings: Settings, ref: str) -> None:
         """`--base-ref REF`: judge against the baselines at REF and report every budget and baseline the change
         raised, removed or rewrote. Raises `BaseRefError` when REF cannot be read."""

@@ -56,6 +56,8 @@ def run_check(
     result = run.finish()
     changes = result.changes
     out.write(terminal.run_text(result, update_hint=CLI_UPDATE_HINT))
+    for line in terminal.error_lines(result):
+        err.write(f"flopbudget: error: {line}\n")
     for change in changes:
         out.write(f"{change}\n")
     if result.update:

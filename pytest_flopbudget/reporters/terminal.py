@@ -10,7 +10,16 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from ..diff import LayerDiff, top_layers
-from ..formatting import ROOT_LABEL, format_count, format_percent, layer_label, metric_title, plural, reason
+from ..formatting import (
+    ROOT_LABEL,
+    ceiling_above,
+    format_count,
+    format_percent,
+    layer_label,
+    metric_title,
+    plural,
+    reason,
+)
 from ..kinds import Metric
 from ..run import RunResult
 from ..verdict import FindingKind, Verdict
@@ -23,7 +32,7 @@ __all__ = [
 ]  # fmt: skip
 
 
-def details(verdict: Verdict, *, update_hint: str, top: int = TOP) -> str:
+def details(verdict: Verdict, *, update_hint: str, top: int = TOP, base_ref: str | None = None) -> str:
     """Everything below the one-line reason: the per-layer diff (or top layers), skipped ops and notes."""
     lines: list[str] = []
     failed = verdict.failed_metrics()
@@ -46,7 +55,38 @@ def details(verdict: Verdict, *, update_hint: str, top: int = TOP) -> str:
         lines.append(f"no baseline for {verdict.name} yet ({baseline_shown}); run {update_hint} to create it")
     elif verdict.baseline is not None:
         lines.extend(_baseline_notes(verdict))
+    hint = accept_hint(verdict, update_hint=update_hint, base_ref=base_ref)
+    if hint:
+        lines.append(hint)
     return "\n".join(lines)
+
+
+#: The pyproject key that sets each metric's ceiling.
+_BUDGET_KEY = {"flops": "flops", "macs": "macs", "params": "params", "skipped": "max-skipped-ops"}
+
+
+def accept_hint(verdict: Verdict, *, update_hint: str, base_ref: str | None = None) -> str:
+    """What to do when the change is intended: record the new baseline, and for a ceiling the count is over, the
+    ceiling that would pass (the count rounded up to 3 significant digits)."""
+    kinds = {f.kind for f in verdict.violations}
+    if not kinds or FindingKind.BASELINE in kinds:
+        return ""
+    parts = []
+    if FindingKind.INCREASE in kinds:
+        if base_ref:
+            parts.append(f"growth is measured against the baselines at {base_ref}: raise max-increase if it is intended")
+        else:
+            parts.append(f"run {update_hint} and commit the new baseline")
+    ceilings = [
+        f'{_BUDGET_KEY.get(str(f.metric), str(f.metric))} = "{ceiling_above(f.actual)}"'
+        for f in verdict.violations
+        if f.kind == FindingKind.CEILING and f.metric is not None and f.actual is not None
+    ]
+    if ceilings:
+        parts.append("raise the budget: " + ", ".join(ceilings))
+    if FindingKind.NO_BASELINE in kinds:
+        parts.append(f"run {update_hint} and commit the baseline")
+    return "to accept: " + "; or ".join(parts) if parts else ""
 
 
 def diff_table(diff: LayerDiff, *, top: int = TOP) -> list[str]:
@@ -99,14 +139,18 @@ def top_layers_table(verdict: Verdict, metric: str, *, top: int = TOP) -> list[s
     return lines
 
 
-def run_summary(result: RunResult) -> list[str]:
-    """The end-of-run block both front ends print: the table, models not checked, baselines written."""
+def run_summary(result: RunResult, *, errors_inline: bool = True) -> list[str]:
+    """The end-of-run block both front ends print: the table, models not checked, baselines written, stale files.
+
+    `errors_inline=False` leaves out the update errors, for a front end that prints errors to stderr."""
     lines: list[str] = []
+    errors = [line if line.startswith("flopbudget: ") else f"error: {line}" for line in result.update_errors]
+    if not errors_inline:
+        errors = []
     if result.verdicts:
-        errors = [line if line.startswith("flopbudget: ") else f"error: {line}" for line in result.update_errors]
         lines = summary_lines(result.verdicts, updated=result.updated, update_errors=errors)
-    elif result.update_errors:
-        lines = list(result.update_errors)
+    elif errors:
+        lines = list(errors)
     if result.errors:
         names = ", ".join(e.name for e in result.errors)
         lines.append(f"{plural(len(result.errors), 'model')} not checked: {names}")
@@ -125,21 +169,26 @@ def run_summary(result: RunResult) -> list[str]:
     return lines
 
 
+def error_lines(result: RunResult) -> list[str]:
+    """Every error of the run, one line each: models that could not be counted, baselines not written."""
+    return [e.message for e in result.errors] + [
+        line.removeprefix("flopbudget: ") for line in result.update_errors
+    ]
+
+
 def run_text(result: RunResult, *, update_hint: str) -> str:
-    """The CLI's whole output for a run: each failure (reason line and per-layer diff, as pytest shows it),
-    growth warnings, model errors, then `run_summary`."""
+    """The CLI's stdout for a run: each failure (reason line and per-layer diff, as pytest shows it), growth
+    warnings, then `run_summary`; the errors (`error_lines`) go to stderr."""
     blocks: list[str] = []
     if not result.update:  # an update records the new state: its overruns are in the summary, not failures
         for verdict in result.failed:
-            detail = details(verdict, update_hint=update_hint)
+            detail = details(verdict, update_hint=update_hint, base_ref=result.base_ref)
             blocks.append(reason(verdict) + ("\n" + detail if detail else ""))
     # Growth within the ceilings is worth a look; on a failed model the reason and the diff already say it all.
     warnings = [f"{v.name}: warning: {f.message}" for v in result.verdicts if v.passed for f in v.warnings]
     if warnings:
         blocks.append("\n".join(warnings))
-    if result.errors:
-        blocks.append("\n".join(f"error: {e.message}" for e in result.errors))
-    summary = run_summary(result)
+    summary = run_summary(result, errors_inline=False)
     if summary:
         blocks.append("\n".join(summary))
     return "\n\n".join(blocks) + "\n" if blocks else ""
@@ -213,13 +262,15 @@ def _usage(verdict: Verdict) -> str:
 
 
 def _versus(verdict: Verdict) -> str:
+    """`=` when nothing changed, else every metric that did: `+50.0% flops, +50.0% macs, +49.4% params`."""
     if verdict.baseline is None:
         return "no baseline"
-    highest = verdict.highest_usage()
-    metric = highest[0] if highest and highest[0] != Metric.SKIPPED else Metric.FLOPS
-    delta = verdict.delta(metric) or 0
-    old = verdict.baseline_value(metric) or 0
-    return f"{format_percent(delta, old)} {metric}" if delta else f"= {metric}"
+    changed = []
+    for metric in Metric:
+        delta = verdict.delta(metric) or 0
+        if delta:
+            changed.append(f"{format_percent(delta, verdict.baseline_value(metric) or 0)} {metric}")
+    return ", ".join(changed) if changed else "="
 
 
 def _skipped_lines(verdict: Verdict) -> list[str]:

@@ -337,8 +337,8 @@ def test_corrupt_baseline_fails_and_is_never_replaced(project):
     (project.root / ".flopbudget/mlp.json").write_text("{not json")
     code, out, _ = project.run("check", "mlp")
     assert code == 2 and ".flopbudget/mlp.json:1: the baseline is not valid JSON" in out  # unreadable: 2, not 1
-    code, out, _ = project.run("check", "--update", "mlp")
-    assert code == 2 and "error: baseline for 'mlp' not written" in out
+    code, out, err = project.run("check", "--update", "mlp")
+    assert code == 2 and "flopbudget: error: baseline for 'mlp' not written" in err
     assert (project.root / ".flopbudget/mlp.json").read_text() == "{not json"
 
 
@@ -356,8 +356,8 @@ def test_a_broken_model_exits_2_and_the_others_are_still_checked(project, target
     with (project.root / "pyproject.toml").open("a") as handle:
         handle.write(f'\n[tool.flopbudget.models.broken]\ntarget = "{target}"\ninputs = [[1]]\nflops = "1"\n')
     code, out, err = project.run("check")
-    assert code == 2 and err == ""
-    assert f"error: pyproject.toml:16: tool.flopbudget.models.broken.target: {message}" in out
+    assert code == 2  # errors go to stderr, one line each, as docs/cli.md says
+    assert err == f"flopbudget: error: pyproject.toml:16: tool.flopbudget.models.broken.target: {message}\n"
     assert "mlp     ok" in out and "tokens  ok" in out
     assert out.rstrip().endswith("1 model not checked: broken")
 
@@ -365,9 +365,11 @@ def test_a_broken_model_exits_2_and_the_others_are_still_checked(project, target
 def test_a_model_that_raises_names_its_table(project):
     text = (project.root / "pyproject.toml").read_text().replace("inputs = [[2, 8]]", "inputs = [[2, 9]]")
     (project.root / "pyproject.toml").write_text(text)
-    code, out, _ = project.run("check", "mlp")
+    code, _, err = project.run("check", "mlp")
     assert code == 2
-    assert "error: pyproject.toml:4: tool.flopbudget.models.mlp: the model raised in layer 'fc1'" in out
+    assert err.startswith(
+        "flopbudget: error: pyproject.toml:4: tool.flopbudget.models.mlp: the model raised in layer 'fc1'"
+    )
 
 
 # -- diff ----------------------------------------------------------------------------------------------------------

@@ -53,6 +53,7 @@ FLOPs per layer, against .flopbudget/resnet.json:
   layer  baseline    now          delta
   head        500    900  +400 (+80.0%)
   total       800  1.20k  +400 (+50.0%)
+to accept: raise the budget: flops = "1.2k"
 ```
 
 </details>

@@ -35,7 +35,9 @@ def test_diff_details_collapse_to_the_top_rows_then_totals() -> None:
     assert lines[2].split() == ["layer19", "1.00k", "2.90k", "+1.90k", "(+190.0%)"]
     assert len([line for line in lines if line.startswith("  layer")]) == 1 + 15
     assert "  ... 6 more changed layers (+1.00k)" in lines  # layer1..layer4 (+1000), new (+7), old (-5)
-    assert lines[-1].split() == ["total", "20.0k", "39.0k", "+19.0k", "(+95.0%)"]
+    assert lines[-2].split() == ["total", "20.0k", "39.0k", "+19.0k", "(+95.0%)"]
+    # 39,007 FLOPs (39,000 + the new layer's 7) rounded *up* to 3 significant digits: the ceiling that would pass
+    assert lines[-1] == 'to accept: raise the budget: flops = "39.1k"'
 
 
 def test_diff_marks_added_and_removed_layers() -> None:
@@ -58,8 +60,9 @@ def test_without_baseline_shows_top_layers_and_how_to_create_one() -> None:
     assert lines[0] == "top layers by FLOPs:"
     assert lines[2].split() == ["l19", "200", "9.5%"]
     assert "  ... 5 more layers" in lines
-    assert lines[-2].split() == ["total", "2.10k", "100.0%"]
-    assert lines[-1] == f"no baseline for net yet (.flopbudget/net.json); run {HINT} to create it"
+    assert lines[-3].split() == ["total", "2.10k", "100.0%"]
+    assert lines[-2] == f"no baseline for net yet (.flopbudget/net.json); run {HINT} to create it"
+    assert lines[-1] == 'to accept: raise the budget: flops = "2.1k"'  # 2,100 FLOPs, rounded up
 
 
 def test_unchanged_model_over_a_tightened_budget_shows_top_layers() -> None:
@@ -100,7 +103,7 @@ def test_summary_lists_figures_usage_and_delta() -> None:
     header = ["model", "status", "FLOPs", "MACs", "params", "skipped", "budget", "use", "vs", "baseline"]
     assert lines[0].split() == header
     assert lines[1].split() == ["a_model", "FAIL", "1.20k", "600", "1", "0", "120.0%", "flops", "no", "baseline"]
-    assert lines[2].split() == ["b_model", "updated", "900", "450", "1", "0", "90.0%", "flops", "+12.5%", "flops"]
+    assert lines[2].split() == ["b_model", "updated", "900", "450", "1", "0", "90.0%", "flops", "+12.5%", "flops,", "+12.5%", "macs"]
     assert lines[3].split() == ["c_model", "no", "budget", "5", "2", "1", "0", "-", "no", "baseline"]
     assert lines[-1] == "3 models counted, 1 over budget"
 
