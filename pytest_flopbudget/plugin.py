@@ -336,6 +336,16 @@ class FlopBudgetPlugin:
                     f"flopbudget.count(model, *inputs), so there is nothing to check",
                 )
             return
+        entry = self.settings.models.get(state.name)
+        if entry is not None and not entry.training and state.report.train_mode and report.passed:
+            # the shared baseline is the pyproject model's, counted in eval mode: a train-mode count (batch-norm
+            # statistics, dropout) must neither pass as it nor replace it
+            _fail(
+                report,
+                f"{item.name} ({state.name}): the model was counted in train mode, but [tool.flopbudget.models."
+                f"{state.name}] counts it in eval mode; call model.eval() before flopbudget.count(...)",
+            )
+            return
         measurement = Measurement(
             state.name, state.report, state.budget or Budget(), state.origin, item.nodeid, test_failed=report.failed
         )

@@ -109,6 +109,8 @@ class Report:
     skipped_ops: dict[str, SkippedOp] = field(default_factory=dict)
     estimated_ops: dict[str, EstimatedOp] = field(default_factory=dict)
     training: bool = False
+    #: An inference count (`training=False`) of a model in train mode: forgot `.eval()`, or meant it.
+    train_mode: bool = False
     backend: str = "torch"
     model: str = ""
     inputs: list[Any] = field(default_factory=list)
@@ -197,6 +199,8 @@ class Report:
             "conventions": dict(sorted(self.conventions.items())),
             "versions": dict(sorted(self.versions.items())),
         }
+        if self.train_mode:  # only when set, so baselines of models counted in eval mode do not change
+            data["train_mode"] = True
         if self.estimated_ops:  # only when a rule was used, so baselines of ordinary models do not change
             data["estimated"] = {
                 name: {"calls": op.calls, "layers": sorted(op.layers), "rule": op.rule}
@@ -227,6 +231,7 @@ class Report:
                     for k, v in data.get("estimated", {}).items()
                 },
                 training=bool(data["training"]),
+                train_mode=bool(data.get("train_mode", False)),
                 backend=str(data["backend"]),
                 model=str(data.get("model", "")),
                 inputs=list(data.get("inputs", [])),
@@ -240,6 +245,12 @@ class Report:
         totals = data["totals"]
         if (int(totals["flops"]), int(totals["macs"])) != (report.flops, report.macs):
             raise ValueError("totals do not match the forward and backward phases")
+        # A hand-edited total that no longer equals the sum of its layers would judge a model by a number that was
+        # never counted: such a file is unreadable, not a baseline.
+        for metric in ("flops", "macs", "params"):
+            layers = sum(int(getattr(cost, metric)) for cost in report.layers.values())
+            if layers != int(totals[metric]):
+                raise ValueError(f"total {metric} {int(totals[metric])} is not the sum of its layers ({layers})")
         return report
 
 

@@ -74,7 +74,9 @@ def accept_hint(verdict: Verdict, *, update_hint: str, base_ref: str | None = No
     parts = []
     if FindingKind.INCREASE in kinds:
         if base_ref:
-            parts.append(f"growth is measured against the baselines at {base_ref}: raise max-increase if it is intended")
+            parts.append(
+                f"growth is measured against the baselines at {base_ref}: raise max-increase if it is intended"
+            )
         else:
             parts.append(f"run {update_hint} and commit the new baseline")
     ceilings = [
@@ -222,11 +224,14 @@ def summary_lines(
             )
         )
     lines = [line.rstrip() for line in _table(rows, right=(2, 3, 4, 5), indent="")]
-    failed = sum(1 for v in verdicts if not v.passed)
+    unreadable = sum(1 for v in verdicts if any(f.kind == FindingKind.BASELINE for f in v.violations))
+    failed = sum(1 for v in verdicts if not v.passed) - unreadable
     counted = len(verdicts)
     tail = f"{plural(counted, 'model')} counted"
     if failed:
         tail += f", {failed} over budget"
+    if unreadable:
+        tail += f", {unreadable} with an unreadable baseline"
     lines.append(tail)
     lines.extend(update_errors)
     return lines
@@ -290,6 +295,12 @@ def _baseline_notes(verdict: Verdict) -> list[str]:
         notes.append(f"note: the baseline was counted with inputs {_inputs(old.inputs)}, now {_inputs(new.inputs)}")
     if old.training != new.training:
         notes.append(f"note: the baseline was counted with training={old.training}, now training={new.training}")
+    if old.train_mode != new.train_mode:
+        modes = ("eval", "train")
+        notes.append(
+            f"note: the baseline was counted with the model in {modes[old.train_mode]} mode, now in "
+            f"{modes[new.train_mode]} mode (batch-norm statistics and dropout show in the diff; forgot .eval()?)"
+        )
     return notes
 
 

@@ -513,11 +513,21 @@ def _build_report(
         params=total,
         **tally.report_fields(),
         training=training,
+        train_mode=not training and _train_mode_matters(model),
         backend="torch",
         model=type(model).__name__,
         inputs=[_describe(v) for v in tree_flatten((args, kwargs))[0]],
         versions={"torch": torch.__version__, "execution": execution, **_tool_version()},
     )
+
+
+def _train_mode_matters(model: torch.nn.Module) -> bool:
+    """An inference count of a model whose train mode changes what runs: batch norm computing batch statistics,
+    dropout. (Only these standard modules are known to depend on the mode; others may read `self.training` too.)"""
+    from torch.nn.modules.batchnorm import _NormBase
+    from torch.nn.modules.dropout import _DropoutNd
+
+    return any(module.training and isinstance(module, (_NormBase, _DropoutNd)) for module in model.modules())
 
 
 def _describe(value: Any) -> Any:

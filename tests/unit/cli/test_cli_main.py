@@ -587,3 +587,18 @@ def test_main_module_is_the_cli(tmp_path: Path) -> None:
     assert missing.returncode == 2 and "no_such_module" in missing.stderr
     counted = run([sys.executable, "-m", "pytest_flopbudget", "count", "torch.nn:Identity", "--input", "1,2"])
     assert counted.returncode == 0 and "skipped ops: none" in counted.stdout
+
+
+def test_a_hand_edited_baseline_is_unreadable_not_over_budget(project):
+    # lowering a baseline's total by hand (to make growth look smaller) leaves it unequal to the sum of its layers
+    assert project.run("check", "--update", "mlp")[0] == 0
+    path = project.root / ".flopbudget/mlp.json"
+    data = json.loads(path.read_text())
+    data["totals"]["params"] -= 10
+    path.write_text(json.dumps(data))
+    code, out, _ = project.run("check", "mlp")
+    assert code == 2  # the check could not run for this model: its baseline cannot be trusted
+    row = next(line for line in out.splitlines() if line.startswith("mlp "))
+    assert row.split()[1:3] == ["baseline", "unreadable"]
+    assert "total params 36 is not the sum of its layers (46)" in out
+    assert "1 model counted, 1 with an unreadable baseline" in out
