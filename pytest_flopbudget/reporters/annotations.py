@@ -74,7 +74,16 @@ def from_verdict(verdict: Verdict) -> list[Annotation]:
     warnings on top: its error already says it grew."""
     violations = verdict.violations
     if not violations:
-        return [_from_finding(verdict, finding) for finding in verdict.warnings]
+        # one warning per kind (growth in FLOPs and MACs is one growth warning), most important finding first
+        by_kind: dict[str, list[Finding]] = {}
+        for finding in sorted(verdict.warnings, key=lambda f: f.rank):
+            by_kind.setdefault(str(finding.kind), []).append(finding)
+        merged = []
+        for findings in by_kind.values():
+            first = _from_finding(verdict, findings[0])
+            also = tuple(f"also: {verdict.name}: {finding.message}" for finding in findings[1:])
+            merged.append(dataclasses.replace(first, details=(*first.details, *also)))
+        return merged
     worst = _from_finding(verdict, violations[0])
     others = tuple(f"also: {verdict.name}: {finding.message}" for finding in violations[1:])
     return [dataclasses.replace(worst, message=reason(verdict), details=(*worst.details, *others))]
