@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import clean_env, git, init_repo
+from e2e_helpers import clean_env, git, init_repo
 
 pytest.importorskip("torch")
 

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import MODELS, clean_env, flopbudget
+from e2e_helpers import MODELS, clean_env, flopbudget
 
 pytest.importorskip("torch")
 

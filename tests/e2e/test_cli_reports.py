@@ -7,8 +7,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import MODELS, git
-from conftest import flopbudget as flopbudget_command
+from e2e_helpers import MODELS, git
+from e2e_helpers import flopbudget as flopbudget_command
 
 pytest.importorskip("torch")
 

@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import MODELS, clean_env
+from e2e_helpers import MODELS, clean_env
 
 pytest.importorskip("torch")
 

@@ -13,7 +13,9 @@ import re
 from typing import Any
 
 import pytest
-from conftest import RunPytest, inner_pytest
+from e2e_helpers import RunPytest, inner_pytest
+
+from tests.model_sources import MLP_CLASS
 
 torch = pytest.importorskip("torch")
 
@@ -26,16 +28,7 @@ import torch
 from torch import nn
 
 
-class MLP(nn.Module):
-    def __init__(self, hidden=4):
-        super().__init__()
-        self.fc1 = nn.Linear(8, hidden)
-        self.act = nn.ReLU()
-        self.fc2 = nn.Linear(hidden, 2)
-
-    def forward(self, x):
-        return self.fc2(self.act(self.fc1(x)))
-
+''' + MLP_CLASS.replace("hidden=HIDDEN", "hidden=4") + '''
 
 class Odd(nn.Module):
     """Calls an op that has no FLOP formula, twice."""

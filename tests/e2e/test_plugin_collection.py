@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from conftest import forget_outer_xdist
+from e2e_helpers import forget_outer_xdist
 
 pytest.importorskip("torch")
 

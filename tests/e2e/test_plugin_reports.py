@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import MODELS, RunPytest, inner_pytest
+from e2e_helpers import MODELS, RunPytest, inner_pytest
 
 pytest.importorskip("torch")
 

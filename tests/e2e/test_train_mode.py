@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import clean_env
+from e2e_helpers import clean_env
 
 pytest.importorskip("torch")
 

@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.model_sources import MLP_CLASS
+
 torch = pytest.importorskip("torch")
 
 from pytest_flopbudget import count  # noqa: E402
@@ -27,16 +29,7 @@ from torch import nn
 HIDDEN = 4
 
 
-class MLP(nn.Module):
-    def __init__(self, hidden=HIDDEN):
-        super().__init__()
-        self.fc1 = nn.Linear(8, hidden)
-        self.act = nn.ReLU()
-        self.fc2 = nn.Linear(hidden, 2)
-
-    def forward(self, x):
-        return self.fc2(self.act(self.fc1(x)))
-
+""" + MLP_CLASS + """
 
 class Tokens(nn.Module):
     def __init__(self):

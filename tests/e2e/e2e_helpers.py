@@ -1,4 +1,5 @@
-"""Machinery every end-to-end test shares: inner pytest runs, the `flopbudget` command, git, a tiny model.
+"""Machinery every end-to-end test shares (a module, not a conftest: `from conftest import` is ambiguous when
+several test folders have a conftest.py): inner pytest runs, the `flopbudget` command, git, a tiny model.
 
 Inner runs (pytester, subprocesses) must behave as a user's run would, whatever the outer suite is doing: they
 must not inherit this run's xdist worker identity or its CI variables, and they use a wide terminal so that
