@@ -35,6 +35,8 @@ _ATOMS = (
     torch.Size, torch.finfo, torch.iinfo, types.ModuleType,
 )
 
+_ATOM_TYPES = frozenset(_ATOMS)
+
 #: Module `__dict__` entries rebuilt specially (their values are tensors or modules, never deep-copied).
 _STATE_KEYS = ("_parameters", "_buffers", "_modules")
 
@@ -90,14 +92,14 @@ class ModelCopy:
         return found
 
     def _value(self, value: Any, where: str) -> Any:
-        if isinstance(value, _ATOMS):
+        kind = type(value)
+        if kind in _ATOM_TYPES or isinstance(value, _ATOMS):  # the exact-type lookup answers most attributes
             return value
         if isinstance(value, torch.Tensor):
             return self._tensor(value)
         found = self.memo.get(id(value))
         if found is not None:
             return found
-        kind = type(value)
         if kind in (dict, OrderedDict):
             out: dict[Any, Any] = kind()
             self.memo[id(value)] = out
