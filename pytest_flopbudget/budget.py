@@ -3,7 +3,10 @@
 Budgets are written by people, copied from papers and read in code review, so the grammar is small and strict:
 decimal prefixes only, no lowercase `m` (milli or mega?), no binary `Gi`, no negative values. A value that is
 not understood is an error that quotes it, says where it came from and shows the grammar; it is never guessed.
-Parsing goes through `Decimal`, so `4.1G` is exactly 4_100_000_000 and not 4_099_999_999.
+Parsing is exact (`4.1G` is 4_100_000_000, not 4_099_999_999) and bounded: budget text is ASCII, at most
+`MAX_TEXT` characters with an exponent within +-`MAX_EXPONENT`, checked before any number is built, so a hostile
+`1e10000000` costs no more than `1e9`; a count is at most `MAX_COUNT` (10^30) and a max-increase at most
+`MAX_PERCENT` percent, so every later step (reports, growth, `--base-ref`) works with ordinary numbers.
 """
 
 from __future__ import annotations
@@ -12,7 +15,8 @@ import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
+from fractions import Fraction
 from typing import Any
 
 from .kinds import Metric
@@ -48,13 +52,29 @@ _SLOT_UNITS: dict[str, tuple[str, ...]] = {
     "skipped": (),
 }
 
-GRAMMAR = (
-    "write a non-negative number with an optional decimal prefix k/K, M, G, T, P (10^3..10^15) and unit, "
-    "e.g. 4.1G, 4.1e9, 8_200_000_000, '4.1 GFLOPs', '300 MMACs', '25.6M' (params)"
-)
-PERCENT_GRAMMAR = "write a non-negative percentage such as '2%' or '0.5%'"
+#: The largest count a budget can hold: far above any model (a 10^12-parameter model at 10^6 tokens is ~10^18
+#: FLOPs) and small enough that every report, percentage and CI annotation handles it as an ordinary number.
+MAX_COUNT = 10**30
 
-_NUMBER = re.compile(r"(?:\d(?:_?\d)*(?:\.(?:\d(?:_?\d)*)?)?|\.\d(?:_?\d)*)(?:[eE][+-]?\d+)?")
+#: The largest max-increase, in percent: 1,000,000% lets a model grow 10,000-fold; anything above is no limit.
+MAX_PERCENT = 10**6
+
+#: The longest budget string (after stripping spaces); checked before parsing so validation stays linear.
+MAX_TEXT = 100
+
+#: The largest exponent (either sign) in `4.1e9`; 10^30 needs 30, and 100 leaves room for `0.0001e34`.
+MAX_EXPONENT = 100
+
+GRAMMAR = (
+    "write a non-negative number up to 10^30 in ASCII with an optional decimal prefix k/K, M, G, T, P "
+    "(10^3..10^15) and unit, e.g. 4.1G, 4.1e9, 8_200_000_000, '4.1 GFLOPs', '300 MMACs', '25.6M' (params)"
+)
+PERCENT_GRAMMAR = "write a non-negative percentage up to 1000000% such as '2%' or '0.5%'"
+
+# ASCII digits only: `\d` would also match Arabic-Indic or full-width digits.
+_NUMBER = re.compile(
+    r"(?P<mantissa>[0-9](?:_?[0-9])*(?:\.(?:[0-9](?:_?[0-9])*)?)?|\.[0-9](?:_?[0-9])*)(?:[eE](?P<exponent>[+-]?[0-9]+))?"
+)
 
 
 @dataclass(frozen=True)
@@ -84,7 +104,7 @@ class MaxIncrease:
 
     def allows(self, baseline: int, now: int) -> bool:
         """Exact: growth equal to the limit passes; any growth from a zero baseline fails."""
-        return Decimal(now - baseline) <= Decimal(baseline) * self.fraction
+        return Fraction(now - baseline) <= baseline * Fraction(self.fraction)
 
     def to_dict(self) -> dict[str, Any]:
         return {"fraction": str(self.fraction), "text": self.text, "source": self.source.to_dict()}
@@ -146,7 +166,7 @@ def parse_quantity(value: Any, slot: str = "flops", source: Source | None = None
         raise ValueError(f"unknown budget slot {slot!r}; expected one of {', '.join(METRICS)}")
     source = source or Source()
     metric, number = _parse(value, slot, source)
-    if metric == Metric.SKIPPED and number != number.to_integral_value():
+    if metric == Metric.SKIPPED and number.denominator != 1:
         raise _error(value, source, "a number of skipped op calls is a whole number", GRAMMAR)
     text = value if isinstance(value, str) else repr(value)
     return Limit(metric, int(number), text.strip(), source)
@@ -157,15 +177,19 @@ def parse_increase(value: Any, source: Source | None = None) -> MaxIncrease:
     source = source or Source()
     if not isinstance(value, str):
         raise _error(value, source, "max-increase is a percentage string", PERCENT_GRAMMAR, what="a percentage")
-    text = value.strip()
+    text = _checked_text(value, source, PERCENT_GRAMMAR, "a percentage")
     if text.startswith("-"):
         raise _error(value, source, "it is negative", PERCENT_GRAMMAR, what="a percentage")
     if not text.endswith("%"):
         raise _error(value, source, "it has no '%' sign", PERCENT_GRAMMAR, what="a percentage")
-    number = text[:-1].strip()
-    if not _NUMBER.fullmatch(number):
+    match = _NUMBER.fullmatch(text[:-1].strip())
+    if not match:
         raise _error(value, source, "no number before '%'", PERCENT_GRAMMAR, what="a percentage")
-    return MaxIncrease(Decimal(number.replace("_", "")) / 100, text, source)
+    percent = _exact(match, value, source, PERCENT_GRAMMAR, "a percentage")
+    if percent > MAX_PERCENT:
+        raise _error(value, source, "it is more than 1000000%", PERCENT_GRAMMAR, what="a percentage")
+    mantissa, exponent = match["mantissa"].replace("_", ""), int(match["exponent"] or 0)
+    return MaxIncrease(Decimal(f"{mantissa}E{exponent - 2}"), text, source)  # exact, whatever the context
 
 
 def parse_budget(values: Mapping[str, Any], sources: Mapping[str, Source], origin: Source | None = None) -> Budget:
@@ -201,29 +225,55 @@ def parse_budget(values: Mapping[str, Any], sources: Mapping[str, Source], origi
     return Budget({m: limits[m] for m in METRICS if m in limits}, increase, origin)
 
 
-def _parse(value: Any, slot: str, source: Source) -> tuple[str, Decimal]:
+def _parse(value: Any, slot: str, source: Source) -> tuple[str, Fraction]:
+    """The metric and exact value of `value`, at most `MAX_COUNT`; never builds a number larger than that."""
     if isinstance(value, bool) or not isinstance(value, (int, float, str)):
         raise _error(value, source, f"expected a number or a string, got {type(value).__name__}", GRAMMAR)
     if isinstance(value, int):
         if value < 0:
             raise _error(value, source, "it is negative", GRAMMAR)
-        return _default_metric(slot), Decimal(value)
+        return _default_metric(slot), _bounded(Fraction(value), value, source)
     if isinstance(value, float):
         if not math.isfinite(value) or value < 0:
             raise _error(value, source, "it is negative or not finite", GRAMMAR)
-        return _default_metric(slot), Decimal(repr(value))
-    text = value.strip()
+        # repr: 4.1e9 means 4_100_000_000, not the binary float's exact value
+        return _default_metric(slot), _bounded(Fraction(Decimal(repr(value))), value, source)
+    text = _checked_text(value, source, GRAMMAR, "a budget")
     if text.startswith("-"):
         raise _error(value, source, "it is negative", GRAMMAR)
     match = _NUMBER.match(text)
     if not match:
         raise _error(value, source, "it does not start with a number", GRAMMAR)
-    try:
-        number = Decimal(match.group().replace("_", ""))
-    except InvalidOperation:  # pragma: no cover - the pattern only admits valid decimals
-        raise _error(value, source, "it is not a number", GRAMMAR) from None
+    number = _exact(match, value, source, GRAMMAR, "a budget")
     scale, metric = _suffix(text[match.end() :].strip(), slot, value, source)
-    return metric, number * scale
+    return metric, _bounded(number * scale, value, source)
+
+
+def _checked_text(value: str, source: Source, grammar: str, what: str) -> str:
+    """`value` stripped, refused when too long or not ASCII (Arabic-Indic or full-width digits, no-break spaces)."""
+    text = value.strip()
+    if len(text) > MAX_TEXT:
+        raise _error(value, source, f"it is longer than {MAX_TEXT} characters", grammar, what=what)
+    if not value.isascii():
+        char = next(c for c in value if not c.isascii())
+        why = f"it contains the non-ASCII character {char!r} (U+{ord(char):04X}); only ASCII is accepted"
+        raise _error(value, source, why, grammar, what=what)
+    return text
+
+
+def _exact(match: re.Match[str], value: Any, source: Source, grammar: str, what: str) -> Fraction:
+    """The exact value of a `_NUMBER` match; the exponent is bounded first, so the result is never huge."""
+    exponent = int(match["exponent"] or 0)  # at most MAX_TEXT digits: linear
+    if abs(exponent) > MAX_EXPONENT:
+        why = f"its exponent is outside -{MAX_EXPONENT}..{MAX_EXPONENT}"
+        raise _error(value, source, why, grammar, what=what)
+    return Fraction(Decimal(match["mantissa"].replace("_", ""))) * Fraction(10) ** exponent
+
+
+def _bounded(number: Fraction, value: Any, source: Source) -> Fraction:
+    if number > MAX_COUNT:
+        raise _error(value, source, "it is more than 10^30, the largest budget", GRAMMAR)
+    return number
 
 
 def _suffix(suffix: str, slot: str, value: Any, source: Source) -> tuple[int, str]:
@@ -269,4 +319,19 @@ def _slot_name(slot: str) -> str:
 
 
 def _error(value: Any, source: Source, why: str, grammar: str, what: str = "a budget") -> LocatedError:
-    return LocatedError([Problem(source, f"{value!r} is not {what}: {why}; {grammar}")])
+    return LocatedError([Problem(source, f"{shown(value)} is not {what}: {why}; {grammar}")])
+
+
+def shown(value: Any, limit: int = 60) -> str:
+    """`repr(value)` for a message, shortened when long: never more than about `limit` characters, never raising
+    (the repr of an int over 4300 digits raises ValueError; a 10 MB string should not fill the terminal)."""
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 4 * limit:
+        digits = int(value.bit_length() * math.log10(2)) + 1
+        return f"{'-' if value < 0 else ''}an integer of about {digits} digits"
+    if isinstance(value, str) and len(value) > limit:
+        return f"{value[: limit - 20]!r}... ({len(value)} characters)"
+    try:
+        text = repr(value)
+    except Exception:  # a message must not fail on a hostile __repr__
+        return f"a {type(value).__name__}"
+    return text if len(text) <= limit else f"{text[: limit - 20]}... ({type(value).__name__})"

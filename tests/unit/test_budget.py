@@ -2,15 +2,22 @@
 
 from __future__ import annotations
 
+import time
 from decimal import Decimal
+from fractions import Fraction
 from pathlib import Path
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pytest_flopbudget.budget import (
     GRAMMAR,
+    MAX_COUNT,
+    MAX_EXPONENT,
+    MAX_PERCENT,
+    MAX_TEXT,
+    PERCENT_GRAMMAR,
     PREFIXES,
     Budget,
     Limit,
@@ -18,6 +25,7 @@ from pytest_flopbudget.budget import (
     parse_budget,
     parse_increase,
     parse_quantity,
+    shown,
 )
 from pytest_flopbudget.errors import ConfigError
 from pytest_flopbudget.source import LocatedError, Problem, Source
@@ -276,3 +284,181 @@ def test_source_paths_are_shown_relative_through_symlinks(tmp_path: Path) -> Non
     link = tmp_path / "link"
     link.symlink_to(real)
     assert Source(str(real / "sub" / "pyproject.toml"), 2, "k").where(str(link)) == "sub/pyproject.toml:2: k"
+
+
+# -- hostile values (issue 12): ASCII only, bounded, linear, one line each ------------------------------------------
+
+
+def _one_line_error(value: object, slot: str = "flops") -> str:
+    with pytest.raises(LocatedError) as info:
+        parse_quantity(value, slot, WHERE)
+    message = str(info.value)
+    assert "\n" not in message
+    assert message.startswith("/proj/pyproject.toml:12: tool.flopbudget.models.resnet50.flops: ") or message.startswith(
+        "pyproject.toml:12: "
+    )
+    assert message.endswith(GRAMMAR)
+    assert len(message) < 400  # the value is shortened, never pasted whole
+    return message
+
+
+@pytest.mark.parametrize(
+    ("text", "hint"),
+    [
+        ("\u0663\u0660k", "non-ASCII character '\u0663' (U+0663)"),  # Arabic-Indic 30k
+        ("\uff13\uff10k", "non-ASCII character '\uff13' (U+FF13)"),  # full-width 30k
+        ("4.1\u00a0G", "U+00A0"),  # a no-break space copied from a paper
+        ("4.1 G\u0192LOPs", "U+0192"),
+        ("\u20064.1G", "U+2006"),  # a six-per-em space stripped by str.strip(), still refused
+        ("1e10000000", f"exponent is outside -{MAX_EXPONENT}..{MAX_EXPONENT}"),
+        ("1e999999", "exponent is outside"),
+        ("1e400", "exponent is outside"),
+        ("1e-101", "exponent is outside"),
+        ("1e31", "more than 10^30"),
+        ("1000000000000000000000000000001", "more than 10^30"),
+        ("1e28 k", "more than 10^30"),
+        ("1e16 PFLOPs", "more than 10^30"),
+        ("1" * (MAX_TEXT + 1), f"longer than {MAX_TEXT} characters"),
+        ("1e" + "9" * 10_000_000, f"longer than {MAX_TEXT} characters"),
+    ],
+    ids=lambda v: v if len(v) < 40 else f"{len(v)} chars",
+)
+def test_hostile_strings_get_one_short_line(text: str, hint: str) -> None:
+    start = time.perf_counter()
+    message = _one_line_error(text)
+    assert time.perf_counter() - start < 1.0
+    assert hint in message
+    assert "is not a budget" in message
+
+
+def test_the_bound_itself_is_accepted_in_every_spelling() -> None:
+    for value in (MAX_COUNT, "1e30", "1_000_000_000_000_000_000_000_000_000_000", "1e15 P", "1e21 GMACs", 1e30):
+        assert parse_quantity(value).value == MAX_COUNT
+    assert parse_quantity("0.0001e34").value == MAX_COUNT
+    assert parse_quantity("1e-100").value == 0  # rounds down like any fraction of a count
+
+
+@pytest.mark.parametrize(
+    ("value", "hint", "shown_as"),
+    [
+        (10**5000, "more than 10^30", "an integer of about 5001 digits"),  # repr() itself raises past 4300 digits
+        (-(10**5000), "negative", "-an integer of about 5001 digits"),
+        (MAX_COUNT + 1, "more than 10^30", repr(MAX_COUNT + 1)),
+        (1.5e30, "more than 10^30", "1.5e+30"),
+        (1.7e308, "more than 10^30", "1.7e+308"),
+    ],
+    ids=["10**5000", "-10**5000", "10**30+1", "1.5e30", "1.7e308"],  # pytest's own ids cannot print 10**5000
+)
+def test_huge_numbers_are_refused_and_shown_short(value: object, hint: str, shown_as: str) -> None:
+    message = _one_line_error(value)
+    assert hint in message
+    assert f": {shown_as} is not a budget" in message
+
+
+@pytest.mark.parametrize(
+    ("text", "hint"),
+    [
+        ("1e999999%", "exponent is outside"),
+        ("1e10000000%", "exponent is outside"),
+        ("1000001%", "more than 1000000%"),
+        ("1e7%", "more than 1000000%"),
+        ("\u0662%", "U+0662"),
+        ("2\uff05", "U+FF05"),  # full-width percent sign
+        ("1" * 200 + "%", "longer than"),
+    ],
+)
+def test_hostile_max_increase_is_refused(text: str, hint: str) -> None:
+    with pytest.raises(LocatedError) as info:
+        parse_increase(text, WHERE)
+    message = str(info.value)
+    assert "\n" not in message and len(message) < 300
+    assert hint in message
+    assert message.endswith(PERCENT_GRAMMAR)
+
+
+def test_the_largest_max_increase_is_exact_on_the_largest_counts() -> None:
+    increase = parse_increase(f"{MAX_PERCENT}%")
+    assert increase.fraction == MAX_PERCENT // 100
+    assert increase.allows(MAX_COUNT, MAX_COUNT * 10_001)  # exactly +1,000,000%
+    assert not increase.allows(MAX_COUNT, MAX_COUNT * 10_001 + 1)
+    tiny = parse_increase("1e-100%")
+    assert tiny.allows(10**30, 10**30) and not tiny.allows(10**30, 10**30 + 1)
+    # 31 significant digits: beyond the default decimal context's 28, still exact
+    odd = parse_increase("1.000000000000000000000000000001%")
+    assert odd.allows(10**32, 10**32 + 10**30 + 1)
+    assert not odd.allows(10**32, 10**32 + 10**30 + 2)
+
+
+def test_shown_never_raises_and_stays_short() -> None:
+    class Hostile:
+        def __repr__(self) -> str:
+            raise RuntimeError("no")
+
+    assert shown(Hostile()) == "a Hostile"
+    assert shown([1] * 10_000).endswith("... (list)")
+    assert shown("x" * 10_000).endswith("... (10000 characters)")
+    assert shown(10**100_000) == "an integer of about 100001 digits"
+    assert shown("4.1G") == "'4.1G'"
+
+
+_NON_ASCII_DIGITS = st.characters(categories=["Nd"]).filter(lambda c: not c.isascii())
+
+
+@given(
+    st.lists(st.one_of(_NON_ASCII_DIGITS, st.sampled_from("0123456789")), min_size=1, max_size=8),
+    st.sampled_from(["", "k", " G", "%"]),
+)
+def test_any_non_ascii_digit_is_refused_with_one_line(chars: list[str], suffix: str) -> None:
+    text = "".join(chars) + suffix
+    if text.isascii():
+        return
+    parse = (lambda v: parse_increase(v, WHERE)) if suffix == "%" else (lambda v: parse_quantity(v, "flops", WHERE))
+    with pytest.raises(LocatedError, match="non-ASCII character") as info:
+        parse(text)
+    assert "\n" not in str(info.value)
+
+
+_MANTISSAS = st.from_regex(r"\A(?:[0-9]{1,40}(?:\.[0-9]{0,20})?|\.[0-9]{1,20})\Z")
+_EXPONENTS = st.one_of(st.none(), st.integers(-150, 150), st.integers(-(10**60), 10**60))
+
+
+@settings(max_examples=300)
+@given(_MANTISSAS, _EXPONENTS, st.sampled_from(["", *sorted(PREFIXES)]), st.sampled_from(["", " FLOPs", " MACs"]))
+def test_any_accepted_count_is_at_most_the_bound_and_validates_fast(
+    mantissa: str, exponent: int | None, prefix: str, unit: str
+) -> None:
+    text = mantissa + ("" if exponent is None else f"e{exponent}") + (" " + prefix + unit.strip() if prefix else unit)
+    start = time.perf_counter()
+    try:
+        limit = parse_quantity(text, "flops", WHERE)
+    except LocatedError as exc:
+        assert "\n" not in str(exc) and len(str(exc)) < 400
+    else:
+        assert 0 <= limit.value <= MAX_COUNT
+        exact = Fraction(Decimal(mantissa)) * Fraction(10) ** (exponent or 0) * PREFIXES.get(prefix, 1)
+        assert limit.value == int(exact)  # exact: no rounding to the decimal context's 28 digits
+    assert time.perf_counter() - start < 0.5
+
+
+@settings(max_examples=200)
+@given(_MANTISSAS, _EXPONENTS, st.integers(0, MAX_COUNT), st.integers(0, MAX_COUNT))
+def test_any_accepted_max_increase_is_bounded_and_never_crashes_on_growth(
+    mantissa: str, exponent: int | None, baseline: int, now: int
+) -> None:
+    text = mantissa + ("" if exponent is None else f"e{exponent}") + "%"
+    try:
+        increase = parse_increase(text, WHERE)
+    except LocatedError as exc:
+        assert "\n" not in str(exc)
+        return
+    assert 0 <= increase.fraction <= MAX_PERCENT / 100
+    assert isinstance(increase.allows(baseline, now), bool)
+    assert MaxIncrease.from_dict(increase.to_dict()) == increase
+
+
+@given(st.integers(min_value=0, max_value=10**40) | st.builds(lambda e: 10**e, st.integers(0, 6000)))
+def test_any_integer_is_accepted_iff_at_most_the_bound(n: int) -> None:
+    if n <= MAX_COUNT:
+        assert parse_quantity(n).value == n
+    else:
+        assert "more than 10^30" in _one_line_error(n)
