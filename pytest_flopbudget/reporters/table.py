@@ -25,22 +25,26 @@ def tree_order(paths: Iterable[str]) -> dict[str, int]:
 
     A parent always comes before its children, and a subtree is never split by another module's rows.
     """
-    children: dict[str, list[str]] = {}
+    # Siblings are dict keys (insertion-ordered sets): a list's `in` made 100,000 siblings quadratic.
+    children: dict[str, dict[str, None]] = {}
+    seen: set[str] = {ROOT}
     for path in paths:
+        if path in seen:
+            continue
         parent = ROOT
         for node in ancestors(path):
             if node == ROOT:
                 continue
-            siblings = children.setdefault(parent, [])
-            if node not in siblings:
-                siblings.append(node)
+            if node not in seen:
+                seen.add(node)
+                children.setdefault(parent, {})[node] = None
             parent = node
     order: dict[str, int] = {}
     stack = [ROOT]
     while stack:
         node = stack.pop()
         order[node] = len(order)
-        stack.extend(reversed(children.get(node, [])))
+        stack.extend(reversed(children.get(node, {}).keys()))
     return order
 
 
@@ -73,7 +77,7 @@ def _label(path: str) -> str:
 
 
 def _row(label: str, cost: LayerCost, total_flops: int, width: int) -> str:
-    share = 100.0 * cost.flops / total_flops
+    share = 100 * cost.flops / total_flops  # int / int: exact and correctly rounded, whatever the magnitudes
     return (
         f"{label:<{width}}  {format_count(cost.flops):>9}  {format_count(cost.macs):>9}  "
         f"{format_count(cost.params):>9}  {share:>5.1f}%"

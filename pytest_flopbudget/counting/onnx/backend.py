@@ -23,12 +23,15 @@ from .functions import spell_out_function_defaults
 from .graph import NodeInfo, all_nodes, index_nodes, topological_order
 from .inputs import bind_inputs
 from .load import load_model, opset_versions
-from .names import ModulePaths, module_of_parameter
+from .names import ModulePaths, module_of_parameter, text
 from .shapes import Scope, complete_shapes, constant_tensors, infer, light_model
 from .walk import Walker
 
 #: Initializer element types that hold indices or shapes, never weights.
 NON_PARAMETER_TYPES = {7, 8, 9, 13}  # INT64, STRING, BOOL, UINT64
+#: The largest count a report carries (`_check_bounded`): the bound `Report.from_dict` reads back (a count beyond
+#: it could not become a baseline), and far inside float range, so its percentages and prefixed figures format.
+MAX_COUNT = 10**30
 
 
 def count_onnx(model: Any, inputs: Mapping[str, Sequence[int]] | None = None) -> Report:
@@ -86,7 +89,7 @@ def _count(onnx: Any, proto: Any, label: str, inputs: Mapping[str, Sequence[int]
     every_node = list(all_nodes(nodes))
     undeclared = sorted({info.domain for info in every_node} - set(opsets))
     for domain in undeclared:  # so that inference skips these nodes instead of failing on them
-        light.opset_import.append(onnx.helper.make_opsetid(domain, 1))
+        _declare_domain(light, domain)
     inferred = _infer_with_fallbacks(light, label, opsets)
     nodes = _with_inferred_subgraphs(nodes, inferred.graph)
 
@@ -99,15 +102,72 @@ def _count(onnx: Any, proto: Any, label: str, inputs: Mapping[str, Sequence[int]
     walker.walk(nodes, scope, folder, tally)
 
     total = _attribute_parameters(graph, every_node, initializer_names, walker, tally.layers)
-    return Report(
+    report = Report(
         params=total,
         **tally.report_fields(),
         training=False,
         backend="onnx",
-        model=Path(label).name if not label.startswith("<") else (graph.name or "model"),
+        model=Path(label).name if not label.startswith("<") else (text(graph.name) or "model"),
         inputs=[_describe_input(onnx, vi, shapes) for vi in graph_inputs],
         versions=_versions(onnx, proto),
     )
+    _check_bounded(report, label)
+    return _valid_text(report)
+
+
+def _check_bounded(report: Report, label: str) -> None:
+    """Counts are exact integers, but one beyond `MAX_COUNT` is refused with one line: it could not be read back
+    as a baseline, and beyond float range its percentages and prefixed figures (`1.2 GFLOPs`) cannot be formatted.
+    Every per-layer and per-op figure is at most its total, so checking the totals bounds the whole report."""
+    for metric, value in (("FLOPs", report.flops), ("MACs", report.macs), ("parameters", report.params)):
+        if value > MAX_COUNT:
+            digits = len(str(value)) if value < 10**4000 else "more than 4,000"
+            raise CountingError(
+                f"{label}: the model counts to a number of {metric} with {digits} digits, beyond what a report can "
+                f"hold (at most 10^30); a tensor's dimensions multiply to an impossible size: check the input "
+                f"sizes and the shapes in the model"
+            )
+
+
+def _valid_text(report: Report) -> Report:
+    """Every name in the report as valid text (`names.text`), so its JSON encodes and reads back unchanged.
+
+    Names mostly arrive decoded already; this pass also catches those that went through other steps
+    (`ast.literal_eval` of metadata can produce lone surrogates)."""
+    layers: dict[str, LayerCost] = {}
+    for path, cost in report.layers.items():
+        cost.ops = {text(name): op for name, op in cost.ops.items()}
+        cost.skipped = {text(name): calls for name, calls in cost.skipped.items()}
+        key = text(path)
+        if key in layers:
+            layers[key].merge(cost)
+        else:
+            layers[key] = cost
+    report.layers = layers
+    for op in [*report.skipped_ops.values()]:
+        op.layers = [text(p) for p in op.layers]
+        op.reason = text(op.reason)
+    report.skipped_ops = {text(name): op for name, op in report.skipped_ops.items()}
+    for est in report.estimated_ops.values():
+        est.layers = [text(p) for p in est.layers]
+        est.rule = text(est.rule)
+    report.estimated_ops = {text(name): op for name, op in report.estimated_ops.items()}
+    report.model = text(report.model)
+    report.versions = {text(k): text(v) for k, v in report.versions.items()}
+    return report
+
+
+def _declare_domain(model: Any, domain: str | bytes) -> None:
+    """Append `domain` at version 1 to the opset imports; a domain that is not valid UTF-8 comes back from
+    protobuf as bytes, which cannot be assigned to a string field, so the entry is written as wire bytes."""
+    raw = domain if isinstance(domain, bytes) else domain.encode("utf-8", "surrogatepass")
+    length, prefix = len(raw), bytearray()
+    while True:  # protobuf varint
+        prefix.append((length & 0x7F) | (0x80 if length > 0x7F else 0))
+        length >>= 7
+        if not length:
+            break
+    model.opset_import.add().MergeFromString(b"\x0a" + bytes(prefix) + raw + b"\x10\x01")
 
 
 def _infer_with_fallbacks(light: Any, label: str, opsets: dict[str, int]) -> Any:
@@ -203,7 +263,7 @@ def _attribute_parameters(
 
 
 def _describe_input(onnx: Any, vi: Any, shapes: dict[str, tuple[int, ...]]) -> dict[str, Any]:
-    described: dict[str, Any] = {"name": vi.name}
+    described: dict[str, Any] = {"name": text(vi.name)}
     if vi.name in shapes:
         described["shape"] = list(shapes[vi.name])
     if vi.type.WhichOneof("value") == "tensor_type":
@@ -217,8 +277,8 @@ def _describe_input(onnx: Any, vi: Any, shapes: dict[str, tuple[int, ...]]) -> d
 def _versions(onnx: Any, proto: Any) -> dict[str, str]:
     from ... import __version__
 
-    opsets = ",".join(f"{entry.domain or 'ai.onnx'}:{entry.version}" for entry in proto.opset_import)
-    producer = f"{proto.producer_name} {proto.producer_version}".strip()
+    opsets = ",".join(f"{text(entry.domain) or 'ai.onnx'}:{entry.version}" for entry in proto.opset_import)
+    producer = f"{text(proto.producer_name)} {text(proto.producer_version)}".strip()
     versions = {"onnx": onnx.__version__, "opsets": opsets, "pytest-flopbudget": __version__}
     if producer:
         versions["producer"] = producer

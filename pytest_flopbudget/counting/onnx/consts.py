@@ -27,7 +27,7 @@ _BINARY: dict[str, Callable[[int, int], int]] = {
     "Add": operator.add,
     "Sub": operator.sub,
     "Mul": operator.mul,
-    "Div": lambda a, b: int(a / b) if b else 0,
+    "Div": lambda a, b: (abs(a) // abs(b)) * (1 if (a < 0) == (b < 0) else -1) if b else 0,  # exact, truncating
     "Max": max,
     "Min": min,
     "Equal": lambda a, b: int(a == b),

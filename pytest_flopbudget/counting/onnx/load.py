@@ -12,6 +12,7 @@ from typing import Any
 
 from ...errors import CountingError
 from .graph import normalize_domain
+from .names import text
 
 
 def load_model(model: Any) -> tuple[Any, str]:
@@ -34,7 +35,7 @@ def load_model(model: Any) -> tuple[Any, str]:
             ) from None
     elif isinstance(model, onnx.ModelProto):
         proto = model
-        label = f"<ModelProto {model.graph.name or 'unnamed'}>"
+        label = f"<ModelProto {text(model.graph.name) or 'unnamed'}>"
     else:
         raise CountingError(
             f"count_onnx() needs a path to an .onnx file or an onnx.ModelProto, got {type(model).__name__}"

@@ -17,12 +17,24 @@ same model. The per-layer diff is only as good as these paths, hence the care ta
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterable
 from typing import Any
 
 NAME_SCOPES = "pkg.torch.onnx.name_scopes"
 NAMESPACE = "namespace"
 REWRITE_RULE = "pkg.onnxscript.rewriter.rule_name"
+
+
+def text(value: Any) -> str:
+    """Valid text from a protobuf string field: onnx hands back `bytes` when the field is not valid UTF-8, and a
+    `str` may carry lone surrogates; both become backslash escapes, so every name in a Report encodes as UTF-8."""
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "backslashreplace")
+    value = str(value)
+    if value.isascii():
+        return value
+    return value.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 class ModulePaths:
@@ -38,7 +50,7 @@ class ModulePaths:
             found = self._from_metadata(node, weight_module)
             if found is not None:
                 return found
-        name = str(node.name)
+        name = text(node.name)
         if name.startswith("/"):
             return self._from_torchscript_name(name)
         if "/" in name:
@@ -46,7 +58,7 @@ class ModulePaths:
         return name
 
     def _from_metadata(self, node: Any, weight_module: str | None) -> str | None:
-        props = {p.key: p.value for p in node.metadata_props}
+        props = {text(p.key): text(p.value) for p in node.metadata_props}
         path: str | None = None
         if NAME_SCOPES in props:
             path = _last_module_from_scopes(props[NAME_SCOPES])
@@ -81,15 +93,46 @@ class ModulePaths:
         return ".".join(path)
 
 
+#: One element of a `name_scopes` list as `repr` writes it: a quoted string literal, then `,` or the closing `]`.
+_SCOPE_ITEM = re.compile(
+    r"""\s*('[^'\\\n]*(?:\\.[^'\\\n]*)*'|"[^"\\\n]*(?:\\.[^"\\\n]*)*")\s*([,\]])""", re.DOTALL
+)
+_SCOPES_END = re.compile(r"\s*\]\s*\Z")
+
+
 def _last_module_from_scopes(value: str) -> str | None:
-    """`['', 'layer1', 'layer1.0', 'add']` -> `layer1.0`: the entries before the last are module paths."""
+    """`['', 'layer1', 'layer1.0', 'add']` -> `layer1.0`: the entries before the last are module paths.
+
+    The value is scanned in one pass, and only the entry wanted is decoded: `ast.literal_eval` of the whole value
+    is quadratic on some inputs (a 4 MB value took 48 s), and it is metadata any tool may have written.
+    """
+    value = value.strip()
+    if not value.startswith("["):
+        return None
+    if _SCOPES_END.match(value, 1):
+        return ""  # an empty list
+    spans: list[tuple[int, int]] = []
+    pos = 1
+    while True:
+        match = _SCOPE_ITEM.match(value, pos)
+        if match is None:
+            return None
+        spans.append(match.span(1))
+        pos = match.end()
+        if match.group(2) == "]":
+            if value[pos:].strip():
+                return None
+            break
+        if _SCOPES_END.match(value, pos):  # a trailing comma
+            break
+    if len(spans) < 2:
+        return ""
+    start, end = spans[-2]
     try:
-        scopes = ast.literal_eval(value)
+        scope = ast.literal_eval(value[start:end])
     except (ValueError, SyntaxError, MemoryError, RecursionError):
         return None
-    if not isinstance(scopes, list) or not all(isinstance(s, str) for s in scopes):
-        return None
-    return scopes[-2] if len(scopes) >= 2 else ""
+    return scope if isinstance(scope, str) else None
 
 
 def _last_module_from_namespace(value: str) -> str | None:

@@ -18,6 +18,7 @@ from typing import Callable, Union
 from .. import formulas as f
 from ..formulas import Cost
 from ..registry import FormulaRegistry
+from .names import text
 from .node import NodeContext, UnknownShape
 
 ONNX_OPS: FormulaRegistry[tuple[str, str]] = FormulaRegistry("onnx")
@@ -725,4 +726,4 @@ register_free("QLinearConcat", "Trilu", "GatherBlockQuantized", domain=MS)
 
 def op_label(domain: str, op_type: str) -> str:
     """How an op is named in reports: `Conv` for the default domain, `com.microsoft.Attention` otherwise."""
-    return op_type if domain in ("", "ai.onnx") else f"{domain}.{op_type}"
+    return text(op_type) if domain in ("", "ai.onnx") else f"{text(domain)}.{text(op_type)}"

@@ -22,6 +22,7 @@ from typing import Any, Callable
 
 from ...errors import CountingError
 from .graph import NodeInfo, free_names, normalize_domain
+from .names import text
 from .node import Dims, NodeContext, UnknownShape, attribute_value, known_dims
 
 #: Initializers with at most this many elements keep their data in the light model (shape inference may read them).
@@ -56,7 +57,7 @@ def light_model(model: Any, input_shapes: dict[str, tuple[int, ...]]) -> Any:
     light.opset_import.extend(model.opset_import)
     light.functions.extend(model.functions)
     graph = light.graph
-    graph.name = src.name
+    graph.name = text(src.name)
     graph.node.extend(src.node)
     input_names = set()
     for vi in src.input:
