@@ -27,6 +27,7 @@ from .formatting import PYTEST_UPDATE_HINT, reason
 from .report import Report
 from .reporters import ci, terminal
 from .run import Run, RunResult, require_baseline
+from .safe_text import SafeStream, one_line, safe_text
 from .source import Source
 from .verdict import Measurement, Verdict
 
@@ -422,7 +423,8 @@ class FlopBudgetPlugin:
         result = self.result = self.run.finish()
         if not self.update and self.config_error is None:
             # CI outputs (annotations, job summary, GitLab/JSON files): once, from the controller only
-            emitted = ci.emit(result, self.report_specs, stream=sys.stdout)  # the same words as the CLI
+            # the same words as the CLI, every line through safe_text but our own escaped commands
+            emitted = ci.emit(result, self.report_specs, stream=SafeStream(sys.stdout))
             result.update_errors.extend(emitted.errors)
         if result.update_errors and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
@@ -452,8 +454,9 @@ class FlopBudgetPlugin:
         if not (result.verdicts or result.update_errors or result.errors or result.stale or result.removed):
             return
         terminalreporter.write_sep("-", "flopbudget")
-        for line in lines:
-            terminalreporter.write_line(line)
+        for line in lines:  # a name may hold a newline: every resulting line is made inert
+            for part in safe_text(line).split("\n"):
+                terminalreporter.write_line(part)
 
 
 # -- pyproject items -------------------------------------------------------------------------------------------------
@@ -465,7 +468,8 @@ class ModelsFile(pytest.File):
     def collect(self) -> Any:
         plugin = self.config.stash[_PLUGIN]
         for name, entry in plugin.settings.models.items():
-            yield ModelItem.from_parent(self, name=name, entry=entry)
+            # control characters in a pyproject key would reach every line pytest prints with the node id
+            yield ModelItem.from_parent(self, name=one_line(name), entry=entry)
 
 
 class ModelItem(pytest.Item):
@@ -481,7 +485,7 @@ class ModelItem(pytest.Item):
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
         if isinstance(excinfo.value, _Failure):
-            return excinfo.value.reason
+            return safe_text(excinfo.value.reason)
         return super().repr_failure(excinfo, style=style)
 
     def reportinfo(self) -> tuple[Path, int | None, str]:
@@ -512,9 +516,9 @@ def _test_reason(item: pytest.Item, verdict: Verdict) -> str:
 
 def _fail(report: pytest.TestReport, text: str, details: str = "") -> None:
     report.outcome = "failed"
-    report.longrepr = text
+    report.longrepr = safe_text(text)
     if details:
-        report.sections.append((SECTION, details))
+        report.sections.append((SECTION, safe_text(details)))
 
 
 def _item_source(item: pytest.Item) -> Source:

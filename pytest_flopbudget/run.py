@@ -262,4 +262,6 @@ def entry_nodeid(entry: ModelEntry, root: Path) -> str:
         relative = pyproject.resolve().relative_to(root.resolve()).as_posix()
     except ValueError:
         relative = pyproject.name
-    return f"{relative}::{entry.name}"
+    from .safe_text import one_line
+
+    return f"{relative}::{one_line(entry.name)}"

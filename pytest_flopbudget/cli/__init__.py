@@ -15,10 +15,11 @@ import contextlib
 import os
 import sys
 from collections.abc import Sequence
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from .. import __version__
 from ..errors import FlopBudgetError
+from ..safe_text import SafeStream, safe_text
 
 PROG = "flopbudget"
 
@@ -247,7 +248,7 @@ def _count(args: argparse.Namespace) -> int:
         target=args.target, input=args.input, dtype=args.dtype, training=args.training, execution=args.execution,
         depth=args.depth, format=args.format, pyproject=args.pyproject,
     )  # fmt: skip
-    return run_count(request, sys.stdout, sys.stderr)
+    return run_count(request, _out(), _err())
 
 
 def _check(args: argparse.Namespace) -> int:
@@ -255,14 +256,23 @@ def _check(args: argparse.Namespace) -> int:
 
     return run_check(
         pyproject=args.pyproject, names=args.names, update=args.update, reports=args.report, base_ref=args.base_ref,
-        out=sys.stdout, err=sys.stderr, require_baseline=args.require_baseline,
+        out=_out(), err=_err(), require_baseline=args.require_baseline,
     )  # fmt: skip
 
 
 def _diff(args: argparse.Namespace) -> int:
     from .diff import run_diff
 
-    return run_diff(pyproject=args.pyproject, names=args.names, out=sys.stdout, err=sys.stderr)
+    return run_diff(pyproject=args.pyproject, names=args.names, out=_out(), err=_err())
+
+
+def _out() -> Any:
+    """stdout for a command: every line through `safe_text` (names from models cannot start workflow commands)."""
+    return SafeStream(sys.stdout)
+
+
+def _err() -> Any:
+    return SafeStream(sys.stderr)
 
 
 # -- helpers -------------------------------------------------------------------------------------------------------
@@ -284,7 +294,7 @@ def _fail(lines: Sequence[str], status: int = 2) -> int:
     with contextlib.suppress(OSError, ValueError):
         sys.stdout.flush()  # what was printed before the error stays before it when both go to one pipe
     for line in lines:
-        sys.stderr.write(f"{PROG}: error: {line}\n")
+        sys.stderr.write(safe_text(f"{PROG}: error: {line}") + "\n")
     return status
 
 

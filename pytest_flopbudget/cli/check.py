@@ -83,7 +83,7 @@ def check_models(
 
 
 def count_into(run: Run, entries: Sequence[ModelEntry], settings: Settings, err: TextIO | None = None) -> None:
-    with Progress(len(entries), err or sys.stderr) as progress:
+    with Progress(len(entries), getattr(err, "raw", err) or sys.stderr) as progress:
         for entry in entries:
             progress.start(entry.name)
             with contextlib.suppress(FlopBudgetError):  # recorded in the run as a ModelError

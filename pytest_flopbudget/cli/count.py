@@ -46,7 +46,7 @@ def run_count(request: CountRequest, out: TextIO, err: TextIO) -> int:
     from ..reporters.table import format_layer_table
 
     entry, root = resolve_target(request)
-    with Progress(1, err) as progress:
+    with Progress(1, getattr(err, "raw", err)) as progress:
         progress.start(entry.name)
         try:
             report = count_entry(entry, root)

@@ -16,6 +16,7 @@ import os
 from collections.abc import Sequence
 
 from ..formatting import plural
+from ..safe_text import safe_line, visible
 from .annotations import Annotation, relative_path
 from .output import Findings, OutputContext
 
@@ -37,12 +38,17 @@ def escape_property(text: str) -> str:
 def command(level: str, message: str, *, file: str | None = None, line: int | None = None, title: str = "") -> str:
     """One workflow command line; properties that are empty are left out, as the toolkit does."""
     properties = [
-        f"{key}={escape_property(str(value))}"
+        f"{key}={escape_property(visible(str(value), keep=_ESCAPED))}"
         for key, value in (("file", file), ("line", line), ("title", title))
         if value not in (None, "")
     ]
     head = f"::{level} " + ",".join(properties) if properties else f"::{level}"
-    return f"{head}::{escape_data(message)}"
+    # CR and LF are escaped by the toolkit's rules; other control characters (ESC, bidi) are shown, not sent;
+    # `##[` anywhere in a line is a legacy runner command, so it is broken up as every other output line does
+    return f"{head}::{escape_data(visible(message, keep=_ESCAPED))}".replace("##[", "#\\x23[")
+
+
+_ESCAPED = "\r\n"
 
 
 def workflow_commands(
@@ -115,7 +121,15 @@ class GitHubOutput:
         if lines:
             # A command is only recognised at the start of a line, and the caller's output may end mid-line
             # (pytest's progress `[100%]` has no newline yet at session finish): start on a fresh line.
-            context.stream.write("\n" + "".join(line + "\n" for line in lines))
+            stream = context.stream
+            write_command = getattr(stream, "write_command", stream.write)
+            stream.write("\n")
+            for line in lines:
+                # our own commands, escaped by `command`; every other line through `safe_line`
+                if line.startswith("::"):
+                    write_command(line + "\n")
+                else:
+                    stream.write(safe_line(line) + "\n")
         summary_path = context.env.get("GITHUB_STEP_SUMMARY")
         if not summary_path:
             return []

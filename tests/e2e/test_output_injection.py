@@ -1,0 +1,80 @@
+"""Names from a model cannot inject GitHub workflow commands or terminal escapes, through either front end.
+
+A pyproject key and a torch layer name carry a newline followed by `::stop-commands::pwned`, an ANSI clear-screen
+and a bidi override. Under GitHub Actions, with a failing budget (so every output path prints them), every stdout
+line must be inert except our own `::error`/`::warning`/`::notice` commands, whose data is escaped.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from e2e_helpers import clean_env
+
+pytest.importorskip("torch")
+
+EVIL = "x\\n::stop-commands::pwned\\u001b[2J\\u202e##[group]"
+
+MODELS = '''\
+from torch import nn
+
+
+def evil():
+    model = nn.Sequential()
+    model.add_module("a\\\\n::stop-commands::pwned\\\\x1b[2J\\\\u202e##[group]", nn.Linear(8, 64))
+    return model
+'''
+
+PYPROJECT = f'[tool.flopbudget.models."{EVIL}"]\ntarget = "models:evil"\ninputs = [[1, 8]]\nmacs = "10"\n'
+OUR_COMMAND = re.compile(r"^::(error|warning|notice)( [^:]*)?::[^\r\n]*$")
+
+
+def assert_inert(stdout: str) -> None:
+    for line in stdout.split("\n"):
+        stripped = line.lstrip()
+        if stripped.startswith("::"):
+            # our own command: its properties have no raw colon (escaped %3A), its data no raw newline
+            assert OUR_COMMAND.match(line), line
+        assert "##[" not in line, line
+        assert "\x1b" not in line and "\u202e" not in line, line
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    (tmp_path / "models.py").write_text(MODELS)
+    (tmp_path / "pyproject.toml").write_text(PYPROJECT)
+    return tmp_path
+
+
+def env(root: Path) -> dict[str, str]:
+    return clean_env(GITHUB_ACTIONS="true", GITHUB_WORKSPACE=str(root), COLUMNS="400")
+
+
+def test_cli_output_is_inert(project: Path) -> None:
+    for args in (["check"], ["check", "--update"], ["count", EVIL.replace("\\n", "\n")], ["diff"]):
+        done = subprocess.run(
+            [sys.executable, "-m", "pytest_flopbudget", *args], cwd=project, env=env(project), capture_output=True,
+            text=True, timeout=300,
+        )  # fmt: skip
+        assert_inert(done.stdout)
+        assert_inert(done.stderr)
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest_flopbudget", "check"], cwd=project, env=env(project), capture_output=True,
+        text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 1 and "::error " in done.stdout  # the annotation itself is still there, escaped
+
+
+def test_pytest_output_is_inert(project: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:hypothesispytest", "-rA",
+         "pyproject.toml"],
+        cwd=project, env=env(project), capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 1, done.stdout[-2000:]
+    assert_inert(done.stdout)
+    assert "::error " in done.stdout
