@@ -26,7 +26,7 @@ from .errors import FlopBudgetError
 from .formatting import PYTEST_UPDATE_HINT, reason
 from .report import Report
 from .reporters import ci, terminal
-from .run import Run, RunResult, require_baseline
+from .run import ModelError, Run, RunResult, require_baseline
 from .safe_text import SafeStream, one_line, safe_text
 from .source import Source
 from .verdict import Measurement, Verdict
@@ -410,14 +410,33 @@ class FlopBudgetPlugin:
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node: Any, error: Any) -> None:
-        """xdist controller: merge what a worker recorded."""
+        """xdist controller: merge what a worker recorded. A worker whose results did not arrive is an error in
+        every output (never a silently smaller run): its models' verdicts are unknown."""
+        worker = str(getattr(node, "workerinput", {}).get("workerid", "?"))
         data = getattr(node, "workeroutput", {}).get(_WORKER_KEY)
-        if data:
-            self.run.merge(json.loads(data))
+        problem = None
+        if data is None:
+            problem = f"sent no results{f' ({error})' if error else ''}"
+        else:
+            try:
+                payload = json.loads(data)
+                if "transport_error" in payload:
+                    problem = f"could not send its results: {payload['transport_error']}"
+                else:
+                    self.run.merge(payload)
+            except (ValueError, KeyError, TypeError) as exc:
+                problem = f"sent results that cannot be read: {type(exc).__name__}: {str(exc)[:200]}"
+        if problem is not None:
+            message = f"xdist worker {worker} {problem}; the models it counted are not checked"
+            self.run.record_error(ModelError(f"xdist worker {worker}", message))
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         if self.is_worker:
-            self.config.workeroutput[_WORKER_KEY] = json.dumps(self.run.export())  # type: ignore[attr-defined]
+            try:
+                payload = json.dumps(self.run.export())
+            except (ValueError, TypeError, OverflowError) as exc:  # e.g. an integer too long to write
+                payload = json.dumps({"transport_error": f"{type(exc).__name__}: {str(exc)[:200]}"})
+            self.config.workeroutput[_WORKER_KEY] = payload  # type: ignore[attr-defined]
             return
         self._find_stale(session)
         result = self.result = self.run.finish()
@@ -426,7 +445,7 @@ class FlopBudgetPlugin:
             # the same words as the CLI, every line through safe_text but our own escaped commands
             emitted = ci.emit(result, self.report_specs, stream=SafeStream(sys.stdout))
             result.update_errors.extend(emitted.errors)
-        if result.update_errors and session.exitstatus == pytest.ExitCode.OK:
+        if (result.update_errors or result.errors) and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
     def pytest_deselected(self, items: list[pytest.Item]) -> None:
@@ -451,6 +470,8 @@ class FlopBudgetPlugin:
         if self.is_worker or result is None:
             return
         lines = terminal.run_summary(result)
+        # errors no test item shows (an xdist worker whose results were lost) are printed here
+        lines = [f"error: {e.message}" for e in result.errors if e.nodeid is None] + lines
         if not (result.verdicts or result.update_errors or result.errors or result.stale or result.removed):
             return
         terminalreporter.write_sep("-", "flopbudget")
