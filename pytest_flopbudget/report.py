@@ -213,47 +213,55 @@ class Report:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Report:
-        """Inverse of `to_dict`; raises `ValueError` naming the first missing or malformed field."""
+        """Inverse of `to_dict`; raises `ValueError` naming the first missing or malformed field.
+
+        Nothing is coerced: every count is an `int` (not a bool, a float, NaN or Infinity) in 0..MAX_COUNT, every
+        name and text a `str`, every flag a `bool`, so that a hand-edited or hostile file is refused with one line
+        saying where, and never reaches the budgets and reporters as something they cannot handle.
+        """
         if not isinstance(data, Mapping):
             raise ValueError("a report must be a JSON object")
         fmt = data.get("format")
         if fmt != REPORT_FORMAT:
-            raise ValueError(f"format is {fmt!r}, expected {REPORT_FORMAT!r}")
-        try:
-            report = cls(
-                params=int(data["totals"]["params"]),
-                layers={str(k): _layer_from(v) for k, v in data["layers"].items()},
-                forward=PhaseTotals(int(data["forward"]["flops"]), int(data["forward"]["macs"])),
-                backward=PhaseTotals(int(data["backward"]["flops"]), int(data["backward"]["macs"])),
-                skipped_ops={
-                    str(k): SkippedOp(int(v["calls"]), [str(x) for x in v["layers"]], str(v["reason"]))
-                    for k, v in data["skipped"].items()
-                },
-                estimated_ops={
-                    str(k): EstimatedOp(int(v["calls"]), [str(x) for x in v["layers"]], str(v["rule"]))
-                    for k, v in data.get("estimated", {}).items()
-                },
-                training=bool(data["training"]),
-                train_mode=bool(data.get("train_mode", False)),
-                backend=str(data["backend"]),
-                model=str(data.get("model", "")),
-                inputs=list(data.get("inputs", [])),
-                conventions={str(k): str(v) for k, v in data.get("conventions", {}).items()},
-                versions={str(k): str(v) for k, v in data.get("versions", {}).items()},
-            )
-        except KeyError as exc:
-            raise ValueError(f"missing field {exc.args[0]!r}") from None
-        except (TypeError, AttributeError, ValueError) as exc:
-            raise ValueError(f"malformed field: {exc}") from None
-        totals = data["totals"]
-        if (int(totals["flops"]), int(totals["macs"])) != (report.flops, report.macs):
+            raise ValueError(f"format is {_show(fmt)}, expected {REPORT_FORMAT!r}")
+        data = _object(data, "the report")
+        totals = _counts(_get(data, "totals", ""), "totals", ("flops", "macs", "params"))
+        forward = _counts(_get(data, "forward", ""), "forward", ("flops", "macs"))
+        backward = _counts(_get(data, "backward", ""), "backward", ("flops", "macs"))
+        report = cls(
+            params=totals["params"],
+            layers={key: _layer_from(value, f"layers[{_show(key)}]") for key, value in _items(data, "layers")},
+            forward=PhaseTotals(forward["flops"], forward["macs"]),
+            backward=PhaseTotals(backward["flops"], backward["macs"]),
+            skipped_ops={
+                key: SkippedOp(*_listed_op(value, f"skipped[{_show(key)}]", "reason"))
+                for key, value in _items(data, "skipped")
+            },
+            estimated_ops={
+                key: EstimatedOp(*_listed_op(value, f"estimated[{_show(key)}]", "rule"))
+                for key, value in _items(data, "estimated", required=False)
+            },
+            training=_bool(_get(data, "training", ""), "training"),
+            train_mode=_bool(_get(data, "train_mode", "", False), "train_mode"),
+            backend=_str(_get(data, "backend", ""), "backend"),
+            model=_str(_get(data, "model", "", ""), "model"),
+            inputs=list(_list(_get(data, "inputs", "", []), "inputs")),
+            conventions={
+                key: _str(value, f"conventions[{_show(key)}]")
+                for key, value in _items(data, "conventions", required=False)
+            },
+            versions={
+                key: _str(value, f"versions[{_show(key)}]") for key, value in _items(data, "versions", required=False)
+            },
+        )
+        if (totals["flops"], totals["macs"]) != (report.flops, report.macs):
             raise ValueError("totals do not match the forward and backward phases")
         # A hand-edited total that no longer equals the sum of its layers would judge a model by a number that was
         # never counted: such a file is unreadable, not a baseline.
         for metric in ("flops", "macs", "params"):
             layers = sum(int(getattr(cost, metric)) for cost in report.layers.values())
-            if layers != int(totals[metric]):
-                raise ValueError(f"total {metric} {int(totals[metric])} is not the sum of its layers ({layers})")
+            if layers != totals[metric]:
+                raise ValueError(f"total {metric} {totals[metric]} is not the sum of its layers ({layers})")
         return report
 
 
@@ -290,11 +298,105 @@ def _layer_dict(cost: LayerCost) -> dict[str, Any]:
     }
 
 
-def _layer_from(data: Mapping[str, Any]) -> LayerCost:
+def _layer_from(data: object, where: str) -> LayerCost:
+    layer = _object(data, where)
     return LayerCost(
-        flops=int(data["flops"]),
-        macs=int(data["macs"]),
-        params=int(data["params"]),
-        ops={str(k): OpCost(int(v["calls"]), int(v["flops"]), int(v["macs"])) for k, v in data["ops"].items()},
-        skipped={str(k): int(v) for k, v in data.get("skipped", {}).items()},
+        flops=_count(_get(layer, "flops", where), f"{where}.flops"),
+        macs=_count(_get(layer, "macs", where), f"{where}.macs"),
+        params=_count(_get(layer, "params", where), f"{where}.params"),
+        ops={
+            key: OpCost(**_counts(value, f"{where}.ops[{_show(key)}]", ("calls", "flops", "macs")))
+            for key, value in _items(layer, "ops", where)
+        },
+        skipped={
+            key: _count(value, f"{where}.skipped[{_show(key)}]")
+            for key, value in _items(layer, "skipped", where, required=False)
+        },
     )
+
+
+#: The largest count a report may hold: far beyond any model (10^30 FLOPs is a million years of an exaflop machine),
+#: small enough for every reporter and budget comparison.
+MAX_COUNT = 10**30
+
+_MISSING: Any = object()
+_SHOWN = 60
+
+
+def _show(value: object) -> str:
+    """`value` for a one-line error message: its repr, ASCII-escaped (no newline or control character), and short."""
+    if isinstance(value, Mapping):
+        return "an object"
+    if isinstance(value, list):
+        return "an array"
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 128:
+        return f"an integer of {len(str(value)) if value.bit_length() < 10_000 else 'thousands of'} digits"
+    text = ascii(value)
+    return text if len(text) <= _SHOWN else text[: _SHOWN - 3] + "..."
+
+
+def _path(where: str, key: str) -> str:
+    return f"{where}.{key}" if where else key
+
+
+def _get(data: Mapping[str, Any], key: str, where: str, default: Any = _MISSING) -> Any:
+    value = data.get(key, default)
+    if value is _MISSING:
+        raise ValueError(f"missing field {_path(where, key)!r}")
+    return value
+
+
+def _object(value: object, where: str) -> Mapping[str, Any]:
+    if not isinstance(value, Mapping):
+        raise ValueError(f"{where} must be an object, got {_show(value)}")
+    for name in value:
+        if not isinstance(name, str):  # JSON keys are strings; a Mapping from elsewhere may not be
+            raise ValueError(f"{where} has a key that is not a string: {_show(name)}")
+    return value
+
+
+def _count(value: object, where: str) -> int:
+    # bool is an int subclass, and a float (1e400 is inf, NaN) must not pass for a count
+    if type(value) is not int or not 0 <= value <= MAX_COUNT:
+        raise ValueError(f"{where} must be an integer from 0 to 10^30, got {_show(value)}")
+    return value
+
+
+def _bool(value: object, where: str) -> bool:
+    if not isinstance(value, bool):
+        raise ValueError(f"{where} must be true or false, got {_show(value)}")
+    return value
+
+
+def _str(value: object, where: str) -> str:
+    if not isinstance(value, str):
+        raise ValueError(f"{where} must be a string, got {_show(value)}")
+    return value
+
+
+def _list(value: object, where: str) -> list[Any]:
+    if not isinstance(value, list):
+        raise ValueError(f"{where} must be an array, got {_show(value)}")
+    return value
+
+
+def _items(data: Mapping[str, Any], key: str, where: str = "", *, required: bool = True) -> list[tuple[str, Any]]:
+    """The entries of the object `data[key]`; an optional one that is absent has none."""
+    if key not in data and not required:
+        return []
+    return list(_object(_get(data, key, where), _path(where, key)).items())
+
+
+def _counts(value: object, where: str, names: tuple[str, ...]) -> dict[str, int]:
+    """The counts `names` of the object `value` found at `where`."""
+    data = _object(value, where)
+    return {name: _count(_get(data, name, where), _path(where, name)) for name in names}
+
+
+def _listed_op(value: object, where: str, text: str) -> tuple[int, list[str], str]:
+    """`calls`, `layers` and the `reason` or `rule` text of a skipped or estimated op."""
+    data = _object(value, where)
+    calls = _count(_get(data, "calls", where), f"{where}.calls")
+    layers = _list(_get(data, "layers", where), f"{where}.layers")
+    names = [_str(x, f"{where}.layers[{i}]") for i, x in enumerate(layers)]
+    return calls, names, _str(_get(data, text, where), f"{where}.{text}")
