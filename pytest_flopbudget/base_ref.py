@@ -16,10 +16,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import NoReturn
 
-from .baseline import BaselineSource, baseline_filename, parse_baseline
+from .baseline import MAX_BYTES, BaselineSource, baseline_filename, parse_baseline
 from .budget import Budget, Limit
 from .config import BUDGET_KEYS, ModelEntry, Settings, parse_settings
-from .errors import FlopBudgetError
+from .errors import BaselineError, FlopBudgetError
 from .formatting import format_percent
 from .kinds import ChangeKind
 from .report import Report
@@ -162,8 +162,11 @@ class GitRevision:
     def read(self, path: Path) -> str | None:
         """The file's text at the ref, None when it did not exist there."""
         relative = self.relative(path)
-        if _run(self.root, "cat-file", "-e", f"{self.commit}:{relative}").returncode != 0:
+        size = _run(self.root, "cat-file", "-s", f"{self.commit}:{relative}")
+        if size.returncode != 0:
             return None
+        if int(size.stdout.strip() or 0) > MAX_BYTES:  # never pull a huge blob into memory to refuse it after
+            raise BaselineError(f"{self.ref}:{relative}: {size.stdout.strip()} bytes, more than {MAX_BYTES} bytes")
         shown = _run(self.root, "show", f"{self.commit}:{relative}")
         if shown.returncode != 0:
             _raise(self.ref, f"cannot read {relative} there", shown)
