@@ -152,7 +152,13 @@ def parse_settings(text: str, pyproject: Path) -> Settings:
         line = int(match.group(1)) if match else None
         message = re.sub(r"\s*\(at line \d+, column \d+\)", "", str(exc))
         raise LocatedError([Problem(Source(str(pyproject), line), f"invalid TOML: {message}")]) from None
-    return _Validator(pyproject, locate_keys(text)).settings(data)
+    except (ValueError, RecursionError) as exc:  # a huge integer, arrays nested thousands deep: the reader gives up
+        detail = " ".join(str(exc).split())[:160] or type(exc).__name__
+        raise LocatedError([Problem(Source(str(pyproject)), f"cannot be read as TOML: {detail}")]) from None
+    try:
+        return _Validator(pyproject, locate_keys(text)).settings(data)
+    except RecursionError:
+        raise LocatedError([Problem(Source(str(pyproject)), "nested too deeply to validate")]) from None
 
 
 class _Validator:
@@ -181,10 +187,16 @@ class _Validator:
             raise LocatedError(self.problems)
         self.unknown_keys(TABLE, table, PROJECT_KEYS)
         baseline_dir = table.get("baseline-dir", DEFAULT_BASELINE_DIR)
-        if isinstance(baseline_dir, str) and baseline_dir.strip():
+        if isinstance(baseline_dir, str) and baseline_dir.strip() and len(baseline_dir) <= 1024 and (
+            "\0" not in baseline_dir
+        ):
             settings.baseline_dir = root / baseline_dir
         else:
-            self.problem((*TABLE, "baseline-dir"), f"expected a directory path string, got {baseline_dir!r}")
+            shown = repr(baseline_dir) if len(repr(baseline_dir)) <= 80 else repr(baseline_dir)[:77] + "..."
+            self.problem(
+                (*TABLE, "baseline-dir"),
+                f"expected a directory path string (at most 1024 characters, no NUL), got {shown}",
+            )
         collect = table.get("collect-models", True)
         if isinstance(collect, bool):
             settings.collect_models = collect

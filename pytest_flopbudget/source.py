@@ -37,7 +37,8 @@ class Source:
     def where(self, start: str | None = None) -> str:
         """`pyproject.toml:12: tool.flopbudget.models.resnet50.flops`, the prefix of every one-line message."""
         parts = [p for p in (self.location(start), self.key) if p]
-        return ": ".join(parts)
+        # a key may hold a newline or control characters (a quoted TOML key): the message must stay one line
+        return _one_line(": ".join(parts))
 
     def __str__(self) -> str:
         return self.where()
@@ -86,3 +87,9 @@ def display_path(path: str, start: str | None = None) -> str:
     except (ValueError, OSError):  # different drives on Windows, or the cwd was removed
         pass
     return path
+
+
+def _one_line(text: str) -> str:
+    from .safe_text import one_line
+
+    return one_line(text)
