@@ -122,6 +122,9 @@ class Run:
         self.require_baseline = require_baseline
         self.measurements: list[Measurement] = []
         self.errors: list[ModelError] = []
+        self._stale: list[str] = []
+        self._stale_complete = False
+        self._stale_note = ""
 
     @property
     def base_ref(self) -> str | None:
@@ -209,13 +212,12 @@ class Run:
             changes=changes,
             update=self.update,
             baseline_dir=display_path(str(self.store.directory)),
-            base_ref=self.base.revision.ref if self.base is not None else None,
+            base_ref=self.base_ref,
         )
         if self.update:
             self._write_baselines(measurements, result)
-        stale = getattr(self, "_stale", [])
-        if self.update and getattr(self, "_stale_complete", False):
-            for filename in stale:
+        if self.update and self._stale_complete:
+            for filename in self._stale:
                 try:
                     self.store.remove(filename)
                 except OSError as exc:
@@ -223,8 +225,8 @@ class Run:
                 else:
                     result.removed.append(filename)
         else:
-            result.stale = list(stale)
-            result.stale_note = getattr(self, "_stale_note", "")
+            result.stale = list(self._stale)
+            result.stale_note = self._stale_note
         return result
 
     def _write_baselines(self, measurements: Sequence[Measurement], result: RunResult) -> None:

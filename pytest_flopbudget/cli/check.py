@@ -18,7 +18,7 @@ from ..config import ModelEntry, Settings
 from ..errors import FlopBudgetError
 from ..formatting import CLI_UPDATE_HINT
 from ..reporters import terminal
-from ..run import Run, RunResult, entry_nodeid
+from ..run import Run, entry_nodeid
 from ..run import require_baseline as require_baseline_in
 from .progress import Progress
 from .project import load_project, select_models
@@ -66,20 +66,6 @@ def run_check(
     for line in emitted.errors:
         err.write(line + "\n")
     return result.exit_code if emitted.ok else 2
-
-
-def check_models(
-    entries: Sequence[ModelEntry],
-    settings: Settings,
-    *,
-    update: bool = False,
-    changes: Sequence[object] = (),
-    err: TextIO | None = None,
-) -> RunResult:
-    """Count every entry into one `Run` (a broken model is recorded and the others still counted), then finish."""
-    run = Run(BaselineStore(settings.baseline_dir), update=update, changes=changes)  # type: ignore[arg-type]
-    count_into(run, entries, settings, err)
-    return run.finish()
 
 
 def count_into(run: Run, entries: Sequence[ModelEntry], settings: Settings, err: TextIO | None = None) -> None:

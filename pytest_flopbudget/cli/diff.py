@@ -14,7 +14,6 @@ from ..kinds import Metric
 from ..report import Report
 from ..reporters import terminal
 from ..run import EXIT_ERROR, EXIT_OK, Run
-from ..source import display_path
 from ..verdict import Verdict
 from .check import count_into
 from .project import load_project, select_models
@@ -33,7 +32,7 @@ def diff_models(entries: Sequence[ModelEntry], settings: Settings, out: TextIO, 
     blocks: list[str] = []
     status = EXIT_OK
     for measurement in run.measurements:
-        shown = display_path(str(store.path_for(measurement.name)))
+        shown = store.display(measurement.name)
         try:
             baseline = store.load(measurement.name)
         except BaselineError as exc:

@@ -16,6 +16,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from ..errors import ConfigError
+from ..formatting import ANY_UPDATE_HINT
 from ..run import RunResult
 from . import github, gitlab, json_report, markdown
 from .annotations import collect
@@ -38,7 +39,7 @@ SPEC_HELP = (
     "json:PATH (full results), markdown:PATH (the summary as a file), none (no github output on GitHub Actions, "
     "where it is on by default)"
 )
-DEFAULT_UPDATE_HINT = "`flopbudget check --update` or `pytest --flopbudget-update`"
+DEFAULT_UPDATE_HINT = ANY_UPDATE_HINT
 
 
 __all__ = [

@@ -41,13 +41,13 @@ def details(verdict: Verdict, *, update_hint: str, top: int = TOP, base_ref: str
     for metric in metrics:
         diff = verdict.diff(metric)
         if diff is not None and diff.changes:
-            lines.append(f"{_metric_title(metric)} per layer, against {baseline_shown}:")
+            lines.append(f"{metric_title(metric)} per layer, against {baseline_shown}:")
             lines.extend(diff_table(diff, top=top))
         elif diff is not None:  # same model, tighter budget: show where the cost is instead of an empty diff
-            lines.append(f"no layer changed since {baseline_shown}; top layers by {_metric_title(metric)}:")
+            lines.append(f"no layer changed since {baseline_shown}; top layers by {metric_title(metric)}:")
             lines.extend(top_layers_table(verdict, metric, top=top))
         else:
-            lines.append(f"top layers by {_metric_title(metric)}:")
+            lines.append(f"top layers by {metric_title(metric)}:")
             lines.extend(top_layers_table(verdict, metric, top=top))
     if verdict.report.skipped_ops and (Metric.SKIPPED in verdict.failed_metrics() or lines):
         lines.extend(_skipped_lines(verdict))
@@ -101,7 +101,7 @@ def diff_table(diff: LayerDiff, *, top: int = TOP) -> list[str]:
             note = format_percent(change.delta, change.baseline or 0)
         rows.append(
             (
-                _layer(change.path),
+                layer_label(change.path),
                 _figure(change.baseline),
                 _figure(change.now),
                 f"{_signed(change.delta)} ({note})",
@@ -128,9 +128,9 @@ def top_layers_table(verdict: Verdict, metric: str, *, top: int = TOP) -> list[s
     """The most expensive layers, for a failure without a baseline to diff against."""
     total = verdict.report.metric(metric)
     entries = top_layers(verdict.report, metric, top)
-    rows = [("layer", _metric_title(metric), "share")]
+    rows = [("layer", metric_title(metric), "share")]
     for path, value in entries:
-        rows.append((_layer(path), _figure(value), f"{100.0 * value / total:.1f}%" if total else ""))
+        rows.append((layer_label(path), _figure(value), f"{100.0 * value / total:.1f}%" if total else ""))
     rest = sum(1 for value in verdict.report.layer_metric(metric).values() if value) - len(entries)
     total_row = ("total", _figure(total), "100.0%" if total else "")
     widths = _widths([*rows, total_row])
@@ -147,8 +147,7 @@ def run_summary(result: RunResult, *, errors_inline: bool = True) -> list[str]:
     `errors_inline=False` leaves out the update errors, for a front end that prints errors to stderr."""
     lines: list[str] = []
     errors = [line if line.startswith("flopbudget: ") else f"error: {line}" for line in result.update_errors]
-    if not errors_inline:
-        errors = []
+    errors = errors if errors_inline else []
     if result.verdicts:
         lines = summary_lines(result.verdicts, updated=result.updated, update_errors=errors)
     elif errors:
@@ -281,7 +280,7 @@ def _versus(verdict: Verdict) -> str:
 def _skipped_lines(verdict: Verdict) -> list[str]:
     lines = ["skipped ops (counted as zero):"]
     for op, entry in sorted(verdict.report.skipped_ops.items()):
-        layers = ", ".join(_layer(p) for p in entry.layers[:5]) + (" ..." if len(entry.layers) > 5 else "")
+        layers = ", ".join(layer_label(p) for p in entry.layers[:5]) + (" ..." if len(entry.layers) > 5 else "")
         lines.append(f"  {op} x{entry.calls} in {layers} ({entry.reason})")
     return lines
 
@@ -312,14 +311,6 @@ def _inputs(inputs: list) -> str:
         else:
             parts.append(repr(item))
     return "[" + ", ".join(parts) + "]"
-
-
-def _metric_title(metric: str) -> str:
-    return metric_title(metric)
-
-
-def _layer(path: str) -> str:
-    return layer_label(path)
 
 
 def _figure(value: int | None) -> str:

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 from typing import Any, Callable
 
 import torch
@@ -46,14 +45,6 @@ _INDEX_SOURCES = frozenset({"aten.arange"})
 _ROUTING_OPS = frozenset({"aten.topk", "aten.argmax", "aten.argmin", "aten.max", "aten.min", "aten.sort"})
 _DYNAMIC_TAGS = (torch.Tag.dynamic_output_shape, torch.Tag.data_dependent_output)
 _SCALAR_OP = torch.ops.aten._local_scalar_dense.default
-
-
-@dataclass
-class Estimate:
-    """Which op a figure rests on a rule for."""
-
-    key: str
-    rule: str
 
 
 MakeFake = Callable[[tuple[int, ...], tuple[int, ...], torch.dtype, torch.device], Any]

@@ -56,11 +56,11 @@ class ModelCopy:
         self.shared: list[str] = []
 
     def copy(self, model: torch.nn.Module) -> torch.nn.Module:
-        originals = list(_unique_modules(model))
+        originals: list[tuple[str, torch.nn.Module]] = list(model.named_modules())  # each once, first path
         # Shells first: an attribute anywhere that refers to a module then finds its copy in the memo.
-        for module in originals:
+        for _, module in originals:
             self.memo[id(module)] = type(module).__new__(type(module))
-        for path, module in originals_with_paths(model):
+        for path, module in originals:
             self._fill(module, self.memo[id(module)], path)
         copied: torch.nn.Module = self.memo[id(model)]
         return copied
@@ -179,12 +179,3 @@ class ModelCopy:
                         self._tensor(element)
             elif not isinstance(item, _ATOMS) and hasattr(item, "__dict__") and not isinstance(item, torch.nn.Module):
                 self._seed_tensors(item, depth + 1)
-
-
-def _unique_modules(model: torch.nn.Module) -> list[torch.nn.Module]:
-    return [module for _, module in originals_with_paths(model)]
-
-
-def originals_with_paths(model: torch.nn.Module) -> list[tuple[str, torch.nn.Module]]:
-    """Each module once, with its first dotted path."""
-    return list(model.named_modules())
