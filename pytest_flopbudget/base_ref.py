@@ -49,7 +49,9 @@ class BudgetChange:
     """One budget that is higher (`raised`) or gone (`removed`) compared with `ref`.
 
     `setting` is the pyproject key (`flops`, `max-increase`, ...), or "" when the whole model was removed.
-    `kind` is `raised`, `removed`, or `unreadable` (the budgets at `ref` do not validate; `before` says why).
+    `kind` is a `ChangeKind`: `raised`, `removed`, `unreadable` (the budgets at `ref` do not validate; `before`
+    says why), or for `setting == "baseline"` what the change did to the model's baseline file (`baseline
+    changed`, `baseline deleted`) or that the model is new (`added`).
     `before` and `after` are the values as written; `source` is where the budget is declared now (for a removed
     budget: its model table, or the `[tool.flopbudget]` table when the model is gone).
     """
@@ -207,7 +209,11 @@ def baseline_changes(
     ref = base.revision.ref
     for measurement in measurements:
         name, where = measurement.name, measurement.origin
-        before, after = base.text(name), head.text(name)
+        try:
+            before = base.text(name)
+        except BaselineError:
+            continue  # unreadable at the base (over the size cap): the model's verdict reports it
+        after = head.text(name)
         if before is None:
             if base_models is not None and name not in base_models:
                 changes.append(BudgetChange(name, "baseline", MODEL_ADDED, None, head.display(name), ref, where))

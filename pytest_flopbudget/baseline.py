@@ -255,9 +255,11 @@ class BaselineStore:
             Report.from_dict(json.loads(text))
         except ValueError as exc:
             raise _error(self.display(name), f"not written: {_one_line(exc)}") from None
-        if _present(path, self.display(name)):
-            if _read_text(path) == text:
+        shown = self.display(name)
+        if _present(path, shown):
+            existing = _read_file(path, shown)  # read once: equal means nothing to do, else it must be ours
+            if existing == text:
                 return False
-            read_baseline(path)
+            parse_baseline(existing, shown)
         write_atomic(path, text)
         return True

@@ -20,6 +20,7 @@ from fractions import Fraction
 from typing import Any
 
 from .kinds import Metric
+from .report import MAX_COUNT
 from .source import LocatedError, Problem, Source
 
 #: Decimal prefixes; `k` and `K` both mean 10^3 because both are common and neither is ambiguous.
@@ -54,7 +55,6 @@ _SLOT_UNITS: dict[str, tuple[str, ...]] = {
 
 #: The largest count a budget can hold: far above any model (a 10^12-parameter model at 10^6 tokens is ~10^18
 #: FLOPs) and small enough that every report, percentage and CI annotation handles it as an ordinary number.
-MAX_COUNT = 10**30
 
 #: The largest max-increase, in percent: 1,000,000% lets a model grow 10,000-fold; anything above is no limit.
 MAX_PERCENT = 10**6

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Union
 
-from .budget import Budget, parse_budget
+from .budget import Budget, parse_budget, shown
 from .source import LocatedError, Problem, Source
 from .toml_locator import KeyPath, line_of, locate_keys
 
@@ -54,6 +54,8 @@ REFERENCE = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_][\w.]*")
 
 def is_reference(text: str) -> bool:
     return REFERENCE.fullmatch(text.strip()) is not None
+
+
 TARGET_GRAMMAR = (
     '"package.module:factory" (returning a torch.nn.Module, or the module itself) or a path to an .onnx file'
 )
@@ -192,10 +194,9 @@ class _Validator:
         ):
             settings.baseline_dir = root / baseline_dir
         else:
-            shown = repr(baseline_dir) if len(repr(baseline_dir)) <= 80 else repr(baseline_dir)[:77] + "..."
             self.problem(
                 (*TABLE, "baseline-dir"),
-                f"expected a directory path string (at most 1024 characters, no NUL), got {shown}",
+                f"expected a directory path string (at most 1024 characters, no NUL), got {shown(baseline_dir)}",
             )
         collect = table.get("collect-models", True)
         if isinstance(collect, bool):

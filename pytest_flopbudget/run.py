@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .base_ref import BaseBaselines, BudgetChange, baseline_changes
+from .base_ref import BaseBaselines, BudgetChange, base_model_names, baseline_changes, budget_changes
 from .baseline import BaselineStore
 from .config import ModelEntry, Settings
 from .errors import BaselineError, FlopBudgetError
@@ -133,8 +133,6 @@ class Run:
     def compare_with_base(self, settings: Settings, ref: str) -> None:
         """`--base-ref REF`: judge against the baselines at REF and report every budget and baseline the change
         raised, removed or rewrote. Raises `BaseRefError` when REF cannot be read."""
-        from .base_ref import base_model_names, budget_changes
-
         self.changes.extend(budget_changes(settings, ref))
         self.base = BaseBaselines(settings.baseline_dir, ref)
         self.base_models = base_model_names(settings, ref)

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .errors import ConfigError
+from .safe_text import one_line
 
 
 @dataclass(frozen=True)
@@ -38,7 +39,7 @@ class Source:
         """`pyproject.toml:12: tool.flopbudget.models.resnet50.flops`, the prefix of every one-line message."""
         parts = [p for p in (self.location(start), self.key) if p]
         # a key may hold a newline or control characters (a quoted TOML key): the message must stay one line
-        return _one_line(": ".join(parts))
+        return one_line(": ".join(parts))
 
     def __str__(self) -> str:
         return self.where()
@@ -87,9 +88,3 @@ def display_path(path: str, start: str | None = None) -> str:
     except (ValueError, OSError):  # different drives on Windows, or the cwd was removed
         pass
     return path
-
-
-def _one_line(text: str) -> str:
-    from .safe_text import one_line
-
-    return one_line(text)

@@ -197,7 +197,6 @@ def rnn_cell(batch: int, input_size: int, hidden: int, gates: int, bias: bool) -
     return cost + elementwise(batch * hidden, per_unit)
 
 
-# --- appended for the ONNX backend (issue 3); the functions above are unchanged ------------------------------------
 
 #: Quantising (divide by the scale, add the zero point) or dequantising (subtract the zero point, multiply by the
 #: scale) costs 2 FLOPs per element; rounding and saturation are part of the same instruction and not counted.
@@ -224,7 +223,6 @@ def variadic(out_numel: int, operands: int, per_element: int = ELEMENTWISE) -> C
     return elementwise(out_numel * max(operands - 1, 0), per_element)
 
 
-# --- appended for the ONNX backend (issue 9); the functions above are unchanged ------------------------------------
 
 #: Local response normalisation per element, after the window sum: scale by alpha/size, add the bias, raise to
 #: beta, divide the input by the result.

@@ -181,3 +181,23 @@ def test_compare_budgets_without_git(tmp_path: Path) -> None:
 def _p(repo: Path) -> str:
     """How `Source.where()` prints the pyproject path (relative to the cwd when inside it, else absolute)."""
     return str((repo / "pyproject.toml").resolve())
+
+
+def test_a_base_baseline_that_cannot_be_read_is_left_to_the_verdict() -> None:
+    # over the size cap at the base ref: baseline_changes must not raise (Run.finish would crash); judge reports it
+    from pytest_flopbudget.base_ref import baseline_changes
+    from pytest_flopbudget.errors import BaselineError
+    from pytest_flopbudget.report import Report
+    from pytest_flopbudget.verdict import Measurement
+
+    class Unreadable:
+        class revision:
+            ref = "main"
+
+        def text(self, name: str) -> str:
+            raise BaselineError("main:.flopbudget/m.json: too large")
+
+        def display(self, name: str) -> str:
+            return "main:.flopbudget/m.json"
+
+    assert baseline_changes([Measurement("m", Report())], Unreadable(), Unreadable(), None) == []  # type: ignore[arg-type]

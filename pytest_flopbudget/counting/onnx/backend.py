@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import CountingError
-from ...report import LayerCost, Report
+from ...report import MAX_COUNT, LayerCost, Report
 from ..tally import Tally
 from .consts import ConstFolder
 from .functions import spell_out_function_defaults
@@ -31,7 +31,6 @@ from .walk import Walker
 NON_PARAMETER_TYPES = {7, 8, 9, 13}  # INT64, STRING, BOOL, UINT64
 #: The largest count a report carries (`_check_bounded`): the bound `Report.from_dict` reads back (a count beyond
 #: it could not become a baseline), and far inside float range, so its percentages and prefixed figures format.
-MAX_COUNT = 10**30
 
 
 def count_onnx(model: Any, inputs: Mapping[str, Sequence[int]] | None = None) -> Report:

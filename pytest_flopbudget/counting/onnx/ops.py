@@ -455,9 +455,7 @@ _RESIZE_MODES = {"nearest": "nearest", "linear": "linear", "bilinear": "linear",
 
 def _resampled_dims(x: Sequence[int], y: Sequence[int]) -> int:
     """Axes that are interpolated: the spatial axes of an [N, C, ...] tensor, else every axis that changes size."""
-    if len(x) >= 3 and tuple(x[:2]) == tuple(y[:2]):
-        return len(x) - 2
-    return max(sum(1 for a, b in zip(x, y) if a != b), 1)
+    return max(len(_resampled_axes(x, y)), 1)
 
 
 def _resampled_axes(x: Sequence[int], y: Sequence[int]) -> list[int]:

@@ -25,7 +25,7 @@ from ...report import LayerCost, Report
 from ..formulas import Cost
 from ..registry import Free
 from ..tally import DATA_DEPENDENT_SHAPE, NO_FORMULA, Tally, formula_failed
-from .data_dependent import BOUND_RULE, ROUTING_RULE, KnownValues, UpperBounds
+from .data_dependent import _DYNAMIC_TAGS, _SCALAR_OP, BOUND_RULE, ROUTING_RULE, KnownValues, UpperBounds
 from .fake_fallbacks import FAKE_FALLBACKS
 from .model_copy import ModelCopy
 from .module_paths import ModulePathTracker
@@ -58,8 +58,6 @@ def bind_arguments(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> 
 #: Replaying a failed op on real zeros tells a fake-only failure from a real one; above this many elements the
 #: exception type decides instead (a meta kernel's missing dtype raises NotImplementedError).
 _REPLAY_LIMIT = 1 << 24
-_SCALAR_OP = torch.ops.aten._local_scalar_dense.default
-_DYNAMIC_TAGS = (torch.Tag.dynamic_output_shape, torch.Tag.data_dependent_output)
 
 
 class CountingMode(TorchDispatchMode):

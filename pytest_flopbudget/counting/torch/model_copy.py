@@ -37,8 +37,6 @@ _ATOMS = (
 
 _ATOM_TYPES = frozenset(_ATOMS)
 
-#: Module `__dict__` entries rebuilt specially (their values are tensors or modules, never deep-copied).
-_STATE_KEYS = ("_parameters", "_buffers", "_modules")
 
 
 class ModelCopy:
