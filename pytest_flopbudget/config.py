@@ -92,6 +92,8 @@ class ModelEntry:
     training: bool = False
     execution: str = "fake"
     sources: dict[str, Source] = field(default_factory=dict)
+    #: The table as written (what the count cache keys on, so a key added later is part of the key at once).
+    table: dict[str, Any] = field(default_factory=dict)
 
     @property
     def is_onnx(self) -> bool:
@@ -262,6 +264,7 @@ class _Validator:
             training=bool(training),
             execution=str(execution),
             sources=sources,
+            table=dict(entry),
         )
 
     def target(self, path: KeyPath, target: Any) -> str | None:

@@ -10,7 +10,7 @@ reads. Nothing here prints or knows about pytest or argparse.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -19,6 +19,7 @@ from .base_ref import BaseBaselines, BudgetChange, base_model_names, baseline_ch
 from .baseline import BaselineStore
 from .config import ModelEntry, Settings
 from .errors import BaselineError, FlopBudgetError
+from .report import Report
 from .source import Source, display_path
 from .verdict import FindingKind, Measurement, Verdict, judge, missing_baseline
 
@@ -139,13 +140,22 @@ class Run:
 
     # -- what goes in -------------------------------------------------------------------------------------------
 
-    def count(self, entry: ModelEntry, root: Path, nodeid: str | None = None) -> Measurement:
-        """Count one configured model and record it; a model that cannot be counted is recorded as a
-        `ModelError` and its `FlopBudgetError` re-raised, so the caller can fail its own item too."""
-        from .entries import count_entry
+    def count(
+        self,
+        entry: ModelEntry,
+        root: Path,
+        nodeid: str | None = None,
+        counter: Callable[[ModelEntry, Path], Report] | None = None,
+    ) -> Measurement:
+        """Count one configured model (with `counter`, e.g. the count cache's, else `count_entry`) and record it; a
+        model that cannot be counted is recorded as a `ModelError` and its `FlopBudgetError` re-raised, so the
+        caller can fail its own item too."""
+        if counter is None:
+            from .entries import count_entry
 
+            counter = count_entry
         try:
-            report = count_entry(entry, root)
+            report = counter(entry, root)
         except FlopBudgetError as exc:
             self.errors.append(ModelError(entry.name, str(exc), entry.source, nodeid))
             raise

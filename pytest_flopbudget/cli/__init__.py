@@ -174,6 +174,18 @@ def build_parser() -> argparse.ArgumentParser:
         help="fail a budgeted model that has no committed baseline (default: require-baseline in pyproject, else on "
         "when the CI environment variable is set)",
     )
+    check.add_argument(
+        "--cache",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="reuse a model's count while no file, package or environment variable it read has changed (default: "
+        "on, off when the CI or FLOPBUDGET_NO_CACHE environment variable is set)",
+    )
+    check.add_argument(
+        "--cache-dir",
+        metavar="PATH",
+        help="where counts are cached (default: FLOPBUDGET_CACHE_DIR, else .flopbudget_cache next to pyproject.toml)",
+    )
     check.set_defaults(handler=_check)
 
     diff = commands.add_parser(
@@ -256,7 +268,7 @@ def _check(args: argparse.Namespace) -> int:
 
     return run_check(
         pyproject=args.pyproject, names=args.names, update=args.update, reports=args.report, base_ref=args.base_ref,
-        out=_out(), err=_err(), require_baseline=args.require_baseline,
+        out=_out(), err=_err(), require_baseline=args.require_baseline, cache=args.cache, cache_dir=args.cache_dir,
     )  # fmt: skip
 
 

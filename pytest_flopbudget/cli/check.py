@@ -11,15 +11,19 @@ import contextlib
 import os
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TextIO
 
 from ..baseline import BaselineStore
 from ..config import ModelEntry, Settings
+from ..count_cache import CACHE_DIR_NAME, CountCache, cache_enabled
 from ..errors import FlopBudgetError
 from ..formatting import CLI_UPDATE_HINT
+from ..recorded_count import CachedCounter
 from ..reporters import terminal
 from ..run import Run, entry_nodeid
 from ..run import require_baseline as require_baseline_in
+from ..source import display_path
 from .progress import Progress
 from .project import load_project, select_models
 
@@ -34,6 +38,8 @@ def run_check(
     out: TextIO,
     err: TextIO,
     require_baseline: bool | None = None,
+    cache: bool | None = None,
+    cache_dir: str | None = None,
 ) -> int:
     """Count, judge, write baselines on update, print, and emit the CI outputs; returns the exit status."""
     from ..reporters import ci
@@ -52,7 +58,10 @@ def run_check(
         )  # fmt: skip
     if base_ref:
         run.compare_with_base(settings, base_ref)
-    count_into(run, entries, settings, err)
+    counter = _counter(settings, cache, cache_dir)
+    count_into(run, entries, settings, err, counter)
+    if counter is not None:
+        _report_cache(counter, len(entries), err)
     result = run.finish()
     changes = result.changes
     out.write(terminal.run_text(result, update_hint=CLI_UPDATE_HINT))
@@ -68,10 +77,37 @@ def run_check(
     return result.exit_code if emitted.ok else 2
 
 
-def count_into(run: Run, entries: Sequence[ModelEntry], settings: Settings, err: TextIO | None = None) -> None:
+def count_into(
+    run: Run,
+    entries: Sequence[ModelEntry],
+    settings: Settings,
+    err: TextIO | None = None,
+    counter: CachedCounter | None = None,
+) -> None:
     with Progress(len(entries), getattr(err, "raw", err) or sys.stderr) as progress:
+        if counter is not None:
+            counter.fork_guard = progress.drawing
         for entry in entries:
             progress.start(entry.name)
             with contextlib.suppress(FlopBudgetError):  # recorded in the run as a ModelError
-                run.count(entry, settings.root, entry_nodeid(entry, settings.root))
+                run.count(entry, settings.root, entry_nodeid(entry, settings.root), counter)
             progress.advance()
+
+
+def _report_cache(counter: CachedCounter, total: int, err: TextIO) -> None:
+    if counter.cache.write_error:
+        err.write(f"flopbudget: warning: {counter.cache.write_error}\n")
+    if counter.hits:
+        shown = display_path(str(counter.cache.directory))
+        err.write(
+            f"flopbudget: {len(counter.hits)} of {total} models unchanged since their cached count ({shown}; "
+            f"--no-cache recounts them)\n"
+        )
+
+
+def _counter(settings: Settings, cache: bool | None, cache_dir: str | None) -> CachedCounter | None:
+    """The count cache's counter (`--cache`/`--no-cache`, `--cache-dir`, `FLOPBUDGET_CACHE_DIR`), or None when off."""
+    if not cache_enabled(cache, os.environ):
+        return None
+    directory = cache_dir or os.environ.get("FLOPBUDGET_CACHE_DIR") or str(settings.root / CACHE_DIR_NAME)
+    return CachedCounter(CountCache(Path(directory).resolve()))

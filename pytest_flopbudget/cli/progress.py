@@ -88,6 +88,11 @@ class Progress:
                 self.stream.flush()
                 self._drawn = False
 
+    @property
+    def drawing(self) -> threading.Lock:
+        """Held while the line is drawn: hold it across `os.fork()`, so no child starts with stderr mid-write."""
+        return self._lock
+
     def render(self) -> str:
         filled = BAR_WIDTH * self.done // self.total
         bar = "=" * filled + (">" if filled < BAR_WIDTH else "") + " " * (BAR_WIDTH - filled - 1)

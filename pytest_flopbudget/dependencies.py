@@ -1,0 +1,460 @@
+"""What one count read: every file, directory listing, path probe and environment variable, so a cached count can
+prove it is still right.
+
+A count is a function of the model's code and data files, the libraries it ran on, and the environment. The
+`Recorder` watches all of it while a model is built and counted: `sys.addaudithook` sees every `open`, `os.listdir`
+and `os.scandir` (Python's own and every library's); `os.stat`/`os.lstat` are watched for existence probes
+(`if os.path.exists("config.json")`), and `os.environ` for the variables read. At the end, `Dependencies.capture`
+adds every imported module's file and turns it all into facts that can be checked later without importing anything:
+
+- a project file (anything outside the Python installation and its site-packages): its sha256, or its absence;
+- a library file (inside site-packages): its size and mtime, and each imported distribution's `.dist-info`
+  directory, whose name carries the version, so an upgrade or reinstall changes a fact;
+- a listed project directory: the sorted names in it;
+- an environment variable: its value (or that it was unset).
+
+`Dependencies.changed()` re-checks the facts and names the first one that no longer holds. The standard library is
+not listed: the Python version is part of the cache key.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import site
+import stat
+import sys
+import sysconfig
+import threading
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+#: The recorder that audit events go to, if any; an audit hook cannot be removed, so one hook forwards to it.
+_ACTIVE: list[Recorder] = []
+_HOOK_LOCK = threading.Lock()
+_HOOK_INSTALLED = False
+
+
+def _audit(event: str, args: tuple[Any, ...]) -> None:
+    if not _ACTIVE:
+        return
+    recorder = _ACTIVE[-1]
+    if event == "open":
+        path, mode, flags = args
+        if _reads(mode, flags) and not _creates(path, mode, flags):
+            recorder.note_file(path)
+    elif event in ("os.listdir", "os.scandir") and not _called_from_library(depth=2):
+        recorder.note_listing(args[0] if args else ".")
+
+
+def _reads(mode: Any, flags: Any) -> bool:
+    """Whether an `open` can read: write-only opens (a log the model writes) are not inputs."""
+    if isinstance(mode, str):
+        return "r" in mode or "+" in mode
+    if isinstance(flags, int):
+        return flags & os.O_ACCMODE != os.O_WRONLY
+    return True
+
+
+def _creates(path: Any, mode: Any, flags: Any) -> bool:
+    """An open that makes a new file (a temporary file, a library's own cache) reads nothing that was there."""
+    creating = (
+        ("x" in mode or "w" in mode or "a" in mode)
+        if isinstance(mode, str)
+        else bool(isinstance(flags, int) and flags & os.O_CREAT)
+    )
+    if not creating or isinstance(path, int):
+        return False
+    try:
+        return not os.path.exists(path)
+    except (TypeError, ValueError, OSError):
+        return False
+
+
+#: The environment this process started with: a count depends on a variable's value before anything in the
+#: process changed it (torch sets some of its own), and that is what the next run will start with too.
+_INITIAL_ENVIRONMENT = dict(os.environ)
+
+
+class _RecordingEnviron(os._Environ):
+    """`os.environ` with every read noted. Swapped in by `__class__` so that `from os import environ` sees it too.
+
+    A variable read by name is recorded with its value. Reading the whole environment records every value when
+    the project's code does it, and nothing when a library does (tqdm scans for `TQDM_*` to style its progress
+    bars): otherwise any variable of the shell, down to the terminal's, would invalidate every count.
+    """
+
+    def __getitem__(self, key: str) -> str:
+        _note_env(key)
+        return super().__getitem__(key)
+
+    def __contains__(self, key: object) -> bool:
+        if isinstance(key, str):
+            _note_env(key)
+        return super().__contains__(key)
+
+    def __iter__(self) -> Iterator[str]:
+        _note_whole_environment()
+        return super().__iter__()
+
+    def items(self) -> Any:
+        _note_whole_environment()
+        return dict(self._data_items()).items()
+
+    def copy(self) -> dict[str, str]:
+        _note_whole_environment()
+        return dict(self._data_items())
+
+    def _data_items(self) -> Iterator[tuple[str, str]]:
+        for key in super().__iter__():
+            yield key, os._Environ.__getitem__(self, key)
+
+
+def _note_env(key: str) -> None:
+    if _ACTIVE:
+        _ACTIVE[-1].env.add(key)
+
+
+def _note_whole_environment() -> None:
+    if not _ACTIVE:
+        return
+    if not _called_from_library():
+        _ACTIVE[-1].whole_environment = True
+
+
+def _called_from_library(depth: int = 3) -> bool:
+    """Whether the code at work (the first caller outside the standard library and the import system) is a library's.
+
+    Only what the project's own code lists or scans is recorded: the import system lists every `sys.path`
+    directory, and torch scans them for entry points, and tqdm the environment for `TQDM_*`. The modules found
+    that way are recorded themselves; recording the scans would recount every model whenever any file is added to
+    the project's root or any variable to the shell.
+    """
+    libraries, stdlib = _roots()
+    frame: Any = sys._getframe(depth)
+    while frame is not None:
+        name = frame.f_code.co_filename
+        if name.startswith("<frozen importlib"):
+            return True
+        if not name.startswith("<"):
+            filename = os.path.realpath(name)
+            if _under(filename, libraries):
+                return True
+            if not (_under(filename, stdlib) or filename == _THIS_FILE):
+                return False
+        frame = frame.f_back
+    return True
+
+
+_THIS_FILE = os.path.realpath(__file__)
+
+
+class Recorder:
+    """Notes what runs inside `with recorder:` reads. Nested or repeated use is fine; one records at a time."""
+
+    def __init__(self) -> None:
+        self.files: set[str] = set()
+        self.listings: set[str] = set()
+        self.probes: set[str] = set()
+        self.env: set[str] = set()
+        self.whole_environment = False
+        self._saved: list[tuple[Any, Any, Any]] = []
+
+    def note_file(self, path: Any) -> None:
+        if isinstance(path, int):  # os.open on a descriptor: the file was noted when it was opened by name
+            return
+        with contextlib.suppress(TypeError, ValueError):
+            self.files.add(os.path.abspath(os.fsdecode(path)))
+
+    def note_listing(self, path: Any) -> None:
+        if isinstance(path, int):
+            return
+        with contextlib.suppress(TypeError, ValueError):
+            self.listings.add(os.path.abspath(os.fsdecode(path)))
+
+    def note_probe(self, path: Any) -> None:
+        if isinstance(path, int):
+            return
+        with contextlib.suppress(TypeError, ValueError):
+            self.probes.add(os.path.abspath(os.fsdecode(path)))
+
+    def __enter__(self) -> Recorder:
+        _install_hook()
+        _ACTIVE.append(self)
+        self._saved.append((os.environ.__class__, os.stat, os.lstat))
+        os.environ.__class__ = _RecordingEnviron
+        os.stat = _probing(os.stat)
+        os.lstat = _probing(os.lstat)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        environ_class, os.stat, os.lstat = self._saved.pop()
+        os.environ.__class__ = environ_class
+        _ACTIVE.remove(self)
+
+
+def _probing(function: Any) -> Any:
+    def probe(path: Any, *args: Any, **kwargs: Any) -> Any:
+        if _ACTIVE:
+            _ACTIVE[-1].note_probe(path)
+        return function(path, *args, **kwargs)
+
+    probe.__wrapped__ = function  # type: ignore[attr-defined]
+    return probe
+
+
+def _install_hook() -> None:
+    global _HOOK_INSTALLED
+    with _HOOK_LOCK:
+        if not _HOOK_INSTALLED:
+            sys.addaudithook(_audit)
+            _HOOK_INSTALLED = True
+
+
+# -- where a file belongs ------------------------------------------------------------------------------------------
+
+
+def library_roots() -> tuple[str, ...]:
+    """site-packages directories: files there change only when a package is installed or upgraded."""
+    roots = set()
+    for key in ("purelib", "platlib"):
+        with contextlib.suppress(KeyError):
+            roots.add(sysconfig.get_paths()[key])
+    with contextlib.suppress(AttributeError):
+        roots.update(site.getsitepackages())
+    with contextlib.suppress(AttributeError):
+        user = site.getusersitepackages()
+        if isinstance(user, str):
+            roots.add(user)
+    return tuple(sorted({os.path.realpath(r) + os.sep for r in roots if r}))
+
+
+def stdlib_roots() -> tuple[str, ...]:
+    """The standard library (covered by the Python version in the cache key), site-packages excepted."""
+    roots = set()
+    for key in ("stdlib", "platstdlib"):
+        with contextlib.suppress(KeyError):
+            roots.add(os.path.realpath(sysconfig.get_paths()[key]) + os.sep)
+    return tuple(sorted(roots))
+
+
+#: Kernel files (`/proc/self/maps`): they describe the process, not the model, and differ on every run.
+VIRTUAL_ROOTS = ("/proc/", "/sys/", "/dev/")
+
+
+_REAL_DIRECTORIES: dict[str, str] = {}
+
+
+def _realpath(path: str) -> str:
+    """`os.path.realpath`, resolving each directory once: thousands of module files share a few hundred."""
+    directory, name = os.path.split(path)
+    real = _REAL_DIRECTORIES.get(directory)
+    if real is None:
+        real = _REAL_DIRECTORIES[directory] = os.path.realpath(directory)
+    joined = os.path.join(real, name)
+    return os.path.realpath(joined) if os.path.islink(joined) else joined
+
+
+def _is_bytecode(path: str) -> bool:
+    """A `__pycache__` file is derived from its source, which is recorded; Python itself checks it against it."""
+    return path.endswith(".pyc") and f"{os.sep}__pycache__{os.sep}" in path
+
+
+_ROOTS: list[tuple[tuple[str, ...], tuple[str, ...]]] = []
+
+
+def _roots() -> tuple[tuple[str, ...], tuple[str, ...]]:
+    if not _ROOTS:
+        _ROOTS.append((library_roots(), stdlib_roots()))
+    return _ROOTS[0]
+
+
+def _under(path: str, roots: Iterable[str]) -> bool:
+    return any(path.startswith(root) for root in roots)
+
+
+# -- the facts ------------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Dependencies:
+    """Checkable facts about everything a count read. Plain data, so it is stored as JSON next to the Report."""
+
+    #: project file -> sha256 of its content, or "" when it did not exist
+    files: dict[str, str] = field(default_factory=dict)
+    #: library file -> [size, mtime_ns]
+    libraries: dict[str, list[int]] = field(default_factory=dict)
+    #: imported distributions' .dist-info directories (their names carry the versions)
+    distributions: list[str] = field(default_factory=list)
+    #: listed project directory -> sha256 of its sorted names, or "" when it did not exist
+    listings: dict[str, str] = field(default_factory=dict)
+    #: environment variable -> value, or None when unset
+    env: dict[str, str | None] = field(default_factory=dict)
+
+    @classmethod
+    def capture(cls, recorder: Recorder, modules: Iterable[Any] | None = None) -> Dependencies:
+        """The facts as they are now, for what `recorder` saw and every module in `modules` (default: all loaded)."""
+        libraries, stdlib = _roots()
+        deps = cls()
+        paths = set(recorder.files) | set(recorder.probes)
+        for module in list(sys.modules.values()) if modules is None else modules:
+            path = getattr(module, "__file__", None)
+            if isinstance(path, str):
+                paths.add(os.path.abspath(path))
+        for path in sorted(paths):
+            real = _realpath(path)
+            standard = _under(real, stdlib) and not _under(real, libraries)
+            if standard or _under(real, VIRTUAL_ROOTS) or _is_bytecode(real):
+                continue
+            if _under(real, libraries):
+                fact = _library_fact(real)
+                if fact is not None:
+                    deps.libraries[real] = fact
+            elif not os.path.isdir(path):
+                deps.files[path] = file_digest(path)
+        for path in sorted(recorder.listings):
+            if not _under(os.path.realpath(path), libraries + stdlib):
+                deps.listings[path] = listing_digest(path)
+        deps.distributions = sorted(_distributions(deps.libraries, libraries))
+        names = set(_INITIAL_ENVIRONMENT) if recorder.whole_environment else set(recorder.env)
+        deps.env = {name: _INITIAL_ENVIRONMENT.get(name) for name in sorted(names)}
+        return deps
+
+    def changed(self, environ: Mapping[str, str] | None = None, memo: dict[str, Any] | None = None) -> str | None:
+        """The first fact that no longer holds (`"examples/resnet.py changed"`), or None when all still hold.
+
+        `memo` keeps library facts between records checked in one run (they share thousands of torch files).
+        """
+        environ = _INITIAL_ENVIRONMENT if environ is None else environ  # not what this run's torch import set
+        memo = {} if memo is None else memo
+        for name, value in self.env.items():
+            if environ.get(name) != value:
+                return f"{name} changed"
+        for path in self.distributions:
+            if not os.path.isdir(path):
+                return f"{os.path.basename(path)} is no longer installed"
+        for path, fact in self.libraries.items():
+            current = memo[path] if path in memo else memo.setdefault(path, _library_fact(path))
+            if current != fact:
+                return f"{path} changed"
+        for path, digest in self.listings.items():
+            if listing_digest(path) != digest:
+                return f"the files in {path} changed"
+        for path, digest in self.files.items():
+            if file_digest(path) != digest:
+                return f"{path} changed"
+        return None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "files": self.files,
+            "libraries": self.libraries,
+            "distributions": self.distributions,
+            "listings": self.listings,
+            "env": self.env,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Dependencies:
+        """Strict: a record that does not have exactly this shape raises (and is treated as a miss)."""
+        files = {str(k): str(v) for k, v in _mapping(data["files"]).items()}
+        libraries = {str(k): [int(v[0]), int(v[1])] for k, v in _mapping(data["libraries"]).items()}
+        distributions = [str(p) for p in data["distributions"]]
+        listings = {str(k): str(v) for k, v in _mapping(data["listings"]).items()}
+        env = {str(k): (None if v is None else str(v)) for k, v in _mapping(data["env"]).items()}
+        return cls(files, libraries, distributions, listings, env)
+
+    def merge(self, other: Dependencies) -> None:
+        self.files.update(other.files)
+        self.libraries.update(other.libraries)
+        self.distributions = sorted(set(self.distributions) | set(other.distributions))
+        self.listings.update(other.listings)
+        self.env.update(other.env)
+
+
+def _mapping(value: Any) -> Mapping[Any, Any]:
+    if not isinstance(value, Mapping):
+        raise TypeError(f"expected a mapping, got {type(value).__name__}")
+    return value
+
+
+def file_digest(path: str) -> str:
+    """sha256 of the file's bytes; "" when it does not exist; "unreadable" (never equal to a digest) otherwise."""
+    digest = hashlib.sha256()
+    try:
+        with open(path, "rb") as file:
+            while chunk := file.read(1 << 20):
+                digest.update(chunk)
+    except FileNotFoundError:
+        return ""
+    except (IsADirectoryError, NotADirectoryError):
+        return "directory"
+    except OSError:
+        return "unreadable"
+    return digest.hexdigest()
+
+
+def listing_digest(path: str) -> str:
+    try:
+        names = sorted(os.listdir(path))
+    except FileNotFoundError:
+        return ""
+    except OSError:
+        return "unreadable"
+    return hashlib.sha256("\0".join(names).encode("utf-8", "surrogateescape")).hexdigest()
+
+
+def _library_fact(path: str) -> list[int] | None:
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None
+    if not stat.S_ISREG(info.st_mode):
+        return None
+    return [info.st_size, info.st_mtime_ns]
+
+
+def _distributions(files: Iterable[str], roots: tuple[str, ...]) -> set[str]:
+    """The .dist-info directories of the distributions that own `files`, found from each root's top-level names.
+
+    Reading every distribution's RECORD would be exact but slow; a distribution's import names are its
+    `top_level.txt`, or else the names in its RECORD's first path components, which we read only for the
+    top-level names actually imported.
+    """
+    wanted: dict[str, set[str]] = {}
+    for path in files:
+        for root in roots:
+            if path.startswith(root):
+                top = path[len(root) :].split(os.sep, 1)[0]
+                top = top.split(".", 1)[0] if top.endswith((".py", ".so", ".pyd")) else top
+                wanted.setdefault(root, set()).add(top)
+                break
+    found: set[str] = set()
+    for root, tops in wanted.items():
+        try:
+            entries = os.listdir(root)
+        except OSError:
+            continue
+        for entry in entries:
+            if not entry.endswith(".dist-info"):
+                continue
+            owned = _top_level_names(os.path.join(root, entry))
+            if owned & tops:
+                found.add(os.path.join(root, entry))
+    return found
+
+
+def _top_level_names(dist_info: str) -> set[str]:
+    names: set[str] = set()
+    with contextlib.suppress(OSError):
+        with open(os.path.join(dist_info, "top_level.txt"), encoding="utf-8") as file:
+            names.update(line.strip() for line in file if line.strip())
+        return names
+    with contextlib.suppress(OSError), open(os.path.join(dist_info, "RECORD"), encoding="utf-8") as file:
+        for line in file:
+            first = line.split(",", 1)[0].split("/", 1)[0]
+            if first and not first.endswith((".dist-info", ".data")) and first != "..":
+                names.add(first.split(".", 1)[0] if first.endswith((".py", ".so", ".pyd")) else first)
+    return names
