@@ -66,7 +66,7 @@ def entry_key(table: Mapping[str, Any], root: Path) -> str:
         "python": sys.version,
         "executable": sys.executable,
         "platform": [sys.platform, platform.machine()],
-        "path": sys.path,
+        "path": [os.path.realpath(entry) if isinstance(entry, str) else repr(entry) for entry in sys.path],
         "cwd": os.getcwd(),
         "root": str(root),
         "entry": counted,

@@ -10,6 +10,7 @@ version; and nothing else may (a ceiling edit, a test file, another model's file
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -120,7 +121,7 @@ def test_a_change_to_what_a_model_read_recounts_that_model_only(project: Path, c
     env: dict[str, str] = {}
     if change == "model file":
         path = project / "pkg" / "model.py"
-        path.write_text(path.read_text().replace("nn.Linear(8, width)", "nn.Linear(8, width * 2)"))
+        path.write_text(path.read_text().replace("nn.Linear(8, width), block", "nn.Linear(8, width), nn.ReLU(), block"))
     elif change == "helper module":
         (project / "pkg" / "helpers.py").write_text(HELPERS.replace("nn.Linear(width, 2)", "nn.Linear(width, 5)"))
     elif change == "data file":
@@ -188,8 +189,9 @@ def test_no_cache_and_ci_neither_read_nor_write_it(project: Path) -> None:
     assert check(project, CI="true")[0] == ["small", "other"]  # CI ignores an existing cache too
     check(project, "--cache", CI="true")  # unless asked for (torch reads CI itself: this run recounts)
     assert check(project, "--cache", CI="true")[0] == []
+    records = {p: p.read_bytes() for p in (project / ".flopbudget_cache").rglob("*.json")}
     assert sorted(check(project, FLOPBUDGET_NO_CACHE="1")[0]) == ["other", "small"]
-    assert check(project)[0] == []
+    assert {p: p.read_bytes() for p in (project / ".flopbudget_cache").rglob("*.json")} == records
 
 
 @pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
@@ -259,3 +261,70 @@ def test_upgrading_a_package_the_model_imports_recounts_it(project: Path, tmp_pa
     install("2.0", 3)  # same code, new version: the count may not change, but it is not trusted blindly
     assert check(project, **env)[0] == ["other"]
     assert any(p.name == "tinylib-2.0.dist-info" for p in Path(site_dir).iterdir())
+
+
+def test_a_cache_hit_imports_neither_torch_nor_the_models(project: Path) -> None:
+    check(project)
+    probe = (
+        "import runpy, sys\n"
+        "sys.argv = ['flopbudget', 'check']\n"
+        "try:\n"
+        "    runpy.run_module('pytest_flopbudget', run_name='__main__')\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "print('loaded:', sorted(m for m in ('torch', 'onnx', 'pkg', 'other') if m in sys.modules))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], cwd=project, capture_output=True, text=True, check=False,
+        env=clean_env(FLOPBUDGET_NO_CACHE=""),
+    )  # fmt: skip
+    assert "2 of 2 models unchanged" in done.stderr, done.stderr
+    assert done.stdout.splitlines()[-1] == "loaded: []"
+
+
+PRE_COMMIT = Path(sys.executable).parent / "pre-commit"
+
+
+@pytest.mark.skipif(not PRE_COMMIT.exists() or shutil.which("git") is None, reason="needs pre-commit and git")
+def test_the_hook_recounts_only_what_a_commit_changed(project: Path, tmp_path_factory: pytest.TempPathFactory):
+    """Real commits through the real pre-commit git hook (`repo: local`, `flopbudget check` in this environment)."""
+    env = clean_env(
+        FLOPBUDGET_NO_CACHE="", PRE_COMMIT_HOME=str(tmp_path_factory.mktemp("pre-commit-home")),
+        PATH=f"{PRE_COMMIT.parent}{os.pathsep}{os.environ.get('PATH', '')}",
+        GIT_CONFIG_GLOBAL=os.devnull, GIT_CONFIG_NOSYSTEM="1",
+    )  # fmt: skip
+    (project / ".pre-commit-config.yaml").write_text(
+        "repos:\n  - repo: local\n    hooks:\n      - id: flopbudget\n        name: flopbudget\n"
+        "        entry: flopbudget check\n        language: system\n        pass_filenames: false\n"
+        "        require_serial: true\n        files: (\\.py|(?i:\\.onnx)|(^|/)pyproject\\.toml)$|(^|/)\\.flopbudget/\n"
+    )
+    (project / ".gitignore").write_text("counted.log\n")
+
+    def run(*command: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(command, cwd=project, env=env, capture_output=True, text=True, timeout=600)
+
+    def commit(message: str) -> tuple[list[str], subprocess.CompletedProcess[str]]:
+        (project / "counted.log").unlink(missing_ok=True)
+        run("git", "add", "-A")
+        done = run("git", "commit", "-qm", message)
+        log = project / "counted.log"
+        return (log.read_text().split() if log.exists() else []), done
+
+    for command in (("git", "init", "-q", "-b", "main"), ("git", "config", "user.email", "t@example.invalid"),
+                    ("git", "config", "user.name", "t"), ("pre-commit", "install")):  # fmt: skip
+        assert run(*command).returncode == 0
+    assert run(sys.executable, "-m", "pytest_flopbudget", "check", "--update").returncode == 0
+    counted, done = commit("models and baselines")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert sorted(counted) == ["other", "small"]
+
+    (project / "tests").mkdir()
+    (project / "tests" / "test_small.py").write_text("def test_small():\n    pass\n")
+    counted, done = commit("a test")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert counted == []  # the hook ran (a .py file changed) and counted nothing
+
+    (project / "pkg" / "helpers.py").write_text(HELPERS.replace("nn.Linear(width, 2)", "nn.Linear(width, 3)"))
+    counted, done = commit("a wider head")
+    assert counted == ["small"]
+    assert done.returncode == 0, done.stdout + done.stderr  # within its ceiling: growth is a warning
