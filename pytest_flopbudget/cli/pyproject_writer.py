@@ -125,8 +125,9 @@ def plan_edit(path: Path, old: str | None, models: Sequence[NewModel], settings:
 
 
 def write_edit(edit: Edit) -> None:
-    """Write the planned text atomically: the file is the old one or the new one, never half of each."""
-    write_atomic(edit.path, edit.text)
+    """Write the planned text atomically: the file is the old one or the new one, never half of each (a symlinked
+    pyproject.toml stays a symlink: its target is replaced)."""
+    write_atomic(edit.path.resolve(), edit.text)
 
 
 def _replace_table(text: str, model: NewModel, settings: Settings, newline: str, shown: str) -> str:
