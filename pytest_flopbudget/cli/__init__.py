@@ -31,6 +31,7 @@ pre-commit hook (`flopbudget check`)."""
 EPILOG = """\
 examples:
   flopbudget count examples.resnet:resnet50 --input 1,3,224,224
+  flopbudget init examples.resnet:resnet50 --input 1,3,224,224
   flopbudget check
   flopbudget check --update resnet50
   flopbudget diff resnet50
@@ -70,6 +71,22 @@ examples:
   flopbudget check resnet50 vit_tiny    # only these
   flopbudget check --update             # record the current counts as the new baselines (commit them)
   flopbudget check --base-ref origin/main --report gitlab:gl-code-quality.json   # in CI"""
+
+INIT_EPILOG = """\
+Counts each model as `flopbudget check` will and adds a [tool.flopbudget.models.NAME] table to pyproject.toml
+(the nearest one, or a new one here) with suggested ceilings: flops and params = the count + --headroom percent
+(default 2), rounded up to 3 significant digits; max-skipped-ops = the op calls not counted now. Existing text is
+kept byte for byte (the tables are appended); a NAME that exists is refused unless --force.
+
+TARGET is package.module:factory (with --input), path/to/model.onnx, or a folder: every .onnx file below it.
+NAME defaults to the factory's name (its module's for generic names such as build), or the file's stem.
+
+examples:
+  flopbudget init pkg.models:resnet18 --input 1,3,224,224
+  flopbudget init pkg.lm:build --input 1,128:int64 --name lm
+  flopbudget init model.onnx --input input=1,3,224,224
+  flopbudget init models/ --dry-run
+then: flopbudget check --update, and commit pyproject.toml and .flopbudget/"""
 
 DIFF_EPILOG = """\
 Counts the models and prints, per metric (FLOPs, MACs, params, skipped ops), the layers whose cost changed
@@ -188,6 +205,32 @@ def build_parser() -> argparse.ArgumentParser:
     )
     check.set_defaults(handler=_check)
 
+    init = commands.add_parser(
+        "init",
+        parents=[common],
+        help="add budgets for models to pyproject.toml, with ceilings suggested from a count",
+        description="Count models and add their [tool.flopbudget.models.NAME] tables to pyproject.toml.",
+        epilog=INIT_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    init.add_argument(
+        "targets", nargs="+", metavar="TARGET", help="package.module:factory, path/to/model.onnx or a folder"
+    )
+    init.add_argument(
+        "-i", "--input", action="extend", nargs="+", metavar="SHAPE",
+        help="input shapes, as for `flopbudget count` (written to the table's inputs)",
+    )  # fmt: skip
+    init.add_argument("--dtype", help="dtype of the generated inputs (default float32), e.g. int64 for token ids")
+    init.add_argument("--training", action="store_true", help="budget one training step (training = true)")
+    init.add_argument("--execution", choices=("fake", "real"), help="as for `flopbudget count` (written if real)")
+    init.add_argument("--name", help="the model's name in [tool.flopbudget.models] (one target only)")
+    init.add_argument(
+        "--headroom", metavar="PERCENT", help="ceilings' room over the count, in percent (default 2; 0 = none)"
+    )
+    init.add_argument("--force", action="store_true", help="replace a model table of the same name")
+    init.add_argument("--dry-run", action="store_true", help="print the tables instead of writing pyproject.toml")
+    init.set_defaults(handler=_init)
+
     diff = commands.add_parser(
         "diff",
         parents=[common],
@@ -270,6 +313,16 @@ def _check(args: argparse.Namespace) -> int:
         pyproject=args.pyproject, names=args.names, update=args.update, reports=args.report, base_ref=args.base_ref,
         out=_out(), err=_err(), require_baseline=args.require_baseline, cache=args.cache, cache_dir=args.cache_dir,
     )  # fmt: skip
+
+
+def _init(args: argparse.Namespace) -> int:
+    from .init import InitRequest, run_init
+
+    request = InitRequest(
+        targets=args.targets, input=args.input, dtype=args.dtype, training=args.training, execution=args.execution,
+        name=args.name, headroom=args.headroom, force=args.force, dry_run=args.dry_run, pyproject=args.pyproject,
+    )  # fmt: skip
+    return run_init(request, _out(), _err())
 
 
 def _diff(args: argparse.Namespace) -> int:

@@ -9,10 +9,12 @@ messages are not cut.
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -86,3 +88,60 @@ def init_repo(cwd: Path) -> None:
     git(cwd, "init", "-q", "-b", "main")
     git(cwd, "config", "user.email", "t@example.com")
     git(cwd, "config", "user.name", "t")
+
+
+#: This repository's composite action; `run_action_step` runs its `run:` steps as GitHub would.
+ACTION = Path(__file__).resolve().parents[2] / "action.yml"
+_INPUT = re.compile(r"\$\{\{\s*inputs\.([\w-]+)\s*\}\}")
+
+
+def action_step(name: str) -> dict[str, Any]:
+    """The step of action.yml whose name starts with `name`."""
+    import yaml
+
+    steps = yaml.safe_load(ACTION.read_text(encoding="utf-8"))["runs"]["steps"]
+    return next(step for step in steps if step["name"].startswith(name))
+
+
+def run_action_step(
+    name: str, cwd: Path, inputs: dict[str, str] | None = None, *, event: str = "pull_request",
+    base_branch: str = "main", path: Sequence[Path] = (), **env: str,
+) -> subprocess.CompletedProcess[str]:
+    """Run the `run:` script of the action step `name` in `cwd` with bash, as a GitHub runner would.
+
+    The step's `env:` gets its `${{ inputs.* }}` from `inputs` or the action's defaults (any other expression
+    fails the test: the script would see something this runner does not provide), and the variables GitHub sets:
+    GITHUB_ACTIONS, CI, GITHUB_EVENT_NAME, GITHUB_BASE_REF (pull requests only), GITHUB_WORKSPACE,
+    GITHUB_ACTION_PATH (this repository) and GITHUB_STEP_SUMMARY (`cwd/../step-summary.md`). `path` is put in
+    front of PATH, after this Python's own bin directory: tests put stand-ins for `python` or `flopbudget` there.
+    """
+    import yaml
+
+    step = action_step(name)
+    defaults = {key: str(spec.get("default", "")) for key, spec in
+                yaml.safe_load(ACTION.read_text(encoding="utf-8"))["inputs"].items()}  # fmt: skip
+    values = {**defaults, **(inputs or {})}
+
+    def expand(text: str) -> str:
+        expanded = _INPUT.sub(lambda m: values[m.group(1)], str(text))
+        assert "${{" not in expanded, f"action.yml step {name!r}: an expression this test cannot provide: {text}"
+        return expanded
+
+    summary = cwd.parent / "step-summary.md"
+    summary.touch()
+    github = {
+        "GITHUB_ACTIONS": "true", "CI": "true", "GITHUB_EVENT_NAME": event, "GITHUB_WORKSPACE": str(cwd),
+        "GITHUB_ACTION_PATH": str(ACTION.parent), "GITHUB_STEP_SUMMARY": str(summary),
+        "PATH": os.pathsep.join([*(str(p) for p in path), str(Path(sys.executable).parent), os.environ["PATH"]]),
+    }  # fmt: skip
+    if event == "pull_request":
+        github["GITHUB_BASE_REF"] = base_branch
+    step_env = {key: expand(value) for key, value in step.get("env", {}).items()}
+    workdir = cwd / expand(step.get("working-directory", "."))
+    script = cwd.parent / "step.sh"
+    script.write_text(step["run"], encoding="utf-8")
+    assert step["shell"] == "bash"
+    return subprocess.run(
+        ["bash", "--noprofile", "--norc", "-eo", "pipefail", str(script)],
+        cwd=workdir, capture_output=True, text=True, env=clean_env(**github, **step_env, **env), timeout=300,
+    )  # fmt: skip

@@ -1,9 +1,11 @@
-"""The shipped GitHub workflow, checked offline by the real tools: check-jsonschema and zizmor.
+"""The shipped GitHub files, checked offline by the real tools: check-jsonschema and zizmor.
 
-`check-jsonschema --builtin-schema vendor.github-workflows` validates the file against the published workflow
-schema (bundled with the tool, no network). `zizmor --offline` audits it for security problems: unpinned
-actions, credentials persisted by checkout, template injection, excessive permissions. A deliberately broken
-copy must produce findings, so a tool that silently audits nothing cannot make this test pass.
+Three files: this repository's workflow, the composite action (`action.yml`) and the workflow users copy
+(`docs/examples/flopbudget-workflow.yml`). `check-jsonschema --builtin-schema vendor.github-workflows` (or
+`vendor.github-actions`) validates each against the published schema (bundled with the tool, no network).
+`zizmor --offline` audits them for security problems: unpinned actions, credentials persisted by checkout,
+template injection, excessive permissions. A deliberately broken copy must produce findings, so a tool that
+silently audits nothing cannot make this test pass. The action's scripts are run for real in test_action.py.
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ yaml = pytest.importorskip("yaml")
 
 ROOT = Path(__file__).resolve().parents[2]
 WORKFLOW = ROOT / ".github" / "workflows" / "flopbudget.yml"
+ACTION = ROOT / "action.yml"
+EXAMPLE = ROOT / "docs" / "examples" / "flopbudget-workflow.yml"
 SHA_PIN = re.compile(r"^[\w.-]+/[\w.-]+@[0-9a-f]{40}$")
 
 
@@ -43,24 +47,30 @@ def zizmor_findings(path: Path) -> list[dict[str, Any]]:
     return json.loads(done.stdout)
 
 
-def test_schema_is_valid() -> None:
+@pytest.mark.parametrize(
+    ("path", "schema"),
+    [(WORKFLOW, "vendor.github-workflows"), (EXAMPLE, "vendor.github-workflows"), (ACTION, "vendor.github-actions")],
+    ids=["workflow", "example", "action"],
+)
+def test_schema_is_valid(path: Path, schema: str) -> None:
     done = subprocess.run(
-        [tool("check-jsonschema"), "--builtin-schema", "vendor.github-workflows", str(WORKFLOW)],
+        [tool("check-jsonschema"), "--builtin-schema", schema, str(path)],
         capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
     assert "ok -- validation done" in done.stdout
 
 
-def test_zizmor_finds_nothing_of_medium_severity_or_above() -> None:
-    findings = zizmor_findings(WORKFLOW)
+@pytest.mark.parametrize("path", [WORKFLOW, EXAMPLE, ACTION], ids=["workflow", "example", "action"])
+def test_zizmor_finds_nothing_of_medium_severity_or_above(path: Path) -> None:
+    findings = zizmor_findings(path)
     assert findings == [], json.dumps(findings, indent=2)
 
 
 def test_zizmor_does_flag_a_broken_copy(tmp_path: Path) -> None:
     broken = WORKFLOW.read_text(encoding="utf-8")
     broken = re.sub(r"actions/checkout@[0-9a-f]{40}", "actions/checkout@v4", broken)
-    broken = broken.replace('--base-ref "origin/${BASE_REF}"', '--base-ref "origin/${{ github.head_ref }}"')
+    broken = broken.replace("run: python -m pytest", "run: echo ${{ github.head_ref }} && python -m pytest")
     path = tmp_path / ".github" / "workflows" / "broken.yml"
     path.parent.mkdir(parents=True)
     path.write_text(broken, encoding="utf-8")
@@ -68,23 +78,73 @@ def test_zizmor_does_flag_a_broken_copy(tmp_path: Path) -> None:
     assert {"unpinned-uses", "template-injection"} <= rules
 
 
+def test_zizmor_does_flag_a_broken_action(tmp_path: Path) -> None:
+    broken = ACTION.read_text(encoding="utf-8")
+    broken = re.sub(r"actions/setup-python@[0-9a-f]{40}", "actions/setup-python@v5", broken)
+    broken = broken.replace('read -r -a extra <<< "${ARGS}"', 'read -r -a extra <<< "${{ inputs.args }}"')
+    path = tmp_path / "action.yml"
+    path.write_text(broken, encoding="utf-8")
+    rules = {finding["ident"] for finding in zizmor_findings(path)}
+    assert {"unpinned-uses", "template-injection"} <= rules
+
+
+def pins(path: Path) -> list[str]:
+    """Every `uses:` line must pin a full commit SHA with the version in a comment (a local `./` action aside)."""
+    refs = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        match = re.match(r"\s*(?:- )?uses: (\S+)", line)
+        if match and match.group(1) != "./":
+            refs.append(match.group(1))
+            assert SHA_PIN.match(match.group(1)), f"not pinned by SHA: {line}"
+            assert re.search(r"@[0-9a-f]{40} # v\d+\.\d+\.\d+$", line), f"pin without a version comment: {line}"
+    return refs
+
+
+def steps_of(path: Path) -> list[dict[str, Any]]:
+    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    if "runs" in data:
+        return list(data["runs"]["steps"])
+    return [step for job in data["jobs"].values() for step in job["steps"]]
+
+
 def test_workflow_follows_the_documented_practice() -> None:
-    """What the issue asks for, read from the file: pins, permissions, checkout settings, the two commands."""
+    """What the issues ask for, read from the file: pins, permissions, checkout, CPU torch, the budget step."""
     data = yaml.safe_load(WORKFLOW.read_text(encoding="utf-8"))
     assert data["permissions"] == {"contents": "read"}
-    steps = [step for job in data["jobs"].values() for step in job["steps"]]
-    uses = [step["uses"] for step in steps if "uses" in step]
-    assert uses and all(SHA_PIN.match(ref) for ref in uses), uses
-    for line in WORKFLOW.read_text(encoding="utf-8").splitlines():
-        if "uses:" in line:
-            assert re.search(r"@[0-9a-f]{40} # v\d+\.\d+\.\d+$", line), f"pin without a version comment: {line}"
+    steps = steps_of(WORKFLOW)
+    assert len(pins(WORKFLOW)) == 2
     checkout = next(step for step in steps if step.get("uses", "").startswith("actions/checkout@"))
     assert checkout["with"] == {"fetch-depth": 0, "persist-credentials": False}
     assert any(step.get("uses", "").startswith("actions/setup-python@") for step in steps)
     runs = [step["run"] for step in steps if "run" in step]
     assert not any("${{" in run for run in runs), "expressions belong in env:, not in run: (template injection)"
+    install = next(step for step in steps if step.get("id") == "install")
+    assert "--extra-index-url https://download.pytorch.org/whl/cpu torch==2.13.0" in install["run"]
     assert any("pytest" in run for run in runs)
-    base_ref = next(step for step in steps if "--base-ref" in step.get("run", ""))
-    assert base_ref["env"] == {"BASE_REF": "${{ github.base_ref }}"}
-    assert 'flopbudget check --base-ref "origin/${BASE_REF}"' in base_ref["run"]
-    assert "pull_request" in base_ref["if"]
+    budgets = next(step for step in steps if step.get("uses") == "./")  # this repository's action
+    # after failed tests, never after a failed install
+    assert budgets["if"] == "${{ !cancelled() && steps.install.outcome == 'success' }}"
+    assert budgets["with"] == {"python-version": "", "package": "none"}
+    assert all("cancelled()" not in str(step.get("if", "")) or "steps.install" in step["if"] for step in steps)
+
+
+def test_example_workflow_uses_the_action_with_least_privilege() -> None:
+    data = yaml.safe_load(EXAMPLE.read_text(encoding="utf-8"))
+    assert data["permissions"] == {"contents": "read"}
+    assert set(data[True]) == {"pull_request", "push"}  # YAML 1.1 reads the key `on` as true
+    steps = steps_of(EXAMPLE)
+    refs = pins(EXAMPLE)
+    assert [ref.split("@")[0] for ref in refs] == ["actions/checkout", "OWNER/pytest-flopbudget"]
+    assert steps[0]["with"] == {"fetch-depth": 0, "persist-credentials": False}
+    assert set(steps[1]["with"]) <= set(yaml.safe_load(ACTION.read_text(encoding="utf-8"))["inputs"])
+
+
+def test_action_scripts_take_inputs_through_env_only() -> None:
+    steps = steps_of(ACTION)
+    assert len(pins(ACTION)) == 1
+    for step in steps:
+        if "run" in step:
+            assert step["shell"] == "bash"
+            assert "${{" not in step["run"], step["name"]
+            assert "continue-on-error" not in step and "if" not in step, "a failed install must stop the job"
+            assert step["run"].startswith("set -euo pipefail\n")

@@ -1,0 +1,157 @@
+"""The composite action's scripts (action.yml), run locally with bash as a GitHub runner runs them.
+
+`run_action_step` gives each script the environment GitHub would: the step's `env:` with the inputs filled in
+(defaults from action.yml), GITHUB_EVENT_NAME, GITHUB_BASE_REF on pull requests, GITHUB_ACTION_PATH. What a test
+does not run for real is pip: a stand-in `python` on PATH records the command line the install step would run
+(no network, no change to this environment), and `package: none` with an empty `install` is how a workflow that
+installed the tool itself skips pip, which is also how the onboarding test points the action at the
+already-installed tool. The check step runs the real `flopbudget` in tests/e2e/test_onboarding.py; here a
+stand-in records the arguments it gets for each event.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+import pytest
+from e2e_helpers import ACTION, run_action_step
+
+pytest.importorskip("yaml")
+
+CPU_INDEX = "https://download.pytorch.org/whl/cpu"
+
+
+def stand_in(folder: Path, name: str, exit_code: int = 0, output: str = "") -> Path:
+    """An executable `name` in `folder` that appends its arguments (one per line, then `--`) to `name.args`."""
+    folder.mkdir(exist_ok=True)
+    record = folder / f"{name}.args"
+    script = folder / name
+    script.write_text(
+        "#!/bin/sh\n"
+        f'for arg in "$@"; do printf "%s\\n" "$arg" >> "{record}"; done\n'
+        f'echo -- >> "{record}"\n'
+        f"printf '%s' '{output}'\n"
+        f"exit {exit_code}\n"
+    )
+    script.chmod(script.stat().st_mode | stat.S_IEXEC)
+    return record
+
+
+def calls(record: Path) -> list[list[str]]:
+    if not record.exists():
+        return []
+    text = record.read_text()
+    return [chunk.strip("\n").split("\n") if chunk.strip("\n") else [] for chunk in text.split("--\n")[:-1]]
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    root = tmp_path / "project"
+    root.mkdir()
+    return root
+
+
+# -- install -------------------------------------------------------------------------------------------------------
+
+
+def test_install_defaults_take_this_action_with_torch_from_the_cpu_index(project: Path, tmp_path: Path):
+    bin_dir = tmp_path / "bin"
+    pip = stand_in(bin_dir, "python")
+    stand_in(bin_dir, "flopbudget", output="flopbudget 0.1.0")
+    done = run_action_step("Install", project, {"install": "-e . torch==2.13.0"}, path=[bin_dir])
+    assert done.returncode == 0, done.stderr
+    assert calls(pip) == [
+        ["-m", "pip", "install", "--extra-index-url", CPU_INDEX, f"{ACTION.parent}[torch]", "-e", ".", "torch==2.13.0"]
+    ]
+    assert calls(bin_dir / "flopbudget.args") == [["--version"]]
+    assert f"+ python -m pip install --extra-index-url {CPU_INDEX} {ACTION.parent}[torch] -e . torch==2.13.0" in (
+        done.stdout
+    )
+
+
+def test_install_with_a_named_package_and_no_torch_index(project: Path, tmp_path: Path):
+    bin_dir = tmp_path / "bin"
+    pip = stand_in(bin_dir, "python")
+    stand_in(bin_dir, "flopbudget")
+    inputs = {"package": "pytest-flopbudget[onnx]==0.1.0", "extras": "ignored", "torch-index-url": ""}
+    done = run_action_step("Install", project, inputs, path=[bin_dir])
+    assert done.returncode == 0, done.stderr
+    assert calls(pip) == [["-m", "pip", "install", "pytest-flopbudget[onnx]==0.1.0"]]
+
+
+def test_package_none_and_no_install_skip_pip_and_find_the_installed_tool(project: Path, tmp_path: Path):
+    bin_dir = tmp_path / "bin"
+    pip = stand_in(bin_dir, "python")  # would record a pip call; the real flopbudget comes from this venv
+    done = run_action_step("Install", project, {"package": "none"}, path=[bin_dir])
+    assert done.returncode == 0, done.stderr
+    assert calls(pip) == []
+    assert done.stdout.startswith("flopbudget 0.")
+
+
+def test_a_failed_install_fails_the_step(project: Path, tmp_path: Path):
+    bin_dir = tmp_path / "bin"
+    stand_in(bin_dir, "python", exit_code=1)
+    tool = stand_in(bin_dir, "flopbudget")
+    done = run_action_step("Install", project, {"install": "-r requirements.txt"}, path=[bin_dir])
+    assert done.returncode == 1
+    assert calls(tool) == [], "nothing runs after a failed pip"
+
+
+def test_words_of_install_are_arguments_not_shell_code(project: Path, tmp_path: Path):
+    bin_dir = tmp_path / "bin"
+    pip = stand_in(bin_dir, "python")
+    stand_in(bin_dir, "flopbudget")
+    done = run_action_step(
+        "Install", project, {"package": "none", "install": "$(touch pwned) *;touch pwned"}, path=[bin_dir]
+    )
+    assert done.returncode == 0, done.stderr
+    assert calls(pip) == [
+        ["-m", "pip", "install", "--extra-index-url", CPU_INDEX, "$(touch", "pwned)", "*;touch", "pwned"]
+    ]
+    assert not (project / "pwned").exists()
+
+
+# -- check ---------------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("event", "inputs", "expected"),
+    [
+        ("pull_request", {}, ["check", "--base-ref", "origin/main"]),
+        ("push", {}, ["check"]),
+        ("push", {"base-ref": "origin/release"}, ["check", "--base-ref", "origin/release"]),
+        ("pull_request", {"base-ref": "v1.0"}, ["check", "--base-ref", "v1.0"]),
+        (
+            "pull_request",
+            {"args": "resnet --report gitlab:gl code.json"},
+            ["check", "--base-ref", "origin/main", "resnet", "--report", "gitlab:gl", "code.json"],
+        ),
+    ],
+)
+def test_check_compares_with_the_base_on_pull_requests(project: Path, tmp_path: Path, event, inputs, expected):
+    bin_dir = tmp_path / "bin"
+    tool = stand_in(bin_dir, "flopbudget")
+    done = run_action_step("Check", project, inputs, event=event, path=[bin_dir])
+    assert done.returncode == 0, done.stderr
+    assert calls(tool) == [expected]
+    assert done.stdout.startswith("+ flopbudget " + " ".join(expected))
+
+
+def test_the_check_status_is_the_step_status(project: Path, tmp_path: Path):
+    bin_dir = tmp_path / "bin"
+    stand_in(bin_dir, "flopbudget", exit_code=1)
+    assert run_action_step("Check", project, event="push", path=[bin_dir]).returncode == 1
+
+
+def test_working_directory_is_honoured(project: Path, tmp_path: Path):
+    bin_dir = tmp_path / "bin"
+    (project / "sub").mkdir()
+    script = bin_dir / "flopbudget"
+    bin_dir.mkdir()
+    script.write_text(f'#!/bin/sh\npwd > "{bin_dir}/cwd"\n')
+    script.chmod(0o755)
+    done = run_action_step("Check", project, {"working-directory": "sub"}, event="push", path=[bin_dir])
+    assert done.returncode == 0, done.stderr
+    assert os.path.samefile((bin_dir / "cwd").read_text().strip(), project / "sub")
