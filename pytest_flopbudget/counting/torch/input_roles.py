@@ -30,6 +30,17 @@ EMBEDDING_OPS = frozenset(
 )
 #: Ops that do not read values: the input's first reader is found through them.
 _PASS_THROUGH = frozenset({"aten._unsafe_view", "aten.clone", "aten.contiguous", "aten.lift_fresh", "aten.alias"})
+#: Ops that read a tensor's metadata only (`x.device`, `x.size()`): they are no reader at all.
+_METADATA = frozenset(
+    {
+        "aten.sym_size",
+        "aten.sym_stride",
+        "aten.sym_numel",
+        "aten.sym_storage_offset",
+        "aten.is_same_size",
+        "aten._assert_tensor_metadata",
+    }
+)
 
 
 def main_input_name(model: Any) -> str | None:
@@ -121,6 +132,8 @@ class _FirstReader(TorchDispatchMode):
         if not read:
             return func(*args, **kwargs)
         key = op_key(func)
+        if key in _METADATA or func.namespace == "prim":
+            return func(*args, **kwargs)
         if key in _PASS_THROUGH or func.is_view:
             out = func(*args, **kwargs)
             if len(read) == 1:
