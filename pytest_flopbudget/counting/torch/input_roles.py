@@ -5,7 +5,8 @@ alone cannot say that an input holds token ids, but the model can: an input is t
 reads it (after views and reshapes, which read nothing) is an embedding lookup, `aten.embedding` or
 `aten.embedding_bag`, as `nn.Embedding` runs it. `token_id_inputs` finds out by running the model's forward on
 fake tensors until every candidate input has met its first reader (usually the first op or two), on a private
-copy of the model as the count does, so nothing of the user's model runs.
+copy of the model as the count does, so nothing of the user's model runs. Metadata reads (`x.shape`, `x.device`)
+and views (`x.view(-1, t)`) are not readers; the reader is found through them.
 
 Hugging Face `transformers` models say it themselves: `main_input_name` (`input_ids`, `pixel_values`,
 `input_features`, ...) names the argument the first positional shape is bound to, and the names of the
@@ -100,7 +101,10 @@ def token_id_inputs(
         _convert_by_replacing(counted)
         fake_args, fake_kwargs = tree_map(stand_in, (tuple(args), dict(kwargs)))
         tracked = {key: fake_args[key] if isinstance(key, int) else fake_kwargs[key] for key in candidates}
-        probe = _FirstReader({key: t for key, t in tracked.items() if isinstance(t, torch.Tensor)})
+        as_ids = {key: t.to(torch.int64) for key, t in tracked.items() if isinstance(t, torch.Tensor)}
+        fake_args = tuple(as_ids.get(i, a) for i, a in enumerate(fake_args))
+        fake_kwargs = {name: as_ids.get(name, v) for name, v in fake_kwargs.items()}
+        probe = _FirstReader(as_ids)
         call = counted if method == "forward" else getattr(counted, method)
         try:
             with probe:
@@ -115,7 +119,11 @@ class _Decided(Exception):
 
 
 class _FirstReader(TorchDispatchMode):
-    """Follows each candidate tensor (and its views) to the first op that reads it."""
+    """Follows each candidate tensor (and its views) to the first op that reads it.
+
+    Candidates start as int64 (a forward may check `ids.dtype` in Python before any op); one whose first reader is
+    not an embedding is float32 from then on, converted as each later op reads it, as it will be in the count.
+    """
 
     def __init__(self, candidates: Mapping[Hashable, torch.Tensor]) -> None:
         super().__init__()
@@ -123,16 +131,14 @@ class _FirstReader(TorchDispatchMode):
         self.alive: list[torch.Tensor] = list(candidates.values())  # ids stay unique while tracked
         self.undecided: set[Hashable] = set(candidates)
         self.ids: set[Hashable] = set()
+        self.floats: set[Hashable] = set()
 
     def __torch_dispatch__(self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: Any = None) -> Any:
         kwargs = kwargs or {}
         flat = tree_flatten((args, kwargs))[0]
         read = {self.tracked[id(t)] for t in flat if isinstance(t, torch.Tensor) and id(t) in self.tracked}
-        read &= self.undecided
-        if not read:
-            return func(*args, **kwargs)
         key = op_key(func)
-        if key in _METADATA or func.namespace == "prim":
+        if not read or key in _METADATA or func.namespace == "prim":
             return func(*args, **kwargs)
         if key in _PASS_THROUGH or func.is_view:
             out = func(*args, **kwargs)
@@ -142,11 +148,16 @@ class _FirstReader(TorchDispatchMode):
                         self.tracked[id(tensor)] = next(iter(read))
                         self.alive.append(tensor)
             return out
-        if key in EMBEDDING_OPS and len(args) > 1 and id(args[1]) in self.tracked:
-            token_ids = self.tracked[id(args[1])]
-            self.ids.add(token_ids)
-            args = (args[0], args[1].to(torch.int64), *args[2:])  # the lookup goes on as it will in the count
-        self.undecided -= read
+        first = read & self.undecided
+        if key in EMBEDDING_OPS and len(args) > 1 and self.tracked.get(id(args[1])) in first:
+            self.ids.add(self.tracked[id(args[1])])
+        self.floats |= first - self.ids
+        self.undecided -= first
         if not self.undecided:
             raise _Decided
+        args, kwargs = tree_map(self._as_decided, (args, kwargs))
         return func(*args, **kwargs)
+
+    def _as_decided(self, value: Any) -> Any:
+        key = self.tracked.get(id(value)) if isinstance(value, torch.Tensor) else None
+        return value.to(torch.float32) if key is not None and key in self.floats else value
