@@ -349,7 +349,8 @@ def test_corrupt_baseline_fails_and_is_never_replaced(project):
     [
         ("nowhere.models:mlp", "cannot import 'nowhere.models': ModuleNotFoundError: No module named 'nowhere'"),
         ("{module}:missing", "'{module}' has no attribute 'missing'"),
-        ("{module}:NUMBER", "{module}:NUMBER is an int, not a torch.nn.Module (or an object whose .model is one"),
+        ("{module}:NUMBER", "{module}:NUMBER is an int, not a torch.nn.Module (or an object whose .model is one, "
+                            "as Ultralytics' YOLO) or a factory"),
         ("{module}:broken", "{module}:broken() raised RuntimeError: no weights here"),
     ],
 )
