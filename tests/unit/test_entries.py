@@ -218,3 +218,26 @@ def test_count_takes_method_too() -> None:
     model = torch.nn.Transformer(d_model=8, nhead=2, num_encoder_layers=1, num_decoder_layers=1, dim_feedforward=8)
     encoded = count(model.eval(), torch.zeros(3, 1, 8), method="encoder")
     assert encoded.flops == count(model.encoder, torch.zeros(3, 1, 8)).flops > 0
+
+
+@pytest.mark.parametrize(
+    ("toml", "message"),
+    [
+        ({"method": "3"}, "tool.flopbudget.models.m.method: expected a method name such as \"decode\", got 3"),
+        ({"method": '"de code"'}, "tool.flopbudget.models.m.method: expected a method name such as \"decode\""),
+        (
+            {"target": '"m.onnx"', "inputs": "{ x = [1] }", "method": '"decode"'},
+            "tool.flopbudget.models.m.method: method applies to PyTorch targets only, not to ONNX files",
+        ),
+    ],
+)
+def test_method_is_checked_with_the_configuration(project: Path, toml: dict[str, str], message: str) -> None:
+    with pytest.raises(LocatedError, match=None) as info:
+        entry_for(project, **{"target": '"PKG.models:Autoencoder"', "inputs": "[[1, 2]]", **toml})
+    assert message in str(info.value) and "\n" not in str(info.value)
+
+
+def test_a_scalar_shape_is_a_0d_input(project: Path) -> None:
+    entry = entry_for(project, target='"PKG.models:Autoencoder"', inputs='{ x = { shape = [], dtype = "int64" } }')
+    _, kwargs = build_inputs(entry, project)
+    assert kwargs["x"].shape == () and kwargs["x"].dtype == torch.int64
