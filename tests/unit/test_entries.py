@@ -215,16 +215,18 @@ def test_an_unknown_method_names_the_key(project: Path) -> None:
 
 
 def test_count_takes_method_too() -> None:
-    model = torch.nn.Transformer(d_model=8, nhead=2, num_encoder_layers=1, num_decoder_layers=1, dim_feedforward=8)
-    encoded = count(model.eval(), torch.zeros(3, 1, 8), method="encoder")
-    assert encoded.flops == count(model.encoder, torch.zeros(3, 1, 8)).flops > 0
+    model = torch.nn.Transformer(
+        d_model=8, nhead=2, num_encoder_layers=1, num_decoder_layers=1, dim_feedforward=8, batch_first=True
+    )
+    encoded = count(model.eval(), torch.zeros(1, 3, 8), method="encoder")
+    assert encoded.flops == count(model.encoder, torch.zeros(1, 3, 8)).flops > 0
 
 
 @pytest.mark.parametrize(
     ("toml", "message"),
     [
-        ({"method": "3"}, "tool.flopbudget.models.m.method: expected a method name such as \"decode\", got 3"),
-        ({"method": '"de code"'}, "tool.flopbudget.models.m.method: expected a method name such as \"decode\""),
+        ({"method": "3"}, 'tool.flopbudget.models.m.method: expected a method name such as "decode", got 3'),
+        ({"method": '"de code"'}, 'tool.flopbudget.models.m.method: expected a method name such as "decode"'),
         (
             {"target": '"m.onnx"', "inputs": "{ x = [1] }", "method": '"decode"'},
             "tool.flopbudget.models.m.method: method applies to PyTorch targets only, not to ONNX files",

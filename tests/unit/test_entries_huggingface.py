@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -83,7 +84,7 @@ def entry_for(project: Path, **toml: str) -> ModelEntry:
     return load_settings(project / "pyproject.toml").models["m"]
 
 
-def models() -> object:
+def models() -> Any:
     return sys.modules["fbhf_models.models"]
 
 
@@ -94,7 +95,7 @@ def test_a_positional_shape_is_a_language_models_input_ids(project: Path, execut
         project,
     )
     assert report.inputs == [{"shape": [1, 16], "dtype": "int64"}]
-    expected = count(models().gpt2().eval(), input_ids=torch.zeros(1, 16, dtype=torch.int64))  # type: ignore[attr-defined]
+    expected = count(models().gpt2().eval(), input_ids=torch.zeros(1, 16, dtype=torch.int64))
     assert (report.flops, report.macs, report.params) == (expected.flops, expected.macs, expected.params)
     # the LM head alone: 16 tokens x 8 -> 16 vocabulary, 16*8*16 = 2048 MACs
     assert report.layers["lm_head"].macs == 2048
@@ -156,7 +157,7 @@ def test_a_diffusers_unet_takes_named_inputs_with_a_scalar_timestep(project: Pat
     # attentions at 8 ch and 64 tokens, 2 * (65536 + 5120) = 141312. Total 222720.
     from torch.utils.flop_counter import FlopCounterMode
 
-    model = models().unet().eval()  # type: ignore[attr-defined]
+    model = models().unet().eval()
     with FlopCounterMode(display=False) as counter, torch.no_grad():
         model(torch.zeros(1, 4, 8, 8), torch.zeros((), dtype=torch.int64), torch.zeros(1, 5, 8))
     assert counter.get_total_flops() % 2 == 0
@@ -168,7 +169,7 @@ def test_a_vae_counts_its_decode(project: Path) -> None:
     entry = entry_for(project, target='"fbhf_models.models:vae"', inputs="[[1, 4, 8, 8]]", method='"decode"')
     report = count_entry(entry, project)
     assert report.model == "AutoencoderKL.decode"
-    assert report.macs == count(models().vae().eval(), torch.zeros(1, 4, 8, 8), method="decode").macs  # type: ignore[attr-defined]
+    assert report.macs == count(models().vae().eval(), torch.zeros(1, 4, 8, 8), method="decode").macs
     costed = {path for path, layer in report.layers.items() if layer.macs}
     # only the decoder runs: post_quant_conv (1x1, 4 -> 4 at 8x8: 64*4*4 = 1024 MACs), then the decoder from its
     # conv_in (3x3, 4 -> 8: 64*8*4*9 = 18432) to its conv_out (3x3, 8 -> 3: 64*3*8*9 = 13824)
