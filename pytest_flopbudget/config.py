@@ -37,9 +37,11 @@ BUDGET_KEYS = {
     "max-skipped-ops": "skipped",
     "max-increase": "max_increase",
 }
-MODEL_KEYS = ("target", "inputs", "training", "execution", *BUDGET_KEYS)
+MODEL_KEYS = ("target", "inputs", "method", "training", "execution", *BUDGET_KEYS)
 INPUT_KEYS = ("shape", "dtype")
 EXECUTIONS = ("fake", "real")
+#: The dtype of a generated input whose dtype is not given and that is not token ids.
+DEFAULT_DTYPE = "float32"
 
 #: dtype names accepted for generated inputs (torch's names, checked here without importing torch).
 DTYPES = (
@@ -47,6 +49,9 @@ DTYPES = (
     "int64", "long", "int32", "int", "int16", "short", "int8", "uint8", "bool",
     "complex64", "complex128",
 )  # fmt: skip
+
+#: A method name for `method = "decode"`: a Python identifier (checked against the model when it is loaded).
+METHOD = re.compile(r"[A-Za-z_]\w*")
 
 #: `package.module:attribute`, the one spelling of a Python object reference (targets, input functions).
 REFERENCE = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_][\w.]*")
@@ -60,20 +65,26 @@ TARGET_GRAMMAR = (
     '"package.module:factory" (returning a torch.nn.Module, or the module itself) or a path to an .onnx file'
 )
 INPUTS_GRAMMAR = (
-    'a list of shapes such as [[1, 3, 224, 224]] (float32), tables such as {shape = [1, 16], dtype = "int64"}, '
+    'a list of shapes such as [[1, 3, 224, 224]], tables such as {shape = [1, 16], dtype = "int64"}, '
     'a table of name = shape, or "package.module:function" returning the example inputs'
 )
 
 
 @dataclass(frozen=True)
 class InputSpec:
-    """One generated input tensor: its shape and torch dtype name (zeros; counting looks at shapes only)."""
+    """One generated input tensor: its shape (`()` for a 0-d scalar) and torch dtype name (zeros; counting looks at
+    shapes only).
+
+    `dtype=None` means the user gave none: the input is float32, unless the model shows it wants token ids (it
+    feeds an embedding, or it is a Hugging Face model's `input_ids`); see `input_roles.py`. A given dtype always
+    wins.
+    """
 
     shape: tuple[int, ...]
-    dtype: str = "float32"
+    dtype: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"shape": list(self.shape), "dtype": self.dtype}
+        return {"shape": list(self.shape), "dtype": self.dtype or DEFAULT_DTYPE}
 
 
 #: Positional specs, named specs (keyword arguments, or ONNX input names), or a "module:callable" string.
@@ -92,6 +103,8 @@ class ModelEntry:
     training: bool = False
     execution: str = "fake"
     sources: dict[str, Source] = field(default_factory=dict)
+    #: The model method counted (`method = "decode"`); `forward` is called through `model(...)` as usual.
+    method: str = "forward"
     #: The table as written (what the count cache keys on, so a key added later is part of the key at once).
     table: dict[str, Any] = field(default_factory=dict)
 
@@ -252,6 +265,11 @@ class _Validator:
             self.problem((*path, "execution"), f'expected "fake" or "real", got {execution!r}')
         elif "execution" in entry and onnx:
             self.problem((*path, "execution"), "execution applies to PyTorch targets only, not to ONNX files")
+        method = entry.get("method", "forward")
+        if not isinstance(method, str) or not METHOD.fullmatch(method):
+            self.problem((*path, "method"), f'expected a method name such as "decode", got {shown(method)}')
+        elif "method" in entry and onnx:
+            self.problem((*path, "method"), "method applies to PyTorch targets only, not to ONNX files")
         budget = self.budget(path, entry, sources)
         if len(self.problems) > before or target is None:
             return None
@@ -264,6 +282,7 @@ class _Validator:
             training=bool(training),
             execution=str(execution),
             sources=sources,
+            method=str(method),
             table=dict(entry),
         )
 
@@ -308,17 +327,17 @@ class _Validator:
     def input_spec(self, path: KeyPath, value: Any, onnx: bool) -> InputSpec | None:
         if isinstance(value, dict):
             self.unknown_keys(path, value, INPUT_KEYS)
-            dtype = value.get("dtype", "float32")
+            dtype = value.get("dtype")
             if onnx and "dtype" in value:
                 self.problem((*path, "dtype"), "an ONNX graph declares its own input dtypes; give the shape only")
-            elif dtype not in DTYPES:
+            elif dtype is not None and dtype not in DTYPES:
                 self.problem((*path, "dtype"), f"unknown dtype {dtype!r}; expected one of: {', '.join(DTYPES)}")
                 return None
             if "shape" not in value:
                 self.problem(path, "missing key 'shape' (a list of dimensions such as [1, 16])")
                 return None
             shape = self.shape((*path, "shape"), value["shape"])
-            return InputSpec(shape, str(dtype)) if shape is not None else None
+            return InputSpec(shape, None if dtype is None else str(dtype)) if shape is not None else None
         shape = self.shape(path, value)
         return InputSpec(shape) if shape is not None else None
 
@@ -326,7 +345,9 @@ class _Validator:
         if isinstance(value, list) and all(isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in value):
             return tuple(value)
         self.problem(
-            path, f"{value!r} is not a shape; expected a list of non-negative integers such as [1, 3, 224, 224]"
+            path,
+            f"{value!r} is not a shape; expected a list of non-negative integers such as [1, 3, 224, 224] "
+            f"([] for a 0-d scalar)",
         )
         return None
 

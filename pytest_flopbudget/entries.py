@@ -14,7 +14,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from .config import InputSpec, ModelEntry
+from .config import DEFAULT_DTYPE, InputSpec, ModelEntry
 from .errors import CountingError, FlopBudgetError
 from .report import Report
 from .source import LocatedError, Problem, Source
@@ -40,34 +40,71 @@ def import_object(reference: str, root: Path, source: Source) -> Any:
 
 
 def load_model(entry: ModelEntry, root: Path) -> Any:
-    """The nn.Module for a PyTorch target (calling a factory), or the resolved path of an .onnx target."""
+    """The nn.Module for a PyTorch target (calling a factory), or the resolved path of an .onnx target.
+
+    An object that holds its network in `.model` (Ultralytics' `YOLO`, Lightning-style wrappers) is unwrapped to
+    it: that module is what runs. A `method` other than forward must be a method of the module.
+    """
     source = entry.source_of("target")
     if entry.is_onnx:
         path = (root / entry.target).resolve()
         if not path.is_file():
             raise _problem(source, f"no such ONNX file: {path}")
         return str(path)
-    import torch
-
     obj = import_object(entry.target, root, source)
-    if isinstance(obj, torch.nn.Module):
-        return obj
-    if not callable(obj):
-        raise _problem(source, f"{entry.target} is a {type(obj).__name__}, not a torch.nn.Module or a factory")
-    try:
-        model = obj()
-    except Exception as exc:  # the factory is user code
-        raise _problem(source, f"{entry.target}() raised {_describe(exc)}") from None
-    if not isinstance(model, torch.nn.Module):
-        raise _problem(source, f"{entry.target}() returned {type(model).__name__}, not a torch.nn.Module")
+    model = held_module(obj)
+    if model is None:
+        if not callable(obj):
+            raise _problem(source, f"{entry.target} is {_kind(obj)}, not {_MODULE_OR_WRAPPER} or a factory")
+        try:
+            returned = obj()
+        except Exception as exc:  # the factory is user code
+            raise _problem(source, f"{entry.target}() raised {_describe(exc)}") from None
+        model = held_module(returned)
+        if model is None:
+            raise _problem(source, f"{entry.target}() returned {_kind(returned)}, not {_MODULE_OR_WRAPPER}")
+    _check_method(entry, model)
     return model
 
 
-def build_inputs(entry: ModelEntry, root: Path) -> tuple[tuple[Any, ...], dict[str, Any]]:
+_MODULE_OR_WRAPPER = "a torch.nn.Module (or an object whose .model is one, as Ultralytics' YOLO)"
+
+
+def held_module(obj: Any) -> Any:
+    """`obj` if it is a torch.nn.Module, its `.model` if that is one (and `obj` is not a class), else None."""
+    import torch
+
+    if isinstance(obj, torch.nn.Module):
+        return obj
+    if isinstance(obj, type):
+        return None
+    try:
+        inner = getattr(obj, "model", None)
+    except Exception:  # a property of user code that raises
+        return None
+    return inner if isinstance(inner, torch.nn.Module) else None
+
+
+def _check_method(entry: ModelEntry, model: Any) -> None:
+    from .counting.torch.backend import check_method
+
+    try:
+        check_method(model, entry.method)
+    except CountingError as exc:
+        raise _problem(entry.source_of("method"), str(exc)) from None
+
+
+def _kind(obj: Any) -> str:
+    kind = type(obj).__name__
+    return f"an {kind}" if kind[:1].lower() in "aeiou" else f"a {kind}"
+
+
+def build_inputs(entry: ModelEntry, root: Path, model: Any = None) -> tuple[tuple[Any, ...], dict[str, Any]]:
     """Positional and keyword example inputs for a PyTorch target.
 
     Generated inputs are meta tensors under fake execution (no memory, whatever the batch size) and zeros
-    under real execution: FLOPs depend on shapes, not values.
+    under real execution: FLOPs depend on shapes, not values. With the `model` at hand, shapes given without a
+    dtype get the one the model wants (see `_typed_specs`).
     """
     spec = entry.inputs
     source = entry.source_of("inputs")
@@ -85,9 +122,58 @@ def build_inputs(entry: ModelEntry, root: Path) -> tuple[tuple[Any, ...], dict[s
             return tuple(value), {}
         return (value,), {}
     device = "meta" if entry.execution == "fake" else "cpu"
-    if isinstance(spec, dict):
-        return (), {name: _tensor(s, device) for name, s in spec.items()}
-    return tuple(_tensor(s, device) for s in spec), {}
+    positional, named = _typed_specs(entry, model) if model is not None else _as_given(spec)
+    return (
+        tuple(_tensor(s, device) for s in positional),
+        {name: _tensor(s, device) for name, s in named.items()},
+    )
+
+
+def _as_given(spec: list[InputSpec] | dict[str, InputSpec]) -> tuple[list[InputSpec], dict[str, InputSpec]]:
+    return ([], dict(spec)) if isinstance(spec, dict) else (list(spec), {})
+
+
+def _typed_specs(entry: ModelEntry, model: Any) -> tuple[list[InputSpec], dict[str, InputSpec]]:
+    """The specs with every missing dtype decided; a given dtype always wins.
+
+    A Hugging Face model (one with `main_input_name`) counted through forward takes positional shapes by keyword:
+    the first is its main input, the others its forward's next parameters; `*_ids` and `*_mask` arguments are
+    int64, others the model's float dtype. For any other model, an input whose first reader is an embedding
+    lookup is int64 token ids, and the rest float32.
+    """
+    from .counting.torch import input_roles as roles
+
+    assert entry.inputs is not None and not isinstance(entry.inputs, str)
+    positional, named = _as_given(entry.inputs)
+    main = roles.main_input_name(model) if entry.method == "forward" else None
+    if main is not None:
+        names = roles.argument_names(model, main)
+        if len(positional) > len(names):
+            raise _problem(
+                entry.source_of("inputs"),
+                f"{len(positional)} shapes for {type(model).__name__}, whose forward takes {len(names)} arguments; "
+                f"name them, e.g. {{ {main} = [1, 16] }}",
+            )
+        named = {**dict(zip(names, positional)), **named}
+        positional = []
+        floating = roles.float_dtype_name(model) or DEFAULT_DTYPE
+        return [], {
+            name: s if s.dtype else InputSpec(s.shape, "int64" if roles.integer_argument(name) else floating)
+            for name, s in named.items()
+        }
+    candidates: set[Any] = {i for i, s in enumerate(positional) if s.dtype is None}
+    candidates |= {name for name, s in named.items() if s.dtype is None}
+    ids = roles.token_id_inputs(
+        model,
+        tuple(_tensor(s, "meta") for s in positional),
+        {name: _tensor(s, "meta") for name, s in named.items()},
+        candidates,
+        entry.method,
+    )
+    return (
+        [InputSpec(s.shape, s.dtype or ("int64" if i in ids else DEFAULT_DTYPE)) for i, s in enumerate(positional)],
+        {name: InputSpec(s.shape, s.dtype or ("int64" if name in ids else DEFAULT_DTYPE)) for name, s in named.items()},
+    )
 
 
 def count_entry(entry: ModelEntry, root: Path) -> Report:
@@ -102,11 +188,15 @@ def count_entry(entry: ModelEntry, root: Path) -> Report:
     if entry.is_onnx:
         inputs = {name: list(s.shape) for name, s in entry.inputs.items()} if isinstance(entry.inputs, dict) else None
         return _counted(entry, lambda: count(model, inputs=inputs))
-    args, kwargs = build_inputs(entry, root)
+    method = entry.method
     if entry.training:
-        return _counted(entry, lambda: count(model, *args, training=True, execution=entry.execution, **kwargs))
+        args, kwargs = build_inputs(entry, root, model)
+        return _counted(
+            entry, lambda: count(model, *args, training=True, execution=entry.execution, method=method, **kwargs)
+        )
     with _inference(model):
-        return _counted(entry, lambda: count(model, *args, execution=entry.execution, **kwargs))
+        args, kwargs = build_inputs(entry, root, model)
+        return _counted(entry, lambda: count(model, *args, execution=entry.execution, method=method, **kwargs))
 
 
 def _counted(entry: ModelEntry, run: Any) -> Report:
@@ -134,7 +224,7 @@ def _inference(model: Any) -> Iterator[None]:
 def _tensor(spec: InputSpec, device: str) -> Any:
     import torch
 
-    dtype = getattr(torch, spec.dtype)
+    dtype = getattr(torch, spec.dtype or DEFAULT_DTYPE)
     return torch.zeros(spec.shape, dtype=dtype, device=device)
 
 

@@ -141,7 +141,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="input shapes such as 1,3,224,224, ids=1,16:int64 or x=1,3,224,224, one per input (list several "
         "or repeat the option), or one package.module:function returning the example inputs",
     )
-    count.add_argument("--dtype", help="dtype of the generated inputs (default float32), e.g. int64 for token ids")
+    count.add_argument(
+        "--dtype",
+        help="dtype of the generated inputs (default float32, or int64 for an input that feeds an embedding)",
+    )
+    count.add_argument(
+        "--method", metavar="NAME", help="count this method instead of forward, e.g. decode or encode (PyTorch)"
+    )
     count.add_argument(
         "--training", action="store_true", help="count one training step: forward, loss and backward (PyTorch)"
     )
@@ -301,7 +307,7 @@ def _count(args: argparse.Namespace) -> int:
 
     request = CountRequest(
         target=args.target, input=args.input, dtype=args.dtype, training=args.training, execution=args.execution,
-        depth=args.depth, format=args.format, pyproject=args.pyproject,
+        method=args.method, depth=args.depth, format=args.format, pyproject=args.pyproject,
     )  # fmt: skip
     return run_count(request, _out(), _err())
 

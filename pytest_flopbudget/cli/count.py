@@ -32,6 +32,7 @@ class CountRequest:
     dtype: str | None = None
     training: bool = False
     execution: str | None = None
+    method: str | None = None
     depth: int | None = 2
     format: str = "table"
     pyproject: str | None = None
@@ -75,11 +76,14 @@ def resolve_target(request: CountRequest) -> tuple[ModelEntry, Path]:
         inputs = _onnx_inputs(target, inputs, Path.cwd())
         return _entry(target, target, inputs, training=False, execution="fake"), Path.cwd()
     if is_reference(target):
-        return _entry(target, target, inputs, request.training, request.execution or "fake"), Path.cwd()
+        entry = _entry(target, target, inputs, request.training, request.execution or "fake", request.method)
+        return entry, Path.cwd()
     return _pyproject_entry(target, inputs, request)
 
 
-def _entry(name: str, target: str, inputs: Inputs, training: bool, execution: str) -> ModelEntry:
+def _entry(
+    name: str, target: str, inputs: Inputs, training: bool, execution: str, method: str | None = None
+) -> ModelEntry:
     origin = Source(key=name)
     return ModelEntry(
         name=name,
@@ -89,7 +93,8 @@ def _entry(name: str, target: str, inputs: Inputs, training: bool, execution: st
         source=origin,
         training=training,
         execution=execution,
-        sources={"target": origin, "inputs": Source(key="--input")},
+        sources={"target": origin, "inputs": Source(key="--input"), "method": Source(key="--method")},
+        method=method or "forward",
     )
 
 
@@ -116,12 +121,20 @@ def _pyproject_entry(name: str, inputs: Inputs, request: CountRequest) -> tuple[
             changes["training"] = True
         if request.execution:
             changes["execution"] = request.execution
+        if request.method:
+            changes["method"] = request.method
+            changes["sources"] = {**entry.sources, "method": Source(key="--method")}
     return dataclasses.replace(entry, **changes), settings.root
 
 
 def _onnx_only(request: CountRequest) -> None:
     """Options that only make sense for PyTorch: refused rather than ignored, so nobody trusts a wrong figure."""
-    given_flags = (("--training", request.training), ("--dtype", request.dtype), ("--execution", request.execution))
+    given_flags = (
+        ("--training", request.training),
+        ("--dtype", request.dtype),
+        ("--execution", request.execution),
+        ("--method", request.method),
+    )
     for flag, given in given_flags:
         if given:
             raise UsageError(
@@ -132,12 +145,12 @@ def _onnx_only(request: CountRequest) -> None:
 def _onnx_inputs(path: str, inputs: Inputs, root: Path) -> Inputs:
     """ONNX inputs are bound by graph input name; positional shapes are matched to the graph inputs in order."""
     if inputs is None or isinstance(inputs, dict):
-        if isinstance(inputs, dict) and any(spec.dtype != "float32" for spec in inputs.values()):
+        if isinstance(inputs, dict) and any(spec.dtype not in (None, "float32") for spec in inputs.values()):
             raise UsageError("--input NAME=DIMS:DTYPE: an ONNX graph declares its own input dtypes; give shapes only")
         return inputs
     if isinstance(inputs, str):
         raise UsageError(f"--input {inputs}: an ONNX model takes shapes (--input NAME=1,3,224,224), not a function")
-    if any(spec.dtype != "float32" for spec in inputs):
+    if any(spec.dtype not in (None, "float32") for spec in inputs):
         raise UsageError("--input DIMS:DTYPE: an ONNX graph declares its own input dtypes; give shapes only")
     names = _graph_input_names(path if os.path.isabs(path) else str(root / path))
     if len(inputs) > len(names):

@@ -1,7 +1,8 @@
 """`--input` values -> the same input specs that `inputs = ...` in pyproject.toml produces.
 
 The command line has no TOML arrays, so shapes are written as sizes separated by commas (or `x`, as the tables
-print them): `--input 1,3,224,224`, `--input 1x16:int64`, `--input mask=1,16:bool`, or one
+print them): `--input 1,3,224,224`, `--input 1x16:int64`, `--input mask=1,16:bool`, `--input t=scalar:int64` (a
+0-d tensor, as a diffusion model's timestep), or one
 `--input package.module:function` that returns the example inputs. Going through `InputSpec` means the CLI builds
 tensors exactly as the plugin does for pyproject models (meta zeros under fake execution), so the same model gives
 the same count from either front end.
@@ -16,8 +17,9 @@ from ..config import DTYPES, Inputs, InputSpec, is_reference
 from .project import UsageError
 
 GRAMMAR = (
-    "write sizes separated by commas such as 1,3,224,224, optionally NAME= before (a keyword argument or ONNX "
-    "input name) and :DTYPE after (e.g. ids=1,16:int64), or one package.module:function returning the inputs"
+    "write sizes separated by commas such as 1,3,224,224 (or 'scalar' for a 0-d tensor), optionally NAME= before "
+    "(a keyword argument or ONNX input name) and :DTYPE after (e.g. ids=1,16:int64), or one "
+    "package.module:function returning the inputs"
 )
 
 _SIZES = re.compile(r"\d+(?:\s*[,x]\s*\d+)*")
@@ -26,7 +28,8 @@ _SIZES = re.compile(r"\d+(?:\s*[,x]\s*\d+)*")
 def parse_inputs(values: Sequence[str] | None, dtype: str | None = None) -> Inputs:
     """Positional specs, named specs, a `module:function` reference, or None when no `--input` was given.
 
-    `dtype` (from `--dtype`) applies to every shape that does not name its own. Raises `UsageError` quoting the
+    `dtype` (from `--dtype`) applies to every shape that does not name its own; with neither, the dtype is left
+    to the model (float32, or int64 token ids for an input that feeds an embedding). Raises `UsageError` quoting the
     offending value.
     """
     if dtype is not None:
@@ -63,16 +66,18 @@ def parse_inputs(values: Sequence[str] | None, dtype: str | None = None) -> Inpu
 
 
 def parse_spec(text: str, dtype: str | None, original: str) -> InputSpec:
-    """`1,16:int64` -> `InputSpec((1, 16), "int64")`."""
+    """`1,16:int64` -> `InputSpec((1, 16), "int64")`; `scalar:int64` (or `[]:int64`) -> `InputSpec((), "int64")`."""
     sizes, colon, own_dtype = text.strip().partition(":")
-    sizes = sizes.strip().strip("[]()").strip()
-    if not _SIZES.fullmatch(sizes):
+    stripped = sizes.strip()
+    sizes = stripped.strip("[]()").strip()
+    scalar = sizes.lower() == "scalar" or (not sizes and stripped in ("[]", "()"))
+    if not scalar and not _SIZES.fullmatch(sizes):
         raise UsageError(f"--input {original!r} is not a shape: {GRAMMAR}")
     if colon:
         own_dtype = own_dtype.strip()
         check_dtype(own_dtype, f"--input {original!r}")
-    shape = tuple(int(size) for size in re.split(r"\s*[,x]\s*", sizes))
-    return InputSpec(shape, own_dtype if colon else (dtype or "float32"))
+    shape = () if scalar else tuple(int(size) for size in re.split(r"\s*[,x]\s*", sizes))
+    return InputSpec(shape, own_dtype if colon else dtype)
 
 
 def check_dtype(dtype: str, where: str) -> None:

@@ -23,18 +23,20 @@ def count(
     execution: str = "fake",
     loss_fn: Callable[[Any], Any] | None = None,
     inputs: Mapping[str, Sequence[int]] | None = None,
+    method: str = "forward",
     **forward_kwargs: Any,
 ) -> Report:
     """Count the FLOPs, MACs, parameters and skipped ops of one forward pass (or one training step).
 
     `model` is a `torch.nn.Module` (called with `example_inputs` and `forward_kwargs`), or an ONNX model given as a
     path or an `onnx.ModelProto` (with `inputs=` binding input names to shapes where the graph leaves them open).
+    `method="decode"` counts that method of the model instead of forward (run on the count's private copy).
     """
     if _is_onnx(model):
-        if example_inputs or forward_kwargs or training:
+        if example_inputs or forward_kwargs or training or method != "forward":
             raise CountingError(
                 "an ONNX model takes input shapes as inputs={'name': [dims]}; positional example inputs, "
-                "forward keyword arguments and training=True apply to PyTorch models only"
+                "forward keyword arguments, training=True and method= apply to PyTorch models only"
             )
         from .onnx.backend import count_onnx
 
@@ -49,7 +51,7 @@ def count(
     from .torch.backend import count_torch
 
     return count_torch(
-        model, example_inputs, forward_kwargs, training=training, execution=execution, loss_fn=loss_fn
+        model, example_inputs, forward_kwargs, training=training, execution=execution, loss_fn=loss_fn, method=method
     )
 
 

@@ -27,6 +27,7 @@ from ..registry import Free
 from ..tally import DATA_DEPENDENT_SHAPE, NO_FORMULA, Tally, formula_failed
 from .data_dependent import _DYNAMIC_TAGS, _SCALAR_OP, BOUND_RULE, ROUTING_RULE, KnownValues, UpperBounds
 from .fake_fallbacks import FAKE_FALLBACKS
+from .keras_layers import keras_params, keras_paths
 from .model_copy import ModelCopy
 from .module_paths import ModulePathTracker
 from .ops import SAME_SHAPE_INPLACE, TORCH_OPS, op_key
@@ -193,12 +194,14 @@ def count_torch(
     training: bool = False,
     execution: str = "fake",
     loss_fn: Callable[[Any], Any] | None = None,
+    method: str = "forward",
 ) -> Report:
     if not isinstance(model, torch.nn.Module):
         raise CountingError(
             f"count() needs a torch.nn.Module, a path to an .onnx file or an onnx.ModelProto; "
             f"got {type(model).__name__}"
         )
+    check_method(model, method)
     if execution not in ("fake", "real"):
         raise CountingError(f"execution={execution!r} is not supported; use 'fake' (default) or 'real'")
 
@@ -213,7 +216,8 @@ def count_torch(
             _warn_shared(copier.shared)
             if execution == "fake":
                 _convert_by_replacing(counted)
-            tracker = ModulePathTracker(counted)
+            tracker = ModulePathTracker(counted, keras_paths(counted))
+            call = counted if method == "forward" else getattr(counted, method)  # the copy's, never the model's
             mode = CountingMode(tracker, context.memo, context.values, context.bounds)
             fake_args, fake_kwargs = tree_map(stand_in, (args, kwargs))
             if training:
@@ -221,7 +225,7 @@ def count_torch(
             try:
                 formatting = context.values.formatting() if context.values is not None else contextlib.nullcontext()
                 with mode, formatting, _grad_mode(training):
-                    output = counted(*fake_args, **fake_kwargs)
+                    output = call(*fake_args, **fake_kwargs)
                     if training:
                         loss = loss_fn(output) if loss_fn is not None else _sum_outputs(output)
                         _check_loss(loss)
@@ -230,12 +234,30 @@ def count_torch(
             except CountingError:
                 raise
             except Exception as exc:
-                raise _explain(exc, model, tracker, mode, execution) from None
+                raise _explain(exc, model, tracker, mode, execution, method) from None
     finally:
         if tracker is not None:
             tracker.close()
 
-    return _build_report(model, mode.tally, tracker, training, execution, args, kwargs)
+    report = _build_report(model, mode.tally, tracker, training, execution, args, kwargs, counted)
+    if method != "forward":
+        report.model = f"{report.model}.{method}"
+    return report
+
+
+def check_method(model: torch.nn.Module, method: str) -> None:
+    """`method=` names a callable attribute of the model (`decode`, `encode`); anything else fails before the count."""
+    if method == "forward":
+        return
+    if not isinstance(method, str) or not method.isidentifier() or method.startswith("__"):
+        raise CountingError(f"method={method!r} is not a method name; give one such as 'decode'")
+    if not callable(getattr(model, method, None)):
+        public = sorted(
+            name for name in dir(type(model)) if not name.startswith("_") and callable(getattr(type(model), name, None))
+        )
+        hint = [name for name in public if not hasattr(torch.nn.Module, name)][:8]
+        listed = f"; its own methods: {', '.join(hint)}" if hint else ""
+        raise CountingError(f"{type(model).__name__} has no method {method!r}{listed}")
 
 
 @contextlib.contextmanager
@@ -406,7 +428,12 @@ def _check_loss(loss: Any) -> None:
 
 
 def _explain(
-    exc: Exception, model: torch.nn.Module, tracker: ModulePathTracker, mode: CountingMode, execution: str
+    exc: Exception,
+    model: torch.nn.Module,
+    tracker: ModulePathTracker,
+    mode: CountingMode,
+    execution: str,
+    method: str = "forward",
 ) -> CountingError:
     """One line that says where the model failed and what to change.
 
@@ -416,7 +443,7 @@ def _explain(
     """
     where = tracker.error_path
     if where is None:
-        layer = "the model's forward"
+        layer = f"the model's {method}"
     elif where == "":
         layer = f"the model ({type(model).__name__})"
     else:
@@ -494,11 +521,17 @@ def _build_report(
     execution: str,
     args: tuple[Any, ...],
     kwargs: dict[str, Any],
+    counted: torch.nn.Module | None = None,
 ) -> Report:
     layers = tally.layers
     seen: set[int] = set()
     total = 0
-    for path, module in model.named_modules():
+    # A Keras model is built by its first call, which ran on the copy: its weights are read there.
+    keras = keras_params(counted) if counted is not None else None
+    for path, own in (keras or {}).items():
+        layers.setdefault(path, LayerCost()).params += own
+        total += own
+    for path, module in () if keras is not None else model.named_modules():
         own = 0
         for param in module.parameters(recurse=False):
             if id(param) not in seen:

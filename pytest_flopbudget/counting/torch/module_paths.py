@@ -4,12 +4,16 @@ Forward ops go to the innermost module whose forward is on the stack. Backward o
 outside any module's forward; they are attributed through the autograd sequence number. Every autograd node takes
 the next sequence number when it is created, so we record the number at each change of the innermost module and
 look up which module was innermost when the node being executed was created.
+
+Keras 3 layers (torch backend) are torch modules whose `__call__` runs `nn.Module.__call__`, so the same hooks see
+them, but they are not registered as torch submodules: the caller passes them in `extra` with their Keras paths.
 """
 
 from __future__ import annotations
 
 import sys
 from bisect import bisect_right
+from collections.abc import Sequence
 from typing import Any
 
 import torch
@@ -20,16 +24,21 @@ from ...report import ROOT
 class ModulePathTracker:
     """Forward hooks on every submodule of one model, removed on `close()`; no global hooks."""
 
-    def __init__(self, model: torch.nn.Module) -> None:
+    def __init__(self, model: torch.nn.Module, extra: Sequence[tuple[str, torch.nn.Module]] = ()) -> None:
         self.paths: dict[int, str] = {}
         for path, module in model.named_modules():
             self.paths.setdefault(id(module), path)
+        hooked = list(model.modules())
+        for path, module in extra:
+            if id(module) not in self.paths:
+                hooked.append(module)
+            self.paths[id(module)] = path
         self._stack: list[str] = []
         self._seq_starts: list[int] = []
         self._seq_paths: list[str] = []
         self.error_path: str | None = None
         self._handles: list[Any] = []
-        for module in model.modules():
+        for module in hooked:
             self._handles.append(module.register_forward_pre_hook(self._enter))
             self._handles.append(module.register_forward_hook(self._leave, always_call=True))
         self._mark()

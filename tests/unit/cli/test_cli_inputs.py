@@ -19,6 +19,7 @@ from pytest_flopbudget.config import InputSpec
         (["1, 3, 224, 224"], None, [InputSpec((1, 3, 224, 224))]),
         (["[1,3]"], None, [InputSpec((1, 3))]),
         (["7"], None, [InputSpec((7,))]),
+        (["1,16"], None, [InputSpec((1, 16), None)]),  # no dtype given: the model decides (float32 or token ids)
         (["1,16:int64"], None, [InputSpec((1, 16), "int64")]),
         (["1,16"], "int64", [InputSpec((1, 16), "int64")]),
         (["1,16", "1,16:bool"], "int64", [InputSpec((1, 16), "int64"), InputSpec((1, 16), "bool")]),
@@ -26,6 +27,9 @@ from pytest_flopbudget.config import InputSpec
         # ONNX input names exported from TensorFlow carry a colon: the name is everything before '='
         (["input_1:0=1,224,224,3"], None, {"input_1:0": InputSpec((1, 224, 224, 3))}),
         (["pkg.data:example_inputs"], None, "pkg.data:example_inputs"),
+        (["t=scalar:int64"], None, {"t": InputSpec((), "int64")}),
+        (["t=[]"], None, {"t": InputSpec(())}),
+        (["scalar"], "float16", [InputSpec((), "float16")]),
     ],
 )
 def test_accepted(values, dtype, expected):

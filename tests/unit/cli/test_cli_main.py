@@ -47,6 +47,15 @@ def mlp():
     return MLP()
 
 
+class Halves(MLP):
+    def first_layer(self, x):
+        return self.act(self.fc1(x))
+
+
+def halves():
+    return Halves()
+
+
 def tokens():
     return Tokens()
 
@@ -340,7 +349,8 @@ def test_corrupt_baseline_fails_and_is_never_replaced(project):
     [
         ("nowhere.models:mlp", "cannot import 'nowhere.models': ModuleNotFoundError: No module named 'nowhere'"),
         ("{module}:missing", "'{module}' has no attribute 'missing'"),
-        ("{module}:NUMBER", "{module}:NUMBER is a int, not a torch.nn.Module or a factory"),
+        ("{module}:NUMBER", "{module}:NUMBER is an int, not a torch.nn.Module (or an object whose .model is one, "
+                            "as Ultralytics' YOLO) or a factory"),
         ("{module}:broken", "{module}:broken() raised RuntimeError: no weights here"),
     ],
 )
@@ -457,7 +467,20 @@ def test_count_dtypes_keywords_and_input_functions(project):
     assert code == 0
     assert out.splitlines()[-3] == with_scale.splitlines()[-3], "same totals from a function and from shapes"
     code, out, _ = project.run("count", target, "--input", "1,5")
-    assert code == 2, "float32 token ids: the model's own assertion"
+    assert code == 0 and out.splitlines()[0].endswith(": 1x5 int64; inference"), "ids feed an embedding: int64"
+    code, out, _ = project.run("count", target, "--input", "1,5:float32")
+    assert code == 2, "a given dtype wins: float32 token ids meet the model's own assertion"
+
+
+def test_count_a_method_other_than_forward(project):
+    target = f"{project.module}:halves"
+    code, out, _ = project.run("count", target, "--input", "2,8", "--method", "first_layer", "--depth", "all")
+    assert code == 0, out
+    # fc1 (8 -> 4 on 2 rows): 2*2*8*4 = 128 + 8 bias + 8 relu; fc2 does not run
+    assert "total: 144 FLOPs, 64 MACs" in out
+    code, _, err = project.run("count", target, "--input", "2,8", "--method", "nope")
+    assert code == 2
+    assert "--method: Halves has no method 'nope'; its own methods: first_layer" in one_error_line(err)
 
 
 @pytest.mark.parametrize(
@@ -529,6 +552,7 @@ def test_count_onnx_by_name_or_position(project, onnx_model):
              "--input x=<batch>,3,8,8 with each <...> replaced by a size"),
         (["--input", "1,3,8,8", "--training"], "--training applies to PyTorch models only"),
         (["--input", "1,3,8,8", "--dtype", "int64"], "--dtype applies to PyTorch models only"),
+        (["--input", "1,3,8,8", "--method", "decode"], "--method applies to PyTorch models only"),
         (["--input", "1,3,8,8:int64"], "an ONNX graph declares its own input dtypes"),
         (["--input", "1,3,8,8", "--input", "1,3,8,8"], "2 --input shapes for 1 graph input(s) (x)"),
         (["--input", "y=1,3,8,8"], "inputs= names 'y', which is not a graph input"),

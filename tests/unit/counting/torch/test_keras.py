@@ -1,4 +1,5 @@
-"""Keras 3 models on the torch backend are torch.nn.Modules: count() takes them as they are.
+"""Keras 3 models on the torch backend are torch.nn.Modules: count() takes them as they are, and attributes costs and
+parameters to Keras layers by their names (Keras layers are not torch submodules; see keras_layers.py).
 
 KERAS_BACKEND must be set before keras is first imported, and it sticks for the process, so every Keras model here
 is built and counted in one child process (run once per module); the tests read its JSON summary.
@@ -43,8 +44,10 @@ SCRIPT = textwrap.dedent(
 
     out = {}
     conv = keras.Sequential([keras.Input((1, 1, 1)), keras.layers.Conv2D(1, (1, 1), use_bias=False)])
-    dense = keras.Sequential([keras.Input((16,)), keras.layers.Dense(9)])
-    image = keras.Sequential([keras.Input((8, 8, 3)), keras.layers.Conv2D(4, 3), keras.layers.ReLU()])
+    dense = keras.Sequential([keras.Input((16,)), keras.layers.Dense(9, name="dense")])
+    image = keras.Sequential(
+        [keras.Input((8, 8, 3)), keras.layers.Conv2D(4, 3, name="conv"), keras.layers.ReLU(name="relu")]
+    )
     out["is_module"] = isinstance(dense, torch.nn.Module)
     for execution in ("fake", "real"):
         out["conv-" + execution] = summary(count(conv, torch.ones(1, 1, 1, 1), execution=execution))
@@ -61,6 +64,21 @@ SCRIPT = textwrap.dedent(
         out["train-" + execution + "-grads"] = grads(model)
         out["train-" + execution + "-again"] = summary(count(model, torch.ones(25, 16), training=True,
                                                              execution=execution))
+    # Dropout (a SeedGenerator's state is a torch parameter), batch norm (non-trainable moving statistics) and a
+    # nested model whose layers are two levels down
+    block = keras.Sequential(
+        [keras.Input((6,)), keras.layers.Dense(5, name="inner"), keras.layers.Dropout(0.5, name="drop")], name="block"
+    )
+    inputs = keras.Input((4,))
+    hidden = keras.layers.Dense(6, name="first")(inputs)
+    hidden = keras.layers.BatchNormalization(name="norm")(hidden)
+    nested = keras.Model(inputs, block(hidden), name="nested")
+    out["nested-torch-params"] = sum(p.numel() for p in nested.parameters())
+    out["nested-count-params"] = nested.count_params()
+    for execution in ("fake", "real"):
+        out["nested-" + execution] = summary(count(nested, torch.ones(3, 4), execution=execution))
+        params = count(nested, torch.ones(3, 4), execution=execution).layers
+        out["nested-" + execution + "-params"] = {path: c.params for path, c in params.items() if c.params}
     json.dump(out, sys.stdout)
     """
 )
@@ -93,7 +111,7 @@ def test_keras_dense_seed(keras_results: dict[str, Any], execution: str) -> None
     report = keras_results["dense-" + execution]
     assert (report["flops"], report["macs"], report["params"], report["skipped"]) == (7425, 3600, 153, {})
     # Keras' torch Dense runs a matmul (mm) and a separate bias add
-    assert report["layers"] == {"": {"aten.mm": [1, 7200, 3600], "aten.add": [1, 225, 0]}}
+    assert report["layers"] == {"dense": {"aten.mm": [1, 7200, 3600], "aten.add": [1, 225, 0]}}
 
 
 @pytest.mark.parametrize("execution", ["fake", "real"])
@@ -104,10 +122,34 @@ def test_keras_channels_last_conv(keras_results: dict[str, Any], execution: str)
     assert (report["flops"], report["macs"], report["params"], report["skipped"]) == (8064, 3888, 112, {})
 
 
-def test_keras_layers_are_not_torch_submodules_so_costs_land_on_the_root(keras_results: dict[str, Any]) -> None:
-    # Keras layers run through keras' own Layer.__call__, not nn.Module.__call__, so the module tracker's forward
-    # hooks never fire for them: every op is charged to the root path
-    assert set(keras_results["image-fake"]["layers"]) == {""}
+@pytest.mark.parametrize("execution", ["fake", "real"])
+def test_keras_costs_are_attributed_to_keras_layers(keras_results: dict[str, Any], execution: str) -> None:
+    # Keras layers are not torch submodules, so the tracker is given them by Keras' own layer tracking
+    layers = keras_results["image-" + execution]["layers"]
+    assert set(layers) == {"conv", "relu"}
+    assert sum(c[1] for c in layers["conv"].values()) == 3888 * 2 + 144  # MACs x 2 + bias adds
+    assert sum(c[1] for c in layers["relu"].values()) == 144
+
+
+@pytest.mark.parametrize("execution", ["fake", "real"])
+def test_keras_nested_model_layers_have_dotted_paths(keras_results: dict[str, Any], execution: str) -> None:
+    report = keras_results["nested-" + execution]
+    # first: Dense(6) on [3, 4]: 2*3*4*6 = 144 + 18 bias; inner: Dense(5) on [3, 6]: 2*3*6*5 = 180 + 15 bias
+    assert report["layers"]["first"] == {"aten.mm": [1, 144, 72], "aten.add": [1, 18, 0]}
+    assert report["layers"]["block.inner"] == {"aten.mm": [1, 180, 90], "aten.add": [1, 15, 0]}
+    assert "norm" in report["layers"]
+    assert "" not in report["layers"]  # nothing is left on the root
+
+
+@pytest.mark.parametrize("execution", ["fake", "real"])
+def test_keras_params_are_count_params_not_seed_state(keras_results: dict[str, Any], execution: str) -> None:
+    # first 4*6 + 6 = 30; norm gamma, beta, moving mean and variance 4*6 = 24; inner 6*5 + 5 = 35 -> 89.
+    # Dropout's SeedGenerator state (2 int32 values) is a torch parameter but not a weight.
+    assert keras_results["nested-count-params"] == 89
+    assert keras_results["nested-torch-params"] == 89 + 2
+    assert keras_results["nested-" + execution]["params"] == 89
+    assert keras_results["nested-" + execution + "-params"] == {"first": 30, "norm": 24, "block.inner": 35}
+
 
 
 @pytest.mark.parametrize("execution", ["fake", "real"])
