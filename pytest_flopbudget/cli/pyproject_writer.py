@@ -71,7 +71,9 @@ def toml_inputs(inputs: Inputs) -> str:
 
 def _spec(spec: InputSpec) -> str:
     shape = "[" + ", ".join(str(d) for d in spec.shape) + "]"
-    return shape if spec.dtype == "float32" else f"{{ shape = {shape}, dtype = {toml_string(spec.dtype)} }}"
+    if spec.dtype is None or spec.dtype == "float32":  # None: not given, so `check` infers it as `init` did
+        return shape
+    return f"{{ shape = {shape}, dtype = {toml_string(spec.dtype)} }}"
 
 
 def _key(name: str) -> str:
