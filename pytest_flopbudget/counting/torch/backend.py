@@ -108,7 +108,7 @@ class CountingMode(TorchDispatchMode):
             out = self.memo.shortcut(func, args, kwargs)
             if out is None:
                 memo_key = self.memo.key(func, args, kwargs)
-                out = self.memo.replay(memo_key) if memo_key is not None else None
+                out = self.memo.replay(memo_key, args) if memo_key is not None else None
         node = torch._C._current_autograd_node()
         path = self.tracker.path_for_node(node) if node is not None else self.tracker.current
         if out is None:
@@ -307,10 +307,21 @@ def _execution_context(execution: str) -> Iterator[_Context]:
             meta = torch.empty_strided(shape, stride, dtype=dtype, device="meta")
         return FakeTensor(fake_mode, meta, device)
 
+    def make_view(
+        base: Any, shape: tuple[int, ...], stride: tuple[int, ...], offset: int, dtype: torch.dtype, device: Any
+    ) -> Any:
+        """A fake view on `base`'s (meta) storage, built as fake mode's own cache builds a cached view."""
+        if not isinstance(base, FakeTensor) or base.fake_mode is not fake_mode:
+            return None
+        with unset_fake_temporarily():
+            meta = torch.empty((0,), dtype=dtype, device="meta")
+            meta.set_(base.untyped_storage(), offset, shape, stride)
+        return FakeTensor(fake_mode, meta, device)
+
     context = _Context(
         to_fake,
         fake_parameter,
-        ShapeMemo(make_fake, SAME_SHAPE_INPLACE),
+        ShapeMemo(make_fake, SAME_SHAPE_INPLACE, make_view),
         KnownValues(make_fake),
         UpperBounds(make_fake, shapes.get),
         shapes,

@@ -14,9 +14,11 @@ While a count runs, and only if Dynamo is not imported yet, `deferred_dynamo()` 
 `sys.modules["torch._dynamo"]`: its `__path__` is the real package's, so real submodules such as `config` load under
 it unchanged, and its `disable(fn, ..., wrapping=False)` (the call `_disable_dynamo` makes) returns `fn` itself.
 That is exact, not an approximation: `disable` only stops Dynamo's frame hook, and without Dynamo imported no frame
-hook can be installed. Any other use of the stand-in (an attribute it does not have: the model calls
-`torch._dynamo.mark_static_address`, a submodule that needs the package) imports the real Dynamo at once, takes the
-stand-in out, and forgets every `fn` it returned, so from then on everything behaves as without this module. On
+hook can be installed. Any other use of the stand-in imports the real Dynamo at once, takes the stand-in out, and
+forgets every `fn` it returned, so from then on everything behaves as without this module: an attribute it does
+not have (the model calls `torch._dynamo.is_compiling()`), or a submodule other than `config` (a `ShapeEnv` made for
+a data-dependent size imports `torch._dynamo.exc`); a finder at the front of `sys.meta_path` hands that import the
+module the real package loaded, so no submodule is ever loaded twice. On
 exit the stand-in is removed and every `_disable_dynamo` wrapper it answered forgets its cached answer, so a later
 `torch.compile` in the same process builds the real `disable`. Only `torch._dynamo.config` (a plain settings module)
 stays imported; the real package adopts it when it is imported.
@@ -29,6 +31,8 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import importlib.abc
+import importlib.machinery
 import importlib.util
 import sys
 import types
@@ -36,6 +40,7 @@ from collections.abc import Iterator
 from typing import Any
 
 _NAME = "torch._dynamo"
+_LIGHT_SUBMODULES = frozenset({"torch._dynamo.config"})  # loaded under the stand-in: settings only
 _CACHE_ATTRIBUTE = "__dynamo_disable"  # where torch._compile._disable_dynamo caches torch._dynamo.disable(fn)
 
 
@@ -49,6 +54,9 @@ class _DynamoStandIn(types.ModuleType):
         self.__file__ = spec.origin
         self.__package__ = _NAME
         self._answered: list[Any] = []
+        for name in _LIGHT_SUBMODULES:  # loaded by an earlier count: `import` binds it to the parent only once
+            if name in sys.modules:
+                setattr(self, name.rpartition(".")[2], sys.modules[name])
 
     def disable(self, fn: Any = None, recursive: bool = True, *, wrapping: bool = True, **kwargs: Any) -> Any:
         if fn is None or wrapping or kwargs or not callable(fn):
@@ -78,6 +86,30 @@ class _DynamoStandIn(types.ModuleType):
         self._answered.clear()
 
 
+class _RealSubmodules(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """While the stand-in is in place: a submodule import other than `config` loads the real package first."""
+
+    def __init__(self, stand_in: _DynamoStandIn) -> None:
+        self._stand_in = stand_in
+        self._specs: dict[str, Any] = {}
+
+    def find_spec(self, name: str, path: Any = None, target: Any = None) -> Any:
+        if not name.startswith(_NAME + ".") or name in _LIGHT_SUBMODULES or sys.modules.get(_NAME) is not self._stand_in:
+            return None
+        self._stand_in._load_real()
+        loaded = sys.modules.get(name)
+        if loaded is None:  # not among what the package's __init__ imports: found and loaded as usual
+            return None
+        self._specs[name] = loaded.__spec__
+        return importlib.machinery.ModuleSpec(name, self, is_package=hasattr(loaded, "__path__"))
+
+    def create_module(self, spec: Any) -> Any:
+        return sys.modules[spec.name]  # the module the real package already loaded, not a second copy
+
+    def exec_module(self, module: types.ModuleType) -> None:
+        module.__spec__ = self._specs.pop(module.__name__)  # the import machinery set ours: put back its own
+
+
 @contextlib.contextmanager
 def deferred_dynamo() -> Iterator[None]:
     """Runs the block with the stand-in in place of an unimported `torch._dynamo` (a no-op once it is imported)."""
@@ -89,8 +121,11 @@ def deferred_dynamo() -> Iterator[None]:
         yield
         return
     stand_in = _DynamoStandIn(spec)
+    finder = _RealSubmodules(stand_in)
     sys.modules[_NAME] = stand_in
+    sys.meta_path.insert(0, finder)
     try:
         yield
     finally:
+        sys.meta_path.remove(finder)
         stand_in.release()
