@@ -60,7 +60,7 @@ class _DynamoStandIn(types.ModuleType):
 
     def disable(self, fn: Any = None, recursive: bool = True, *, wrapping: bool = True, **kwargs: Any) -> Any:
         if fn is None or wrapping or kwargs or not callable(fn):
-            return getattr(self._load_real(), "disable")(fn, recursive, wrapping=wrapping, **kwargs)
+            return self._load_real().disable(fn, recursive, wrapping=wrapping, **kwargs)
         self._answered.append(fn)
         return fn
 
@@ -94,7 +94,9 @@ class _RealSubmodules(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         self._specs: dict[str, Any] = {}
 
     def find_spec(self, name: str, path: Any = None, target: Any = None) -> Any:
-        if not name.startswith(_NAME + ".") or name in _LIGHT_SUBMODULES or sys.modules.get(_NAME) is not self._stand_in:
+        if not name.startswith(_NAME + ".") or name in _LIGHT_SUBMODULES:
+            return None
+        if sys.modules.get(_NAME) is not self._stand_in:
             return None
         self._stand_in._load_real()
         loaded = sys.modules.get(name)

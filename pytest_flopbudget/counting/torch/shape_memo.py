@@ -135,9 +135,9 @@ def _kind(func: Any, views: bool) -> str | None:
     if views and len(returns) == 1 and arguments and str(returns[0].type) == "Tensor":
         out, first = returns[0].alias_info, arguments[0].alias_info
         others = [a.alias_info for a in arguments[1:] if a.alias_info is not None]
-        if out is not None and first is not None and not out.is_write and not first.is_write and not others:
-            if out.before_set == first.before_set and str(arguments[0].type) == "Tensor":
-                return _VIEW
+        aliases = out is not None and first is not None and not out.is_write and not first.is_write
+        if aliases and not others and out.before_set == first.before_set and str(arguments[0].type) == "Tensor":
+            return _VIEW
     return None
 
 

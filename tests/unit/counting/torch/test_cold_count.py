@@ -60,8 +60,13 @@ def test_counting_never_imports_dynamo() -> None:
         model = resnet18()
         RESULT = [count(model.eval(), x).macs, 2 * count(model.train(), x, training=True).macs]
     """)
-    assert report == {"dynamo": None, "real": False, "attribute": False, "cached": False,
-                      "result": [1_814_073_344, 10_648_412_160]}
+    assert report == {
+        "dynamo": None,
+        "real": False,
+        "attribute": False,
+        "cached": False,
+        "result": [1_814_073_344, 10_648_412_160],
+    }
 
 
 def test_torch_compile_after_a_count_still_disables_dynamo_in_dispatch() -> None:
