@@ -1,7 +1,12 @@
 """Speed and memory of the PyTorch backend, measured against peers in the same run.
 
-    python benchmarks/bench_torch.py            # everything (about a minute)
-    python benchmarks/bench_torch.py --quick    # skip the 70B case
+    python benchmarks/bench_torch.py            # everything (several minutes: Zamba's default config is 7B)
+    python benchmarks/bench_torch.py --quick    # skip the 70B case and Zamba
+
+Cold counts are timed in fresh child processes, ours and `FlopCounterMode`'s alternately, each child importing
+torch and building the same model first; "after build" times only the count (or the real forward under
+`FlopCounterMode`), "from start" the whole child. Sequential-scan models (Mamba, RWKV, Zamba from transformers'
+default configs, built on the meta device) report the seconds of a first count at sequence 128.
 
 Machines here are noisy, so every figure that matters is a ratio of two timings taken in the same process, each
 the median of several repetitions after a warm-up. Memory figures come from child processes so that one case's
@@ -100,6 +105,73 @@ else:
 """
 
 
+COLD = r"""
+import json, sys, time
+start = time.perf_counter()
+import torch
+which, name = sys.argv[1], sys.argv[2]
+if name == "resnet50":
+    from examples.resnet import resnet50 as build
+else:
+    from examples.densenet import densenet121 as build
+model = build().eval()
+x = torch.randn(1, 3, 224, 224)
+built = time.perf_counter()
+if which == "ours":
+    from pytest_flopbudget import count
+    count(model, x)
+else:
+    from torch.utils.flop_counter import FlopCounterMode
+    with FlopCounterMode(display=False), torch.no_grad():
+        model(x)
+end = time.perf_counter()
+print(json.dumps({"from_start_s": end - start, "after_build_s": end - built,
+                  "dynamo_imported": "torch._dynamo" in sys.modules}))
+"""
+
+SCAN = r"""
+import json, sys, time
+import torch, transformers
+name = sys.argv[1]
+config, cls = {
+    "mamba": (transformers.MambaConfig, transformers.MambaForCausalLM),
+    "rwkv": (transformers.RwkvConfig, transformers.RwkvForCausalLM),
+    "zamba": (lambda: transformers.ZambaConfig(use_mamba_kernels=False), transformers.ZambaForCausalLM),
+}[name]
+with torch.device("meta"):
+    model = cls(config()).eval()
+ids = torch.zeros(1, 128, dtype=torch.long)
+from pytest_flopbudget import count
+start = time.perf_counter()
+report = count(model, ids)
+print(json.dumps({"cold_count_s": time.perf_counter() - start, "macs": report.macs, "skipped": report.skipped}))
+"""
+
+
+def run_json(code: str, *args: str) -> dict[str, Any]:
+    out = subprocess.run(
+        [sys.executable, "-c", code, *args], cwd=ROOT, capture_output=True, text=True, check=True,
+        env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
+    )
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def cold_vs_flop_counter(name: str, repeat: int) -> dict[str, Any]:
+    """Medians over `repeat` pairs of fresh children, ours and the peer's alternately; ratios below 1 are ours."""
+    runs: dict[str, list[dict[str, Any]]] = {"ours": [], "peer": []}
+    for _ in range(repeat):
+        for which in runs:
+            runs[which].append(run_json(COLD, which, name))
+    result: dict[str, Any] = {}
+    for field in ("from_start_s", "after_build_s"):
+        ours = statistics.median(r[field] for r in runs["ours"])
+        peer = statistics.median(r[field] for r in runs["peer"])
+        result[f"count_{field}"], result[f"flop_counter_{field}"] = ours, peer
+        result[f"ratio_{field.removesuffix('_s')}"] = ours / peer
+    result["count_imports_dynamo"] = any(r["dynamo_imported"] for r in runs["ours"])
+    return result
+
+
 def child(case: str) -> dict[str, Any]:
     out = subprocess.run(
         [sys.executable, "-c", CHILD, case], cwd=ROOT, capture_output=True, text=True, check=True,
@@ -116,6 +188,12 @@ def main(argv: list[str] | None = None) -> int:
     sys.path.insert(0, str(ROOT))
 
     results: dict[str, Any] = {"resnet50_224": resnet50_vs_flop_counter(args.repeat)}
+    results["warm_ratio_count_over_flop_counter"] = 1 / results["resnet50_224"]["speedup"]
+    cold_repeat = max(3, args.repeat // 2)
+    results["cold_resnet50_224"] = cold_vs_flop_counter("resnet50", cold_repeat)
+    results["cold_densenet121_224"] = cold_vs_flop_counter("densenet121", cold_repeat)
+    scans = ["mamba", "rwkv"] if args.quick else ["mamba", "rwkv", "zamba"]
+    results["sequential_scans_seq128"] = {name: run_json(SCAN, name) for name in scans}
     results["llama_7b_meta_seq2048"] = child("llama-7b")
     if not args.quick:
         results["llama_70b_meta_seq2048"] = child("llama-70b")

@@ -26,8 +26,10 @@ from ..formulas import Cost
 from ..registry import Free
 from ..tally import DATA_DEPENDENT_SHAPE, NO_FORMULA, Tally, formula_failed
 from .data_dependent import _DYNAMIC_TAGS, _SCALAR_OP, BOUND_RULE, ROUTING_RULE, KnownValues, UpperBounds
+from .defer_dynamo import deferred_dynamo
 from .fake_fallbacks import FAKE_FALLBACKS
 from .keras_layers import keras_params, keras_paths
+from .lazy_shape_env import LazyShapeEnv
 from .model_copy import ModelCopy
 from .module_paths import ModulePathTracker
 from .ops import SAME_SHAPE_INPLACE, TORCH_OPS, op_key
@@ -64,18 +66,26 @@ _REPLAY_LIMIT = 1 << 24
 class CountingMode(TorchDispatchMode):
     """Looks up each dispatched op in the formula registry and charges it to the running module."""
 
+    @classmethod
+    def _should_skip_dynamo(cls) -> bool:
+        """No `torch._dynamo.disable` wrapper around `__torch_dispatch__`: nothing compiles a count, and the
+        wrapper costs a call per op (and, on its first call, the import of Dynamo; see defer_dynamo.py)."""
+        return False
+
     def __init__(
         self,
         tracker: ModulePathTracker,
         memo: ShapeMemo | None = None,
         values: KnownValues | None = None,
         bounds: UpperBounds | None = None,
+        shapes: LazyShapeEnv | None = None,
     ) -> None:
         super().__init__()
         self.tracker = tracker
         self.memo = memo
         self.values = values
         self.bounds = bounds
+        self.shapes = shapes
         self.tally = Tally()
         self.failed_op: str | None = None
         self.fake_only_failure = False
@@ -99,7 +109,7 @@ class CountingMode(TorchDispatchMode):
             out = self.memo.shortcut(func, args, kwargs)
             if out is None:
                 memo_key = self.memo.key(func, args, kwargs)
-                out = self.memo.replay(memo_key) if memo_key is not None else None
+                out = self.memo.replay(memo_key, args) if memo_key is not None else None
         node = torch._C._current_autograd_node()
         path = self.tracker.path_for_node(node) if node is not None else self.tracker.current
         if out is None:
@@ -152,6 +162,8 @@ class CountingMode(TorchDispatchMode):
         try:
             return func(*args, **kwargs)
         except Exception:
+            if self.shapes is not None and self.shapes.install():  # see lazy_shape_env.py
+                return self._run_fake_or_fallback(func, args, kwargs)
             fallback = FAKE_FALLBACKS.get(op_key(func)) if self.bounds is not None else None
             if fallback is None:
                 raise
@@ -208,7 +220,7 @@ def count_torch(
     mode: CountingMode | None = None
     tracker: ModulePathTracker | None = None
     try:
-        with _quiet_fake_tensor_log(), _execution_context(execution) as context:
+        with deferred_dynamo(), _quiet_fake_tensor_log(), _execution_context(execution) as context:
             stand_in = _by_identity(context.tensor)
             copier = ModelCopy(context.parameter, stand_in)
             with context.outside():  # objects deep-copied for real, as they were made
@@ -218,7 +230,7 @@ def count_torch(
                 _convert_by_replacing(counted)
             tracker = ModulePathTracker(counted, keras_paths(counted))
             call = counted if method == "forward" else getattr(counted, method)  # the copy's, never the model's
-            mode = CountingMode(tracker, context.memo, context.values, context.bounds)
+            mode = CountingMode(tracker, context.memo, context.values, context.bounds, context.shapes)
             fake_args, fake_kwargs = tree_map(stand_in, (args, kwargs))
             if training:
                 counted.train()
@@ -281,6 +293,7 @@ class _Context:
     memo: ShapeMemo | None = None
     values: KnownValues | None = None
     bounds: UpperBounds | None = None
+    shapes: LazyShapeEnv | None = None
     outside: Callable[[], Any] = contextlib.nullcontext
 
 
@@ -290,10 +303,10 @@ def _execution_context(execution: str) -> Iterator[_Context]:
         yield _Context(_real_stand_in, _real_parameter)
         return
     from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode, unset_fake_temporarily
-    from torch.fx.experimental.symbolic_shapes import ShapeEnv
 
-    shape_env = ShapeEnv()
-    fake_mode = FakeTensorMode(shape_env=shape_env, allow_non_fake_inputs=True)
+    # static_shapes=False: what the mode had when it got its ShapeEnv at construction (see lazy_shape_env.py)
+    fake_mode = FakeTensorMode(allow_non_fake_inputs=True, static_shapes=False)
+    shapes = LazyShapeEnv(fake_mode)
 
     def to_fake(value: Any) -> Any:
         if not isinstance(value, torch.Tensor):
@@ -316,12 +329,24 @@ def _execution_context(execution: str) -> Iterator[_Context]:
             meta = torch.empty_strided(shape, stride, dtype=dtype, device="meta")
         return FakeTensor(fake_mode, meta, device)
 
+    def make_view(
+        base: Any, shape: tuple[int, ...], stride: tuple[int, ...], offset: int, dtype: torch.dtype, device: Any
+    ) -> Any:
+        """A fake view on `base`'s (meta) storage, built as fake mode's own cache builds a cached view."""
+        if not isinstance(base, FakeTensor) or base.fake_mode is not fake_mode:
+            return None
+        with unset_fake_temporarily():
+            meta = torch.empty((0,), dtype=dtype, device="meta")
+            meta.set_(base.untyped_storage(), offset, shape, stride)
+        return FakeTensor(fake_mode, meta, device)
+
     context = _Context(
         to_fake,
         fake_parameter,
-        ShapeMemo(make_fake, SAME_SHAPE_INPLACE),
+        ShapeMemo(make_fake, SAME_SHAPE_INPLACE, make_view),
         KnownValues(make_fake),
-        UpperBounds(make_fake, shape_env),
+        UpperBounds(make_fake, shapes.get),
+        shapes,
         unset_fake_temporarily,
     )
     with fake_mode:

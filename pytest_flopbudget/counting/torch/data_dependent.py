@@ -249,9 +249,9 @@ def _invented(key: str, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
 class UpperBounds:
     """Replaces outputs whose sizes are unbacked symbols by fakes at the symbols' upper bounds."""
 
-    def __init__(self, make_fake: MakeFake, shape_env: Any) -> None:
+    def __init__(self, make_fake: MakeFake, shape_env: Callable[[], Any]) -> None:
         self._make_fake = make_fake
-        self._shape_env = shape_env
+        self._shape_env = shape_env  # called only for symbolic sizes, which exist only once fake mode has one
 
     def concretize(self, key: str, args: tuple[Any, ...], out: Any) -> tuple[Any, bool]:
         """(output, whether a bound was used)."""
@@ -272,7 +272,7 @@ class UpperBounds:
             return size
         expr = size.node.expr
         try:
-            upper = self._shape_env.bound_sympy(expr).upper
+            upper = self._shape_env().bound_sympy(expr).upper
             if upper.is_finite:
                 return int(upper)
         except Exception:  # fall through to the op's known bound

@@ -5,6 +5,12 @@ costs more than the rest of a count. A network repeats the same op on the same s
 a ResNet stage), so we remember, per op and argument metadata, the shapes of the outputs and build fresh fake
 outputs directly. Only ops that neither mutate nor alias their inputs nor have data-dependent output shapes are
 memoised: for those, output metadata is a pure function of the key, and nothing else about the result matters.
+
+View ops (`select`, `expand`, `view`, `unsqueeze`, `transpose`...) are memoised too, because a sequential scan
+(Mamba's and RWKV's per-token loops) is mostly views, and fake mode's own handling of a view costs ten times a
+replay. A view's size, stride and storage offset are a pure function of its input's and of its arguments, like a
+pure op's metadata; what a replay must add is the aliasing: the replayed output is built on the input's storage
+(`make_view`), as fake mode's own cache does it, so in-place updates through it and `_base` behave the same.
 """
 
 from __future__ import annotations
@@ -19,16 +25,24 @@ _NOT_MEMOISABLE = object()
 _PRIM_DEVICE = torch.ops.prim.device.default
 
 
+#: (base, shape, stride, storage offset, dtype, device) -> a fake view of `base`'s storage, or None if `base` is not
+#: a tensor the replay can alias (a real constant fake mode has not converted yet)
+MakeView = Callable[[Any, tuple[int, ...], tuple[int, ...], int, torch.dtype, torch.device], Any]
+_PURE, _VIEW = "pure", "view"
+
+
 class ShapeMemo:
     def __init__(
         self,
         make_fake: Callable[[tuple[int, ...], tuple[int, ...], torch.dtype, torch.device], Any],
         same_shape_inplace: frozenset[str] = frozenset(),
+        make_view: MakeView | None = None,
     ) -> None:
         self._make_fake = make_fake
+        self._make_view = make_view
         self._same_shape_inplace = same_shape_inplace
         self._outputs: dict[Hashable, tuple[Any, ...]] = {}
-        self._pure: dict[Any, bool] = {}
+        self._kinds: dict[Any, str | None] = {}
 
     def shortcut(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any | None:
         """Results that need no shape propagation at all, or None.
@@ -54,10 +68,11 @@ class ShapeMemo:
 
     def key(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Hashable | None:
         """None when the op or one of its arguments rules memoising out."""
-        pure = self._pure.get(func)
-        if pure is None:
-            pure = self._pure[func] = _is_pure(func)
-        if not pure:
+        if func in self._kinds:
+            kind = self._kinds[func]
+        else:
+            kind = self._kinds[func] = _kind(func, views=self._make_view is not None)
+        if kind is None:
             return None
         parts: list[Any] = [func]
         for value in args:
@@ -72,15 +87,24 @@ class ShapeMemo:
             parts.append((name, part))
         return tuple(parts)
 
-    def replay(self, key: Hashable) -> Any | None:
+    def replay(self, key: Hashable, args: tuple[Any, ...] = ()) -> Any | None:
         entry = self._outputs.get(key)
         if entry is None:
             return None
         single, metas = entry
+        if single == _VIEW:
+            assert self._make_view is not None  # views are memoised only with a make_view
+            shape, stride, offset, dtype, device = metas
+            return self._make_view(args[0], shape, stride, offset, dtype, device)
         outs = [self._make_fake(*meta) if meta is not None else None for meta in metas]
         return outs[0] if single else tuple(outs)
 
     def store(self, key: Hashable, out: Any) -> None:
+        if self._kinds.get(key[0]) == _VIEW:  # type: ignore[index]  # keys are tuples led by the op
+            if isinstance(out, torch.Tensor) and not (out.is_conj() or out.is_neg()) and _static(out.shape):
+                meta = (tuple(out.shape), out.stride(), out.storage_offset(), out.dtype, out.device)
+                self._outputs[key] = (_VIEW, meta)
+            return
         single = isinstance(out, torch.Tensor)
         values = (out,) if single else out
         if not isinstance(values, tuple):
@@ -98,15 +122,27 @@ class ShapeMemo:
         self._outputs[key] = (single, tuple(metas))
 
 
-def _is_pure(func: Any) -> bool:
+def _kind(func: Any, views: bool) -> str | None:
+    """`_PURE`, `_VIEW` (one tensor returned, a view of the first argument, nothing written), or None."""
     schema = func._schema
-    if schema.is_mutable or any(ret.alias_info is not None for ret in schema.returns):
-        return False
-    if any(arg.alias_info is not None for arg in schema.arguments):
-        return False
     tags = set(func.tags)
     impure = {torch.Tag.dynamic_output_shape, torch.Tag.data_dependent_output, torch.Tag.nondeterministic_seeded}
-    return not (tags & impure) and func.namespace in ("aten", "prims")
+    if schema.is_mutable or tags & impure or func.namespace not in ("aten", "prims"):
+        return None
+    returns, arguments = schema.returns, schema.arguments
+    if not any(ret.alias_info is not None for ret in returns) and not any(a.alias_info is not None for a in arguments):
+        return _PURE
+    if views and len(returns) == 1 and arguments and str(returns[0].type) == "Tensor":
+        out, first = returns[0].alias_info, arguments[0].alias_info
+        others = [a.alias_info for a in arguments[1:] if a.alias_info is not None]
+        aliases = out is not None and first is not None and not out.is_write and not first.is_write
+        if aliases and not others and out.before_set == first.before_set and str(arguments[0].type) == "Tensor":
+            return _VIEW
+    return None
+
+
+def _static(shape: Any) -> bool:
+    return all(isinstance(s, int) for s in shape)
 
 
 def _describe(value: Any) -> Any:

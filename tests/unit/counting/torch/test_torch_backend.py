@@ -351,3 +351,33 @@ def test_llama_7b_counts_in_a_small_process() -> None:
     result = json.loads(out.stdout.strip().splitlines()[-1])
     assert result["params"] == 6_738_415_616
     assert result["peak_kb"] < 1024 * 1024
+
+
+def densenet121_macs() -> int:
+    """Conv and linear MACs of DenseNet-121 at 224x224, from the architecture: stem 7x7/2 conv to 64 channels at
+    112x112; each dense layer a 1x1 conv (c -> 128) and a 3x3 conv (128 -> 32) at the block's resolution; each
+    transition a 1x1 conv halving the channels before a 2x2 pool; the 1024 -> 1000 classifier."""
+    macs = 64 * 112 * 112 * 3 * 7 * 7
+    channels, side = 64, 56
+    for index, layers in enumerate((6, 12, 24, 16)):
+        for i in range(layers):
+            c = channels + 32 * i
+            macs += side * side * (128 * c + 32 * 128 * 9)
+        channels += 32 * layers
+        if index < 3:
+            macs += side * side * (channels // 2) * channels
+            channels //= 2
+            side //= 2
+    return macs + channels * 1000
+
+
+def test_densenet121_matches_published_figures() -> None:
+    from examples.densenet import densenet121
+
+    report = count(densenet121().eval(), torch.randn(1, 3, 224, 224))
+    # torchvision's model card: 7,978,856 parameters, 2.83 "GFLOPS" (GMACs)
+    assert report.params == 7_978_856
+    assert report.macs == densenet121_macs() == 2_834_161_664
+    assert report.skipped == {}
+    # the 3x3 conv of the last dense layer: 7*7 outputs * 32 channels * 128*3*3
+    assert report.layers["features.denseblock4.denselayer16.conv2"].macs == 49 * 32 * 128 * 9
