@@ -92,9 +92,10 @@ def token_id_inputs(
     if not candidates or not has_embedding(model):
         return set()
     from .backend import _by_identity, _convert_by_replacing, _execution_context, _quiet_fake_tensor_log
+    from .defer_dynamo import deferred_dynamo
     from .model_copy import ModelCopy
 
-    with _quiet_fake_tensor_log(), _execution_context("fake") as context:
+    with deferred_dynamo(), _quiet_fake_tensor_log(), _execution_context("fake") as context:
         stand_in = _by_identity(context.tensor)
         with context.outside():
             counted = ModelCopy(context.parameter, stand_in).copy(model)
