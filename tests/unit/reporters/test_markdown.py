@@ -38,12 +38,12 @@ GOLDEN = """\
 
 |  | model | metric | budget | baseline | now | delta | budget use |
 | --- | --- | --- | --- | --- | --- | --- | --- |
-| ❌ | resnet | FLOPs | 1.00k | 800 | 1.20k | +400 (+50.0%) | 120.0% |
+| ❌ | resnet | FLOPs | 1.00k | 800 | 1.20k | +400 (+50.0%) | ██████████ 120.0% over |
 | ⚠️ |  | MACs | - | 400 | 600 | +200 (+50.0%) | - |
-| ✅ |  | params | 10 | 2 | 2 | = | 20.0% |
-| ✅ | vit | FLOPs | 2.00k | 1.50k | 1.50k | = | 75.0% |
-| ⚠️ |  | skipped op calls | 5 | 0 | 2 | +2 (new) | 40.0% |
-| ✅ | a\\|b &lt;i&gt;x&lt;/i&gt; | MACs | 1.00k | - | 750 | - | 75.0% |
+| ✅ |  | params | 10 | 2 | 2 | = | ██░░░░░░░░ 20.0% |
+| ✅ | vit | FLOPs | 2.00k | 1.50k | 1.50k | = | ███████░░░ 75.0% |
+| ⚠️ |  | skipped op calls | 5 | 0 | 2 | +2 (new) | ████░░░░░░ 40.0% |
+| ✅ | a\\|b &lt;i&gt;x&lt;/i&gt; | MACs | 1.00k | - | 750 | - | ███████░░░ 75.0% |
 
 <details>
 <summary>❌ resnet: 1.20 kFLOPs &gt; budget 1.00 kFLOPs (+20.0%); baseline 800 FLOPs</summary>
