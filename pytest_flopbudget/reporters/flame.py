@@ -148,7 +148,7 @@ def render_html(
                 '<html lang="en">',
                 "<head>",
                 '<meta charset="utf-8">',
-                "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'\">",
+                f'<meta http-equiv="Content-Security-Policy" content="{CSP}">',
                 '<meta name="viewport" content="width=device-width, initial-scale=1">',
                 f"<title>flopbudget: {heading}</title>",
                 "<style>body{margin:16px;background:#fff;color:#222;font-family:monospace}"
