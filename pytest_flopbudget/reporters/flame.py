@@ -52,6 +52,8 @@ CHAR = 7.2
 MIN_WIDTH = 50
 BAR = 300
 SHOWN_SKIPPED = 5
+#: The HTML page may load and run nothing: only its own inline styles apply.
+CSP = "default-src 'none'; style-src 'unsafe-inline'"
 
 _STYLE = "g.layer:hover rect{stroke:#000;stroke-width:1.5}g.layer text{pointer-events:none}"
 
