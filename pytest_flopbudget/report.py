@@ -117,6 +117,26 @@ class Report:
     conventions: dict[str, str] = field(default_factory=lambda: dict(CONVENTIONS))
     versions: dict[str, str] = field(default_factory=dict)
 
+    def __str__(self) -> str:
+        """The per-layer table `flopbudget count` prints (depth 2), so `print(count(model, x))` shows where the
+        compute goes; names from the model pass `safe_text` as every other output does."""
+        from .reporters.table import format_layer_table
+        from .safe_text import safe_text
+
+        mode = "training step (forward + backward)" if self.training else "inference"
+        title = f"{self.model or 'model'} ({self.backend}, {mode})"
+        return safe_text(format_layer_table(self, title=title))
+
+    def __repr__(self) -> str:
+        """One line: a Report holds every layer, and a repr of thousands of layers helps nobody in a debugger."""
+        from .safe_text import safe_line
+
+        skipped = f", skipped={self.skipped_calls}" if self.skipped_ops else ""
+        return safe_line(
+            f"Report(model={self.model!r}, backend={self.backend!r}, training={self.training}, flops={self.flops}, "
+            f"macs={self.macs}, params={self.params}, layers={len(self.layers)}{skipped})"
+        )
+
     @property
     def flops(self) -> int:
         return self.forward.flops + self.backward.flops

@@ -47,6 +47,13 @@ def safe_line(line: str) -> str:
     return line.replace("##[", "#\\x23[")
 
 
+def json_safe(text: str) -> str:
+    """JSON text whose lines `safe_line` leaves as they are, so it stays valid JSON on stdout: `##[` (which
+    `safe_line` would break up with a backslash escape JSON does not have) only occurs inside strings and is
+    written `#\\u0023[` there. The JSON must be ASCII (`ensure_ascii`), so it holds no control character."""
+    return text.replace("##[", "#\\u0023[")
+
+
 def safe_text(text: str) -> str:
     """`safe_line` for every line of `text` (newlines kept)."""
     return "\n".join(safe_line(line) for line in text.split("\n"))

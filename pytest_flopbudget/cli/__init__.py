@@ -54,6 +54,7 @@ examples:
   flopbudget count examples.resnet:resnet50 --input 1,3,224,224
   flopbudget count examples.resnet:resnet50 --input 8,3,224,224 --training --depth 1
   flopbudget count examples.factories:gpt_tiny --input 1,64:int64 --format json
+  flopbudget count resnet50 --format html --output resnet50.html   # a picture, with the budget use
   flopbudget count pkg.models:two_tower --input 1,3,224,224 1,77:int64
   flopbudget count model.onnx --input input=1,3,224,224
   flopbudget count resnet50 --depth all"""
@@ -165,7 +166,19 @@ def build_parser() -> argparse.ArgumentParser:
         help="module tree depth of the table (default 2; 0 = the model only; 'all' = every module)",
     )
     count.add_argument(
-        "--format", choices=("table", "json"), default="table", help="table (default) or json (the full Report)"
+        "--format",
+        choices=("table", "json", "svg", "html"),
+        default="table",
+        help="table (default), json (the full Report), svg or html (an icicle graph of the module tree, each box "
+        "as wide as its cost; with the budget use of a pyproject model)",
+    )
+    count.add_argument(
+        "--metric",
+        choices=("flops", "macs", "params"),
+        help="what the box widths of --format svg/html show (default flops)",
+    )
+    count.add_argument(
+        "-o", "--output", metavar="PATH", help="write to PATH (atomically) instead of stdout"
     )
     count.set_defaults(handler=_count)
 
@@ -185,6 +198,13 @@ def build_parser() -> argparse.ArgumentParser:
         "could not be counted",
     )
     check.add_argument("--report", action="append", default=[], metavar="SPEC", help=SPEC_HELP)
+    check.add_argument(
+        "--format",
+        choices=("text", "json"),
+        default="text",
+        help="text (default), or json: the results document of --report json:PATH on stdout, and the text on "
+        "stderr (for `flopbudget check --format json | jq`)",
+    )
     check.add_argument(
         "--base-ref",
         metavar="REF",
@@ -307,7 +327,8 @@ def _count(args: argparse.Namespace) -> int:
 
     request = CountRequest(
         target=args.target, input=args.input, dtype=args.dtype, training=args.training, execution=args.execution,
-        method=args.method, depth=args.depth, format=args.format, pyproject=args.pyproject,
+        method=args.method, depth=args.depth, format=args.format, pyproject=args.pyproject, metric=args.metric,
+        output=args.output,
     )  # fmt: skip
     return run_count(request, _out(), _err())
 
@@ -318,6 +339,7 @@ def _check(args: argparse.Namespace) -> int:
     return run_check(
         pyproject=args.pyproject, names=args.names, update=args.update, reports=args.report, base_ref=args.base_ref,
         out=_out(), err=_err(), require_baseline=args.require_baseline, cache=args.cache, cache_dir=args.cache_dir,
+        format=args.format,
     )  # fmt: skip
 
 

@@ -23,6 +23,7 @@ from ..recorded_count import CachedCounter
 from ..reporters import terminal
 from ..run import Run, entry_nodeid
 from ..run import require_baseline as require_baseline_in
+from ..safe_text import json_safe
 from ..source import display_path
 from .progress import Progress
 from .project import load_project, select_models
@@ -40,9 +41,18 @@ def run_check(
     require_baseline: bool | None = None,
     cache: bool | None = None,
     cache_dir: str | None = None,
+    format: str = "text",
 ) -> int:
-    """Count, judge, write baselines on update, print, and emit the CI outputs; returns the exit status."""
+    """Count, judge, write baselines on update, print, and emit the CI outputs; returns the exit status.
+
+    With `format="json"` stdout gets the results document (as `--report json:PATH` writes it) and nothing else:
+    the text, and any GitHub workflow commands, go to `err` instead.
+    """
     from ..reporters import ci
+
+    document = out
+    if format == "json":
+        out = err
 
     specs = ci.resolve_specs(reports)  # a bad spec is a usage error before anything is counted
     settings = load_project(pyproject)
@@ -69,6 +79,10 @@ def run_check(
         err.write(f"flopbudget: error: {line}\n")
     for change in changes:
         out.write(f"{change}\n")
+    if format == "json":
+        from ..reporters import json_report
+
+        document.write(json_safe(json_report.dumps_results(result, root=ci.workspace_root(ci.OUTPUTS["json"]))))
     if result.update:
         return result.exit_code
     emitted = ci.emit(result, specs, stream=out)

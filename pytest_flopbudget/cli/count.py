@@ -17,6 +17,8 @@ from typing import Any, TextIO
 from ..budget import Budget
 from ..config import Inputs, InputSpec, ModelEntry, find_pyproject, is_onnx_target, is_reference
 from ..errors import CountingError
+from ..report import Report
+from ..safe_text import json_safe, safe_text
 from ..source import Source, display_path
 from .inputs import describe_inputs, parse_inputs
 from .progress import Progress
@@ -36,16 +38,23 @@ class CountRequest:
     depth: int | None = 2
     format: str = "table"
     pyproject: str | None = None
+    #: What the boxes of an svg or html picture show (flops by default); refused with another format.
+    metric: str | None = None
+    #: Write the output to this file (atomically) instead of stdout.
+    output: str | None = None
 
 
+#: Formats that draw a picture (`reporters/flame.py`).
+PICTURES = ("svg", "html")
 
 
 def run_count(request: CountRequest, out: TextIO, err: TextIO) -> int:
-    """Print the table (or the JSON Report) of `request.target`; errors are raised for `cli.main` to print."""
-    from ..baseline import dumps
+    """Print the table, the JSON Report or the picture of `request.target`, or write it to `request.output`;
+    errors are raised for `cli.main` to print."""
     from ..entries import count_entry
-    from ..reporters.table import format_layer_table
 
+    if request.metric is not None and request.format not in PICTURES:
+        raise UsageError(f"--metric sets what a picture shows; give it with --format svg or html, not {request.format}")
     entry, root = resolve_target(request)
     with Progress(1, getattr(err, "raw", err)) as progress:
         progress.start(entry.name)
@@ -54,13 +63,40 @@ def run_count(request: CountRequest, out: TextIO, err: TextIO) -> int:
         except CountingError as exc:
             raise CountingError(command_line_hint(str(exc))) from None
         progress.advance()
+    text = render(report, entry, request)
+    if request.output is None:
+        out.write(text)
+    else:
+        write_output(request.output, text)
+    return 0
+
+
+def render(report: Report, entry: ModelEntry, request: CountRequest) -> str:
+    """The text `flopbudget count` prints for `report` in `request.format`, ending in a newline."""
+    from ..baseline import dumps
+
     if request.format == "json":
-        out.write(dumps(report))
-        return 0
+        return json_safe(dumps(report))
     mode = "training step (forward + backward)" if report.training else "inference"
     title = f"{entry.name}: {describe_inputs(report.inputs)}; {mode}"
-    out.write(format_layer_table(report, depth=request.depth, title=title) + "\n")
-    return 0
+    if request.format in PICTURES:
+        from ..reporters import flame
+
+        draw = flame.render_html if request.format == "html" else flame.render_svg
+        return draw(report, metric=request.metric or "flops", title=title, name=entry.name, budget=entry.budget)
+    from ..reporters.table import format_layer_table
+
+    return format_layer_table(report, depth=request.depth, title=title) + "\n"
+
+
+def write_output(path: str, text: str) -> None:
+    """`--output PATH`: the whole text or nothing (a temp file beside it, then a rename); one line on failure."""
+    from ..baseline import write_atomic
+
+    try:
+        write_atomic(Path(path), safe_text(text))
+    except OSError as exc:
+        raise UsageError(f"--output {path}: cannot write it: {exc.strerror or exc}") from None
 
 
 def resolve_target(request: CountRequest) -> tuple[ModelEntry, Path]:

@@ -144,6 +144,11 @@ def emit(
     return emitted
 
 
+def workspace_root(output: Output, env: Mapping[str, str] | None = None) -> str:
+    """The directory `output`'s paths are relative to, as `emit` picks it (the CI checkout, else the cwd)."""
+    return _root(output.workspace_variables, None, os.environ if env is None else env)
+
+
 # -- helpers ---------------------------------------------------------------------------------------------------------
 
 

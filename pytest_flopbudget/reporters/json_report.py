@@ -20,7 +20,7 @@ from ..base_ref import BudgetChange
 from ..baseline import write_atomic
 from ..budget import METRICS
 from ..formatting import plural, reason
-from ..run import ModelError
+from ..run import ModelError, RunResult
 from ..source import Source
 from ..verdict import Finding, Verdict
 from .annotations import relative_path
@@ -67,8 +67,16 @@ def write_results(
     root: str | os.PathLike[str],
 ) -> None:
     """Write the document to `path` atomically (sorted keys, 2-space indent, trailing newline)."""
-    data = results(verdicts, changes, unchecked, root=root)
-    write_atomic(Path(path), json.dumps(data, indent=2, sort_keys=True, allow_nan=False) + "\n")
+    write_atomic(Path(path), _text(results(verdicts, changes, unchecked, root=root)))
+
+
+def dumps_results(result: RunResult, *, root: str | os.PathLike[str]) -> str:
+    """The text `write_results` writes for one run (what `flopbudget check --format json` prints)."""
+    return _text(results(result.verdicts, result.changes, result.errors, root=root))
+
+
+def _text(data: dict[str, Any]) -> str:
+    return json.dumps(data, indent=2, sort_keys=True, allow_nan=False) + "\n"
 
 
 def model_entry(verdict: Verdict, *, root: str | os.PathLike[str]) -> dict[str, Any]:

@@ -32,6 +32,10 @@ RESERVE = 4 * 1024
 #: Below this much room a summary would be little more than its truncation note: better none.
 MIN_ROOM = 2 * 1024
 STATUS = {"fail": "❌", "warn": "⚠️", "ok": "✅"}
+#: The budget-use bar: ten cells, each a tenth of the ceiling.
+BAR_CELLS = 10
+BAR_FULL = "█"
+BAR_EMPTY = "░"
 HEADER = ("", "model", "metric", "budget", "baseline", "now", "delta", "budget use")
 
 _MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]|~])")
@@ -137,6 +141,21 @@ def append_step_summary(path: str | os.PathLike[str], text: str) -> None:
         handle.write(text)
 
 
+def usage_bar(now: int, limit: int, cells: int = BAR_CELLS) -> str:
+    """`█████████░`: how much of a ceiling is used, one cell per tenth, at a glance in the summary table.
+
+    A cell fills only when its whole tenth is used (99.9% shows nine), so a full bar means the ceiling is reached;
+    past it the bar stays full and the cell says `over`. Exact integer arithmetic: no float rounds 60% to 5 cells.
+    """
+    if now > limit:
+        filled = cells
+    elif limit == 0:
+        filled = 0
+    else:
+        filled = cells * now // limit
+    return BAR_FULL * filled + BAR_EMPTY * (cells - filled)
+
+
 def cell(text: str) -> str:
     """A table cell: HTML-escaped, Markdown punctuation and `|` backslash-escaped, newlines as spaces."""
     flat = " ".join(str(text).splitlines())
@@ -223,12 +242,12 @@ def _figures(verdict: Verdict, metric: str) -> tuple[str, ...]:
         shown_delta = "="
     else:
         shown_delta = f"{'+' if delta > 0 else ''}{format_count(delta)} ({format_percent(delta, old or 0)})"
-    if usage is None:
+    if usage is None or limit is None:
         shown_usage = "-"
     elif usage == float("inf"):
-        shown_usage = "over (budget 0)"
+        shown_usage = f"{usage_bar(now, limit.value)} over (budget 0)"
     else:
-        shown_usage = f"{100.0 * usage:.1f}%"
+        shown_usage = f"{usage_bar(now, limit.value)} {100.0 * usage:.1f}%" + (" over" if now > limit.value else "")
     return (
         metric_title(metric),
         format_count(limit.value) if limit is not None else "-",

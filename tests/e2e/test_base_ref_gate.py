@@ -88,7 +88,7 @@ def test_cli_fails_on_growth_over_the_base_baseline(repo: Path) -> None:
     assert any("baseline .flopbudget/net.json changed since main" in w for w in warnings)
     summary = (repo / "step.md").read_text()
     assert "MACs per layer, against main:.flopbudget/net.json:" in summary  # the diff is against the base's
-    assert "| ❌ |  | MACs | 1.00k | 160 | 240 | +80 (+50.0%) | 24.0% |" in summary
+    assert "| ❌ |  | MACs | 1.00k | 160 | 240 | +80 (+50.0%) | ██░░░░░░░░ 24.0% |" in summary
     results = json.loads((repo / "r.json").read_text())
     (model,) = results["models"]
     assert model["metrics"]["macs"]["baseline"] == 160 and model["metrics"]["macs"]["now"] == 240
@@ -101,7 +101,7 @@ def test_raising_the_budget_with_the_baseline_still_shows_the_growth(repo: Path)
     assert done.returncode == 1
     assert "net: macs budget raised from 1k to 2k (+100.0%) since main" in done.stdout
     summary = (repo / "step.md").read_text()
-    assert "| ❌ |  | MACs | 2.00k | 160 | 240 | +80 (+50.0%) | 12.0% |" in summary
+    assert "| ❌ |  | MACs | 2.00k | 160 | 240 | +80 (+50.0%) | █░░░░░░░░░ 12.0% |" in summary
 
 
 @pytest.mark.parametrize("workers", [[], pytest.param(["-n", "2"], marks=pytest.mark.slow)], ids=["serial", "xdist"])

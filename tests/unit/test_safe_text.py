@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import io
+import json
 
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pytest_flopbudget.safe_text import SafeStream, safe_line, safe_text, visible
+from pytest_flopbudget.safe_text import SafeStream, json_safe, safe_line, safe_text, visible
 
 HOSTILE = st.text(alphabet=st.sampled_from([":", "#", "[", " ", "\t", "\n", "\r", "\x1b", "\u202e", "\x85", "a"]))
 
@@ -46,3 +47,9 @@ def test_the_stream_lets_only_explicit_commands_through() -> None:
     stream.write("model \n::stop-commands::t\n")
     stream.write_command("::error::escaped by the reporter\n")
     assert out.getvalue() == "model \n\\x3a:stop-commands::t\n::error::escaped by the reporter\n"
+
+
+def test_json_safe_keeps_json_valid_through_the_line_filter() -> None:
+    text = json_safe(json.dumps({"##[group]": "a###[b", "x": "\x1b::y"}, indent=2))
+    assert safe_text(text) == text  # nothing left for the stdout filter to break up
+    assert json.loads(text) == {"##[group]": "a###[b", "x": "\x1b::y"}

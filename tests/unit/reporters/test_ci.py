@@ -92,7 +92,7 @@ def test_emit_github_annotations_and_step_summary(make_project, make_report, tmp
     ]
     text = summary.read_text(encoding="utf-8")
     assert text.startswith("### flopbudget: ❌ 1 of 1 model over budget\n")
-    assert "| ❌ | resnet | FLOPs | 1.00k | 900 | 1.10k | +200 (+22.2%) | 110.0% |" in text
+    assert "| ❌ | resnet | FLOPs | 1.00k | 900 | 1.10k | +200 (+22.2%) | ██████████ 110.0% over |" in text
 
 
 def test_emit_github_without_summary_file_or_models(make_project, make_report) -> None:

@@ -14,6 +14,7 @@ from pytest_flopbudget.reporters.markdown import (
     cell,
     room_left,
     summary,
+    usage_bar,
 )
 from pytest_flopbudget.run import ModelError
 
@@ -38,12 +39,12 @@ GOLDEN = """\
 
 |  | model | metric | budget | baseline | now | delta | budget use |
 | --- | --- | --- | --- | --- | --- | --- | --- |
-| ❌ | resnet | FLOPs | 1.00k | 800 | 1.20k | +400 (+50.0%) | 120.0% |
+| ❌ | resnet | FLOPs | 1.00k | 800 | 1.20k | +400 (+50.0%) | ██████████ 120.0% over |
 | ⚠️ |  | MACs | - | 400 | 600 | +200 (+50.0%) | - |
-| ✅ |  | params | 10 | 2 | 2 | = | 20.0% |
-| ✅ | vit | FLOPs | 2.00k | 1.50k | 1.50k | = | 75.0% |
-| ⚠️ |  | skipped op calls | 5 | 0 | 2 | +2 (new) | 40.0% |
-| ✅ | a\\|b &lt;i&gt;x&lt;/i&gt; | MACs | 1.00k | - | 750 | - | 75.0% |
+| ✅ |  | params | 10 | 2 | 2 | = | ██░░░░░░░░ 20.0% |
+| ✅ | vit | FLOPs | 2.00k | 1.50k | 1.50k | = | ███████░░░ 75.0% |
+| ⚠️ |  | skipped op calls | 5 | 0 | 2 | +2 (new) | ████░░░░░░ 40.0% |
+| ✅ | a\\|b &lt;i&gt;x&lt;/i&gt; | MACs | 1.00k | - | 750 | - | ███████░░░ 75.0% |
 
 <details>
 <summary>❌ resnet: 1.20 kFLOPs &gt; budget 1.00 kFLOPs (+20.0%); baseline 800 FLOPs</summary>
@@ -172,3 +173,23 @@ def test_unchecked_models_head_the_summary(make_project, make_report) -> None:
         "",
         "- ❌ a\\|b &lt;i&gt;x&lt;/i&gt;: it raised RuntimeError: boom",
     ]
+
+
+def test_usage_bar_fills_a_cell_per_whole_tenth_and_is_full_when_over() -> None:
+    assert usage_bar(0, 1000) == "░" * 10
+    assert usage_bar(99, 1000) == "░" * 10  # 9.9%: not a whole tenth yet
+    assert usage_bar(600, 1000) == "█" * 6 + "░" * 4  # exact: 3/5 is six cells, no float rounding down to five
+    assert usage_bar(999, 1000) == "█" * 9 + "░"  # a full bar means the ceiling is reached
+    assert usage_bar(1000, 1000) == usage_bar(1001, 1000) == usage_bar(10**30, 1) == "█" * 10
+    assert usage_bar(0, 0) == "░" * 10 and usage_bar(1, 0) == "█" * 10
+    assert usage_bar(3, 4, cells=4) == "███░"
+
+
+def test_every_budgeted_row_has_a_bar_and_overruns_are_marked(make_project, make_report) -> None:
+    project = make_project(PYPROJECT.replace('flops = "1k"', "flops = 0"))
+    over = project.verdict("resnet", make_report({"a": 10}))
+    at_zero = project.verdict("vit", make_report({"a": 2000}))
+    text = summary([over, at_zero], update_hint=HINT)
+    assert "| ❌ | resnet | FLOPs | 0 | - | 10 | - | ██████████ over (budget 0) |" in text
+    assert "| ✅ |  | params | 10 | - | 1 | - | █░░░░░░░░░ 10.0% |" in text
+    assert "| ✅ | vit | FLOPs | 2.00k | - | 2.00k | - | ██████████ 100.0% |" in text  # at the ceiling: full, not over
