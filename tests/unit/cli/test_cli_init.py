@@ -6,11 +6,11 @@ a name unique to the test, so the in-process imports of one test never see anoth
 
 from __future__ import annotations
 
-import sys
 from decimal import Decimal
 from pathlib import Path
 
 import pytest
+from main_in_process import run_main
 
 from pytest_flopbudget.cli import main
 from pytest_flopbudget.cli.init import parse_headroom, suggest_ceiling
@@ -51,16 +51,7 @@ class Project:
         return self.root / "pyproject.toml"
 
     def run(self, *argv: str) -> tuple[int, str, str]:
-        modules, path = set(sys.modules), sys.path[:]
-        try:
-            code = main(list(argv))
-        finally:
-            for name in set(sys.modules) - modules:
-                if str(getattr(sys.modules[name], "__file__", "") or "").startswith(str(self.root)):
-                    del sys.modules[name]
-            sys.path[:] = path
-        out, err = self.capsys.readouterr()
-        return code, out, err
+        return run_main(argv, self.root, self.capsys)
 
 
 @pytest.fixture

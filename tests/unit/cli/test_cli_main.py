@@ -18,6 +18,8 @@ from tests.model_sources import MLP_CLASS
 
 torch = pytest.importorskip("torch")
 
+from main_in_process import run_main  # noqa: E402
+
 from pytest_flopbudget import count  # noqa: E402
 from pytest_flopbudget.cli import check as cli_check  # noqa: E402
 from pytest_flopbudget.cli import main  # noqa: E402
@@ -108,16 +110,7 @@ class Project:
         self.models.write_text(self.models.read_text().replace("HIDDEN = 4", "HIDDEN = 8"))
 
     def run(self, *argv: str) -> tuple[int, str, str]:
-        modules, path = set(sys.modules), sys.path[:]
-        try:
-            code = main(list(argv))
-        finally:
-            for name in set(sys.modules) - modules:
-                if str(getattr(sys.modules[name], "__file__", "") or "").startswith(str(self.root)):
-                    del sys.modules[name]
-            sys.path[:] = path
-        out, err = self.capsys.readouterr()
-        return code, out, err
+        return run_main(argv, self.root, self.capsys)
 
     def files(self) -> dict[str, bytes]:
         return {str(p.relative_to(self.root)): p.read_bytes() for p in sorted(self.root.rglob("*")) if p.is_file()}
