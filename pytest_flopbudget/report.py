@@ -297,7 +297,8 @@ def ancestors(path: str) -> Iterable[str]:
     if path:
         end = path.find(".")
         while end != -1:  # slices of `path`, not joins of its parts: linear in its depth, not quadratic
-            yield path[:end]
+            if end:  # `.a` (a leading dot) must not yield the root a second time and count its cost twice
+                yield path[:end]
             end = path.find(".", end + 1)
         yield path
 

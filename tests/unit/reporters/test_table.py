@@ -23,7 +23,14 @@ def test_ancestors_of_odd_paths() -> None:
     assert list(ancestors("")) == [""]
     assert list(ancestors("a.b.c")) == ["", "a", "a.b", "a.b.c"]
     assert list(ancestors("a..b")) == ["", "a", "a.", "a..b"]
-    assert list(ancestors(".a")) == ["", "", ".a"]
+    assert list(ancestors(".a")) == ["", ".a"]  # the root once: its inclusive cost counts `.a` once
+
+
+def test_a_leading_dot_does_not_count_the_root_twice() -> None:
+    from pytest_flopbudget.report import LayerCost, Report
+
+    report = Report(layers={".a": LayerCost(flops=5)})
+    assert report.inclusive()[""].flops == 5
 
 
 def test_100k_sibling_layers_format_in_a_few_seconds() -> None:
