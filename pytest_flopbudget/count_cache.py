@@ -37,6 +37,7 @@ CACHEDIR_TAG = (
     "# This file is a cache directory tag created by pytest-flopbudget.\n"
     "# For information about cache directory tags, see https://bford.info/cachedir/\n"
 )
+GITIGNORE = "# Created by pytest-flopbudget automatically.\n*\n"
 #: Keys of a model's table that judge a count but do not change it: editing a ceiling must not recount.
 CEILING_KEYS = frozenset({"flops", "macs", "params", "max-skipped-ops", "max-increase"})
 
@@ -134,10 +135,14 @@ class CountCache:
             self.write_error = f"count cache {self.directory} not written: {exc}"
 
     def _prepare(self) -> None:
-        if not self.directory.is_dir():
-            self.directory.mkdir(parents=True, exist_ok=True)
-            (self.directory / ".gitignore").write_text("# Created by pytest-flopbudget automatically.\n*\n")
-            (self.directory / "CACHEDIR.TAG").write_text(CACHEDIR_TAG)
+        """The directory, ignored by git before any record is in it (also when `--cache-dir` names an existing
+        directory, or an earlier first write was interrupted)."""
+        from .baseline import write_atomic
+
+        self.directory.mkdir(parents=True, exist_ok=True)
+        for name, text in ((".gitignore", GITIGNORE), ("CACHEDIR.TAG", CACHEDIR_TAG)):
+            if not (self.directory / name).is_file():
+                write_atomic(self.directory / name, text)
         self.records.mkdir(exist_ok=True)
 
     def clear(self) -> None:

@@ -21,12 +21,15 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import importlib.abc
+import importlib.machinery
 import os
 import site
 import stat
 import sys
 import sysconfig
 import threading
+import time
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -45,8 +48,19 @@ def _audit(event: str, args: tuple[Any, ...]) -> None:
         path, mode, flags = args
         if _reads(mode, flags) and not _creates(path, mode, flags):
             recorder.note_file(path)
-    elif event in ("os.listdir", "os.scandir") and not _called_from_library(depth=2):
+    elif event in ("os.listdir", "os.scandir") and not _by_import_system():
         recorder.note_listing(args[0] if args else ".")
+
+
+def _by_import_system() -> bool:
+    """The import system lists every `sys.path` directory and package to find modules; what it imports is recorded
+    itself, so its listings are not (else any file added to the project's root would recount every model)."""
+    frame: Any = sys._getframe(2)
+    while frame is not None:
+        if frame.f_code.co_filename.startswith("<frozen importlib"):
+            return True
+        frame = frame.f_back
+    return False
 
 
 def _reads(mode: Any, flags: Any) -> bool:
@@ -112,9 +126,12 @@ class _RecordingEnviron(os._Environ):
             yield key, os._Environ.__getitem__(self, key)
 
 
-def _note_env(key: str) -> None:
+def _note_env(key: Any) -> None:
     if _ACTIVE:
-        _ACTIVE[-1].env.add(key)
+        if isinstance(key, bytes):  # os.environb, and os.get_exec_path's environ[b"PATH"]
+            key = os.fsdecode(key)
+        if isinstance(key, str):
+            _ACTIVE[-1].env.add(key)
 
 
 def _note_whole_environment() -> None:
@@ -145,7 +162,7 @@ def _called_from_library(depth: int = 3) -> bool:
             if not (_under(filename, stdlib) or filename == _THIS_FILE):
                 return False
         frame = frame.f_back
-    return True
+    return False  # only synthetic and standard-library frames: record it (too much is a recount, never a wrong hit)
 
 
 _THIS_FILE = os.path.realpath(__file__)
@@ -160,7 +177,8 @@ class Recorder:
         self.probes: set[str] = set()
         self.env: set[str] = set()
         self.whole_environment = False
-        self._saved: list[tuple[Any, Any, Any]] = []
+        self.started_ns = 0
+        self._saved: list[tuple[Any, ...]] = []
 
     def note_file(self, path: Any) -> None:
         if isinstance(path, int):  # os.open on a descriptor: the file was noted when it was opened by name
@@ -183,16 +201,46 @@ class Recorder:
     def __enter__(self) -> Recorder:
         _install_hook()
         _ACTIVE.append(self)
-        self._saved.append((os.environ.__class__, os.stat, os.lstat))
+        self.started_ns = time.time_ns()
+        self._saved.append((os.environ.__class__, os.environb.__class__, os.stat, os.lstat, os.access))
         os.environ.__class__ = _RecordingEnviron
+        os.environb.__class__ = _RecordingEnviron
         os.stat = _probing(os.stat)
         os.lstat = _probing(os.lstat)
+        os.access = _probing(os.access)
+        self._finder = _MissingModules(self)
+        sys.meta_path.append(self._finder)
         return self
 
     def __exit__(self, *exc: object) -> None:
-        environ_class, os.stat, os.lstat = self._saved.pop()
+        environ_class, environb_class, os.stat, os.lstat, os.access = self._saved.pop()
         os.environ.__class__ = environ_class
+        os.environb.__class__ = environb_class
+        with contextlib.suppress(ValueError):
+            sys.meta_path.remove(self._finder)
         _ACTIVE.remove(self)
+
+
+class _MissingModules(importlib.abc.MetaPathFinder):
+    """Last on `sys.meta_path`: asked only when no finder found a module, so `try: import fastimpl` failing is a
+    fact too. Every place the module could appear is noted as a probed path: creating one (a new file in the
+    project, `pip install` of the optional package) recounts."""
+
+    def __init__(self, recorder: Recorder) -> None:
+        self.recorder = recorder
+
+    def find_spec(self, name: str, path: Any = None, target: Any = None) -> None:
+        leaf = name.rpartition(".")[2]
+        directories = list(path) if path is not None else list(sys.path)
+        suffixes = importlib.machinery.all_suffixes()
+        for directory in directories:
+            if not isinstance(directory, str):
+                continue
+            base = os.path.join(directory or os.getcwd(), leaf)
+            self.recorder.note_probe(base)
+            for suffix in suffixes:
+                self.recorder.note_probe(base + suffix)
+        return None
 
 
 def _probing(function: Any) -> Any:
@@ -292,6 +340,8 @@ class Dependencies:
     listings: dict[str, str] = field(default_factory=dict)
     #: environment variable -> value, or None when unset
     env: dict[str, str | None] = field(default_factory=dict)
+    #: files changed while the count ran: the record could describe either version, so it is not kept
+    unstable: list[str] = field(default_factory=list)
 
     @classmethod
     def capture(cls, recorder: Recorder, modules: Iterable[Any] | None = None) -> Dependencies:
@@ -312,14 +362,19 @@ class Dependencies:
                 fact = _library_fact(real)
                 if fact is not None:
                     deps.libraries[real] = fact
-            elif not os.path.isdir(path):
+            else:  # a file's sha256, "" when absent, "directory" for a probed directory
                 deps.files[path] = file_digest(path)
+                if recorder.started_ns and _modified_since(path, recorder.started_ns):
+                    deps.unstable.append(path)
+        entries = {os.path.realpath(e or ".") for e in sys.path if isinstance(e, str)}
         for path in sorted(recorder.listings):
-            if not _under(os.path.realpath(path), libraries + stdlib):
+            real = os.path.realpath(path)
+            if real not in entries and not _under(real, libraries + stdlib):  # sys.path scans: entry points
                 deps.listings[path] = listing_digest(path)
         deps.distributions = sorted(_distributions(deps.libraries, libraries))
-        names = set(_INITIAL_ENVIRONMENT) if recorder.whole_environment else set(recorder.env)
-        deps.env = {name: _INITIAL_ENVIRONMENT.get(name) for name in sorted(names)}
+        deps.env = {name: _INITIAL_ENVIRONMENT.get(name) for name in sorted(recorder.env)}
+        if recorder.whole_environment:  # every variable, including any added later
+            deps.env[WHOLE_ENVIRONMENT] = environment_digest(_INITIAL_ENVIRONMENT)
         return deps
 
     def changed(self, environ: Mapping[str, str] | None = None, memo: dict[str, Any] | None = None) -> str | None:
@@ -330,8 +385,9 @@ class Dependencies:
         environ = _INITIAL_ENVIRONMENT if environ is None else environ  # not what this run's torch import set
         memo = {} if memo is None else memo
         for name, value in self.env.items():
-            if environ.get(name) != value:
-                return f"{name} changed"
+            current = environment_digest(environ) if name == WHOLE_ENVIRONMENT else environ.get(name)
+            if current != value:
+                return "the environment changed" if name == WHOLE_ENVIRONMENT else f"{name} changed"
         for path in self.distributions:
             if not os.path.isdir(path):
                 return f"{os.path.basename(path)} is no longer installed"
@@ -343,7 +399,9 @@ class Dependencies:
             if listing_digest(path) != digest:
                 return f"the files in {path} changed"
         for path, digest in self.files.items():
-            if file_digest(path) != digest:
+            key = "sha256:" + path
+            current = memo[key] if key in memo else memo.setdefault(key, file_digest(path))
+            if current != digest:
                 return f"{path} changed"
         return None
 
@@ -354,6 +412,7 @@ class Dependencies:
             "distributions": self.distributions,
             "listings": self.listings,
             "env": self.env,
+            "unstable": self.unstable,
         }
 
     @classmethod
@@ -364,7 +423,8 @@ class Dependencies:
         distributions = [str(p) for p in data["distributions"]]
         listings = {str(k): str(v) for k, v in _mapping(data["listings"]).items()}
         env = {str(k): (None if v is None else str(v)) for k, v in _mapping(data["env"]).items()}
-        return cls(files, libraries, distributions, listings, env)
+        unstable = [str(p) for p in data.get("unstable", [])]
+        return cls(files, libraries, distributions, listings, env, unstable)
 
     def merge(self, other: Dependencies) -> None:
         self.files.update(other.files)
@@ -372,6 +432,25 @@ class Dependencies:
         self.distributions = sorted(set(self.distributions) | set(other.distributions))
         self.listings.update(other.listings)
         self.env.update(other.env)
+        self.unstable.extend(other.unstable)
+
+
+#: The key under which a record keeps the digest of the whole environment (never a variable's name: it has a NUL).
+WHOLE_ENVIRONMENT = "\0environment"
+
+
+def environment_digest(environ: Mapping[str, str]) -> str:
+    text = "\0".join(f"{k}={v}" for k, v in sorted(environ.items()))
+    return hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()
+
+
+def _modified_since(path: str, started_ns: int) -> bool:
+    """Whether `path` changed after the count started (or just before it: file times come from a coarse clock)."""
+    try:
+        info = os.stat(path)
+    except OSError:
+        return False
+    return max(info.st_mtime_ns, info.st_ctime_ns) >= started_ns - 50_000_000
 
 
 def _mapping(value: Any) -> Mapping[Any, Any]:

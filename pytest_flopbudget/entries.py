@@ -29,7 +29,7 @@ def import_object(reference: str, root: Path, source: Source) -> Any:
     importlib.invalidate_caches()  # files written since the last import (generated models) must be found
     try:
         obj: Any = importlib.import_module(module_name)
-    except Exception as exc:  # any import failure is the user's to fix, reported in one line
+    except (Exception, SystemExit) as exc:  # any import failure (sys.exit too) is the user's to fix, in one line
         raise _problem(source, f"cannot import {module_name!r}: {_describe(exc)}") from None
     for attribute in attributes.split("."):
         try:
@@ -58,7 +58,7 @@ def load_model(entry: ModelEntry, root: Path) -> Any:
             raise _problem(source, f"{entry.target} is {_kind(obj)}, not {_MODULE_OR_WRAPPER} or a factory")
         try:
             returned = obj()
-        except Exception as exc:  # the factory is user code
+        except (Exception, SystemExit) as exc:  # the factory is user code
             raise _problem(source, f"{entry.target}() raised {_describe(exc)}") from None
         model = held_module(returned)
         if model is None:
@@ -114,7 +114,7 @@ def build_inputs(entry: ModelEntry, root: Path, model: Any = None) -> tuple[tupl
         function = import_object(spec, root, source)
         try:
             value = function() if callable(function) else function
-        except Exception as exc:  # user code
+        except (Exception, SystemExit) as exc:  # user code
             raise _problem(source, f"{spec}() raised {_describe(exc)}") from None
         if isinstance(value, Mapping):
             return (), dict(value)
@@ -204,7 +204,7 @@ def _counted(entry: ModelEntry, run: Any) -> Report:
         return run()
     except FlopBudgetError as exc:
         raise CountingError(f"{entry.source.where()}: {exc}") from None
-    except Exception as exc:  # a backend bug must still read as one line naming the model
+    except (Exception, SystemExit) as exc:  # a backend bug must still read as one line naming the model
         raise CountingError(f"{entry.source.where()}: counting failed: {_describe(exc)}") from None
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import select
 import signal
 import sys
 import warnings
@@ -63,18 +64,22 @@ class CachedCounter:
             return report
         report, dependencies = self._count_forked(entry, root) if self.fork else self._count_here(entry, root)
         self.counted.append(entry.name)
-        dependencies.merge(self._shared)
-        self.cache.save(key, entry.name, report, dependencies)
+        if dependencies is not None and not dependencies.unstable:  # a file changed mid-count: keep nothing
+            dependencies.merge(self._shared)
+            self.cache.save(key, entry.name, report, dependencies)
         return report
 
     # -- in this process --------------------------------------------------------------------------------------------
 
-    def _count_here(self, entry: ModelEntry, root: Path) -> tuple[Report, Dependencies]:
+    def _count_here(self, entry: ModelEntry, root: Path) -> tuple[Report, Dependencies | None]:
         from .entries import count_entry
 
         with self._in_process:
             report = count_entry(entry, root)
-        return report, Dependencies.capture(self._in_process)
+        try:
+            return report, Dependencies.capture(self._in_process)
+        except Exception:  # the count stands; only its record is lost
+            return report, None
 
     # -- in a forked child ------------------------------------------------------------------------------------------
 
@@ -97,7 +102,7 @@ class CachedCounter:
         self._shared = Dependencies.capture(recorder)
         self._shared_modules = set(sys.modules)
 
-    def _count_forked(self, entry: ModelEntry, root: Path) -> tuple[Report, Dependencies]:
+    def _count_forked(self, entry: ModelEntry, root: Path) -> tuple[Report, Dependencies | None]:
         if not entry.is_onnx:
             self._prepare_torch()
         for stream in (sys.stdout, sys.stderr):  # what is buffered would otherwise be written twice
@@ -111,23 +116,51 @@ class CachedCounter:
             os.close(read_end)
             _child(entry, root, write_end, self._shared_modules)
         os.close(write_end)
-        with os.fdopen(read_end, "rb") as pipe:
-            payload = pipe.read()
-        _, status = _wait(pid)
+        try:
+            payload, status = _receive(read_end, pid)
+        finally:
+            os.close(read_end)
         return _answer(entry, payload, status)
 
 
-def _wait(pid: int) -> tuple[int, int]:
-    while True:
-        try:
-            return os.waitpid(pid, 0)
-        except InterruptedError:
-            continue
-        except KeyboardInterrupt:
-            with contextlib.suppress(OSError):
-                os.kill(pid, signal.SIGINT)
+_HEADER = 8  # the message's length, big-endian, before the message
+
+
+def _receive(read_end: int, pid: int) -> tuple[bytes, int]:
+    """The child's message and exit status. Reads exactly the announced length rather than to end-of-file: a
+    process the model started and left running holds the pipe open, and must not make the check wait for it."""
+    os.set_blocking(read_end, False)
+    buffer = bytearray()
+    status: int | None = None
+    try:
+        while True:
+            ready, _, _ = select.select([read_end], [], [], 0.1)
+            chunk = b""
+            if ready:
+                with contextlib.suppress(BlockingIOError):
+                    chunk = os.read(read_end, 1 << 20)
+                buffer += chunk
+            if len(buffer) >= _HEADER and len(buffer) >= _HEADER + int.from_bytes(buffer[:_HEADER], "big"):
+                break
+            if ready and not chunk:  # end of file: every writer is gone
+                break
+            if status is None:
+                done, waited = os.waitpid(pid, os.WNOHANG)
+                if done:
+                    status = waited
+            elif not ready:  # the child has exited and nothing more is coming
+                break
+    except KeyboardInterrupt:
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
+        with contextlib.suppress(OSError):
             os.waitpid(pid, 0)
-            raise
+        raise
+    if status is None:
+        status = os.waitpid(pid, 0)[1]
+    length = int.from_bytes(buffer[:_HEADER], "big") if len(buffer) >= _HEADER else -1
+    complete = length >= 0 and len(buffer) >= _HEADER + length
+    return (bytes(buffer[_HEADER : _HEADER + length]) if complete else b""), status
 
 
 def _child(entry: ModelEntry, root: Path, write_end: int, shared: set[str]) -> None:  # pragma: no cover
@@ -139,11 +172,12 @@ def _child(entry: ModelEntry, root: Path, write_end: int, shared: set[str]) -> N
         recorder = Recorder()
         with recorder:
             report = count_entry(entry, root)
-        loaded = [module for name, module in list(sys.modules.items()) if name not in shared]
-        message: dict[str, Any] = {
-            "report": report.to_dict(),
-            "dependencies": Dependencies.capture(recorder, loaded).to_dict(),
-        }
+        message: dict[str, Any] = {"report": report.to_dict(), "dependencies": None}
+        try:
+            loaded = [module for name, module in list(sys.modules.items()) if name not in shared]
+            message["dependencies"] = Dependencies.capture(recorder, loaded).to_dict()
+        except Exception:  # the count stands; only its record is lost
+            pass
     except FlopBudgetError as exc:
         message = {"error": str(exc)}
     except KeyboardInterrupt:
@@ -153,7 +187,7 @@ def _child(entry: ModelEntry, root: Path, write_end: int, shared: set[str]) -> N
     try:
         data = json.dumps(message).encode()
         with os.fdopen(write_end, "wb") as pipe:
-            pipe.write(data)
+            pipe.write(len(data).to_bytes(_HEADER, "big") + data)
         for stream in (sys.stdout, sys.stderr):
             with contextlib.suppress(Exception):
                 stream.flush()
@@ -161,7 +195,7 @@ def _child(entry: ModelEntry, root: Path, write_end: int, shared: set[str]) -> N
         os._exit(code)
 
 
-def _answer(entry: ModelEntry, payload: bytes, status: int) -> tuple[Report, Dependencies]:
+def _answer(entry: ModelEntry, payload: bytes, status: int) -> tuple[Report, Dependencies | None]:
     where = entry.source.where()
     try:
         message = json.loads(payload) if payload else None
@@ -177,9 +211,10 @@ def _answer(entry: ModelEntry, payload: bytes, status: int) -> tuple[Report, Dep
         raise KeyboardInterrupt
     if "error" in message:
         raise _Relayed(str(message["error"]))
-    if "internal" in message:
-        raise RuntimeError(str(message["internal"]))
-    return Report.from_dict(message["report"]), Dependencies.from_dict(message["dependencies"])
+    if "internal" in message:  # one model's failure, not the run's: the other models are still checked
+        raise CountingError(f"{where}: counting failed: {message['internal']}")
+    dependencies = message.get("dependencies")
+    return Report.from_dict(message["report"]), (Dependencies.from_dict(dependencies) if dependencies else None)
 
 
 class _Relayed(CountingError):

@@ -71,7 +71,7 @@ def toml_inputs(inputs: Inputs) -> str:
 
 def _spec(spec: InputSpec) -> str:
     shape = "[" + ", ".join(str(d) for d in spec.shape) + "]"
-    if spec.dtype is None or spec.dtype == "float32":  # None: not given, so `check` infers it as `init` did
+    if spec.dtype is None:  # not given: `check` infers it (token ids, a model's float dtype) as `init` did
         return shape
     return f"{{ shape = {shape}, dtype = {toml_string(spec.dtype)} }}"
 

@@ -328,3 +328,57 @@ def test_the_hook_recounts_only_what_a_commit_changed(project: Path, tmp_path_fa
     counted, done = commit("a wider head")
     assert counted == ["small"]
     assert done.returncode == 0, done.stdout + done.stderr  # within its ceiling: growth is a warning
+
+
+HOSTILE = """\
+import multiprocessing
+import subprocess
+import sys
+import time
+
+from torch import nn
+
+
+def uses_subprocess():
+    subprocess.run(["true"], check=True)  # reads environ[b"PATH"]
+    return nn.Linear(8, 2)
+
+
+def exits():
+    sys.exit(3)
+
+
+def _sleep():
+    import os
+
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, 1)  # not the output pipes, which any caller would wait for too: only the inherited rest
+    os.dup2(devnull, 2)
+    time.sleep(60)
+
+
+def leaves_a_process_running():
+    worker = multiprocessing.get_context("fork").Process(target=_sleep, daemon=False)
+    worker.start()  # holds the result pipe's write end for a minute
+    return nn.Linear(8, 2)
+"""
+
+
+def test_models_that_run_processes_or_exit_fail_or_pass_alone_and_never_stall_the_check(project: Path) -> None:
+    import time
+
+    (project / "hostile.py").write_text(HOSTILE)
+    text = (project / "pyproject.toml").read_text()
+    for name in ("uses_subprocess", "exits", "leaves_a_process_running"):
+        text += f'\n[tool.flopbudget.models.{name}]\ntarget = "hostile:{name}"\ninputs = [[1, 8]]\nflops = "1k"\n'
+    (project / "pyproject.toml").write_text(text)
+    start = time.monotonic()
+    done = flopbudget(project, "check", FLOPBUDGET_NO_CACHE="")
+    assert time.monotonic() - start < 45, "waited for the process a model left running"
+    assert done.returncode == 2
+    assert "exits.target: hostile:exits() raised SystemExit: 3" in done.stderr.replace("tool.flopbudget.models.", "")
+    for name in ("uses_subprocess", "leaves_a_process_running", "small", "other"):
+        assert f"\n{name} " in "\n" + done.stdout, done.stdout + done.stderr
+    assert "internal error" not in done.stderr
+    done = flopbudget(project, "check", "--no-cache")
+    assert "exits.target: hostile:exits() raised SystemExit: 3" in done.stderr.replace("tool.flopbudget.models.", "")

@@ -37,7 +37,7 @@ def test_a_saved_count_is_used_until_a_file_it_read_changes(tmp_path: Path) -> N
     assert cache.lookup("k") == report()
     assert cache.lookup("other-key") is None
     model.write_text("WIDTH = 5\n")
-    assert cache.lookup("k") is None
+    assert CountCache(tmp_path / ".flopbudget_cache").lookup("k") is None  # the next run (a cache hashes once per run)
     assert (tmp_path / ".flopbudget_cache" / ".gitignore").read_text().splitlines()[-1] == "*"
     assert (tmp_path / ".flopbudget_cache" / "CACHEDIR.TAG").read_text().startswith(
         "Signature: 8a477f597d28d172789f06886806bc55"

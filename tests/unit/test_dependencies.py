@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -49,7 +51,10 @@ def test_reading_the_whole_environment_from_project_code_records_every_value() -
         dict(os.environ.items())
     assert recorder.whole_environment
     deps = Dependencies.capture(recorder, modules=[])
-    assert set(deps.env) == set(dependencies._INITIAL_ENVIRONMENT)
+    start = dependencies._INITIAL_ENVIRONMENT
+    assert deps.env == {dependencies.WHOLE_ENVIRONMENT: dependencies.environment_digest(start)}
+    some = next(iter(dependencies._INITIAL_ENVIRONMENT))
+    assert deps.changed(environ={**dependencies._INITIAL_ENVIRONMENT, some: "changed"}) == "the environment changed"
 
 
 def test_a_library_scanning_the_environment_records_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -148,3 +153,81 @@ def test_a_record_of_another_shape_is_refused() -> None:
     for broken in ({}, {**deps.to_dict(), "files": []}, {**deps.to_dict(), "libraries": {"/x": [1]}}):
         with pytest.raises((KeyError, TypeError, IndexError, ValueError)):
             Dependencies.from_dict(broken)
+
+
+# -- what a review found: each was a stale count served, or a whole run lost ---------------------------------------
+
+
+def test_a_variable_added_after_the_project_read_the_whole_environment_is_a_change() -> None:
+    recorder = Recorder()
+    with recorder:
+        os.environ.copy().get("FB_TEST_NOT_SET_YET", "4")
+    deps = Dependencies.capture(recorder, modules=[])
+    start = dict(dependencies._INITIAL_ENVIRONMENT)
+    assert deps.changed(environ=start) is None
+    assert deps.changed(environ={**start, "FB_TEST_NOT_SET_YET": "16"}) == "the environment changed"
+
+
+def test_a_probed_directory_that_disappears_is_a_change(tmp_path: Path) -> None:
+    plugins = tmp_path / "plugins"
+    plugins.mkdir()
+    recorder = Recorder()
+    with recorder:
+        assert os.path.isdir(plugins)
+    deps = Dependencies.capture(recorder, modules=[])
+    assert deps.changed() is None
+    plugins.rmdir()
+    assert deps.changed() == f"{plugins} changed"
+
+
+def test_access_and_bytes_environment_reads_are_recorded(tmp_path: Path) -> None:
+    recorder = Recorder()
+    with recorder:
+        os.access(tmp_path / "flag", os.F_OK)
+        os.environb.get(b"FB_TEST_BYTES")
+        os.get_exec_path()  # reads environ[b"PATH"]: a bytes key must not break the record
+    deps = Dependencies.capture(recorder, modules=[])
+    assert deps.files[str(tmp_path / "flag")] == ""
+    assert "FB_TEST_BYTES" in deps.env and "PATH" in deps.env
+    (tmp_path / "flag").write_text("")
+    assert deps.changed() == f"{tmp_path / 'flag'} changed"
+
+
+def test_listings_are_recorded_whoever_lists_except_sys_path_scans(tmp_path: Path) -> None:
+    classes = tmp_path / "classes"
+    classes.mkdir()
+    recorder = Recorder()
+    with recorder:
+        os.listdir(classes)
+        os.listdir(sys.path[0] or ".")  # what entry-point scans do: not a dependency
+    deps = Dependencies.capture(recorder, modules=[])
+    assert list(deps.listings) == [str(classes)]
+
+
+def test_a_module_that_failed_to_import_is_a_change_when_it_appears(tmp_path: Path) -> None:
+    sys.path.insert(0, str(tmp_path))
+    try:
+        recorder = Recorder()
+        with recorder, contextlib.suppress(ImportError):
+            import fb_test_optional_accelerator  # type: ignore[import-not-found]  # noqa: F401
+        deps = Dependencies.capture(recorder, modules=[])
+        assert deps.changed() is None
+        (tmp_path / "fb_test_optional_accelerator.py").write_text("FAST = True\n")
+        assert deps.changed() == f"{tmp_path / 'fb_test_optional_accelerator.py'} changed"
+    finally:
+        sys.path.remove(str(tmp_path))
+    assert not any(isinstance(f, dependencies._MissingModules) for f in sys.meta_path)
+
+
+def test_a_file_changed_while_the_count_ran_makes_the_record_unstable(tmp_path: Path) -> None:
+    width = tmp_path / "width.txt"
+    width.write_text("4")
+    time.sleep(0.2)  # older than the count, by more than the coarse file clock's margin
+    recorder = Recorder()
+    with recorder:
+        width.read_text()
+    assert Dependencies.capture(recorder, modules=[]).unstable == []
+    with recorder:
+        width.read_text()
+        width.write_text("16")  # edited by the user mid-count
+    assert Dependencies.capture(recorder, modules=[]).unstable == [str(width)]
