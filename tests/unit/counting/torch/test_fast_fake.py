@@ -77,3 +77,54 @@ def test_a_view_shares_its_base_storage_and_refuses_other_tensors() -> None:
         factory.view(FakeFactory(_mode()).empty((4, 6), (6, 1), torch.float32, CPU), (6,), (1,), 0, torch.float32, CPU)
         is None
     )
+
+
+class _Scan(torch.nn.Module):
+    """A per-step loop in the manner of Mamba's slow path: views, elementwise ops and a matmul per token."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.decay = torch.nn.Parameter(torch.rand(8, 4))
+
+    def forward(self, x: Any) -> Any:
+        state = torch.zeros(x.shape[0], 8, 4)
+        outputs = []
+        for step in range(x.shape[1]):
+            state = self.decay * state + x[:, step, :].unsqueeze(-1)
+            outputs.append(torch.matmul(state, x[:, step, :4].unsqueeze(-1)).squeeze(-1))
+        return x + torch.stack(outputs, dim=1)  # the input's shape, so that layers chain
+
+
+def _constructed(monkeypatch: pytest.MonkeyPatch, layers: int, steps: int) -> int:
+    """How often a count of `layers` scan layers of `steps` steps ran the official FakeTensor constructor."""
+    from pytest_flopbudget import count
+
+    constructed = 0
+    original = FakeTensor.__new__
+
+    def counting_new(cls: Any, *args: Any, **kwargs: Any) -> Any:
+        nonlocal constructed
+        constructed += 1
+        return original(cls, *args, **kwargs)
+
+    monkeypatch.setattr(FakeTensor, "__new__", staticmethod(counting_new))
+    with torch.no_grad():
+        report = count(torch.nn.Sequential(*(_Scan() for _ in range(layers))), torch.zeros(2, steps, 8))
+    monkeypatch.undo()
+    # per step: the state update multiplies and adds 2*8*4 elements; the (8x4)@(4x1) matmul is 2*8*4 MACs; the
+    # residual adds 2*8 elements
+    assert report.macs == layers * steps * 2 * 8 * 4
+    assert report.flops == layers * steps * (2 * (2 * 8 * 4) + 2 * (2 * 8 * 4) + 2 * 8)
+    return constructed
+
+
+def test_repeated_scan_layers_replay_every_output_from_the_template(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Mamba's 32 layers repeat one scan on the same shapes: after the first layer every op's output is replayed,
+    and a replayed output must come from the template, not the constructor (which cost a third of a count)."""
+    _constructed(monkeypatch, layers=1, steps=16)  # first counts in a process build more (fake mode's own cache)
+    four = _constructed(monkeypatch, layers=4, steps=16)
+    eight = _constructed(monkeypatch, layers=8, steps=16)
+    assert four > 0  # the inputs, the template and ops new to the memo
+    # Four more layers of 16 steps replay about 300 more outputs; at most one per layer may be built by fake mode:
+    # the first step's multiply by the zero state, a known value (data_dependent.py), runs in fake mode.
+    assert eight - four <= 4
