@@ -6,7 +6,9 @@
 Cold counts are timed in fresh child processes, ours and `FlopCounterMode`'s alternately, each child importing
 torch and building the same model first; "after build" times only the count (or the real forward under
 `FlopCounterMode`), "from start" the whole child. Sequential-scan models (Mamba, RWKV, Zamba from transformers'
-default configs, built on the meta device) report the seconds of a first count at sequence 128.
+default configs, built on the meta device) report the seconds of a first count at sequence 128, under `no_grad` as
+the plugin and the CLI count a configured inference model (entries.py): the median of three fresh children, with
+the CPU seconds of the same children (the wall clock here includes other processes' load).
 
 Machines here are noisy, so every figure that matters is a ratio of two timings taken in the same process, each
 the median of several repetitions after a warm-up. Memory figures come from child processes so that one case's
@@ -142,9 +144,11 @@ with torch.device("meta"):
     model = cls(config()).eval()
 ids = torch.zeros(1, 128, dtype=torch.long)
 from pytest_flopbudget import count
-start = time.perf_counter()
-report = count(model, ids)
-print(json.dumps({"cold_count_s": time.perf_counter() - start, "macs": report.macs, "skipped": report.skipped}))
+start, cpu = time.perf_counter(), time.process_time()
+with torch.no_grad():
+    report = count(model, ids)
+print(json.dumps({"cold_count_s": time.perf_counter() - start, "cpu_s": time.process_time() - cpu,
+                  "macs": report.macs, "skipped": report.skipped}))
 """
 
 
@@ -172,6 +176,13 @@ def cold_vs_flop_counter(name: str, repeat: int) -> dict[str, Any]:
     return result
 
 
+def scan_medians(name: str, runs: int = 3) -> dict[str, Any]:
+    """Median seconds over `runs` fresh children (each a cold count); the figures themselves are the same each run."""
+    results = [run_json(SCAN, name) for _ in range(runs)]
+    median = {field: statistics.median(r[field] for r in results) for field in ("cold_count_s", "cpu_s")}
+    return {**results[0], **median}
+
+
 def child(case: str) -> dict[str, Any]:
     out = subprocess.run(
         [sys.executable, "-c", CHILD, case], cwd=ROOT, capture_output=True, text=True, check=True,
@@ -193,7 +204,7 @@ def main(argv: list[str] | None = None) -> int:
     results["cold_resnet50_224"] = cold_vs_flop_counter("resnet50", cold_repeat)
     results["cold_densenet121_224"] = cold_vs_flop_counter("densenet121", cold_repeat)
     scans = ["mamba", "rwkv"] if args.quick else ["mamba", "rwkv", "zamba"]
-    results["sequential_scans_seq128"] = {name: run_json(SCAN, name) for name in scans}
+    results["sequential_scans_seq128"] = {name: scan_medians(name) for name in scans}
     results["llama_7b_meta_seq2048"] = child("llama-7b")
     if not args.quick:
         results["llama_70b_meta_seq2048"] = child("llama-70b")

@@ -57,7 +57,13 @@ class LayerCost:
     def add_op(self, op: str, flops: int, macs: int, calls: int = 1) -> None:
         self.flops += flops
         self.macs += macs
-        self.ops.setdefault(op, OpCost()).add(OpCost(calls, flops, macs))
+        known = self.ops.get(op)
+        if known is None:
+            self.ops[op] = OpCost(calls, flops, macs)
+        else:
+            known.calls += calls
+            known.flops += flops
+            known.macs += macs
 
     def add_skipped(self, op: str, calls: int = 1) -> None:
         self.skipped[op] = self.skipped.get(op, 0) + calls

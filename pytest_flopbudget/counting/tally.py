@@ -55,7 +55,10 @@ class Tally:
 
     def add(self, path: str, op: str, cost: Cost, calls: int = 1, *, backward: bool = False) -> None:
         """`calls` runs of `op` in layer `path` that cost `cost` together, in the forward or the backward pass."""
-        self.layers.setdefault(path, LayerCost()).add_op(op, cost.flops, cost.macs, calls)
+        layer = self.layers.get(path)
+        if layer is None:  # not setdefault: a LayerCost per op would be built and dropped (this runs for every op)
+            layer = self.layers[path] = LayerCost()
+        layer.add_op(op, cost.flops, cost.macs, calls)
         phase = self.backward if backward else self.forward
         phase.flops += cost.flops
         phase.macs += cost.macs

@@ -28,6 +28,7 @@ from ..tally import DATA_DEPENDENT_SHAPE, NO_FORMULA, Tally, formula_failed
 from .data_dependent import _DYNAMIC_TAGS, _SCALAR_OP, BOUND_RULE, ROUTING_RULE, KnownValues, UpperBounds
 from .defer_dynamo import deferred_dynamo
 from .fake_fallbacks import FAKE_FALLBACKS
+from .fast_fake import FakeFactory
 from .keras_layers import keras_params, keras_paths
 from .lazy_shape_env import LazyShapeEnv
 from .model_copy import ModelCopy
@@ -35,6 +36,7 @@ from .module_paths import ModulePathTracker
 from .ops import SAME_SHAPE_INPLACE, TORCH_OPS, op_key
 from .shape_memo import ShapeMemo
 
+_PRIM_DEVICE = torch.ops.prim.device.default
 _SCHEMA_NAMES: dict[Any, list[tuple[str, bool, Any]]] = {}
 
 
@@ -93,6 +95,10 @@ class CountingMode(TorchDispatchMode):
         self._maybe_dynamic: dict[Any, bool] = {}
 
     def __torch_dispatch__(self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: Any = None) -> Any:
+        if func is _PRIM_DEVICE:
+            # C++ reading a fake tensor's device (`matmul`, `to`): 76k of Mamba's 132k dispatches at sequence 128.
+            # Free, never a known value, and the fake tensor answers it: nothing else here applies.
+            return args[0].device
         kwargs = kwargs or {}
         memo_key = None
         out = None
@@ -302,11 +308,13 @@ def _execution_context(execution: str) -> Iterator[_Context]:
     if execution == "real":
         yield _Context(_real_stand_in, _real_parameter)
         return
-    from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode, unset_fake_temporarily
+    from torch._subclasses.fake_tensor import FakeTensorMode, unset_fake_temporarily
 
     # static_shapes=False: what the mode had when it got its ShapeEnv at construction (see lazy_shape_env.py)
     fake_mode = FakeTensorMode(allow_non_fake_inputs=True, static_shapes=False)
     shapes = LazyShapeEnv(fake_mode)
+    factory = FakeFactory(fake_mode)
+    make_fake = factory.empty
 
     def to_fake(value: Any) -> Any:
         if not isinstance(value, torch.Tensor):
@@ -324,26 +332,10 @@ def _execution_context(execution: str) -> Iterator[_Context]:
         fake._is_param = True  # what nn.Parameter(fake) sets: isinstance(fake, nn.Parameter) holds
         return fake
 
-    def make_fake(shape: tuple[int, ...], stride: tuple[int, ...], dtype: torch.dtype, device: torch.device) -> Any:
-        with unset_fake_temporarily():
-            meta = torch.empty_strided(shape, stride, dtype=dtype, device="meta")
-        return FakeTensor(fake_mode, meta, device)
-
-    def make_view(
-        base: Any, shape: tuple[int, ...], stride: tuple[int, ...], offset: int, dtype: torch.dtype, device: Any
-    ) -> Any:
-        """A fake view on `base`'s (meta) storage, built as fake mode's own cache builds a cached view."""
-        if not isinstance(base, FakeTensor) or base.fake_mode is not fake_mode:
-            return None
-        with unset_fake_temporarily():
-            meta = torch.empty((0,), dtype=dtype, device="meta")
-            meta.set_(base.untyped_storage(), offset, shape, stride)
-        return FakeTensor(fake_mode, meta, device)
-
     context = _Context(
         to_fake,
         fake_parameter,
-        ShapeMemo(make_fake, SAME_SHAPE_INPLACE, make_view),
+        ShapeMemo(make_fake, SAME_SHAPE_INPLACE, factory.view),
         KnownValues(make_fake),
         UpperBounds(make_fake, shapes.get),
         shapes,

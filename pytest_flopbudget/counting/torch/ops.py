@@ -527,12 +527,18 @@ FREE_OPS = (
 TORCH_OPS.register_free(*(name for name in FREE_OPS if name != "aten.clamp_min_"))
 
 
+_OP_KEYS: dict[Any, str] = {}
+
+
 def op_key(func: Any) -> str:
-    """`aten.add_.Tensor` -> `aten.add`: registry key of an OpOverload."""
-    name = func.overloadpacket.__name__
-    if name.endswith("_") and not name.endswith("__"):
-        name = name[:-1]
-    return f"{func.namespace}.{name}"
+    """`aten.add_.Tensor` -> `aten.add`: registry key of an OpOverload (remembered: it runs for every op)."""
+    key = _OP_KEYS.get(func)
+    if key is None:
+        name = func.overloadpacket.__name__
+        if name.endswith("_") and not name.endswith("__"):
+            name = name[:-1]
+        key = _OP_KEYS[func] = f"{func.namespace}.{name}"
+    return key
 
 
 @register("aten.scatter")

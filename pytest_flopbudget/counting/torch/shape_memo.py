@@ -43,6 +43,7 @@ class ShapeMemo:
         self._same_shape_inplace = same_shape_inplace
         self._outputs: dict[Hashable, tuple[Any, ...]] = {}
         self._kinds: dict[Any, str | None] = {}
+        self._inplace: dict[Any, bool] = {}  # op -> whether `shortcut` may apply (asked for every op)
 
     def shortcut(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any | None:
         """Results that need no shape propagation at all, or None.
@@ -52,8 +53,12 @@ class ShapeMemo:
         """
         if func is _PRIM_DEVICE:
             return args[0].device
-        packet = func.overloadpacket.__name__
-        if not packet.endswith("_") or f"{func.namespace}.{packet[:-1]}" not in self._same_shape_inplace:
+        inplace = self._inplace.get(func)
+        if inplace is None:
+            packet = func.overloadpacket.__name__
+            name = f"{func.namespace}.{packet[:-1]}"
+            inplace = self._inplace[func] = packet.endswith("_") and name in self._same_shape_inplace
+        if not inplace:
             return None
         target = args[0] if args else None
         if not isinstance(target, torch.Tensor):
@@ -85,7 +90,12 @@ class ShapeMemo:
             if part is _NOT_MEMOISABLE:
                 return None
             parts.append((name, part))
-        return tuple(parts)
+        key = tuple(parts)
+        try:
+            hash(key)
+        except TypeError:  # a symbolic size or stride: SymInts are unhashable (nested ints aside, see _describe)
+            return None
+        return key
 
     def replay(self, key: Hashable, args: tuple[Any, ...] = ()) -> Any | None:
         entry = self._outputs.get(key)
@@ -151,10 +161,10 @@ def _describe(value: Any) -> Any:
             # Fake mode carries the value of small constants (`torch.tensor(2.0).log2()`); a replayed output would
             # lose it, and `float()` of it would become an unknown.
             return _NOT_MEMOISABLE
-        shape = tuple(value.shape)
-        if any(not isinstance(s, int) for s in shape):
-            return _NOT_MEMOISABLE
-        return (shape, value.stride(), value.dtype, value.device, value.storage_offset())
+        # Symbolic sizes are not looked for here (`key` finds them, unhashable, in one pass); a nested int, the one
+        # hashable kind, names one ragged structure, so an output is still a function of the key, and `store`
+        # keeps only outputs of static shape.
+        return (value.shape, value.stride(), value.dtype, value.device, value.storage_offset())
     if isinstance(value, (list, tuple)):
         parts = tuple(_describe(v) for v in value)
         return _NOT_MEMOISABLE if any(p is _NOT_MEMOISABLE for p in parts) else ("seq", parts)
