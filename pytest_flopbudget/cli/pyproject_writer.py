@@ -148,12 +148,40 @@ def _replace_table(text: str, model: NewModel, settings: Settings, newline: str,
         )
     end = start + 1
     last = start + 1
-    while end < len(lines) and not _HEADER.match(lines[end]):
+    depth = 0  # open brackets of a multi-line array: `    [1, 8],` inside one is a value, not a header
+    while end < len(lines) and not (depth == 0 and _is_header(lines[end])):
         stripped = lines[end].strip()
         if stripped and not stripped.startswith("#"):
             last = end + 1
+        depth = max(depth + _bracket_balance(lines[end]), 0)
         end += 1
     return "".join(lines[:start]) + model.table(newline) + "".join(lines[last:])
+
+
+_TABLE_HEADER = re.compile(r"""\s*\[\[?\s*[A-Za-z0-9_\-."' ]+\s*\]\]?\s*(#.*)?""")
+
+
+def _is_header(line: str) -> bool:
+    """`[table]` or `[[array.of.tables]]` (both end the table being replaced), not a value line."""
+    return _TABLE_HEADER.fullmatch(line.rstrip("\r\n")) is not None
+
+
+def _bracket_balance(line: str) -> int:
+    """`[` minus `]` outside strings and comments, to follow multi-line arrays."""
+    balance, quote = 0, ""
+    for char in line:
+        if quote:
+            if char == quote:
+                quote = ""
+        elif char in "\"'":
+            quote = char
+        elif char == "#":
+            break
+        elif char == "[":
+            balance += 1
+        elif char == "]":
+            balance -= 1
+    return balance
 
 
 def _verify(path: Path, text: str, models: Sequence[NewModel], shown: str) -> dict[str, int]:

@@ -372,3 +372,24 @@ def test_an_empty_folder_is_refused(project: Project):
     code, _, err = project.run("init", "empty")
     assert code == 2
     assert "empty: no .onnx file in this folder or below" in one_error_line(err)
+
+
+def test_force_replaces_a_table_with_a_multi_line_array_and_keeps_what_follows(project: Project):
+    old = (
+        "[tool.flopbudget.models.tiny]\n"
+        f'target = "{project.module}:tiny"\n'
+        "inputs = [\n"
+        "    [1, 8],\n"  # a value, not a [table] header
+        "]\n"
+        'flops = "1k"\n'
+        "\n"
+        "[[tool.other.items]]\n"  # an array of tables ends the table too
+        "x = 1\n"
+    )
+    project.pyproject.write_text(old)
+    code, _, err = project.run("init", f"{project.module}:tiny", "--input", "1,8", "--force")
+    assert code == 0, err
+    text = project.pyproject.read_text()
+    assert "    [1, 8],\n" not in text and 'flops = "1k"' not in text
+    assert text.endswith("\n[[tool.other.items]]\nx = 1\n")
+    assert list(load_settings(project.pyproject).models) == ["tiny"]
