@@ -81,7 +81,8 @@ def test_zizmor_does_flag_a_broken_copy(tmp_path: Path) -> None:
 def test_zizmor_does_flag_a_broken_action(tmp_path: Path) -> None:
     broken = ACTION.read_text(encoding="utf-8")
     broken = re.sub(r"actions/setup-python@[0-9a-f]{40}", "actions/setup-python@v5", broken)
-    broken = broken.replace('read -r -a extra <<< "${ARGS}"', 'read -r -a extra <<< "${{ inputs.args }}"')
+    assert '<<< "${ARGS}"' in broken
+    broken = broken.replace('<<< "${ARGS}"', '<<< "${{ inputs.args }}"')  # an input expanded into the script
     path = tmp_path / "action.yml"
     path.write_text(broken, encoding="utf-8")
     rules = {finding["ident"] for finding in zizmor_findings(path)}
