@@ -24,3 +24,12 @@ def run_main(argv: Sequence[str], root: Path, capsys: pytest.CaptureFixture[str]
         sys.path[:] = path
     out, err = capsys.readouterr()
     return code, out, err
+
+
+def one_error_line(err: str) -> str:
+    """The one `flopbudget: error:` line a usage or configuration error prints, and nothing else."""
+    lines = err.splitlines()
+    assert len(lines) == 1, err
+    assert lines[0].startswith("flopbudget: error: ")
+    assert "Traceback" not in err
+    return lines[0]

@@ -10,7 +10,7 @@ from decimal import Decimal
 from pathlib import Path
 
 import pytest
-from main_in_process import run_main
+from main_in_process import one_error_line, run_main
 
 from pytest_flopbudget.cli import main
 from pytest_flopbudget.cli.init import parse_headroom, suggest_ceiling
@@ -62,14 +62,6 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.Capt
     (root / f"{module}.py").write_text(MODELS)
     monkeypatch.chdir(root)
     return Project(root, module, capsys)
-
-
-def one_error_line(err: str) -> str:
-    lines = err.splitlines()
-    assert len(lines) == 1, err
-    assert lines[0].startswith("flopbudget: error: ")
-    assert "Traceback" not in err
-    return lines[0]
 
 
 def write_onnx(path: Path, channels: int = 4) -> None:

@@ -18,7 +18,7 @@ from tests.model_sources import MLP_CLASS
 
 torch = pytest.importorskip("torch")
 
-from main_in_process import run_main  # noqa: E402
+from main_in_process import one_error_line, run_main  # noqa: E402
 
 from pytest_flopbudget import count  # noqa: E402
 from pytest_flopbudget.cli import check as cli_check  # noqa: E402
@@ -125,14 +125,6 @@ def project(tmp_path, monkeypatch, capsys, request):
     (root / "pyproject.toml").write_text(PYPROJECT.format(module=module))
     monkeypatch.chdir(root)
     return Project(root, module, capsys)
-
-
-def one_error_line(err: str) -> str:
-    lines = err.splitlines()
-    assert len(lines) == 1, err
-    assert lines[0].startswith("flopbudget: error: ")
-    assert "Traceback" not in err
-    return lines[0]
 
 
 # -- help ----------------------------------------------------------------------------------------------------------
