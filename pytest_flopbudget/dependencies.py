@@ -450,6 +450,8 @@ def _modified_since(path: str, started_ns: int) -> bool:
         info = os.stat(path)
     except OSError:
         return False
+    if not stat.S_ISREG(info.st_mode):  # a probed directory's fact is only that it is one (/tmp changes all the time)
+        return False
     return max(info.st_mtime_ns, info.st_ctime_ns) >= started_ns - 50_000_000
 
 

@@ -382,3 +382,16 @@ def test_models_that_run_processes_or_exit_fail_or_pass_alone_and_never_stall_th
     assert "internal error" not in done.stderr
     done = flopbudget(project, "check", "--no-cache")
     assert "exits.target: hostile:exits() raised SystemExit: 3" in done.stderr.replace("tool.flopbudget.models.", "")
+
+
+def test_every_bundled_example_is_a_hit_on_the_second_check(tmp_path: Path) -> None:
+    """This repository's own models (meta-device factories, a training step): each must leave a usable record.
+    Torch probes /tmp, which changes all the time; a changing directory must not keep a record from being saved."""
+    root = Path(__file__).resolve().parents[2]
+    cache = str(tmp_path / "cache")
+    first = flopbudget(root, "check", "--cache-dir", cache, FLOPBUDGET_NO_CACHE="")
+    assert first.returncode == 0, first.stdout + first.stderr
+    second = flopbudget(root, "check", "--cache-dir", cache, FLOPBUDGET_NO_CACHE="")
+    models = len(list((root / ".flopbudget").glob("*.json")))
+    assert f"{models} of {models} models unchanged since their cached count" in second.stderr, second.stderr
+    assert second.stdout == first.stdout

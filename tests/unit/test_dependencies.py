@@ -229,5 +229,7 @@ def test_a_file_changed_while_the_count_ran_makes_the_record_unstable(tmp_path: 
     assert Dependencies.capture(recorder, modules=[]).unstable == []
     with recorder:
         width.read_text()
+        os.path.isdir(tmp_path)
+        (tmp_path / "other.txt").write_text("a directory that changes (as /tmp does) is not a reason")
         width.write_text("16")  # edited by the user mid-count
     assert Dependencies.capture(recorder, modules=[]).unstable == [str(width)]
