@@ -14,7 +14,6 @@ read is a miss, never an error; a record that cannot be written is skipped with 
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import os
@@ -25,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .baseline import write_atomic
 from .dependencies import Dependencies
 from .report import Report
 
@@ -119,8 +119,6 @@ class CountCache:
         """Write a record atomically; the first failure is kept in `write_error` and later writes are skipped."""
         if self.write_error is not None:
             return
-        from .baseline import write_atomic
-
         data = {
             "format": FORMAT,
             "key": key,
@@ -137,16 +135,8 @@ class CountCache:
     def _prepare(self) -> None:
         """The directory, ignored by git before any record is in it (also when `--cache-dir` names an existing
         directory, or an earlier first write was interrupted)."""
-        from .baseline import write_atomic
-
         self.directory.mkdir(parents=True, exist_ok=True)
         for name, text in ((".gitignore", GITIGNORE), ("CACHEDIR.TAG", CACHEDIR_TAG)):
             if not (self.directory / name).is_file():
                 write_atomic(self.directory / name, text)
         self.records.mkdir(exist_ok=True)
-
-    def clear(self) -> None:
-        if self.records.is_dir():
-            for path in self.records.glob("*.json"):
-                with contextlib.suppress(OSError):
-                    path.unlink()

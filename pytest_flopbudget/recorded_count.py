@@ -45,16 +45,12 @@ class CachedCounter:
         self.cache = cache
         self.fork = can_fork() if fork is None else fork
         self.hits: list[str] = []
-        self.counted: list[str] = []
         self._shared = Dependencies()  # what the parent loaded for every child (torch, the backend)
         self._shared_modules: set[str] = set()  # ... and the modules that covers
         self._torch_ready = False
         self._in_process = Recorder()  # in-process mode: one recording for the whole run
         #: Held across each fork (the progress line's lock), so no child starts with a stream mid-write.
         self.fork_guard: contextlib.AbstractContextManager[Any] = contextlib.nullcontext()
-
-    def is_cached(self, entry: ModelEntry, root: Path) -> Report | None:
-        return self.cache.lookup(entry_key(entry.table, root))
 
     def __call__(self, entry: ModelEntry, root: Path) -> Report:
         key = entry_key(entry.table, root)
@@ -63,7 +59,6 @@ class CachedCounter:
             self.hits.append(entry.name)
             return report
         report, dependencies = self._count_forked(entry, root) if self.fork else self._count_here(entry, root)
-        self.counted.append(entry.name)
         if dependencies is not None and not dependencies.unstable:  # a file changed mid-count: keep nothing
             dependencies.merge(self._shared)
             self.cache.save(key, entry.name, report, dependencies)
