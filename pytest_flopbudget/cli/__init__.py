@@ -121,19 +121,8 @@ def build_parser() -> argparse.ArgumentParser:
     common.add_argument(
         "--traceback", action="store_true", help="show the Python traceback of an internal error (for bug reports)"
     )
-    commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-
-    count = commands.add_parser(
-        "count",
-        parents=[common],
-        help="print the per-layer FLOPs, MACs and params of one model",
-        description="Print the per-layer table of one model: FLOPs, MACs and params of each module (inclusive\n"
-        "of its children) to a depth, their share of the total, and every op that could not be counted.",
-        epilog=COUNT_EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    count.add_argument("target", metavar="TARGET", help="package.module:factory, path/to/model.onnx or a model NAME")
-    count.add_argument(
+    model_inputs = _Parser(add_help=False)  # how a model is run: shared by count and init, which writes them down
+    model_inputs.add_argument(
         "-i",
         "--input",
         action="extend",
@@ -142,21 +131,33 @@ def build_parser() -> argparse.ArgumentParser:
         help="input shapes such as 1,3,224,224, ids=1,16:int64 or x=1,3,224,224, one per input (list several "
         "or repeat the option), or one package.module:function returning the example inputs",
     )
-    count.add_argument(
+    model_inputs.add_argument(
         "--dtype",
         help="dtype of the generated inputs (default float32, or int64 for an input that feeds an embedding)",
     )
-    count.add_argument(
-        "--method", metavar="NAME", help="count this method instead of forward, e.g. decode or encode (PyTorch)"
-    )
-    count.add_argument(
+    model_inputs.add_argument(
         "--training", action="store_true", help="count one training step: forward, loss and backward (PyTorch)"
     )
-    count.add_argument(
+    model_inputs.add_argument(
         "--execution",
         choices=("fake", "real"),
         help="fake (default): fake tensors, no arithmetic; real: run the real forward, for models fake tensors "
         "cannot run",
+    )
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+
+    count = commands.add_parser(
+        "count",
+        parents=[common, model_inputs],
+        help="print the per-layer FLOPs, MACs and params of one model",
+        description="Print the per-layer table of one model: FLOPs, MACs and params of each module (inclusive\n"
+        "of its children) to a depth, their share of the total, and every op that could not be counted.",
+        epilog=COUNT_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    count.add_argument("target", metavar="TARGET", help="package.module:factory, path/to/model.onnx or a model NAME")
+    count.add_argument(
+        "--method", metavar="NAME", help="count this method instead of forward, e.g. decode or encode (PyTorch)"
     )
     count.add_argument(
         "--depth",
@@ -233,7 +234,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     init = commands.add_parser(
         "init",
-        parents=[common],
+        parents=[common, model_inputs],
         help="add budgets for models to pyproject.toml, with ceilings suggested from a count",
         description="Count models and add their [tool.flopbudget.models.NAME] tables to pyproject.toml.",
         epilog=INIT_EPILOG,
@@ -242,13 +243,6 @@ def build_parser() -> argparse.ArgumentParser:
     init.add_argument(
         "targets", nargs="+", metavar="TARGET", help="package.module:factory, path/to/model.onnx or a folder"
     )
-    init.add_argument(
-        "-i", "--input", action="extend", nargs="+", metavar="SHAPE",
-        help="input shapes, as for `flopbudget count` (written to the table's inputs)",
-    )  # fmt: skip
-    init.add_argument("--dtype", help="dtype of the generated inputs (default float32), e.g. int64 for token ids")
-    init.add_argument("--training", action="store_true", help="budget one training step (training = true)")
-    init.add_argument("--execution", choices=("fake", "real"), help="as for `flopbudget count` (written if real)")
     init.add_argument("--name", help="the model's name in [tool.flopbudget.models] (one target only)")
     init.add_argument(
         "--headroom", metavar="PERCENT", help="ceilings' room over the count, in percent (default 2; 0 = none)"
