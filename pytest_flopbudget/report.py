@@ -86,6 +86,21 @@ class PhaseTotals:
     macs: int = 0
 
 
+class BothPhases:
+    """Totals over a `forward` and a `backward` phase: what a Report says, and what a count adds up as it goes."""
+
+    forward: PhaseTotals
+    backward: PhaseTotals
+
+    @property
+    def flops(self) -> int:
+        return self.forward.flops + self.backward.flops
+
+    @property
+    def macs(self) -> int:
+        return self.forward.macs + self.backward.macs
+
+
 @dataclass
 class SkippedOp:
     """An op that has compute but no formula: it counts as zero, and says so."""
@@ -105,7 +120,7 @@ class EstimatedOp:
 
 
 @dataclass
-class Report:
+class Report(BothPhases):
     """What a model costs, per layer and in total, and how that was counted."""
 
     params: int = 0
@@ -142,14 +157,6 @@ class Report:
             f"Report(model={self.model!r}, backend={self.backend!r}, training={self.training}, flops={self.flops}, "
             f"macs={self.macs}, params={self.params}, layers={len(self.layers)}{skipped})"
         )
-
-    @property
-    def flops(self) -> int:
-        return self.forward.flops + self.backward.flops
-
-    @property
-    def macs(self) -> int:
-        return self.forward.macs + self.backward.macs
 
     @property
     def skipped(self) -> dict[str, int]:

@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..report import EstimatedOp, LayerCost, PhaseTotals, SkippedOp
+from ..report import BothPhases, EstimatedOp, LayerCost, PhaseTotals, SkippedOp
 from .formulas import Cost
 
 #: The op has compute and no formula is registered for it (`register_formula` adds one).
@@ -33,7 +33,7 @@ def formula_failed(detail: str) -> str:
 
 
 @dataclass
-class Tally:
+class Tally(BothPhases):
     """Costs by layer and phase, and the ops that were skipped or estimated, with the layers they ran in."""
 
     layers: dict[str, LayerCost] = field(default_factory=dict)
@@ -44,14 +44,6 @@ class Tally:
     #: op -> the layers already listed in its SkippedOp / EstimatedOp, so listing stays linear in the op count.
     _skip_layers: dict[str, set[str]] = field(default_factory=dict, repr=False)
     _estimate_layers: dict[str, set[str]] = field(default_factory=dict, repr=False)
-
-    @property
-    def flops(self) -> int:
-        return self.forward.flops + self.backward.flops
-
-    @property
-    def macs(self) -> int:
-        return self.forward.macs + self.backward.macs
 
     def add(self, path: str, op: str, cost: Cost, calls: int = 1, *, backward: bool = False) -> None:
         """`calls` runs of `op` in layer `path` that cost `cost` together, in the forward or the backward pass."""
