@@ -177,6 +177,8 @@ class Recorder:
         self.probes: set[str] = set()
         self.env: set[str] = set()
         self.whole_environment = False
+        #: why this count cannot be cached (`"it ran a subprocess"`), or None: a read no fact can describe
+        self.uncacheable: str | None = None
         self.started_ns = 0
         self._saved: list[tuple[Any, ...]] = []
 
@@ -191,6 +193,11 @@ class Recorder:
             return
         with contextlib.suppress(TypeError, ValueError):
             self.listings.add(os.path.abspath(os.fsdecode(path)))
+
+    def note_uncacheable(self, reason: str) -> None:
+        """The count did something whose effect on it no fact can describe; the first reason is the one shown."""
+        if self.uncacheable is None:
+            self.uncacheable = reason
 
     def note_probe(self, path: Any) -> None:
         if isinstance(path, int):
@@ -342,12 +349,15 @@ class Dependencies:
     env: dict[str, str | None] = field(default_factory=dict)
     #: files changed while the count ran: the record could describe either version, so it is not kept
     unstable: list[str] = field(default_factory=list)
+    #: why no record may be kept (`"it ran a subprocess"`), or None when every input is described by a fact above
+    uncacheable: str | None = None
 
     @classmethod
     def capture(cls, recorder: Recorder, modules: Iterable[Any] | None = None) -> Dependencies:
         """The facts as they are now, for what `recorder` saw and every module in `modules` (default: all loaded)."""
         libraries, stdlib = _roots()
         deps = cls()
+        deps.uncacheable = recorder.uncacheable
         paths = set(recorder.files) | set(recorder.probes)
         for module in list(sys.modules.values()) if modules is None else modules:
             path = getattr(module, "__file__", None)
@@ -413,6 +423,7 @@ class Dependencies:
             "listings": self.listings,
             "env": self.env,
             "unstable": self.unstable,
+            "uncacheable": self.uncacheable,
         }
 
     @classmethod
@@ -424,7 +435,10 @@ class Dependencies:
         listings = {str(k): str(v) for k, v in _mapping(data["listings"]).items()}
         env = {str(k): (None if v is None else str(v)) for k, v in _mapping(data["env"]).items()}
         unstable = [str(p) for p in data.get("unstable", [])]
-        return cls(files, libraries, distributions, listings, env, unstable)
+        uncacheable = data.get("uncacheable")
+        return cls(
+            files, libraries, distributions, listings, env, unstable, None if uncacheable is None else str(uncacheable)
+        )
 
     def merge(self, other: Dependencies) -> None:
         self.files.update(other.files)
@@ -433,6 +447,7 @@ class Dependencies:
         self.listings.update(other.listings)
         self.env.update(other.env)
         self.unstable.extend(other.unstable)
+        self.uncacheable = self.uncacheable or other.uncacheable
 
 
 #: The key under which a record keeps the digest of the whole environment (never a variable's name: it has a NUL).
