@@ -238,6 +238,8 @@ def count_torch(
             call = counted if method == "forward" else getattr(counted, method)  # the copy's, never the model's
             mode = CountingMode(tracker, context.memo, context.values, context.bounds, context.shapes)
             fake_args, fake_kwargs = tree_map(stand_in, (args, kwargs))
+            if context.values is not None:
+                _remember_inputs(context.values, (args, kwargs), (fake_args, fake_kwargs))
             if training:
                 counted.train()
             try:
@@ -343,6 +345,12 @@ def _execution_context(execution: str) -> Iterator[_Context]:
     )
     with fake_mode:
         yield context
+
+
+def _remember_inputs(values: KnownValues, real: Any, fake: Any) -> None:
+    """The example inputs are known values (the tool's zeros, or the user's tensors): see `remember_input`."""
+    for real_value, fake_value in zip(tree_flatten(real)[0], tree_flatten(fake)[0]):
+        values.remember_input(fake_value, real_value)
 
 
 def _real_stand_in(value: Any) -> Any:
