@@ -35,6 +35,7 @@ from .model_copy import ModelCopy
 from .module_paths import ModulePathTracker
 from .ops import SAME_SHAPE_INPLACE, TORCH_OPS, op_key
 from .shape_memo import ShapeMemo
+from .unknown_values import UnknownReads, describe
 
 _PRIM_DEVICE = torch.ops.prim.device.default
 _SCHEMA_NAMES: dict[Any, list[tuple[str, bool, Any]]] = {}
@@ -91,6 +92,8 @@ class CountingMode(TorchDispatchMode):
         self.tally = Tally()
         self.failed_op: str | None = None
         self.fake_only_failure = False
+        #: reads of values fake mode does not know, to name the one a failure needed (fake execution only)
+        self.unknown_reads = UnknownReads() if values is not None else None
         self._costs: dict[Any, Cost | str | Free] = {}
         self._maybe_dynamic: dict[Any, bool] = {}
 
@@ -120,6 +123,8 @@ class CountingMode(TorchDispatchMode):
         path = self.tracker.path_for_node(node) if node is not None else self.tracker.current
         if out is None:
             out = self._guarded(func, args, kwargs)
+            if func is _SCALAR_OP and self.unknown_reads is not None:
+                self.unknown_reads.note(args[0], out, path)
             if memo_key is not None and self.memo is not None:
                 self.memo.store(memo_key, out)
             if self.bounds is not None and self._is_maybe_dynamic(func):
@@ -466,13 +471,13 @@ def _explain(
     real input error on fake tensors mentions FakeTensor too): an op that failed on fake tensors but runs on real
     ones, a guard on a data-dependent size, or fake mode refusing an input.
     """
-    where = tracker.error_path
-    if where is None:
-        layer = f"the model's {method}"
-    elif where == "":
-        layer = f"the model ({type(model).__name__})"
-    else:
-        layer = f"layer '{where}' ({_module_type(model, where)})"
+    layer = _layer_label(model, tracker.error_path, method)
+    read = mode.unknown_reads.explain(exc) if execution == "fake" and mode.unknown_reads is not None else None
+    if read is not None:
+        return CountingError(
+            f"fake mode cannot run this model: {describe(read, _layer_label(model, read.layer, method))}; "
+            f"count it with execution='real' (runs the real forward)"
+        )
     message = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
     detail = f"{type(exc).__name__}: {message}" if message else type(exc).__name__
     if execution == "fake" and (mode.fake_only_failure or _is_fake_mode_exception(exc)):
@@ -482,6 +487,14 @@ def _explain(
             f"count it with execution='real' (runs the real forward)"
         )
     return CountingError(f"the model raised in {layer}: {detail}; check the example inputs' shapes and dtypes")
+
+
+def _layer_label(model: torch.nn.Module, where: str | None, method: str) -> str:
+    if where is None:
+        return f"the model's {method}"
+    if where == "":
+        return f"the model ({type(model).__name__})"
+    return f"layer '{where}' ({_module_type(model, where)})"
 
 
 def _module_type(model: torch.nn.Module, path: str) -> str:
