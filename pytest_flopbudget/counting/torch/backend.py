@@ -30,6 +30,7 @@ from .defer_dynamo import deferred_dynamo
 from .fake_fallbacks import FAKE_FALLBACKS
 from .fast_fake import FakeFactory
 from .keras_layers import keras_params, keras_paths
+from .known_inputs import InputValues
 from .lazy_shape_env import LazyShapeEnv
 from .model_copy import ModelCopy
 from .module_paths import ModulePathTracker
@@ -89,11 +90,11 @@ class CountingMode(TorchDispatchMode):
         self.values = values
         self.bounds = bounds
         self.shapes = shapes
+        #: reads of values fake mode does not know, to name the one a failure needed (fake execution only)
+        self.value_reads = UnknownReads() if values is not None else None
         self.tally = Tally()
         self.failed_op: str | None = None
         self.fake_only_failure = False
-        #: reads of values fake mode does not know, to name the one a failure needed (fake execution only)
-        self.unknown_reads = UnknownReads() if values is not None else None
         self._costs: dict[Any, Cost | str | Free] = {}
         self._maybe_dynamic: dict[Any, bool] = {}
 
@@ -123,8 +124,8 @@ class CountingMode(TorchDispatchMode):
         path = self.tracker.path_for_node(node) if node is not None else self.tracker.current
         if out is None:
             out = self._guarded(func, args, kwargs)
-            if func is _SCALAR_OP and self.unknown_reads is not None:
-                self.unknown_reads.note(args[0], out, path)
+            if func is _SCALAR_OP and self.value_reads is not None:
+                self.value_reads.note(args[0], out, path)
             if memo_key is not None and self.memo is not None:
                 self.memo.store(memo_key, out)
             if self.bounds is not None and self._is_maybe_dynamic(func):
@@ -243,8 +244,8 @@ def count_torch(
             call = counted if method == "forward" else getattr(counted, method)  # the copy's, never the model's
             mode = CountingMode(tracker, context.memo, context.values, context.bounds, context.shapes)
             fake_args, fake_kwargs = tree_map(stand_in, (args, kwargs))
-            if context.values is not None:
-                _remember_inputs(context.values, (args, kwargs), (fake_args, fake_kwargs))
+            if isinstance(context.values, InputValues):
+                context.values.remember_inputs((args, kwargs), (fake_args, fake_kwargs))
             if training:
                 counted.train()
             try:
@@ -259,7 +260,9 @@ def count_torch(
             except CountingError:
                 raise
             except Exception as exc:
-                raise _explain(exc, model, tracker, mode, execution, method) from None
+                raise _unknown_value_needed(exc, model, mode) or _explain(
+                    exc, model, tracker, mode, execution, method
+                ) from None
     finally:
         if tracker is not None:
             tracker.close()
@@ -343,19 +346,13 @@ def _execution_context(execution: str) -> Iterator[_Context]:
         to_fake,
         fake_parameter,
         ShapeMemo(make_fake, SAME_SHAPE_INPLACE, factory.view),
-        KnownValues(make_fake),
+        InputValues(make_fake),
         UpperBounds(make_fake, shapes.get),
         shapes,
         unset_fake_temporarily,
     )
     with fake_mode:
         yield context
-
-
-def _remember_inputs(values: KnownValues, real: Any, fake: Any) -> None:
-    """The example inputs are known values (the tool's zeros, or the user's tensors): see `remember_input`."""
-    for real_value, fake_value in zip(tree_flatten(real)[0], tree_flatten(fake)[0]):
-        values.remember_input(fake_value, real_value)
 
 
 def _real_stand_in(value: Any) -> Any:
@@ -457,6 +454,22 @@ def _check_loss(loss: Any) -> None:
         raise CountingError("loss_fn must return a scalar tensor (one element) to run the backward pass")
 
 
+def _unknown_value_needed(exc: Exception, model: torch.nn.Module, mode: CountingMode) -> CountingError | None:
+    """The failure needed a value fake mode does not know (`.item()` of a tensor computed from the weights): one
+    line naming the read, its layer and the model's source line (see unknown_values.py); None for other failures."""
+    read = mode.value_reads.explain(exc) if mode.value_reads is not None else None
+    if read is None:
+        return None
+    if read.layer == "":
+        layer = f"the model ({type(model).__name__})"
+    else:
+        layer = f"layer '{read.layer}' ({_module_type(model, read.layer)})"
+    return CountingError(
+        f"fake mode cannot run this model: {describe(read, layer)}; count it with execution='real' "
+        f"(runs the real forward)"
+    )
+
+
 def _explain(
     exc: Exception,
     model: torch.nn.Module,
@@ -471,13 +484,13 @@ def _explain(
     real input error on fake tensors mentions FakeTensor too): an op that failed on fake tensors but runs on real
     ones, a guard on a data-dependent size, or fake mode refusing an input.
     """
-    layer = _layer_label(model, tracker.error_path, method)
-    read = mode.unknown_reads.explain(exc) if execution == "fake" and mode.unknown_reads is not None else None
-    if read is not None:
-        return CountingError(
-            f"fake mode cannot run this model: {describe(read, _layer_label(model, read.layer, method))}; "
-            f"count it with execution='real' (runs the real forward)"
-        )
+    where = tracker.error_path
+    if where is None:
+        layer = f"the model's {method}"
+    elif where == "":
+        layer = f"the model ({type(model).__name__})"
+    else:
+        layer = f"layer '{where}' ({_module_type(model, where)})"
     message = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
     detail = f"{type(exc).__name__}: {message}" if message else type(exc).__name__
     if execution == "fake" and (mode.fake_only_failure or _is_fake_mode_exception(exc)):
@@ -487,14 +500,6 @@ def _explain(
             f"count it with execution='real' (runs the real forward)"
         )
     return CountingError(f"the model raised in {layer}: {detail}; check the example inputs' shapes and dtypes")
-
-
-def _layer_label(model: torch.nn.Module, where: str | None, method: str) -> str:
-    if where is None:
-        return f"the model's {method}"
-    if where == "":
-        return f"the model ({type(model).__name__})"
-    return f"layer '{where}' ({_module_type(model, where)})"
 
 
 def _module_type(model: torch.nn.Module, path: str) -> str:

@@ -42,9 +42,6 @@ _VALUE_SOURCES = frozenset({
     "aten.full_like", "aten.eye",
 })
 _INDEX_SOURCES = frozenset({"aten.arange"})
-#: first arguments that make an op a candidate for `_from_plain` (no fake tensor among them)
-_PLAIN = frozenset({torch.Tensor, int, float, bool})
-_UNINITIALIZED = frozenset({"aten.empty", "aten.empty_like", "aten.empty_strided", "aten.new_empty", "aten.new_empty_strided"})
 _ROUTING_OPS = frozenset({"aten.topk", "aten.argmax", "aten.argmin", "aten.max", "aten.min", "aten.sort"})
 _DYNAMIC_TAGS = (torch.Tag.dynamic_output_shape, torch.Tag.data_dependent_output)
 _SCALAR_OP = torch.ops.aten._local_scalar_dense.default
@@ -70,12 +67,6 @@ class KnownValues:
     def value(self, tensor: Any) -> torch.Tensor | None:
         entry = self._values.get(id(tensor))
         return entry[1] if entry is not None and entry[0] is tensor else None
-
-    def _value_or_constant(self, tensor: Any) -> torch.Tensor | None:
-        """The known value, or the value fake mode itself keeps for a small constant (`x[mask] = float_max` lifts
-        the number to a 0-d fake tensor whose `constant` is the real one)."""
-        known = self.value(tensor)
-        return known if known is not None else getattr(tensor, "constant", None)
 
     @contextlib.contextmanager
     def formatting(self) -> Iterator[None]:
@@ -110,22 +101,6 @@ class KnownValues:
     def _remember(self, fake: Any, value: torch.Tensor) -> None:
         self._values[id(fake)] = (fake, value)
 
-    def remember_input(self, fake: Any, real: Any) -> None:
-        """An example input's real value, kept beside its fake when it is a small integer or boolean tensor (token
-        ids, masks, lengths): what a model derives from it (lengths, masks, `.item()` of them) is known too. Float
-        inputs (features, pixels) stay unknown: their values decide no size in the models we count."""
-        if (
-            isinstance(real, torch.Tensor)
-            and not real.is_meta
-            and not (real.is_floating_point() or real.is_complex())
-            and real.numel() <= VALUE_LIMIT
-            and _is_fake(fake)
-        ):
-            from torch._subclasses.fake_tensor import unset_fake_temporarily
-
-            with unset_fake_temporarily():  # a private real copy: ops run on it must not write the caller's input
-                self._remember(fake, real.detach().to("cpu", copy=True))
-
     def involved(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
         """Whether a known tensor is among the arguments (one level into lists: `cat`, `index`). Runs for every op
         once any value is known, so it avoids pytree."""
@@ -149,7 +124,7 @@ class KnownValues:
         if func.namespace == "prim":  # metadata (prim.device): the fake tensor answers
             return False, None
         tensors = _tensors((args, kwargs))
-        unknown = [t for t in tensors if self._value_or_constant(t) is None and _is_fake(t)]
+        unknown = [t for t in tensors if self.value(t) is None and _is_fake(t)]
         dynamic = any(tag in func.tags for tag in _DYNAMIC_TAGS)
         if unknown:
             self._forget_written(func, args, kwargs)
@@ -172,33 +147,16 @@ class KnownValues:
     def source(self, key: str, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any) -> None:
         """Small tensors made from nothing but arguments (`zeros`, `arange`, `full`, `zeros_like`) have known
         values: one-hot masks, padding masks and index arithmetic built on them stay known."""
-        if key not in _VALUE_SOURCES and args and type(args[0]) in _PLAIN:
-            self._from_plain(key, func, args, kwargs, out)
-            return
         if key not in _VALUE_SOURCES or not isinstance(out, torch.Tensor) or out.numel() > VALUE_LIMIT:
             return
         if out.is_floating_point() and key in _INDEX_SOURCES:
             return  # float positions (rotary tables) decide no size; computing them for real would cost time
         self._remember_all(out, self._real_run(func, args, kwargs))
 
-    def _from_plain(self, key: str, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any) -> None:
-        """An op on Python numbers and plain (real) tensors only (`torch.div(seq_len, window, rounding_mode="trunc")`,
-        a number torch wrapped in a tensor): fake mode returns a fake without a value; its real result is known."""
-        if (
-            not isinstance(out, torch.Tensor)
-            or out.numel() > VALUE_LIMIT
-            or key in _UNINITIALIZED
-            or torch.Tag.nondeterministic_seeded in func.tags
-        ):
-            return
-        tensors = _tensors((args, kwargs))
-        if all(not _is_fake(t) and not t.is_meta and t.numel() <= VALUE_LIMIT for t in tensors):
-            self._remember_all(out, self._real_run(func, args, kwargs))
-
     def _real_run(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         from torch._subclasses.fake_tensor import unset_fake_temporarily
 
-        with unset_fake_temporarily():  # also while converting: `.to`/`zeros` under fake mode would make fakes
+        with unset_fake_temporarily():  # the stand-ins `_real` makes (zeros) must be real tensors too
             real_args, real_kwargs = tree_map(self._real, (args, kwargs))
             return func(*real_args, **real_kwargs)
 
@@ -240,7 +198,7 @@ class KnownValues:
 
     def _real(self, value: Any) -> Any:
         if isinstance(value, torch.Tensor):
-            known = self._value_or_constant(value)
+            known = self.value(value)
             if known is not None:
                 self._note_read(value)
                 return known

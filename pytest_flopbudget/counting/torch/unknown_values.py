@@ -71,12 +71,14 @@ class UnknownReads:
 
 def describe(read: UnknownRead, layer: str) -> str:
     """The sentence for the count's error: which value was needed, where, and why fake mode does not have it."""
+    from .data_dependent import VALUE_LIMIT
+
     at = f" at {read.where}" if read.where else ""
     return (
         f"{layer} needs the value of {read.tensor} (`.item()`, aten._local_scalar_dense){at}, and that value is "
-        f"not known in fake mode: it does not derive only from the example inputs' integer or boolean tensors, "
-        f"constants and Python numbers (it depends on the weights or on float activations, which fake mode does "
-        f"not compute)"
+        f"not known in fake mode: it does not derive only from the example inputs' integer or boolean tensors "
+        f"(of up to {VALUE_LIMIT} elements), constants and Python numbers (it depends on the weights or on float "
+        f"activations, which fake mode does not compute)"
     )
 
 
