@@ -24,9 +24,15 @@ from .data_dependent import _VALUE_SOURCES, VALUE_LIMIT, KnownValues, _is_fake, 
 #: first arguments that make an op a candidate for `_from_plain`: a Python number or a plain (real) tensor
 _PLAIN = frozenset({torch.Tensor, int, float, bool})
 #: ops whose real result is uninitialised memory, not a value
-_UNINITIALISED = frozenset({
-    "aten.empty", "aten.empty_like", "aten.empty_strided", "aten.new_empty", "aten.new_empty_strided",
-})
+_UNINITIALISED = frozenset(
+    {
+        "aten.empty",
+        "aten.empty_like",
+        "aten.empty_strided",
+        "aten.new_empty",
+        "aten.new_empty_strided",
+    }
+)
 
 
 class InputValues(KnownValues):

@@ -19,7 +19,7 @@ from typing import Any
 
 import torch
 
-_SYMBOL = re.compile(r"\bu\d+\b")
+_SYMBOL = re.compile(r"\b[a-z]+\d+\b")  # u0 (an int), zuf0 (a float)
 #: frames in torch and in this package are the machinery of the read, not the model's line
 _SKIPPED_DIRS = (
     os.path.dirname(os.path.abspath(torch.__file__)) + os.sep,
