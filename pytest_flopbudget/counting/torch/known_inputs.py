@@ -53,6 +53,17 @@ class InputValues(KnownValues):
         else:
             super().source(key, func, args, kwargs, out)
 
+    def _forget_written(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        """Unknown data written through a view (`ids[:, :2] = x.long()`) makes every known tensor on the same
+        storage stale, the input itself included, not only the view written."""
+        super()._forget_written(func, args, kwargs)
+        for arg, value in zip(func._schema.arguments, args):
+            if arg.alias_info is not None and arg.alias_info.is_write and isinstance(value, torch.Tensor):
+                storage = _storage(value)
+                stale = [key for key, (fake, _) in self._values.items() if _storage(fake) == storage]
+                for key in stale if storage is not None else ():
+                    del self._values[key]
+
     def _from_plain(self, key: str, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any) -> None:
         """An op whose arguments hold no fake tensor: fake mode made its output a fake without a value; the value
         is the real result (deterministic ops only: not `empty`, not a random draw)."""
@@ -67,6 +78,14 @@ class InputValues(KnownValues):
             real = self._real_run(func, args, kwargs)
             if isinstance(real, torch.Tensor):
                 self._remember(out, real)
+
+
+def _storage(tensor: Any) -> int | None:
+    """The identity of a fake tensor's storage (its views share it), or None when it has none to compare."""
+    try:
+        return int(tensor.untyped_storage()._cdata)
+    except (AttributeError, RuntimeError, NotImplementedError):
+        return None
 
 
 def _is_known_input(value: Any) -> bool:

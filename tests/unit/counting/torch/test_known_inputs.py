@@ -108,6 +108,20 @@ def test_an_in_place_write_to_an_input_reaches_neither_the_callers_tensor_nor_th
     assert ids.tolist() == [[0, 1, 0]]
 
 
+def test_unknown_data_written_through_a_view_makes_the_whole_input_unknown() -> None:
+    class Overwrites(nn.Module):
+        def forward(self, ids: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+            ids[:, :2] = x[:, :2].long()  # float activations, unknown in fake mode, written through a view of ids
+            return torch.ones(int((ids != 0).sum().item()))
+
+    from pytest_flopbudget.errors import CountingError
+
+    with pytest.raises(CountingError, match=r"needs the value of an int64 tensor of shape \[\] .*`return torch.ones"):
+        count(Overwrites(), torch.zeros(1, 4, dtype=torch.long), torch.full((1, 4), 3.0))
+    real = count(Overwrites(), torch.zeros(1, 4, dtype=torch.long), torch.full((1, 4), 3.0), execution="real")
+    assert real.flops == 4 + 4  # `!= 0` and `sum` over 4 ids: 4 FLOPs each; two ids are 3 now
+
+
 def test_inputs_without_values_stay_unknown() -> None:
     """A meta tensor has no values, and an input over the limit is not copied: the read fails, naming itself."""
     from pytest_flopbudget.errors import CountingError
