@@ -8,8 +8,8 @@ zeros, or the user's), so these values are known exactly: `InputValues` keeps th
 or boolean input beside its fake, and `KnownValues` (data_dependent.py) propagates it through every op whose
 tensor arguments are all known, running that op for real on the small CPU copies. Ops on Python numbers alone
 (`torch.div(8, 4)`) or on the numbers torch wraps in plain tensors (`mask[ids == 2] = float_max`) are known the
-same way. Float inputs (features, pixels) stay unknown: no model we count sizes anything by them, and computing
-with them would be the real forward.
+same way. Float inputs (features, pixels) stay unknown: their values are data that decides no size in the models
+we count, and computing with them would be the real forward.
 """
 
 from __future__ import annotations
@@ -66,12 +66,13 @@ class InputValues(KnownValues):
 
     def _from_plain(self, key: str, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any) -> None:
         """An op whose arguments hold no fake tensor: fake mode made its output a fake without a value; the value
-        is the real result (deterministic ops only: not `empty`, not a random draw)."""
+        is the real result (deterministic ops that write nothing: not `empty`, not a random draw, not `add_`)."""
         if (
             not isinstance(out, torch.Tensor)
             or out.numel() > VALUE_LIMIT
             or key in _UNINITIALISED
             or torch.Tag.nondeterministic_seeded in func.tags
+            or func._schema.is_mutable  # run for real, it would write the plain tensor (a model's own constant)
         ):
             return
         if all(not _is_fake(t) and not t.is_meta and t.numel() <= VALUE_LIMIT for t in _tensors((args, kwargs))):

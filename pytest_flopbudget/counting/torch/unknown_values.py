@@ -2,11 +2,11 @@
 
 `.item()`, `int(t)`, `bool(t)` and `if t == 0:` read a tensor's value (`aten._local_scalar_dense`). Fake mode knows
 the values that derive from the example inputs' integer and boolean tensors, from constants and from Python numbers
-(`data_dependent.KnownValues`); any other value (one computed from the weights, such as the durations a
-text-to-speech model predicts) becomes an unbacked symbol (`u0`), and the count fails only where Python branches on
-it or a kernel needs it as a size. That failure names the symbol, not the read: so each read of an unknown value is
-noted here (its layer, the tensor, the source line that read it), and the failure is explained by the read that
-made the symbols it mentions.
+(`known_inputs.InputValues`, `data_dependent.KnownValues`); any other value (one computed from the weights, such as
+the durations a text-to-speech model predicts) becomes an unbacked symbol (`u0`), and the count fails only where
+Python branches on it or a kernel needs it as a size. That failure names the symbol, not the read: so each read of
+an unknown value is noted here (its layer, the tensor, the source line that read it), and the failure is explained
+by the read that made the symbols it mentions.
 """
 
 from __future__ import annotations
@@ -76,9 +76,9 @@ def describe(read: UnknownRead, layer: str) -> str:
     at = f" at {read.where}" if read.where else ""
     return (
         f"{layer} needs the value of {read.tensor} (`.item()`, aten._local_scalar_dense){at}, and that value is "
-        f"not known in fake mode: it does not derive only from the example inputs' integer or boolean tensors "
-        f"(of up to {VALUE_LIMIT} elements), constants and Python numbers (it depends on the weights or on float "
-        f"activations, which fake mode does not compute)"
+        f"not known in fake mode: it does not follow from the values fake mode has (integer or boolean example "
+        f"inputs of up to {VALUE_LIMIT} elements with data, constants, Python numbers) but from the weights, float "
+        f"activations or an input without values"
     )
 
 

@@ -49,7 +49,7 @@ def test_a_branch_on_a_value_computed_from_the_weights_names_the_read() -> None:
         "[] (`.item()`, aten._local_scalar_dense) at test_unknown_values.py:"
     )
     assert "`if steps.item() > 3:  # the line the message quotes`" in message
-    assert "depends on the weights or on float activations" in message
+    assert "but from the weights, float activations or an input without values" in message
     assert message.endswith("count it with execution='real' (runs the real forward)")
     assert count(Predicts(), torch.randn(3, 4), execution="real").params == 5
 
