@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import math
 import sys
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -103,8 +104,9 @@ def build_inputs(entry: ModelEntry, root: Path, model: Any = None) -> tuple[tupl
     """Positional and keyword example inputs for a PyTorch target.
 
     Generated inputs are meta tensors under fake execution (no memory, whatever the batch size) and zeros
-    under real execution: FLOPs depend on shapes, not values. With the `model` at hand, shapes given without a
-    dtype get the one the model wants (see `_typed_specs`).
+    under real execution: FLOPs depend on shapes, not values. Integer and boolean ones (token ids, masks) are
+    real zeros under fake execution too, so that fake mode knows what a model derives from their values. With
+    the `model` at hand, shapes given without a dtype get the one the model wants (see `_typed_specs`).
     """
     spec = entry.inputs
     source = entry.source_of("inputs")
@@ -225,7 +227,17 @@ def _tensor(spec: InputSpec, device: str) -> Any:
     import torch
 
     dtype = getattr(torch, spec.dtype or DEFAULT_DTYPE)
+    if device == "meta" and not (dtype.is_floating_point or dtype.is_complex) and _small(spec.shape):
+        # Token ids and masks are real zeros even under fake execution: fake mode then knows the values a model
+        # derives from them (lengths, masks; counting/torch/known_inputs.py), as a real forward would see them.
+        device = "cpu"
     return torch.zeros(spec.shape, dtype=dtype, device=device)
+
+
+def _small(shape: Any) -> bool:
+    from .counting.torch.data_dependent import VALUE_LIMIT
+
+    return math.prod(shape) <= VALUE_LIMIT
 
 
 def _problem(source: Source, message: str) -> LocatedError:

@@ -230,3 +230,35 @@ def test_longformer_counts_in_fake_mode_as_in_real() -> None:
     with_mask = {"input_ids": ids, "attention_mask": torch.ones(1, 8, dtype=torch.long)}
     fake, real = count(model, **with_mask), count(model, **with_mask, execution="real")
     assert (fake.macs, fake.flops) == (real.macs, real.flops)
+
+
+XLM_SOURCE = """\
+from transformers import XLMConfig, XLMModel
+
+def xlm():
+    return XLMModel(XLMConfig(vocab_size=16, emb_dim=32, n_layers=1, n_heads=2, max_position_embeddings=16))
+"""
+
+
+def test_a_pyproject_entry_counts_xlm_in_fake_mode_as_in_real(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """End to end from `[tool.flopbudget.models]`: the tool builds the token ids (zeros) and they are known values."""
+    pytest.importorskip("transformers")
+    from pytest_flopbudget.config import load_settings
+    from pytest_flopbudget.entries import count_entry
+
+    (tmp_path / "fb_known_xlm.py").write_text(XLM_SOURCE)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    reports = {}
+    for execution in ("fake", "real"):
+        (tmp_path / "pyproject.toml").write_text(
+            "[tool.flopbudget.models.xlm]\n"
+            'target = "fb_known_xlm:xlm"\n'
+            "inputs = [[1, 8]]\n"
+            f'execution = "{execution}"\n'
+            "flops = '1G'\n"
+        )
+        entry = load_settings(tmp_path / "pyproject.toml").models["xlm"]
+        reports[execution] = count_entry(entry, tmp_path)
+    fake, real = reports["fake"], reports["real"]
+    assert fake.inputs == [{"shape": [1, 8], "dtype": "int64"}]
+    assert fake.macs > 0 and (fake.macs, fake.flops) == (real.macs, real.flops)
