@@ -93,6 +93,8 @@ class CountingMode(TorchDispatchMode):
         self.fake_only_failure = False
         self._costs: dict[Any, Cost | str | Free] = {}
         self._maybe_dynamic: dict[Any, bool] = {}
+        if values is not None:
+            values.where = lambda: tracker.current
 
     def __torch_dispatch__(self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: Any = None) -> Any:
         if func is _PRIM_DEVICE:
