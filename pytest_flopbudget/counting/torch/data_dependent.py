@@ -102,7 +102,15 @@ class _Recipe:
             return self._func(*real_args, **real_kwargs)  # type: ignore[no-any-return]
 
 
-_Entry = Any  # torch.Tensor (the value), _Recipe (computed on first use) or Untracked (not kept)
+class _View:
+    """A view (`detach`, `view`, `permute`...) of a tensor whose value is a recipe: a view of the base's value once
+    that is computed, so it aliases it as a real view would."""
+
+    def __init__(self, make: Callable[[], torch.Tensor]) -> None:
+        self.make = make
+
+
+_Entry = Any  # torch.Tensor (the value), _Recipe or _View (computed on first use) or Untracked (not kept)
 
 
 class KnownValues:
@@ -133,7 +141,11 @@ class KnownValues:
 
     def _entry(self, tensor: Any) -> _Entry | None:
         entry = self._values.get(id(tensor))
-        return entry[1] if entry is not None and entry[0] is tensor else None
+        if entry is not None and entry[0] is tensor:
+            return entry[1]
+        # a constant fake mode lifted from Python (`keep[:5] = True`) carries its value
+        constant = getattr(tensor, "constant", None)
+        return constant if isinstance(constant, torch.Tensor) else None
 
     @contextlib.contextmanager
     def formatting(self) -> Iterator[None]:
@@ -206,9 +218,15 @@ class KnownValues:
             if not dynamic or any(not (t.is_floating_point() or t.is_complex()) for t in unknown):
                 # An unknown mask or index decides the size: the upper-bound rule applies, in the caller.
                 return False, None
-            # Known indices into unknown data (`hidden[token_idx]`): the fake kernel usually knows the size.
-            out = func(*args, **kwargs)
-            if not any(isinstance(v, torch.Tensor) and _symbolic(v.shape) for v in tree_flatten(out)[0]):
+            # Known indices into unknown data (`hidden[token_idx]`): the fake kernel usually knows the size; a
+            # boolean mask (`x[:, keep]`) it cannot know, and the real run below gives it.
+            try:
+                out = func(*args, **kwargs)
+            except Exception:
+                out = None
+            if out is not None and not any(
+                isinstance(v, torch.Tensor) and _symbolic(v.shape) for v in tree_flatten(out)[0]
+            ):
                 return True, out
             self._require(func, untracked)
             return True, self._fakes_from(self._real_run(func, args, kwargs), tensors)
@@ -227,6 +245,10 @@ class KnownValues:
         if untracked is not None:
             self._untrack(func, args, out, untracked)
             return True, out
+        if isinstance(out, torch.Tensor) and isinstance(entries[0] if entries else None, (_Recipe, _View)):
+            if _is_view(func):  # stays a recipe: computed only if read
+                self._values[id(out)] = (out, _View(lambda: self._real_run(func, args, kwargs)))
+                return True, out
         self._remember_all(out, self._real_run(func, args, kwargs), func)
         return True, out
 
@@ -248,8 +270,8 @@ class KnownValues:
     def _real_run(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         from torch._subclasses.fake_tensor import unset_fake_temporarily
 
-        real_args, real_kwargs = tree_map(self._real, (args, kwargs))
-        with unset_fake_temporarily():
+        with unset_fake_temporarily():  # the stand-ins `_real` makes (zeros) must be real tensors too
+            real_args, real_kwargs = tree_map(self._real, (args, kwargs))
             return func(*real_args, **real_kwargs)
 
     def _fakes_from(self, real_out: Any, tensors: list[Any]) -> Any:
@@ -278,13 +300,13 @@ class KnownValues:
 
     def _untrack(self, func: Any, args: tuple[Any, ...], out: Any, untracked: Untracked) -> None:
         """Outputs, and arguments the op writes, follow from known values that are not kept."""
-        written = [
-            value for arg, value in zip(func._schema.arguments, args)
-            if arg.alias_info is not None and arg.alias_info.is_write
-        ]
+        written = _written(func, args)
         for value in (*tree_flatten(out)[0], *written):
             if isinstance(value, torch.Tensor):
                 self._values[id(value)] = (value, untracked)
+        for value in written:
+            for key in self._aliases(value):
+                self._values[key] = (self._values[key][0], untracked)
 
     def _require(self, func: Any, untracked: Untracked | None) -> None:
         """An op is about to read values (a data-dependent size, `.item()`): an untracked operand cannot give them."""
@@ -330,7 +352,7 @@ class KnownValues:
     def _real(self, value: Any) -> Any:
         if isinstance(value, torch.Tensor):
             known = self._entry(value)
-            if isinstance(known, _Recipe):
+            if isinstance(known, (_Recipe, _View)):
                 known = known.make()
                 self._remember(value, known)
             if isinstance(known, Untracked):  # callers check first (`_require`), to name the op
@@ -352,11 +374,28 @@ class KnownValues:
         return self._make_fake(tuple(value.shape), value.stride(), value.dtype, device)
 
     def _forget_written(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
-        """An op that writes unknown data into a tensor with known values makes those values stale."""
-        for arg, value in zip(func._schema.arguments, args):
-            info = arg.alias_info
-            if info is not None and info.is_write and isinstance(value, torch.Tensor):
-                self._values.pop(id(value), None)
+        """An op that writes unknown data into a tensor with known values makes those values stale, and those of
+        every view of the same storage (`keep[:5] = mask` writes `keep`)."""
+        for value in _written(func, args):
+            self._values.pop(id(value), None)
+            for key in self._aliases(value):
+                del self._values[key]
+
+    def _aliases(self, tensor: Any) -> list[int]:
+        """Keys of the other tracked tensors on `tensor`'s storage."""
+        try:
+            storage = tensor.untyped_storage()._cdata
+        except (RuntimeError, NotImplementedError):
+            return []
+        aliases = []
+        for key, (fake, _) in self._values.items():
+            if fake is not tensor and isinstance(fake, torch.Tensor):
+                try:
+                    if fake.untyped_storage()._cdata == storage:
+                        aliases.append(key)
+                except (RuntimeError, NotImplementedError):
+                    continue
+        return aliases
 
 
 def _invented(key: str, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], source: Any, indices: Any) -> Any:
@@ -423,6 +462,23 @@ class UpperBounds:
             f"fake mode cannot run this model: {key} returns a data-dependent size with no known upper bound; "
             f"count it with execution='real' (runs the real forward)"
         )
+
+
+def _written(func: Any, args: tuple[Any, ...]) -> list[Any]:
+    """The tensor arguments an op writes in place."""
+    return [
+        value for arg, value in zip(func._schema.arguments, args)
+        if arg.alias_info is not None and arg.alias_info.is_write and isinstance(value, torch.Tensor)
+    ]
+
+
+def _is_view(func: Any) -> bool:
+    """One tensor returned, aliasing the first argument, nothing written."""
+    schema = func._schema
+    returns, arguments = schema.returns, schema.arguments
+    if len(returns) != 1 or returns[0].alias_info is None or returns[0].alias_info.is_write or not arguments:
+        return False
+    return all(arg.alias_info is None or not arg.alias_info.is_write for arg in arguments)
 
 
 def _argument(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], name: str) -> Any:
