@@ -121,7 +121,8 @@ class CountingMode(TorchDispatchMode):
             if not ran:
                 out = None
         if func is _SCALAR_OP and not ran:
-            self.unknown_reads.append(f".item() of a tensor in layer '{self.tracker.current}'")
+            where = self.tracker.current
+            self.unknown_reads.append(f".item() of a tensor{f' in layer {where!r}' if where else ''}")
         if out is None and self.memo is not None:
             out = self.memo.shortcut(func, args, kwargs)
             if out is None:
@@ -524,8 +525,8 @@ def _explain(
     reads = mode.stand_ins_read()
     if reads:
         return CountingError(
-            f"fake mode cannot run this model: {layer} failed after reading {reads[-1]}, whose value fake mode "
-            f"does not know (it stands in a made-up value): {detail}; {real}"
+            f"fake mode cannot run this model: {layer} failed after reading {reads[-1]} (fake mode does not know "
+            f"that value and makes one up): {detail}; {real}"
         )
     return model_raised
 
