@@ -501,9 +501,7 @@ def _explain(
     message = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
     detail = f"{type(exc).__name__}: {message}" if message else type(exc).__name__
     real = "count it with execution='real' (runs the real forward)"
-    model_raised = CountingError(
-        f"the model raised in {layer}: {detail}; check the example inputs' shapes and dtypes"
-    )
+    model_raised = CountingError(f"the model raised in {layer}: {detail}; check the example inputs' shapes and dtypes")
     if execution != "fake":
         return model_raised
     failure = mode.failure_of(exc)

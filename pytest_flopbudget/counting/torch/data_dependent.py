@@ -9,6 +9,9 @@ Two rules make such models countable in fake mode, each exact where its premise 
   known values run for real on small CPU tensors, so Python control flow on them works (`for e in expert_hit`,
   `if idx == n`) and a mixture-of-experts loop sends exactly tokens x top-k rows through the experts in total:
   the routed count, exact for top-k routing without token dropping, whichever experts are picked.
+  Known values are carried up to `VALUE_LIMIT` elements (a one-hot routing mask over many experts, a pixel mask
+  of ones); beyond it a tensor is `Untracked`, and an op that needs its values fails naming it (`_needed`),
+  never reading zeros or a `FakeTensor(...)` string in their place.
 * Upper bound. Any other data-dependent size (`nonzero`, boolean masks, `unique`, `torchvision::nms`) is counted
   at its upper bound: every element (or box) kept. Caps later in the model (`keep[:100]`, `topk(k)`) then apply as
   usual, because the sizes downstream are concrete again.
@@ -99,7 +102,8 @@ class _Recipe:
 
         with unset_fake_temporarily():
             real_args, real_kwargs = tree_map(real, (self._args, self._kwargs))
-            return self._func(*real_args, **real_kwargs)  # type: ignore[no-any-return]
+            value: torch.Tensor = self._func(*real_args, **real_kwargs)
+            return value
 
 
 class _View:
@@ -245,10 +249,11 @@ class KnownValues:
         if untracked is not None:
             self._untrack(func, args, out, untracked)
             return True, out
-        if isinstance(out, torch.Tensor) and isinstance(entries[0] if entries else None, (_Recipe, _View)):
-            if _is_view(func):  # stays a recipe: computed only if read
-                self._values[id(out)] = (out, _View(lambda: self._real_run(func, args, kwargs)))
-                return True, out
+        first = entries[0] if entries else None
+        if isinstance(out, torch.Tensor) and isinstance(first, (_Recipe, _View)) and _is_view(func):
+            # a view of a recipe stays one: computed only if read
+            self._values[id(out)] = (out, _View(lambda: self._real_run(func, args, kwargs)))
+            return True, out
         self._remember_all(out, self._real_run(func, args, kwargs), func)
         return True, out
 
@@ -467,7 +472,8 @@ class UpperBounds:
 def _written(func: Any, args: tuple[Any, ...]) -> list[Any]:
     """The tensor arguments an op writes in place."""
     return [
-        value for arg, value in zip(func._schema.arguments, args)
+        value
+        for arg, value in zip(func._schema.arguments, args)
         if arg.alias_info is not None and arg.alias_info.is_write and isinstance(value, torch.Tensor)
     ]
 

@@ -52,8 +52,15 @@ def ids() -> Any:
 def test_nllb_moe_with_its_default_128_experts() -> None:
     # router mask [8 tokens, 128 experts], one-hot again in the experts: 8*128*128 = 131072 elements
     config = transformers.NllbMoeConfig(
-        vocab_size=VOCAB, d_model=32, encoder_layers=1, decoder_layers=1, encoder_attention_heads=4,
-        decoder_attention_heads=4, encoder_ffn_dim=64, decoder_ffn_dim=64, encoder_sparse_step=1,
+        vocab_size=VOCAB,
+        d_model=32,
+        encoder_layers=1,
+        decoder_layers=1,
+        encoder_attention_heads=4,
+        decoder_attention_heads=4,
+        encoder_ffn_dim=64,
+        decoder_ffn_dim=64,
+        encoder_sparse_step=1,
         decoder_sparse_step=1,
     )
     assert config.num_experts == 128
@@ -81,8 +88,18 @@ def test_nllb_moe_with_its_default_128_experts() -> None:
 def test_longcat_flash_with_768_router_outputs() -> None:
     # 512 experts + 256 zero-compute (identity) experts, top-12: one-hot [8, 12, 768] = 73728 elements
     config = transformers.LongcatFlashConfig(
-        vocab_size=VOCAB, hidden_size=32, num_layers=1, num_attention_heads=4, ffn_hidden_size=64, q_lora_rank=16,
-        kv_lora_rank=16, qk_nope_head_dim=8, qk_rope_head_dim=8, head_dim=8, v_head_dim=8, expert_ffn_hidden_size=16,
+        vocab_size=VOCAB,
+        hidden_size=32,
+        num_layers=1,
+        num_attention_heads=4,
+        ffn_hidden_size=64,
+        q_lora_rank=16,
+        kv_lora_rank=16,
+        qk_nope_head_dim=8,
+        qk_rope_head_dim=8,
+        head_dim=8,
+        v_head_dim=8,
+        expert_ffn_hidden_size=16,
     )
     assert (config.n_routed_experts, config.zero_expert_num, config.moe_topk) == (512, 256, 12)
     torch.manual_seed(0)
@@ -109,7 +126,11 @@ def test_longcat_flash_with_768_router_outputs() -> None:
 def test_vilt_with_its_default_384_pixel_images(padded: bool) -> None:
     # pixel mask of ones [1, 384, 384] = 147456 elements: its row and column sums size the position interpolation
     config = transformers.ViltConfig(
-        vocab_size=VOCAB, hidden_size=32, num_hidden_layers=1, num_attention_heads=4, intermediate_size=64,
+        vocab_size=VOCAB,
+        hidden_size=32,
+        num_hidden_layers=1,
+        num_attention_heads=4,
+        intermediate_size=64,
         max_position_embeddings=16,
     )
     assert (config.image_size, config.patch_size) == (384, 32)

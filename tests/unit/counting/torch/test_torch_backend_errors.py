@@ -48,7 +48,7 @@ def test_the_models_own_exception_is_the_models() -> None:
             self.fc = nn.Linear(2, 3)
 
         def forward(self, x: torch.Tensor) -> torch.Tensor:
-            y = self.fc(x)  # ops ran through the counting mode before the model's own raise
+            self.fc(x)  # ops ran through the counting mode before the model's own raise
             raise ValueError("expects a dict of images")
 
     text = message_of(Refuses(), torch.ones(1, 2))
