@@ -529,16 +529,16 @@ def _explain(
     return model_raised
 
 
-#: Our functions that call back into the model's code with its own arguments (`module.to(dtype)` in forward):
-#: an exception through them is the model's, not ours.
-_PASS_THROUGH = frozenset({"_apply_by_replacing"})
+#: Our functions that call back into the model's code with its own arguments (`module.to(dtype)` in forward, an
+#: f-string's format spec): an exception through them is the model's, not ours.
+_PASS_THROUGH = frozenset({"_apply_by_replacing", "format_known"})
 
 
 def _raised_by_counting_code(exc: BaseException) -> bool:
     """Whether the exception came out of pytest-flopbudget's own code while the model ran (the dispatch mode, the
     shape memo, the known values, the module hooks), as opposed to the model's code or an op it called (op
     failures are told apart before: `CountingMode.failure_of`)."""
-    package = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))) + os.sep
+    counting = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep  # pytest_flopbudget/counting/
     frames = []
     tb = exc.__traceback__
     while tb is not None:
@@ -546,9 +546,9 @@ def _raised_by_counting_code(exc: BaseException) -> bool:
         tb = tb.tb_next
     # the first frames are count_torch's own, around the model's call
     index = 0
-    while index < len(frames) and frames[index].co_filename.startswith(package):
+    while index < len(frames) and frames[index].co_filename.startswith(counting):
         index += 1
-    ours = [code for code in frames[index:] if code.co_filename.startswith(package)]
+    ours = [code for code in frames[index:] if code.co_filename.startswith(counting)]
     return bool(ours) and ours[-1].co_name not in _PASS_THROUGH
 
 

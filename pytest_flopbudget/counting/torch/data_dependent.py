@@ -137,11 +137,12 @@ class KnownValues:
         return bool(self._values)
 
     def value(self, tensor: Any) -> torch.Tensor | None:
-        """The value at hand (None for unknown tensors, and for recipes and untracked ones: see `_entry`)."""
-        entry = self._values.get(id(tensor))
-        if entry is None or entry[0] is not tensor:
-            return None
-        return entry[1] if isinstance(entry[1], torch.Tensor) else None
+        """The value (a recipe's computed now), or None for unknown and untracked tensors."""
+        entry = self._entry(tensor)
+        if isinstance(entry, (_Recipe, _View)):
+            entry = entry.make()
+            self._remember(tensor, entry)
+        return entry if isinstance(entry, torch.Tensor) else None
 
     def _entry(self, tensor: Any) -> _Entry | None:
         entry = self._values.get(id(tensor))
@@ -162,17 +163,18 @@ class KnownValues:
         from torch._subclasses.fake_tensor import FakeTensor
 
         def format_known(tensor: Any, spec: str) -> str:
+            from torch.utils._python_dispatch import _disable_current_modes
+
             entry = self._entry(tensor)
             if isinstance(entry, Untracked):
                 raise self._needed(entry, "to format it (an f-string)")
-            known = self.value(tensor)
+            with _disable_current_modes():  # a recipe computed here runs for real, neither counted nor fake
+                known = self.value(tensor)
             self._note_read(tensor)
             if known is None and tensor.dim() == 0:
                 where = self.where()
                 self.unknown_reads.append(f"an f-string of a 0-d tensor{f' in layer {where!r}' if where else ''}")
             if known is not None and known.dim() == 0:
-                from torch.utils._python_dispatch import _disable_current_modes
-
                 with _disable_current_modes():  # read the real value, not through fake mode
                     return str(format(known.item(), spec))
             return str(torch.Tensor.__format__(tensor, spec))
@@ -358,8 +360,7 @@ class KnownValues:
         if isinstance(value, torch.Tensor):
             known = self._entry(value)
             if isinstance(known, (_Recipe, _View)):
-                known = known.make()
-                self._remember(value, known)
+                known = self.value(value)
             if isinstance(known, Untracked):  # callers check first (`_require`), to name the op
                 raise self._needed(known, "to run an op on them for real")
             if known is not None:
@@ -382,9 +383,10 @@ class KnownValues:
         """An op that writes unknown data into a tensor with known values makes those values stale, and those of
         every view of the same storage (`keep[:5] = mask` writes `keep`)."""
         for value in _written(func, args):
-            self._values.pop(id(value), None)
-            for key in self._aliases(value):
-                del self._values[key]
+            # views of a known tensor are made by running the view op here, so they are tracked too
+            if self._values.pop(id(value), None) is not None:
+                for key in self._aliases(value):
+                    del self._values[key]
 
     def _aliases(self, tensor: Any) -> list[int]:
         """Keys of the other tracked tensors on `tensor`'s storage."""

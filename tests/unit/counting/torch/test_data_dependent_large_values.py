@@ -142,3 +142,17 @@ def test_unknown_data_written_through_a_view_makes_the_whole_tensor_unknown() ->
     # not the stale all-False mask (0 MACs): the upper bound, all 16 columns, 4*16*3 = 192 MACs, said so
     assert report.macs == 192
     assert report.estimated_ops["aten.index"].rule.startswith("data-dependent size counted at its upper bound")
+
+
+def test_an_element_of_a_large_source_formats_as_its_value() -> None:
+    class Named(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.experts = nn.ModuleDict({"expert_0": nn.Linear(4, 4)})
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            routes = torch.zeros(300, 300, dtype=torch.int64)  # a recipe; the element below is a view of it
+            return self.experts[f"expert_{routes[0, 0]}"](x)  # type: ignore[no-any-return]
+
+    # [2, 4] @ [4, 4]: 2*4*4 = 32 MACs
+    assert count(Named(), torch.randn(2, 4)).macs == 32
