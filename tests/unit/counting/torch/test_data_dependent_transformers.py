@@ -21,6 +21,7 @@ torch = pytest.importorskip("torch")
 import transformers  # noqa: E402
 
 from pytest_flopbudget import Report, count  # noqa: E402
+from pytest_flopbudget.errors import CountingError  # noqa: E402
 
 VOCAB, TOKENS = 64, 8
 
@@ -83,6 +84,33 @@ def test_nllb_moe_with_its_default_128_experts() -> None:
     # [8, 128] = 1024 each, the experts' [8, 128, 128] = 131072; on real ones aminmax per index: 8, 8, 1024
     assert fake.ops["aten.eq"].flops == 2 * (1024 + 1024 + 131072)
     assert real.ops["aten.aminmax"].flops == 2 * (8 + 8 + 1024)
+
+
+def test_nllb_moe_over_the_value_limit_names_the_value_it_needed() -> None:
+    # 1100 tokens: the experts' one-hot mask [1100, 128, 128] = 18022400 elements, over VALUE_LIMIT = 2^24
+    config = transformers.NllbMoeConfig(
+        vocab_size=VOCAB,
+        d_model=32,
+        encoder_layers=1,
+        decoder_layers=1,
+        encoder_attention_heads=4,
+        decoder_attention_heads=4,
+        encoder_ffn_dim=64,
+        decoder_ffn_dim=64,
+        encoder_sparse_step=1,
+        decoder_sparse_step=1,
+        max_position_embeddings=1104,
+    )
+    model = transformers.NllbMoeForConditionalGeneration(config).eval()
+    tokens = torch.randint(0, VOCAB, (1, 1100))
+    with pytest.raises(CountingError) as info:
+        count(model, tokens, decoder_input_ids=tokens[:, :8])
+    assert str(info.value) == (
+        "fake mode cannot run this model: layer 'model.encoder.layers.0.ffn.experts' needs the values of a "
+        "18022400-element bool tensor made by aten.eq in layer 'model.encoder.layers.0.ffn.experts' to run "
+        "aten.nonzero, whose output size depends on them, and fake mode keeps values of at most 16777216 elements; "
+        "count it with execution='real' (runs the real forward)"
+    )
 
 
 def test_longcat_flash_with_768_router_outputs() -> None:
