@@ -100,9 +100,7 @@ class ModulePaths:
             ]  # fmt: skip
             chosen = overlaps[0] if overlaps else 0
             if overlaps and self.known:
-                chosen = next(
-                    (o for o in [*overlaps, 0] if ".".join(path + atoms[o:]) in self.known), chosen
-                )
+                chosen = next((o for o in [*overlaps, 0] if ".".join(path + atoms[o:]) in self.known), chosen)
             path.extend(atoms[chosen:])
         return ".".join(path)
 

@@ -21,8 +21,8 @@ from .graph import NodeInfo, index_nodes, topological_order
 from .names import ModulePaths, module_of_parameter
 from .node import NodeContext, UnknownShape, known_dims
 from .ops import ONNX_OPS, op_label
-from .validate import InvalidNode, refuse_node
 from .shapes import Scope, complete_shapes, constant_tensors, infer, infer_body
+from .validate import InvalidNode, refuse_node
 
 #: Domains whose operators are known (to onnx or to us); anything else is reported as an unknown domain.
 KNOWN_DOMAINS = {

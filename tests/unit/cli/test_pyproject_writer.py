@@ -171,7 +171,7 @@ def _document(draw: st.DrawFn) -> tuple[str, str, str, str]:
     before = "".join(draw(_table(i)) for i in range(draw(st.integers(0, 2))))
     before += '[tool.flopbudget]\nbaseline-dir = ".flopbudget"\n\n'
     target = draw(st.sampled_from([_basic, _multi_basic]))(draw(_NASTY).replace("\n", "") + ".onnx")
-    extra = draw(st.sampled_from(["", 'inputs = { x = [\n  1, 4,\n] }\n', "max-skipped-ops = 0 # [x]\n"]))
+    extra = draw(st.sampled_from(["", "inputs = { x = [\n  1, 4,\n] }\n", "max-skipped-ops = 0 # [x]\n"]))
     model = f'[tool.flopbudget.models.net]\ntarget = {target}\n{extra}flops = "1k" # "[y]"\n'
     trailer = draw(st.sampled_from(["", "\n", "# about the next table [tool.x]\n\n"]))
     after = "".join(draw(_table(i + 10)) for i in range(draw(st.integers(0, 3))))

@@ -98,7 +98,8 @@ def test_a_graph_output_listed_twice_is_refused(onnx_model: Any) -> None:
 def test_a_duplicate_inside_an_if_branch_is_refused(onnx_model: Any) -> None:
     def branch(name: str) -> Any:
         return helper.make_graph(
-            [helper.make_node("Relu", ["x"], ["t"], name=f"{name}1"), helper.make_node("Neg", ["x"], ["t"], name=f"{name}2")],
+            [helper.make_node("Relu", ["x"], ["t"], name=f"{name}1"),
+             helper.make_node("Neg", ["x"], ["t"], name=f"{name}2")],
             name, [], [helper.make_tensor_value_info("t", TensorProto.FLOAT, [2, 3])],
         )  # fmt: skip
 
