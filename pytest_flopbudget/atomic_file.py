@@ -8,7 +8,8 @@ A rename replaces whatever has the name, so the target is looked at first:
 
 * a character device or a FIFO (`--output /dev/stdout`, `/dev/null`, a named pipe read by another process) is
   written in place, as a shell redirection would: renaming onto it would, for root, replace `/dev/null` with a
-  regular file. A write that fails there (`/dev/full`: no space left) is an `OSError` naming the reason;
+  regular file. A write that fails there (`/dev/full`: no space left; a FIFO nobody reads) is an `OSError`
+  naming the reason;
 * anything else that is not a regular file (a directory, a socket, a block device) is refused with an `OSError`;
 * a regular file keeps its permission bits (a 0600 pyproject.toml stays private) and, when root writes it, its
   owner and group; a new file gets the usual mode (0666 less the umask), not `mkstemp`'s 0600;
@@ -23,9 +24,14 @@ import errno
 import os
 import stat
 import tempfile
+import time
 from pathlib import Path
 
 __all__ = ["NotRegularFileError", "real_target", "write_atomic", "write_bytes_atomic"]
+
+
+#: How long a write to a FIFO waits for a reader to open it before it fails, rather than blocking for ever.
+FIFO_READER_WAIT = 5.0
 
 
 class NotRegularFileError(OSError):
@@ -82,9 +88,26 @@ def real_target(path: Path) -> Path:
 
 
 def _write_in_place(path: Path, data: bytes) -> None:
-    """A device or FIFO: opened for writing as it is (never created, truncated or renamed) and written whole."""
-    fd = os.open(path, os.O_WRONLY | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_BINARY", 0))
+    """A device or FIFO: opened for writing as it is (never created, truncated or renamed) and written whole.
+
+    Opened non-blocking, so a FIFO nobody reads is an error (`ENXIO`: "No such device or address") after
+    `FIFO_READER_WAIT` seconds instead of a wait forever; then switched back to blocking, so a slow reader gets
+    every byte.
+    """
+    nonblock = getattr(os, "O_NONBLOCK", 0)
+    flags = os.O_WRONLY | nonblock | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_BINARY", 0)
+    deadline = time.monotonic() + FIFO_READER_WAIT
+    while True:
+        try:
+            fd = os.open(path, flags)
+            break
+        except OSError as exc:  # ENXIO: a FIFO with no reader yet (one may be starting)
+            if exc.errno != errno.ENXIO or time.monotonic() >= deadline:
+                raise
+            time.sleep(0.02)
     try:
+        if nonblock:
+            os.set_blocking(fd, True)
         view = memoryview(data)
         while view:
             written = os.write(fd, view)

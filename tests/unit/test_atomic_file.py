@@ -126,3 +126,13 @@ def test_a_symlink_loop_is_an_os_error(tmp_path: Path) -> None:
     (tmp_path / "y").symlink_to("x")
     with pytest.raises(OSError):
         write_atomic(tmp_path / "x", "loop")
+
+
+def test_a_fifo_nobody_reads_is_an_error_soon_not_a_hang(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("pytest_flopbudget.atomic_file.FIFO_READER_WAIT", 0.2)
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    with pytest.raises(OSError) as exc:
+        write_atomic(fifo, "nobody listens\n")
+    assert exc.value.errno == 6  # ENXIO: no reader
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
