@@ -297,7 +297,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     sys.dont_write_bytecode = True
     try:
         code = int(args.handler(args))
-        _out().flush()  # a full device fails here, as one line, not in the interpreter's teardown
+        if sys.stdout is not None:
+            _out().flush()  # a full device fails here, as one line, not in the interpreter's teardown
         return code
     except OutputError as exc:
         _silence_stdout()  # what is still buffered for stdout cannot be written either: drop it quietly
@@ -393,6 +394,8 @@ class _CommandStream(SafeStream):
             super().flush()
         except BrokenPipeError:
             raise
+        except ValueError:  # closed by the caller's own code: nothing left to flush
+            pass
         except OSError as exc:
             raise OutputError(f"cannot write to {self._name}: {exc.strerror or exc}") from None
 
