@@ -4,7 +4,8 @@
 appended at the end, every existing byte stays where it was (line endings included), and `--force` replaces only
 the lines of the table it replaces. The result is re-read by `config.parse_settings` before anything is written:
 an existing file whose layout a new table cannot join (an inline `models = {...}`, a model declared by dotted
-keys) is refused with one line instead of being turned into invalid TOML. The write itself is atomic.
+keys) is refused with one line instead of being turned into invalid TOML. The write itself is atomic, and only
+happens while the file still holds what was read before counting (`write_edit`).
 """
 
 from __future__ import annotations
@@ -133,8 +134,8 @@ def plan_edit(path: Path, old: str | None, models: Sequence[NewModel], settings:
 
 def write_edit(edit: Edit, original: bytes | None) -> None:
     """Write the planned text atomically, unless the file changed since it was read as `original` (None: it did
-    not exist): the file is then left as it is and `UsageError` says so. The check and the replace hold a lock on
-    the file, so of two `init`s that read the same text, the second finds the first one's edit and refuses,
+    not exist): the file is then left as it is and `UsageError` says so. The check and the replace hold a lock
+    (`_locked`), so of two `init`s that read the same text, the second finds the first one's edit and refuses,
     instead of both succeeding with one table lost. The file keeps its mode and owner (`write_atomic`); a
     symlinked pyproject.toml stays a symlink, its target is replaced."""
     shown = display_path(str(edit.path))
@@ -233,13 +234,13 @@ def _replace_table(text: str, model: NewModel, settings: Settings, newline: str,
         if statement.header is not None:
             break
         last = statement.last_line
-    lines = split_lines(text)
+    lines = _split_lines(text)
     return "".join(lines[: first - 1]) + model.table(newline) + "".join(lines[last:])
 
 
-def split_lines(text: str) -> list[str]:
-    """The lines of `text`, each with its `\n`: split at `\n` only, as TOML counts lines (`str.splitlines` also
-    splits at U+2028, form feeds and other characters a TOML string may hold)."""
+def _split_lines(text: str) -> list[str]:
+    """The lines of `text`, each with its newline: split at LF only, as TOML counts lines (`str.splitlines` also
+    splits at U+2028, NEL and other characters a TOML string may hold)."""
     return _LINE.findall(text)
 
 
