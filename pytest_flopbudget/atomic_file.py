@@ -13,8 +13,10 @@ A rename replaces whatever has the name, so the target is looked at first:
 * anything else that is not a regular file (a directory, a socket, a block device) is refused with an `OSError`;
 * a regular file keeps its permission bits (a 0600 pyproject.toml stays private) and, when root writes it, its
   owner and group; a new file gets the usual mode (0666 less the umask), not `mkstemp`'s 0600;
-* a symbolic link stays a link: its final target (a relative link resolved against the link's own directory) is
-  the file replaced.
+* a symbolic link to a regular file is itself replaced, never written through: a link committed to a repository
+  (`gl-code-quality.json -> ~/.ssh/authorized_keys`) cannot make a CI report or a cache record land elsewhere.
+  A caller that means to edit the link's target (`init` editing a symlinked pyproject.toml) passes
+  `real_target(path)`, the end of the chain of links, each relative one taken from its own link's directory.
 """
 
 from __future__ import annotations
@@ -54,11 +56,11 @@ def write_bytes_atomic(path: Path, data: bytes) -> None:
             _write_in_place(path, data)
             return
         raise NotRegularFileError(errno.EINVAL, f"not a regular file ({_kind(info.st_mode)}); give a file path")
-    target = real_target(path)
+    target = Path(os.path.abspath(path))
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
     try:
-        if info is None:
+        if info is None or os.path.islink(target):  # a new file, or a link replaced by one: the usual mode
             os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; a committed file should get the usual mode
         else:
             _copy_owner_and_mode(tmp, info)

@@ -98,7 +98,7 @@ def test_a_new_file_gets_the_usual_mode(tmp_path: Path) -> None:
     assert stat.S_IMODE((tmp_path / "sub" / "new.json").stat().st_mode) == 0o644
 
 
-def test_a_chain_of_relative_symlinks_is_written_through(tmp_path: Path) -> None:
+def test_real_target_follows_a_chain_of_relative_symlinks(tmp_path: Path) -> None:
     """`a/link -> ../b/link2 -> real.toml`: each relative target is taken from its own link's directory."""
     (tmp_path / "a").mkdir()
     (tmp_path / "b").mkdir()
@@ -108,17 +108,24 @@ def test_a_chain_of_relative_symlinks_is_written_through(tmp_path: Path) -> None
     link = tmp_path / "a" / "link"
     link.symlink_to(Path("..") / "b" / "link2")
     assert real_target(link) == real
-    write_atomic(link, "new\n")
-    assert real.read_text() == "new\n"
-    assert link.is_symlink() and (tmp_path / "b" / "link2").is_symlink()
-    assert sorted(p.name for p in (tmp_path / "a").iterdir()) == ["link"]
+    assert real_target(tmp_path / "a" / "dangling") == tmp_path / "a" / "dangling"
+    write_atomic(real_target(link), "new\n")
+    assert real.read_text() == "new\n" and link.is_symlink()
 
 
-def test_a_dangling_symlink_creates_its_target(tmp_path: Path) -> None:
-    link = tmp_path / "link"
-    link.symlink_to("missing.json")
-    write_atomic(link, "{}\n")
-    assert link.is_symlink() and (tmp_path / "missing.json").read_text() == "{}\n"
+def test_a_symlink_is_replaced_not_written_through(tmp_path: Path) -> None:
+    """A link committed to a checkout cannot redirect a report or a cache record to a file outside it."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    victim = outside / "authorized_keys"
+    victim.write_text("ssh-ed25519 AAAA...\n")
+    checkout = tmp_path / "checkout"
+    checkout.mkdir()
+    report = checkout / "gl-code-quality.json"
+    report.symlink_to(victim)
+    write_atomic(report, "[]\n")
+    assert victim.read_text() == "ssh-ed25519 AAAA...\n"
+    assert not report.is_symlink() and report.read_text() == "[]\n"
 
 
 def test_a_symlink_loop_is_an_os_error(tmp_path: Path) -> None:
