@@ -235,9 +235,9 @@ def _tensor(spec: InputSpec, device: str) -> Any:
 
 
 def _small(shape: Any) -> bool:
-    from .counting.torch.data_dependent import VALUE_LIMIT
+    from .counting.torch.known_inputs import INPUT_LIMIT
 
-    return math.prod(shape) <= VALUE_LIMIT
+    return math.prod(shape) <= INPUT_LIMIT
 
 
 def _problem(source: Source, message: str) -> LocatedError:

@@ -21,6 +21,9 @@ from torch.utils._pytree import tree_flatten
 
 from .data_dependent import _VALUE_SOURCES, VALUE_LIMIT, KnownValues, _is_fake, _tensors
 
+#: Integer and boolean example inputs up to this many elements (8 MiB of int64 token ids) keep their values: a copy
+#: of each is made, and pyproject entries build them as real zeros instead of meta tensors (entries.py).
+INPUT_LIMIT = min(1 << 20, VALUE_LIMIT)
 #: first arguments that make an op a candidate for `_from_plain`: a Python number or a plain (real) tensor
 _PLAIN = frozenset({torch.Tensor, int, float, bool})
 #: ops whose real result is uninitialised memory, not a value
@@ -53,17 +56,6 @@ class InputValues(KnownValues):
         else:
             super().source(key, func, args, kwargs, out)
 
-    def _forget_written(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
-        """Unknown data written through a view (`ids[:, :2] = x.long()`) makes every known tensor on the same
-        storage stale, the input itself included, not only the view written."""
-        super()._forget_written(func, args, kwargs)
-        for arg, value in zip(func._schema.arguments, args):
-            if arg.alias_info is not None and arg.alias_info.is_write and isinstance(value, torch.Tensor):
-                storage = _storage(value)
-                stale = [key for key, (fake, _) in self._values.items() if _storage(fake) == storage]
-                for key in stale if storage is not None else ():
-                    del self._values[key]
-
     def _from_plain(self, key: str, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any) -> None:
         """An op whose arguments hold no fake tensor: fake mode made its output a fake without a value; the value
         is the real result (deterministic ops that write nothing: not `empty`, not a random draw, not `add_`)."""
@@ -81,19 +73,11 @@ class InputValues(KnownValues):
                 self._remember(out, real)
 
 
-def _storage(tensor: Any) -> int | None:
-    """The identity of a fake tensor's storage (its views share it), or None when it has none to compare."""
-    try:
-        return int(tensor.untyped_storage()._cdata)
-    except (AttributeError, RuntimeError, NotImplementedError):
-        return None
-
-
 def _is_known_input(value: Any) -> bool:
     """A small integer or boolean tensor with data (token ids, masks, lengths; not a meta tensor)."""
     return (
         isinstance(value, torch.Tensor)
         and not value.is_meta
         and not (value.is_floating_point() or value.is_complex())
-        and value.numel() <= VALUE_LIMIT
+        and value.numel() <= INPUT_LIMIT
     )

@@ -71,13 +71,13 @@ class UnknownReads:
 
 def describe(read: UnknownRead, layer: str) -> str:
     """The sentence for the count's error: which value was needed, where, and why fake mode does not have it."""
-    from .data_dependent import VALUE_LIMIT
+    from .known_inputs import INPUT_LIMIT
 
     at = f" at {read.where}" if read.where else ""
     return (
         f"{layer} needs the value of {read.tensor} (`.item()`, aten._local_scalar_dense){at}, and that value is "
         f"not known in fake mode: it does not follow from the values fake mode has (integer or boolean example "
-        f"inputs of up to {VALUE_LIMIT} elements with data, constants, Python numbers) but from the weights, float "
+        f"inputs of up to {INPUT_LIMIT} elements with data, constants, Python numbers) but from the weights, float "
         f"activations or an input without values"
     )
 

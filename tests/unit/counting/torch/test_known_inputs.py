@@ -15,7 +15,7 @@ torch = pytest.importorskip("torch")
 from torch import nn  # noqa: E402
 
 from pytest_flopbudget import count  # noqa: E402
-from pytest_flopbudget.counting.torch.data_dependent import VALUE_LIMIT  # noqa: E402
+from pytest_flopbudget.counting.torch.known_inputs import INPUT_LIMIT  # noqa: E402
 
 
 class Lengths(nn.Module):
@@ -134,9 +134,9 @@ def test_inputs_without_values_stay_unknown() -> None:
             return torch.ones(int(keep.sum().item()))
 
     # at the limit the value is known: the sum over n flags costs n FLOPs (ones(n) costs nothing)
-    assert count(Kept(), torch.ones(VALUE_LIMIT, dtype=torch.bool)).flops == VALUE_LIMIT
+    assert count(Kept(), torch.ones(INPUT_LIMIT, dtype=torch.bool)).flops == INPUT_LIMIT
     with pytest.raises(CountingError, match=r"needs the value of an int64 tensor of shape \[\]"):
-        count(Kept(), torch.ones(VALUE_LIMIT + 1, dtype=torch.bool))
+        count(Kept(), torch.ones(INPUT_LIMIT + 1, dtype=torch.bool))
 
 
 # --- transformers models that branch on values derived from input_ids ------------------------------------------
