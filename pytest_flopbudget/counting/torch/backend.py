@@ -275,7 +275,7 @@ def count_torch(
             mode = CountingMode(tracker, context.memo, context.values, context.bounds, context.shapes)
             fake_args, fake_kwargs = tree_map(stand_in, (args, kwargs))
             if isinstance(context.values, InputValues):
-                context.values.remember_inputs((args, kwargs), (fake_args, fake_kwargs))
+                context.values.remember_inputs((args, kwargs), stand_in)
             if training:
                 counted.train()
             try:

@@ -14,7 +14,7 @@ we count, and computing with them would be the real forward.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 import torch
 from torch.utils._pytree import tree_flatten
@@ -41,14 +41,17 @@ _UNINITIALISED = frozenset(
 class InputValues(KnownValues):
     """`KnownValues` that also knows the example inputs and results computed from Python numbers alone."""
 
-    def remember_inputs(self, real: Any, fake: Any) -> None:
-        """`real` and `fake` are the same tree of arguments (the caller's and their fake stand-ins)."""
+    def remember_inputs(self, real: Any, stand_in: Callable[[Any], Any]) -> None:
+        """`real` is the caller's tree of arguments; `stand_in` maps each of its tensors, by identity, to the fake
+        tensor the forward receives (so each value is paired with its own fake, whatever the inputs' structure)."""
         from torch._subclasses.fake_tensor import unset_fake_temporarily
 
-        for real_value, fake_value in zip(tree_flatten(real)[0], tree_flatten(fake)[0]):
-            if _is_known_input(real_value) and _is_fake(fake_value):
-                with unset_fake_temporarily():  # a private copy: an in-place op on it must not reach the caller
-                    self._remember(fake_value, real_value.detach().to("cpu", copy=True))
+        for value in tree_flatten(real)[0]:
+            if _is_known_input(value):
+                fake = stand_in(value)
+                if _is_fake(fake):
+                    with unset_fake_temporarily():  # a private copy: an in-place op on it must not reach the caller
+                        self._remember(fake, value.detach().to("cpu", copy=True))
 
     def source(self, key: str, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any) -> None:
         if key not in _VALUE_SOURCES and args and type(args[0]) in _PLAIN:
