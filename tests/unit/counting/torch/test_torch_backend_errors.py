@@ -71,7 +71,11 @@ def test_an_error_after_reading_an_unknown_item_is_fake_modes() -> None:
     x = torch.zeros(2, 4)
     assert count(ByName(), x, execution="real").macs == 2 * 4 * 4
     text = message_of(ByName(), x)
-    assert text.startswith("fake mode cannot run this model: the model (ByName) failed after reading .item() ")
+    # the KeyError names the symbol ('u0'): the read that made it is named, with its line (unknown_values.py)
+    assert text.startswith(
+        "fake mode cannot run this model: the model (ByName) needs the value of an int64 tensor of shape [] "
+    )
+    assert "`name = str(x.sum().long().item())" in text
     assert "the model raised" not in text
 
 
