@@ -39,7 +39,8 @@ def test_environment_reads_by_name_keep_the_value_the_process_started_with(monke
         assert "FB_TEST_PROBE" not in os.environ
         os.environ["FB_TEST_WIDTH"] = "9"  # the process changes it: the next run starts with 4 again
     deps = Dependencies.capture(recorder, modules=[])
-    assert deps.env == {"FB_TEST_PROBE": None, "FB_TEST_UNSET": None, "FB_TEST_WIDTH": "4"}
+    four = "sha256:4b227777d4dd1fc61c6f884f48641d02b4d121d3fd328cb08b5531fcacdabf8a"  # `printf 4 | sha256sum`
+    assert deps.env == {"FB_TEST_PROBE": None, "FB_TEST_UNSET": None, "FB_TEST_WIDTH": four}
     assert deps.changed(environ={"FB_TEST_WIDTH": "4"}) is None
     assert deps.changed(environ={"FB_TEST_WIDTH": "5"}) == "FB_TEST_WIDTH changed"
     assert deps.changed(environ={"FB_TEST_WIDTH": "4", "FB_TEST_UNSET": "1"}) == "FB_TEST_UNSET changed"
@@ -193,15 +194,22 @@ def test_access_and_bytes_environment_reads_are_recorded(tmp_path: Path) -> None
     assert deps.changed() == f"{tmp_path / 'flag'} changed"
 
 
-def test_listings_are_recorded_whoever_lists_except_sys_path_scans(tmp_path: Path) -> None:
+def test_listings_are_recorded_whoever_lists_except_a_librarys_sys_path_scans(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     classes = tmp_path / "classes"
     classes.mkdir()
+    root = sys.path[0] or "."
     recorder = Recorder()
     with recorder:
-        os.listdir(classes)
-        os.listdir(sys.path[0] or ".")  # what entry-point scans do: not a dependency
-    deps = Dependencies.capture(recorder, modules=[])
-    assert list(deps.listings) == [str(classes)]
+        os.listdir(root)  # the project's own glob of a sys.path directory (its root): a dependency
+    assert list(Dependencies.capture(recorder, modules=[]).listings) == [os.path.abspath(root)]
+    monkeypatch.setattr(dependencies, "_actor", lambda frame, metadata_is_import=True: "library")
+    recorder = Recorder()
+    with recorder:
+        os.listdir(classes)  # fsspec listing a data directory: a dependency
+        os.listdir(root)  # what entry-point scans do: not a dependency
+    assert list(Dependencies.capture(recorder, modules=[]).listings) == [str(classes)]
 
 
 def test_a_module_that_failed_to_import_is_a_change_when_it_appears(tmp_path: Path) -> None:
@@ -216,7 +224,7 @@ def test_a_module_that_failed_to_import_is_a_change_when_it_appears(tmp_path: Pa
         assert deps.changed() == f"{tmp_path / 'fb_test_optional_accelerator.py'} changed"
     finally:
         sys.path.remove(str(tmp_path))
-    assert not any(isinstance(f, dependencies._MissingModules) for f in sys.meta_path)
+    assert not any(isinstance(f, dependencies._ModuleLookups) for f in sys.meta_path)
 
 
 def test_a_file_changed_while_the_count_ran_makes_the_record_unstable(tmp_path: Path) -> None:
