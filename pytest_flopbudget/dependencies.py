@@ -35,7 +35,8 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .uncacheable_events import UNCACHEABLE_EVENTS, multiprocessing_reason, uncacheable_reason
+from . import native_readers
+from .uncacheable_events import SYSTEM_LIBRARY_ROOTS, UNCACHEABLE_EVENTS, multiprocessing_reason, uncacheable_reason
 
 #: The recorder that audit events go to, if any; an audit hook cannot be removed, so one hook forwards to it.
 _ACTIVE: list[Recorder] = []
@@ -216,6 +217,7 @@ class Recorder:
         self.busy = False
         self.started_ns = 0
         self._saved: list[tuple[Any, ...]] = []
+        self._held: list[set[str]] = []
 
     def note_file(self, path: Any) -> None:
         if isinstance(path, int):  # os.open on a descriptor: the file was noted when it was opened by name
@@ -256,6 +258,7 @@ class Recorder:
         _install_hook()
         if not _ACTIVE:
             _patch_unhooked_readers()
+        self._held.append(self._held_files())
         _ACTIVE.append(self)
         self.started_ns = time.time_ns()
         self._saved.append((os.environ.__class__, os.environb.__class__, os.stat, os.lstat, os.access))
@@ -274,9 +277,23 @@ class Recorder:
         os.environb.__class__ = environb_class
         with contextlib.suppress(ValueError):
             sys.meta_path.remove(self._finder)
+        for path in self._held_files() - self._held.pop():  # opened or mapped natively, and still held
+            self.note_file(path)
         _ACTIVE.remove(self)
         if not _ACTIVE:
             _unpatch_unhooked_readers()
+
+    def _held_files(self) -> set[str]:
+        """The files held open for reading or mapped, outside the Python installation and the system's libraries
+        (the count's own shared libraries are modules, recorded as such)."""
+        self.busy = True
+        try:
+            held = native_readers.held_files()
+        finally:
+            self.busy = False
+        libraries, stdlib = _roots()
+        ignored = (*libraries, *stdlib, *SYSTEM_LIBRARY_ROOTS, *VIRTUAL_ROOTS)
+        return {path for path in held if not path.startswith(ignored)}
 
 
 def _is_path_scan(path: str) -> bool:
@@ -314,6 +331,8 @@ class _ModuleLookups(importlib.abc.MetaPathFinder):
             spec = find(name, path, target)
             if spec is not None:
                 self._found(name, path, spec)
+                if name in native_readers.READERS and hasattr(spec.loader, "exec_module"):
+                    spec.loader = _ThenWrapReaders(spec.loader)
                 return spec
         self._candidates(name, path)
         return None
@@ -360,6 +379,7 @@ def _patch_unhooked_readers() -> None:
     _UNPATCHED["spawnv_passfds"] = mp_util.spawnv_passfds
     metadata.Distribution.discover = classmethod(_recorded_discover)  # type: ignore[method-assign,assignment]
     mp_util.spawnv_passfds = _recorded_spawn
+    native_readers.wrap_loaded(_note_native_read)
 
 
 def _unpatch_unhooked_readers() -> None:
@@ -370,6 +390,30 @@ def _unpatch_unhooked_readers() -> None:
         metadata.Distribution.discover = _UNPATCHED.pop("discover")  # type: ignore[method-assign]
     if "spawnv_passfds" in _UNPATCHED:
         mp_util.spawnv_passfds = _UNPATCHED.pop("spawnv_passfds")
+    native_readers.unwrap_all()
+
+
+def _note_native_read(path: Any) -> None:
+    if _ACTIVE:
+        _ACTIVE[-1].note_file(path)
+
+
+class _ThenWrapReaders:
+    """A module's loader that, once the module has run, wraps its native readers (`native_readers.READERS`)."""
+
+    def __init__(self, loader: Any) -> None:
+        self._loader = loader
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._loader, name)
+
+    def create_module(self, spec: Any) -> Any:
+        return self._loader.create_module(spec)
+
+    def exec_module(self, module: Any) -> None:
+        self._loader.exec_module(module)
+        if _ACTIVE:
+            native_readers.wrap_module(module, _note_native_read)
 
 
 def _recorded_discover(cls: Any, **kwargs: Any) -> Any:
