@@ -423,7 +423,9 @@ def _recorded_discover(cls: Any, **kwargs: Any) -> Any:
         context = kwargs.get("context")
         name = getattr(context, "name", None) if context is not None else kwargs.get("name")
         path = getattr(context, "path", None) if context is not None else kwargs.get("path")
-        if name is not None or not _called_from_library(2, metadata_is_import=False):  # a library's scan of everything: entry points
+        if name is not None or not _called_from_library(
+            2, metadata_is_import=False
+        ):  # a library's scan of everything: entry points
             query = json.dumps([name, [p for p in (sys.path if path is None else path) if isinstance(p, str)]])
             _ACTIVE[-1].note_distribution_query(query, _distributions_digest(found))
     return iter(found)
@@ -441,8 +443,10 @@ def distribution_query_digest(query: str) -> str:
 
     name, path = json.loads(query)
     discover = _UNPATCHED.get("discover")
-    found = discover.__get__(None, Distribution)(name=name, path=path) if discover else Distribution.discover(
-        name=name, path=path
+    found = (
+        discover.__get__(None, Distribution)(name=name, path=path)
+        if discover
+        else Distribution.discover(name=name, path=path)
     )
     return _distributions_digest(list(found))
 

@@ -175,7 +175,10 @@ def _site_env(userbase: Path, site_dir: Path) -> dict[str, str]:
     """The user site is put on sys.path through PYTHONPATH (a virtual environment leaves it out), in front of
     whatever PYTHONPATH this run has (the checkout under test)."""
     outer = os.environ.get("PYTHONPATH")
-    return {"PYTHONUSERBASE": str(userbase), "PYTHONPATH": os.pathsep.join([str(site_dir), *([outer] if outer else [])])}
+    return {
+        "PYTHONUSERBASE": str(userbase),
+        "PYTHONPATH": os.pathsep.join([str(site_dir), *([outer] if outer else [])]),
+    }
 
 
 def _pip_install(source: Path, name: str, code: str, target: Path) -> None:
