@@ -1,17 +1,27 @@
-"""What one count read: every file, directory listing, path probe and environment variable, so a cached count can
-prove it is still right.
+"""What one count read: every file, directory listing, path probe, module lookup and environment variable, so a
+cached count can prove it is still right; and, when it did something no fact can describe, why it cannot be cached.
 
 A count is a function of the model's code and data files, the libraries it ran on, and the environment. The
 `Recorder` watches all of it while a model is built and counted: `sys.addaudithook` sees every `open`, `os.listdir`
 and `os.scandir` (Python's own and every library's); `os.stat`/`os.lstat` are watched for existence probes
-(`if os.path.exists("config.json")`), and `os.environ` for the variables read. At the end, `Dependencies.capture`
+(`if os.path.exists("config.json")`), `os.environ` for the variables read, `sys.meta_path` for every module looked
+up (found or not) and `importlib.metadata` for the distributions looked up. At the end, `Dependencies.capture`
 adds every imported module's file and turns it all into facts that can be checked later without importing anything:
 
-- a project file (anything outside the Python installation and its site-packages): its sha256, or its absence;
+- a project file (anything outside the Python installation and its site-packages): its sha256, or its absence, or
+  its kind when it is a directory, FIFO, socket or device (which are never opened);
 - a library file (inside site-packages): its size and mtime, and each imported distribution's `.dist-info`
-  directory, whose name carries the version, so an upgrade or reinstall changes a fact;
-- a listed project directory: the sorted names in it;
-- an environment variable: its value (or that it was unset).
+  directory, whose name carries the version, so an upgrade or reinstall changes a fact; a path probed there that
+  is absent (an optional package looked for) is a fact too;
+- a listed directory: the sorted names in it (and if they changed while the count ran, the record is unstable);
+- an `importlib.metadata` lookup: which distributions it found;
+- an environment variable: a sha256 of its value (or that it was unset); never the value.
+
+What cannot be a fact makes the count uncacheable (`Dependencies.uncacheable`, the reason): a subprocess, a fork,
+a native library of the project, a database (`uncacheable_events`), a read from a FIFO. Files opened by compiled
+code are recovered where they can be (`native_readers`). Who is at work decides what a listing or a scan of the
+environment means: the import system's own listings are not facts (what it imports is), nor are a library's scans
+of `sys.path` or of the environment; everything the project's code does is.
 
 `Dependencies.changed()` re-checks the facts and names the first one that no longer holds. The standard library is
 not listed: the Python version is part of the cache key.
@@ -61,6 +71,8 @@ def _audit(event: str, args: tuple[Any, ...]) -> None:
             recorder.note_listing(path, by_library=actor == "library")
     elif event in UNCACHEABLE_EVENTS:
         reason = uncacheable_reason(event, args, _roots())
+        if reason is not None and event == "subprocess.Popen" and _asks_the_platform(sys._getframe(1)):
+            reason = None
         if reason is not None:
             recorder.note_uncacheable(reason)
         elif event == "ctypes.dlopen" and args and isinstance(args[0], (str, bytes)):
@@ -93,6 +105,27 @@ def _actor(frame: Any, metadata_is_import: bool = True) -> str:
                 through_metadata = True
         frame = frame.f_back
     return "import" if through_metadata else "project"
+
+
+#: Standard-library modules whose subprocesses only ask what the machine is (`uname -p` for
+#: `platform.processor()`, `ldconfig -p` for `ctypes.util.find_library`): the platform is part of the cache key.
+PLATFORM_QUERIES = (f"{os.sep}platform.py", f"{os.sep}ctypes{os.sep}util.py")
+
+
+def _asks_the_platform(frame: Any) -> bool:
+    """Whether the subprocess being started comes from `PLATFORM_QUERIES` (before any code outside the standard
+    library: h5py calling `platform.processor()` is fine, the project running `uname` itself is not)."""
+    stdlib = _roots()[1]
+    while frame is not None:
+        name = frame.f_code.co_filename
+        if not name.startswith("<"):
+            filename = _code_path(name)
+            if not _under(filename, stdlib):
+                return False
+            if filename.endswith(PLATFORM_QUERIES):
+                return True
+        frame = frame.f_back
+    return False
 
 
 _CODE_PATHS: dict[str, str] = {}

@@ -524,3 +524,16 @@ def test_a_fifo_is_never_opened_and_reading_one_makes_the_count_uncacheable(tmp_
         assert Dependencies.capture(recorder, modules=[]).uncacheable == f"it read a FIFO {fifo}"
     finally:
         os.close(writer)
+
+
+def test_the_platform_asking_uname_is_not_a_reason_but_the_project_running_it_is() -> None:
+    import platform
+    import subprocess
+
+    recorder = Recorder()
+    with recorder:
+        platform._Processor.from_subprocess()  # type: ignore[attr-defined]  # what platform.processor() runs
+    assert recorder.uncacheable is None
+    with recorder:
+        subprocess.run(["uname", "-p"], capture_output=True, check=False)
+    assert recorder.uncacheable == "it ran a subprocess (uname)"
