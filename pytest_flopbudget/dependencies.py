@@ -58,7 +58,7 @@ def _audit(event: str, args: tuple[Any, ...]) -> None:
     if not _ACTIVE:
         return
     recorder = _ACTIVE[-1]
-    if recorder.busy:  # the recorder's own reads (a listing's digest)
+    if recorder.reading_thread == threading.get_ident():  # the recorder's own reads (a listing's digest)
         return
     if event == "open":
         path, mode, flags = args
@@ -246,8 +246,8 @@ class Recorder:
         self.distribution_queries: dict[str, str] = {}
         #: why this count cannot be cached (`"it ran a subprocess"`), or None: a read no fact can describe
         self.uncacheable: str | None = None
-        #: set while the recorder reads something itself, so that its own reads are not recorded
-        self.busy = False
+        #: the thread in which the recorder is reading something itself (its own reads are not recorded)
+        self.reading_thread: int | None = None
         self.started_ns = 0
         self._saved: list[tuple[Any, ...]] = []
         self._held: list[set[str]] = []
@@ -267,11 +267,17 @@ class Recorder:
             path = os.path.abspath(os.fsdecode(path))
             if path in self.listings or (by_library and _is_path_scan(path)):
                 return
-            self.busy = True
-            try:
+            with self.reading_itself():
                 self.listings[path] = listing_digest(path)
-            finally:
-                self.busy = False
+
+    @contextlib.contextmanager
+    def reading_itself(self) -> Iterator[None]:
+        """What this thread reads inside is the recorder's own business, not the count's."""
+        outer, self.reading_thread = self.reading_thread, threading.get_ident()
+        try:
+            yield
+        finally:
+            self.reading_thread = outer
 
     def note_uncacheable(self, reason: str) -> None:
         """The count did something whose effect on it no fact can describe; the first reason is the one shown."""
@@ -319,11 +325,8 @@ class Recorder:
     def _held_files(self) -> set[str]:
         """The files held open for reading or mapped, outside the Python installation and the system's libraries
         (the count's own shared libraries are modules, recorded as such)."""
-        self.busy = True
-        try:
+        with self.reading_itself():
             held = native_readers.held_files()
-        finally:
-            self.busy = False
         libraries, stdlib = _roots()
         ignored = (*libraries, *stdlib, *SYSTEM_LIBRARY_ROOTS, *VIRTUAL_ROOTS)
         return {path for path in held if not path.startswith(ignored)}
