@@ -75,7 +75,7 @@ def _audit(event: str, args: tuple[Any, ...]) -> None:
             reason = None
         if reason is not None:
             recorder.note_uncacheable(reason)
-        elif event == "ctypes.dlopen" and args and isinstance(args[0], (str, bytes)):
+        elif event == "ctypes.dlopen" and args and isinstance(args[0], str) and os.sep in args[0]:
             recorder.note_probe(args[0])  # an installed package's library: a library fact (a bare name: none)
 
 
@@ -115,12 +115,12 @@ PLATFORM_QUERIES = (f"{os.sep}platform.py", f"{os.sep}ctypes{os.sep}util.py")
 def _asks_the_platform(frame: Any) -> bool:
     """Whether the subprocess being started comes from `PLATFORM_QUERIES` (before any code outside the standard
     library: h5py calling `platform.processor()` is fine, the project running `uname` itself is not)."""
-    stdlib = _roots()[1]
+    libraries, stdlib = _roots()
     while frame is not None:
         name = frame.f_code.co_filename
         if not name.startswith("<"):
             filename = _code_path(name)
-            if not _under(filename, stdlib):
+            if _under(filename, libraries) or not _under(filename, stdlib):
                 return False
             if filename.endswith(PLATFORM_QUERIES):
                 return True
