@@ -537,3 +537,16 @@ def test_the_platform_asking_uname_is_not_a_reason_but_the_project_running_it_is
     with recorder:
         subprocess.run(["uname", "-p"], capture_output=True, check=False)
     assert recorder.uncacheable == "it ran a subprocess (uname)"
+
+
+def test_a_pty_makes_the_count_uncacheable() -> None:
+    import pty
+
+    recorder = Recorder()
+    with recorder:
+        pid, fd = pty.fork()
+        if pid == 0:  # pragma: no cover - the child
+            os._exit(0)
+    os.waitpid(pid, 0)
+    os.close(fd)
+    assert recorder.uncacheable == "it forked a process (a multiprocessing worker, pty or os.fork)"
