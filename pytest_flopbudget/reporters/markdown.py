@@ -65,7 +65,7 @@ def summary(
     duplicated = {name for name in names if names.count(name) > 1}
     rows = [row for verdict in ordered for row in _rows(verdict, verdict.name in duplicated)]
     table_head = [_row(HEADER), _row(("---",) * len(HEADER))] if rows else []
-    blocks = [_details_block(v, update_hint) for v in failed]
+    blocks = [_details_block(v, update_hint, os.fspath(workspace or os.getcwd())) for v in failed]
     return truncate(head, table_head, rows, blocks, max_bytes=max_bytes)
 
 
@@ -258,9 +258,9 @@ def _figures(verdict: Verdict, metric: str) -> tuple[str, ...]:
     )
 
 
-def _details_block(verdict: Verdict, update_hint: str) -> str:
+def _details_block(verdict: Verdict, update_hint: str, workspace: str) -> str:
     """`<details>` with the one-line reason as summary and the terminal's per-layer diff as a code block."""
-    text = terminal.details(verdict, update_hint=update_hint)
+    text = terminal.details(verdict, update_hint=update_hint, start=workspace)
     fence = "`" * max(3, _longest_backtick_run(text) + 1)
     summary_line = html.escape(" ".join(reason(verdict).splitlines()), quote=False)
     return "\n".join(

@@ -37,7 +37,7 @@ def test_diff_details_collapse_to_the_top_rows_then_totals() -> None:
     assert "  ... 6 more changed layers (+1.00k)" in lines  # layer1..layer4 (+1000), new (+7), old (-5)
     assert lines[-2].split() == ["total", "20.0k", "39.0k", "+19.0k", "(+95.0%)"]
     # 39,007 FLOPs (39,000 + the new layer's 7) rounded *up* to 3 significant digits: the ceiling that would pass
-    assert lines[-1] == 'to accept: raise the budget: flops = "39.1k"'
+    assert lines[-1] == f'to accept: set flops = "39.1k"; then run {HINT} and commit both'
 
 
 def test_diff_marks_added_and_removed_layers() -> None:
@@ -62,7 +62,7 @@ def test_without_baseline_shows_top_layers_and_how_to_create_one() -> None:
     assert "  ... 5 more layers" in lines
     assert lines[-3].split() == ["total", "2.10k", "100.0%"]
     assert lines[-2] == f"no baseline for net yet (.flopbudget/net.json); run {HINT} to create it"
-    assert lines[-1] == 'to accept: raise the budget: flops = "2.1k"'  # 2,100 FLOPs, rounded up
+    assert lines[-1] == f'to accept: set flops = "2.1k"; then run {HINT} and commit both'  # 2,100 FLOPs, rounded up
 
 
 def test_unchanged_model_over_a_tightened_budget_shows_top_layers() -> None:
