@@ -85,8 +85,9 @@ def accept_hint(
             exact = finding.metric == Metric.SKIPPED  # a number of op calls is written as it is
             value = str(finding.actual) if exact else ceiling_above(finding.actual)
             edits.append(budget_edit(finding.source, finding.metric, value, start))
-        elif finding.kind == FindingKind.INCREASE and base_ref and finding.baseline is not None:
-            edits.append(_increase_edit(verdict, finding, start))
+    growth = [f for f in verdict.violations if f.kind == FindingKind.INCREASE and f.baseline is not None]
+    if growth and base_ref:  # the base's baseline stays: the growth over it must be allowed
+        edits.append(_increase_edit(verdict, growth, start))
     command = update_command(verdict, update_hint)
     if not edits:
         return f"to accept: run {command} and commit the new baseline"
@@ -128,15 +129,15 @@ def budget_edit(source: Source | None, metric: str, value: str, start: str | Non
 _DEFAULT_SLOT = {"flops": "flops", "macs": "macs", "params": "params", "skipped": "max-skipped-ops"}
 
 
-def _increase_edit(verdict: Verdict, finding: Finding, start: str | None) -> str:
-    """The max-increase that would let this growth over the base's baseline pass, on the line that sets it."""
-    old, now = finding.baseline or 0, finding.actual or 0
+def _increase_edit(verdict: Verdict, growth: Sequence[Finding], start: str | None) -> str:
+    """The least max-increase (in tenths of a percent, rounded up) that lets every metric's growth over the base's
+    baseline pass, on the line that sets it."""
     increase = verdict.budget.max_increase
-    source = increase.source if increase is not None else finding.source
-    if old == 0:
+    source = increase.source if increase is not None else growth[0].source
+    if any(not f.baseline for f in growth):
         where = source.location(start) if source is not None else ""
         return "remove max-increase" + (f" at {where}" if where else "") + " (any growth from a zero baseline fails it)"
-    tenths = -((-(now - old) * 1000) // old)  # the growth in tenths of a percent, rounded up
+    tenths = max(-((-((f.actual or 0) - (f.baseline or 0)) * 1000) // (f.baseline or 1)) for f in growth)
     percent = f"{tenths // 10}" + (f".{tenths % 10}" if tenths % 10 else "")
     return budget_edit(source, "max-increase", f"{percent}%", start)
 
