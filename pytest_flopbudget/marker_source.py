@@ -80,7 +80,7 @@ def _calls(path: str, _mtime: int, _size: int) -> list[_Call] | None:
             tree = ast.parse(handle.read(), filename=path)
     except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
         return None
-    calls = []
+    calls: list[_Call] = []
     for node in ast.walk(tree):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             first = min([node.lineno, *(d.lineno for d in node.decorator_list)])

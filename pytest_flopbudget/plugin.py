@@ -484,15 +484,15 @@ class FlopBudgetPlugin:
         option = self.config.option
         # an xdist worker gets the controller's arguments resolved into paths: the controller judges the options
         options = not self.is_worker
-        reasons = {
-            "-k": options and getattr(option, "keyword", ""),
-            "-m": options and getattr(option, "markexpr", ""),
+        reasons: dict[str, object] = {
+            "-k": options and bool(getattr(option, "keyword", "")),
+            "-m": options and bool(getattr(option, "markexpr", "")),
             "paths or node ids": options and _explicit_args(self.config),
-            "--deselect": options and getattr(option, "deselect", None),
-            "--ignore": options and (getattr(option, "ignore", None) or getattr(option, "ignore_glob", None)),
-            "--lf": options and getattr(option, "lf", False),
-            "--sw": options and (getattr(option, "stepwise", False) or getattr(option, "stepwise_skip", False)),
-            "--collect-only": options and getattr(option, "collectonly", False),
+            "--deselect": options and bool(getattr(option, "deselect", None)),
+            "--ignore": options and bool(getattr(option, "ignore", None) or getattr(option, "ignore_glob", None)),
+            "--lf": options and bool(getattr(option, "lf", False)),
+            "--sw": options and bool(getattr(option, "stepwise", False) or getattr(option, "stepwise_skip", False)),
+            "--collect-only": options and bool(getattr(option, "collectonly", False)),
             "deselected tests": self.deselected,
             "collection errors": self.collect_errors,
             "a stopped run": session.shouldstop or session.shouldfail

@@ -305,4 +305,3 @@ class MarkdownOutput:
         text = summary_of(findings.result, update_hint=context.update_hint, workspace=context.root)
         write_atomic(Path(path), text)
         return [f"Markdown summary: {path}"]
-

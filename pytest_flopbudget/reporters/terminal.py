@@ -69,9 +69,7 @@ def details(
     return "\n".join(lines)
 
 
-def accept_hint(
-    verdict: Verdict, *, update_hint: str, base_ref: str | None = None, start: str | None = None
-) -> str:
+def accept_hint(verdict: Verdict, *, update_hint: str, base_ref: str | None = None, start: str | None = None) -> str:
     """What to do when the change is intended, as one complete instruction: each line to edit with the value that
     would pass (a ceiling: the count rounded up to 3 significant digits; max-increase under `--base-ref`: the growth
     rounded up to 0.1%), then the command that records the new baseline, so that following it makes the next run
@@ -235,9 +233,7 @@ def run_summary(result: RunResult, *, errors_inline: bool = True) -> list[str]:
 
 def error_lines(result: RunResult) -> list[str]:
     """Every error of the run, one line each: models that could not be counted, baselines not written."""
-    return [e.message for e in result.errors] + [
-        line.removeprefix("flopbudget: ") for line in result.update_errors
-    ]
+    return [e.message for e in result.errors] + [line.removeprefix("flopbudget: ") for line in result.update_errors]
 
 
 def run_text(result: RunResult, *, update_hint: str) -> str:

@@ -154,7 +154,8 @@ def test_following_the_pytest_hints_for_markers_makes_the_next_run_clean(tmp_pat
     # 8*5 = 40 MACs: over the function's 20, and over the wide parameter's own 30 (its marker, not the 1k one)
     hints = HINT.findall(failed.stdout)
     assert (
-        'set macs="40" in the flop_budget marker at test_budgets.py:7', "pytest --flopbudget-update test_budgets.py::test_plain"
+        'set macs="40" in the flop_budget marker at test_budgets.py:7',
+        "pytest --flopbudget-update test_budgets.py::test_plain",
     ) in hints
     assert (
         'set macs="40" in the flop_budget marker at test_budgets.py:16',

@@ -220,7 +220,8 @@ def test_words_of_pytest_args_are_arguments_not_shell_code(project: Path, tmp_pa
         ),
         (
             {"pytest-args": "tests/budgets"},
-            "::error title=flopbudget action::input pytest-args is set but pytest is false: set pytest: true to run them",
+            "::error title=flopbudget action::input pytest-args is set but pytest is false: set pytest: true to "
+            "run them",
         ),
     ],
 )

@@ -67,7 +67,10 @@ def project(tmp_path: Path) -> Path:
     (root / "tests" / "test_budgets.py").write_text(TEST_BUDGETS)
     init_repo(root)
     pytest_update(root)  # the README: `pytest --flopbudget-update` records the baselines of both kinds
-    assert sorted(p.name for p in (root / ".flopbudget").iterdir()) == ["small.json", "tests.test_budgets.test_head.json"]
+    assert sorted(p.name for p in (root / ".flopbudget").iterdir()) == [
+        "small.json",
+        "tests.test_budgets.test_head.json",
+    ]
     (root / ".gitignore").write_text(".pytest_cache/\n__pycache__/\n.flopbudget_cache/\n")
     git(root, "add", "-A")
     git(root, "commit", "-qm", "Models, budgets and baselines")
@@ -93,11 +96,10 @@ def test_a_pull_request_that_leaves_the_models_alone_passes_both_steps(project: 
     check, tests = ci_job(project)
     assert check.returncode == 0, check.stdout + check.stderr
     assert tests.returncode == 0, tests.stdout[-3000:] + tests.stderr[-3000:]
-    assert tests.stdout.startswith(
-        "+ python -m pytest --flopbudget-no-models --flopbudget-base-ref=origin/main\n"
-    )
+    assert tests.stdout.startswith("+ python -m pytest --flopbudget-no-models --flopbudget-base-ref=origin/main\n")
     assert "::error" not in check.stdout + tests.stdout
-    assert "stale baseline" not in check.stdout + check.stderr + tests.stdout  # nothing to say about what cannot be judged
+    # nothing to say about what cannot be judged
+    assert "stale baseline" not in check.stdout + check.stderr + tests.stdout
 
 
 @pytest.mark.slow

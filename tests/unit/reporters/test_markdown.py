@@ -58,7 +58,7 @@ to accept: set flops = "1.2k" at pyproject.toml:6 (tool.flopbudget.models.resnet
 ```
 
 </details>
-"""
+"""  # noqa: E501 (the golden hint is one line)
 
 
 def test_golden_summary(make_project, make_report) -> None:
