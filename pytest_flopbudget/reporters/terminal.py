@@ -13,7 +13,6 @@ from collections.abc import Iterable, Sequence
 
 from ..diff import LayerDiff, top_layers
 from ..formatting import (
-    CLI_UPDATE_HINT,
     PYTEST_UPDATE_HINT,
     ROOT_LABEL,
     ceiling_above,
@@ -142,12 +141,15 @@ def _increase_edit(verdict: Verdict, growth: Sequence[Finding], start: str | Non
 
 def update_command(verdict: Verdict, update_hint: str) -> str:
     """The command that records this model's baseline and nothing else: `flopbudget check --update NAME` for a
-    pyproject model, `pytest --flopbudget-update NODEID` for a test (or when pytest is the front end)."""
+    pyproject model (from either front end, so both print the same words), `pytest --flopbudget-update NODEID` for
+    a test's model, which only pytest sees."""
     measurement = verdict.measurement
     nodeid = measurement.nodeid
     from_pyproject = nodeid is None or nodeid.partition("::")[0].rsplit("/", 1)[-1] == "pyproject.toml"
-    if update_hint == PYTEST_UPDATE_HINT or (update_hint != CLI_UPDATE_HINT and not from_pyproject):
-        return f"`pytest --flopbudget-update {shlex.quote(nodeid)}`" if nodeid else PYTEST_UPDATE_HINT
+    if not from_pyproject and nodeid:
+        return f"`pytest --flopbudget-update {shlex.quote(nodeid)}`"
+    if nodeid is None and update_hint == PYTEST_UPDATE_HINT:
+        return PYTEST_UPDATE_HINT
     name = measurement.name
     return f"`flopbudget check --update {'-- ' if name.startswith('-') else ''}{shlex.quote(name)}`"
 
