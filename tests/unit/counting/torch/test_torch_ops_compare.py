@@ -155,3 +155,19 @@ def test_quantile_counts_its_sort() -> None:
     # quantile sorts each row (4 * 10 * 4 = 160) before interpolating: nothing of it is skipped any more
     costs = op_costs(run(lambda t: torch.quantile(t, 0.5, dim=-1), x()))
     assert costs["aten.sort"][1] == 160
+
+
+def test_the_documented_custom_router_example_follows_the_rule(documented_example: Callable[[str, str], str]) -> None:
+    """docs/formulas.md, "Ops that compare": a fused top-k formula built from the shared helpers."""
+    from pytest_flopbudget.counting.user_formulas import registered_formulas
+
+    code = documented_example("formulas.md", "Ops that compare: the built-in rule")
+    try:
+        exec(compile(code, "docs/formulas.md", "exec"), {"__name__": "formulas_md"})
+        (handle,) = registered_formulas()
+        assert "'mylib.fused_topk'" in handle.op
+        # [8 tokens, 4 experts], top-2: 32 compares + 8 rows * 2 * ceil(log2 2) = 16 sorting the picks -> 48
+        assert handle.formula({"scores": torch.empty(8, 4, device="meta"), "k": 2}, None) == (48, 0)
+    finally:
+        for registered in registered_formulas():
+            registered.remove()
