@@ -1,12 +1,14 @@
 """Every mixture-of-experts family in the installed transformers counts with nothing skipped.
 
 The families are not listed by hand: they are every config class in transformers' auto mapping with a field that
-names experts or MoE (`num_experts`, `n_routed_experts`, `moe_intermediate_size`, ...), so a family added by a
-transformers upgrade is tested without anyone adding it here. Each is built from a tiny config (hidden 64, 2 layers,
-4 heads, 4 experts, top-2; `TINY` where the config has the field, `OVERRIDES` where a family needs more), with
-random weights, and counted on 8 token ids in fake mode (the default). Required of each: the model routed tokens to
-experts (an `*Experts` module ran and did arithmetic), and `report.skipped == {}`: the routers' top-k, sort,
-histc, bincount and argmax all have formulas (README, "comparisons"), so `max-skipped-ops = 0` holds for MoE models.
+names experts or MoE (`num_experts`, `n_routed_experts`, `moe_intermediate_size`, ...), plus `NESTED` (DBRX keeps
+them in a sub-config), so a family added by a transformers upgrade is tested without anyone adding it here; a scan
+of the modeling files checks that no model with an `*Experts` class escapes the enumeration. Each is built from a
+tiny config (hidden 64, 2 layers, 4 heads, 4 experts, top-2; `TINY` where the config has the field, `OVERRIDES`
+where a family needs more), with random weights, and counted on 8 token ids in fake mode (the default). Required
+of each: the model routed tokens to experts (an experts module ran and did arithmetic), and
+`report.skipped == {}`: the routers' top-k, sort, histc, bincount and argmax all have formulas (README,
+"comparisons"), so `max-skipped-ops = 0` holds for MoE models.
 
 Families that are not routed mixtures of experts are listed in `NOT_ROUTED` with the reason; families that cannot be
 counted for a reason other than skipped ops are strict xfails in `FAILS` with the reason.
