@@ -20,6 +20,7 @@ from ..baseline import write_atomic
 from ..budget import METRICS
 from ..formatting import format_count, format_percent, metric_title, plural, reason
 from ..run import ModelError, RunResult
+from ..safe_text import safe_text
 from ..verdict import Verdict
 from . import terminal
 from .annotations import relative_path
@@ -75,8 +76,11 @@ def truncate(
     """Join the parts in order (headline, table rows, failure details) while they fit in `max_bytes`.
 
     Rows come before details because the table covers every model; when rows or details are dropped, a last
-    line counts them and points at the log, which has everything.
+    line counts them and points at the log, which has everything. Every part goes through the safe-text filter
+    first (escape sequences, bell, bidi controls from model and layer names shown as `\x1b`, `\u202e`), as every
+    other output does, and is measured as it will be written.
     """
+    head, table_head, rows, blocks = ([safe_text(part) for part in parts] for parts in (head, table_head, rows, blocks))
     note_room = 300
     out: list[str] = []
     size = 0

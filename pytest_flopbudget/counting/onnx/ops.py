@@ -20,6 +20,7 @@ from ..formulas import Cost
 from ..registry import FormulaRegistry
 from .names import text
 from .node import NodeContext, UnknownShape
+from .validate import check_conv_groups
 
 ONNX_OPS: FormulaRegistry[tuple[str, str]] = FormulaRegistry("onnx")
 MS = "com.microsoft"
@@ -160,6 +161,7 @@ def _parse_einsum(equation: str, shapes: Sequence[Sequence[int]]) -> tuple[list[
 
 def _conv(x: Sequence[int], w: Sequence[int], y: Sequence[int], groups: int, bias: bool) -> Cost:
     """X [N, C, *in], W [M, C/group, *kernel], Y [N, M, *out]."""
+    check_conv_groups(groups, x[1], w[0])
     return f.conv(y[0], w[1] * groups, w[0], y[2:], w[2:], groups, bias)
 
 
@@ -186,6 +188,7 @@ def _conv_transpose(n: NodeContext) -> Cost:
     """W is [C, M/group, *kernel]: the cost follows the input's spatial size (see formulas.conv_transpose)."""
     x, w, y = n.input_shape(0), n.input_shape(1), n.output_shape()
     groups = n.attr("group", 1)
+    check_conv_groups(groups, x[1], w[1] * groups if isinstance(groups, int) else w[1])
     return f.conv_transpose(x[0], x[1], w[1] * groups, x[2:], w[2:], groups, n.has_input(2), y[2:])
 
 
