@@ -61,7 +61,8 @@ class CachedCounter:
         report, dependencies = self._count_forked(entry, root) if self.fork else self._count_here(entry, root)
         if dependencies is not None and not dependencies.unstable:  # a file changed mid-count: keep nothing
             dependencies.merge(self._shared)
-            self.cache.save(key, entry.name, report, dependencies)
+            if not dependencies.uncacheable:  # a read no fact can describe: keep nothing
+                self.cache.save(key, entry.name, report, dependencies)
         return report
 
     # -- in this process --------------------------------------------------------------------------------------------

@@ -50,10 +50,12 @@ def summary(
     update_hint: str,
     workspace: str | os.PathLike[str] | None = None,
     max_bytes: int = MAX_BYTES - RESERVE,
+    base_ref: str | None = None,
 ) -> str:
     """The whole summary, at most `max_bytes` bytes of UTF-8 (see `truncate` for what goes first).
 
-    Locations are shown relative to `workspace` (default: the current directory).
+    Locations are shown relative to `workspace` (default: the current directory); `base_ref` is the ref growth was
+    measured against (`--base-ref`), for what to do about it.
     """
     ordered = sorted(verdicts, key=lambda v: (_model_status(v) != "fail", _model_status(v) != "warn", v.name))
     failed = [v for v in ordered if not v.passed]
@@ -66,7 +68,7 @@ def summary(
     duplicated = {name for name in names if names.count(name) > 1}
     rows = [row for verdict in ordered for row in _rows(verdict, verdict.name in duplicated)]
     table_head = [_row(HEADER), _row(("---",) * len(HEADER))] if rows else []
-    blocks = [_details_block(v, update_hint) for v in failed]
+    blocks = [_details_block(v, update_hint, os.fspath(workspace or os.getcwd()), base_ref) for v in failed]
     return truncate(head, table_head, rows, blocks, max_bytes=max_bytes)
 
 
@@ -262,9 +264,9 @@ def _figures(verdict: Verdict, metric: str) -> tuple[str, ...]:
     )
 
 
-def _details_block(verdict: Verdict, update_hint: str) -> str:
+def _details_block(verdict: Verdict, update_hint: str, workspace: str, base_ref: str | None) -> str:
     """`<details>` with the one-line reason as summary and the terminal's per-layer diff as a code block."""
-    text = terminal.details(verdict, update_hint=update_hint)
+    text = terminal.details(verdict, update_hint=update_hint, start=workspace, base_ref=base_ref)
     fence = "`" * max(3, _longest_backtick_run(text) + 1)
     summary_line = html.escape(" ".join(reason(verdict).splitlines()), quote=False)
     return "\n".join(
@@ -295,7 +297,7 @@ def summary_of(
     """`summary` of one run's result."""
     return summary(
         result.verdicts, result.changes, result.errors, update_hint=update_hint, workspace=workspace,
-        max_bytes=max_bytes,
+        max_bytes=max_bytes, base_ref=result.base_ref,
     )  # fmt: skip
 
 
@@ -309,4 +311,3 @@ class MarkdownOutput:
         text = summary_of(findings.result, update_hint=context.update_hint, workspace=context.root)
         write_atomic(Path(path), text)
         return [f"Markdown summary: {path}"]
-

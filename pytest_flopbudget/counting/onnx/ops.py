@@ -404,6 +404,33 @@ def _hardmax(n: NodeContext) -> Cost:
     return f.reduction(n.input_numel(0))
 
 
+@register("TopK")
+def _topk(n: NodeContext) -> Cost:
+    """The k largest (smallest) along `axis`: one comparison per input element, as ArgMax; with sorted=1 (the
+    default) the k picks of each row are sorted too, k * ceil(log2 k) (aten.topk's rule, formulas.py)."""
+    x = n.input_shape(0)
+    if not x:
+        return f.ZERO
+    axis = int(n.attr("axis", -1)) % len(x)
+    ks = n.const_ints(1) if n.has_input(1) else [int(n.attr("k", 0))]
+    k = ks[0] if ks else n.output_shape(0)[axis]
+    rows = prod(x) // x[axis] if x[axis] else 0
+    cost = f.selection(prod(x))
+    return cost + f.comparison_sort(rows, k) if n.attr("sorted", 1) else cost
+
+
+@register("Unique")
+def _unique(n: NodeContext) -> Cost:
+    """Distinct values: sort all n elements and compare neighbours (n * ceil(log2 n) + n); along `axis`, r slices
+    sorted as rows (numel * ceil(log2 r) + numel), as aten._unique2 / aten.unique_dim."""
+    x = n.input_shape(0)
+    total = prod(x)
+    axis = n.attr("axis")
+    if axis is None or not x:
+        return f.comparison_sort(1, total) + f.elementwise(total)
+    return f.elementwise(total * f.log2_ceil(x[int(axis) % len(x)]) + total)
+
+
 @register("LRN")
 def _lrn(n: NodeContext) -> Cost:
     """X [N, C, *spatial]: see `formulas.local_response_norm` (square, truncated channel-window sum, 4 to apply)."""

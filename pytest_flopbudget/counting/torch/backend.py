@@ -4,7 +4,9 @@ The model's forward (and, for a training step, the backward) runs under a `Torch
 op after autograd and composite decomposition, i.e. the ops that would really run. Under `FakeTensorMode` those ops
 only propagate shapes: no arithmetic and no weight memory. The forward that runs is that of a private structural
 copy of the model whose parameters and buffers are the stand-ins from the start (`model_copy.py`), so nothing the
-forward writes (caches, flags, in-place weight updates, `module.to(dtype)`) can reach the caller's model.
+forward writes (caches, flags, in-place weight updates, `module.to(dtype)`) can reach the caller's model. It is
+called with a private copy of the inputs, made the same way, so nothing it writes to them (a Hugging Face cache's
+new keys and values, an in-place update of an input tensor) reaches the caller's inputs either.
 """
 
 from __future__ import annotations
@@ -267,13 +269,16 @@ def count_torch(
             copier = ModelCopy(context.parameter, stand_in)
             with context.outside():  # objects deep-copied for real, as they were made
                 counted = copier.copy(model)
-            _warn_shared(copier.shared)
+                shared_by_model = len(copier.shared)
+                # forward writes to what it is passed as freely as to its module: it gets private inputs too
+                fake_args, fake_kwargs = copier.copy_inputs(args, kwargs)
+            _warn_shared(copier.shared[:shared_by_model], "model attribute(s)")
+            _warn_shared(copier.shared[shared_by_model:], "input value(s)")
             if execution == "fake":
                 _convert_by_replacing(counted)
             tracker = ModulePathTracker(counted, keras_paths(counted))
             call = counted if method == "forward" else getattr(counted, method)  # the copy's, never the model's
             mode = CountingMode(tracker, context.memo, context.values, context.bounds, context.shapes)
-            fake_args, fake_kwargs = tree_map(stand_in, (args, kwargs))
             if isinstance(context.values, InputValues):
                 context.values.remember_inputs((args, kwargs), stand_in)
             if training:
@@ -431,12 +436,12 @@ def _apply_by_replacing(self: torch.nn.Module, fn: Callable[[Any], Any], recurse
     return self
 
 
-def _warn_shared(shared: list[str]) -> None:
+def _warn_shared(shared: list[str], what: str) -> None:
     if shared:
         import warnings
 
         warnings.warn(
-            f"count(): {len(shared)} model attribute(s) cannot be copied and are shared with the count, so "
+            f"count(): {len(shared)} {what} cannot be copied and are shared with the count, so "
             f"forward may change them: {', '.join(shared[:5])}",
             stacklevel=4,
         )
