@@ -47,10 +47,14 @@ class IsolatedCounter:
     """`count(entry, root) -> Report`, each model in a child forked for it; with `record`, also what it read."""
 
     def __init__(self, entries: Sequence[ModelEntry] = (), root: Path | None = None, *, record: bool) -> None:
+        from .library_imports import library_imports
+
         self.record = record
         self.shared = Dependencies()  # what the parent loaded for every child (torch, the backend, libraries)
-        self._modules = sorted({e.target.partition(":")[0] for e in entries if not e.is_onnx})
-        self._project = [str(root)] if root is not None else []
+        modules = sorted({e.target.partition(":")[0] for e in entries if not e.is_onnx})
+        #: What the parent imports before the first fork: part of every record's key, since it is every child's
+        #: starting state (read from the models' sources here, before anything is recorded).
+        self.imports = library_imports(modules, [str(root)] if root is not None else [])
         self._shared_modules: set[str] = set()
         self._ready = False
         #: Held across each fork (the progress line's lock), so no child starts with a stream mid-write.
@@ -96,10 +100,10 @@ class IsolatedCounter:
             import torch
 
             from .counting import count
-            from .library_imports import import_all, library_imports
+            from .library_imports import import_all
 
             count(torch.nn.Sequential(torch.nn.Linear(2, 2), torch.nn.ReLU()), torch.zeros(1, 2))
-            import_all(library_imports(self._modules, self._project))
+            import_all(self.imports)
         if self.record:
             self.shared = Dependencies.capture(recorder)
         self._shared_modules = set(sys.modules)
@@ -133,7 +137,7 @@ class CachedCounter:
         self.counter.fork_guard = guard
 
     def __call__(self, entry: ModelEntry, root: Path) -> Report:
-        key = entry_key(entry.table, root)
+        key = entry_key(entry.table, root, self.counter.imports)
         found = self.cache.lookup(key)
         if found.untrusted is not None:
             self.untrusted.append((entry.name, found.untrusted))
