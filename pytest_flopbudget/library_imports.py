@@ -52,9 +52,8 @@ def top_level_imports(source: str) -> list[Import]:
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
             found.append((node.module, tuple(alias.name for alias in node.names if alias.name != "*")))
         elif isinstance(node, (ast.Try, ast.If)):
-            statements[:0] = [*node.body, *getattr(node, "orelse", []), *getattr(node, "finalbody", [])]
-            for handler in getattr(node, "handlers", []):
-                statements[:0] = handler.body
+            handlers = [statement for handler in getattr(node, "handlers", []) for statement in handler.body]
+            statements[:0] = [*node.body, *handlers, *node.orelse, *getattr(node, "finalbody", [])]
     return found
 
 

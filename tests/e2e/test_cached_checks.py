@@ -573,8 +573,8 @@ def test_a_record_planted_with_git_add_f_is_not_believed(
     verified = flopbudget(project, "check", "--cache=verify", FLOPBUDGET_NO_CACHE="", XDG_CACHE_HOME=str(author))
     assert verified.returncode == 1, verified.stdout + verified.stderr  # ... that verify fails on
     small, other = flops(honest, "small"), flops(honest, "other")
-    assert re.search(rf"^flopbudget: error: small: its cached count differs from a fresh count: flops \d+ cached, "
-                     rf"\d+ counted$", verified.stderr, re.MULTILINE), verified.stderr  # fmt: skip
+    assert re.search(r"^flopbudget: error: small: its cached count differs from a fresh count: flops \d+ cached, "
+                     r"\d+ counted$", verified.stderr, re.MULTILINE), verified.stderr  # fmt: skip
     assert flops(verified, "small") == small and small != other
     assert "other: its cached count differs" not in verified.stderr
 
@@ -612,7 +612,7 @@ def test_a_fifo_where_a_record_should_be_never_hangs_the_check(project: Path) ->
 
 SHARED_STATE = {
     "shared.py": "FACTOR = 1\n",
-    "first.py": "import shared\nfrom torch import nn\n\nshared.FACTOR = 4  # a side effect of importing this module\n\n\n"
+    "first.py": "import shared\nfrom torch import nn\n\nshared.FACTOR = 4  # a side effect of importing it\n\n\n"
     "def build():\n    return nn.Linear(8, 2)\n",
     "second.py": "import shared\nfrom torch import nn\n\n\ndef build():\n    return nn.Linear(8, 2 * shared.FACTOR)\n",
 }
