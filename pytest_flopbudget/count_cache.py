@@ -67,9 +67,8 @@ def cache_enabled(setting: bool | None, env: Mapping[str, str]) -> bool:
     return not ci or ci in ("0", "false", "no")
 
 
-def entry_key(table: Mapping[str, Any], root: Path, preloaded: Any = ()) -> str:
-    """The cache key of one model's count: its table without ceilings, and the process it would be counted in
-    (`preloaded`: what that process imports before the count, the same for every model of a run)."""
+def entry_key(table: Mapping[str, Any], root: Path) -> str:
+    """The cache key of one model's count: its table without ceilings, and the process it would be counted in."""
     from . import __version__
 
     counted = {k: v for k, v in table.items() if k not in CEILING_KEYS}
@@ -83,7 +82,6 @@ def entry_key(table: Mapping[str, Any], root: Path, preloaded: Any = ()) -> str:
         "cwd": os.getcwd(),
         "root": str(root),
         "entry": counted,
-        "preloaded": preloaded,
     }
     text = json.dumps(identity, sort_keys=True, default=str)
     return hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()

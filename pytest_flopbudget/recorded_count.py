@@ -1,16 +1,24 @@
 """Count each model in a process of its own, and answer from the count cache when nothing it read has changed.
 
-Models are counted in children forked (on Linux) from a parent that has imported nothing of the project's code,
-one child per model, with the cache and without it (`--no-cache`): what one model's import does (a global set in
-a shared helper module, a registry filled) can never change another model's count, and a model's figures do not
-depend on which other models the cache answered. A model that crashes the interpreter fails alone, as a model
-error. The child sends back the Report (and, with the cache, what the count read) as JSON.
+Models are counted in children forked (on Linux), one per model, with the cache and without it (`--no-cache`):
+what one model's import does (a global set in a shared helper module, a registry filled) can never change another
+model's count, and a model's figures do not depend on which other models the cache answered. A model that crashes
+the interpreter fails alone, as a model error. Each child sends back the Report (and, with the cache, what the
+count read) as JSON.
+
+Every model starts from the same state, whatever else is counted: torch imported and the counting backend warmed
+up (once, in this process), plus the installed libraries its own module imports at its top (`library_imports`,
+read from the source without running it). Those libraries are imported in an intermediate process forked for the
+models of one module, which then forks one child per model: two transformers models of one module cost one
+transformers import, not two, and a model whose module imports no heavy library never waits for one.
+
+    check ─ fork ─> libraries of module A ─ fork ─> model A1
+                                          └ fork ─> model A2
+          └ fork ─> libraries of module B ─ fork ─> model B1
 
 What a count reads can only be seen while it runs (`dependencies.Recorder`), and only what is *loaded* during that
-time is seen; since every child starts from the same parent, everything a model's code loads is loaded, and seen,
-in its child. The parent imports torch, warms the counting backend up, and imports the installed libraries the
-models' modules import at their top (`library_imports`) once, before the first fork, so no child pays for them
-again; what the parent loaded is recorded once and added to every record.
+time is seen; everything a model's code loads is loaded, and seen, in its child, and what the processes above it
+loaded is recorded there once and added to the record.
 
 Where there is no fork (other platforms) everything is counted in this process, one model after the other, and
 the cache is off: a cached answer for one model would skip its import, which a later model's count could see.
@@ -30,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from .config import ModelEntry
-from .count_cache import CountCache, entry_key
+from .count_cache import CountCache, Lookup, entry_key
 from .dependencies import Dependencies, Recorder
 from .errors import CountingError, FlopBudgetError
 from .report import Report
@@ -43,29 +51,76 @@ def can_fork() -> bool:
     return sys.platform.startswith("linux") and hasattr(os, "fork")
 
 
+def _module_of(entry: ModelEntry) -> str:
+    return "" if entry.is_onnx else entry.target.partition(":")[0]
+
+
 class IsolatedCounter:
-    """`count(entry, root) -> Report`, each model in a child forked for it; with `record`, also what it read."""
+    """`count(entry, root) -> Report`, each model in a child forked for it; with `record`, also what it read.
 
-    def __init__(self, entries: Sequence[ModelEntry] = (), root: Path | None = None, *, record: bool) -> None:
-        from .library_imports import library_imports
+    `plan(entries)` names the models that will be counted, so the models of one module share one process that
+    imported their libraries; a model counted without a plan is counted alone.
+    """
 
+    def __init__(self, root: Path | None = None, *, record: bool) -> None:
         self.record = record
-        self.shared = Dependencies()  # what the parent loaded for every child (torch, the backend, libraries)
-        modules = sorted({e.target.partition(":")[0] for e in entries if not e.is_onnx})
-        #: What the parent imports before the first fork: part of every record's key, since it is every child's
-        #: starting state (read from the models' sources here, before anything is recorded).
-        self.imports = library_imports(modules, [str(root)] if root is not None else [])
-        self._shared_modules: set[str] = set()
+        self.root = root
+        self._torch = Dependencies()  # what this process loaded for every child (torch, the backend)
+        self._torch_modules: set[str] = set()
         self._ready = False
+        self._planned: list[ModelEntry] = []
+        self._done: dict[str, tuple[bytes, int, Dependencies | None]] = {}  # name -> payload, status, shared
         #: Held across each fork (the progress line's lock), so no child starts with a stream mid-write.
         self.fork_guard: contextlib.AbstractContextManager[Any] = contextlib.nullcontext()
+
+    def plan(self, entries: Sequence[ModelEntry]) -> None:
+        self._planned = list(entries)
 
     def __call__(self, entry: ModelEntry, root: Path) -> Report:
         return self.count(entry, root)[0]
 
     def count(self, entry: ModelEntry, root: Path) -> tuple[Report, Dependencies | None]:
         """The Report, and what the count read (None when not recording, or when it could not be captured)."""
-        if not entry.is_onnx:
+        if entry.name not in self._done:
+            module = _module_of(entry)
+            group = [e for e in self._planned if _module_of(e) == module and e.name not in self._done]
+            self._count_group(group if entry in group else [entry], root)
+        payload, status, shared = self._done.pop(entry.name)
+        report, dependencies = _answer(entry, payload, status)
+        if dependencies is not None:
+            if shared is None:  # the libraries' reads could not be recorded: neither can this count's
+                return report, None
+            dependencies.merge(shared)
+            dependencies.merge(self._torch)
+        return report, dependencies
+
+    def _prepare(self) -> None:
+        """Import torch and warm the backend up once, before the first fork, so that every child starts warm.
+
+        The first count in a process imports and initialises much of torch on first use (fake tensors, the
+        dispatcher's Python kernels); counting a two-layer model here pays for that once instead of in every child.
+        """
+        if self._ready:
+            return
+        self._ready = True
+        recorder = Recorder()
+        with recorder if self.record else contextlib.nullcontext(), contextlib.suppress(Exception):
+            import torch
+
+            from .counting import count
+
+            count(torch.nn.Sequential(torch.nn.Linear(2, 2), torch.nn.ReLU()), torch.zeros(1, 2))
+        if self.record:
+            self._torch = Dependencies.capture(recorder)
+        self._torch_modules = set(sys.modules)
+
+    def _count_group(self, group: list[ModelEntry], root: Path) -> None:
+        """Count the models of one module: a process imports their libraries, then forks one child per model."""
+        from .library_imports import library_imports
+
+        module = _module_of(group[0])
+        imports = library_imports([module], [str(root)]) if module else []  # read before anything is recorded
+        if module:
             self._prepare()
         for stream in (sys.stdout, sys.stderr):  # what is buffered would otherwise be written twice
             with contextlib.suppress(OSError, ValueError):
@@ -76,37 +131,79 @@ class IsolatedCounter:
             pid = os.fork()
         if pid == 0:  # pragma: no cover - the child; coverage of it is the parent's assertions
             os.close(read_end)
-            _child(entry, root, write_end, self._shared_modules if self.record else None)
+            _libraries_then_models(group, root, imports, write_end, self._torch_modules if self.record else None)
         os.close(write_end)
         try:
             payload, status = _receive(read_end, pid)
         finally:
             os.close(read_end)
-        return _answer(entry, payload, status)
-
-    def _prepare(self) -> None:
-        """Import torch, warm the backend up and import the models' libraries once, before the first fork.
-
-        The first count in a process imports and initialises much of torch on first use (fake tensors, the
-        dispatcher's Python kernels); counting a two-layer model here pays for that once instead of in every child.
-        The set of libraries depends only on the configured models, so every child starts the same way whichever
-        models the cache answers.
-        """
-        if self._ready:
+        try:
+            message = json.loads(payload) if payload else None
+        except ValueError:
+            message = None
+        results = message.get("results") if isinstance(message, dict) else None
+        if not isinstance(message, dict) or not isinstance(results, dict):  # it died, or was interrupted
+            for entry in group:
+                self._done[entry.name] = (payload if isinstance(message, dict) else b"", status, None)
             return
-        self._ready = True
+        shared = message.get("shared")
+        libraries = Dependencies.from_dict(shared) if isinstance(shared, dict) else None
+        for entry in group:
+            answer = results.get(entry.name)
+            if isinstance(answer, list) and len(answer) == 2:
+                self._done[entry.name] = (str(answer[0]).encode(), int(answer[1]), libraries)
+            else:
+                self._done[entry.name] = (b"", status, None)
+
+
+def _libraries_then_models(  # pragma: no cover - a child; coverage of it is the parent's assertions
+    group: list[ModelEntry], root: Path, imports: Any, write_end: int, loaded_before: set[str] | None
+) -> None:
+    """In the process forked for one module: import its libraries (recording what that read when
+    `loaded_before` is given), fork a child per model, and send `{"results": {name: [payload, status]},
+    "shared": dependencies}` back; never returns."""
+    from .library_imports import import_all
+
+    code = 0
+    message: dict[str, Any]
+    try:
         recorder = Recorder()
-        with recorder if self.record else contextlib.nullcontext(), contextlib.suppress(Exception):
-            import torch
-
-            from .counting import count
-            from .library_imports import import_all
-
-            count(torch.nn.Sequential(torch.nn.Linear(2, 2), torch.nn.ReLU()), torch.zeros(1, 2))
-            import_all(self.imports)
-        if self.record:
-            self.shared = Dependencies.capture(recorder)
-        self._shared_modules = set(sys.modules)
+        with recorder if loaded_before is not None else contextlib.nullcontext():
+            import_all(imports)
+        shared = None
+        if loaded_before is not None:
+            with contextlib.suppress(Exception):
+                loaded = [module for name, module in list(sys.modules.items()) if name not in loaded_before]
+                shared = Dependencies.capture(recorder, loaded).to_dict()
+        now_loaded = set(sys.modules)
+        results: dict[str, list[Any]] = {}
+        for entry in group:
+            for stream in (sys.stdout, sys.stderr):
+                with contextlib.suppress(OSError, ValueError):
+                    stream.flush()
+            read_end, child_end = os.pipe()
+            pid = os.fork()
+            if pid == 0:
+                os.close(read_end)
+                os.close(write_end)  # a process the model leaves running must not hold the parent's pipe
+                _child(entry, root, child_end, now_loaded if loaded_before is not None else None)
+            os.close(child_end)
+            try:
+                payload, status = _receive(read_end, pid)
+            finally:
+                os.close(read_end)
+            results[entry.name] = [payload.decode("utf-8", "replace"), status]
+        message = {"results": results, "shared": shared}
+    except KeyboardInterrupt:
+        message, code = {"interrupted": True}, 130
+    except BaseException as exc:  # an internal error: the parent reports it for every model of the group
+        message = {"internal": f"{type(exc).__name__}: {' '.join(str(exc).split())[:300]}"}
+    try:
+        data = json.dumps(message).encode()
+        with os.fdopen(write_end, "wb") as pipe:
+            pipe.write(len(data).to_bytes(_HEADER, "big") + data)
+    finally:
+        os._exit(code)
 
 
 class CachedCounter:
@@ -120,6 +217,7 @@ class CachedCounter:
         self.cache = cache
         self.counter = counter if counter is not None else IsolatedCounter(record=True)
         self.verify = verify
+        self._lookups: dict[str, Lookup] = {}
         self.hits: list[str] = []
         #: (model, why no record was kept): `it ran a subprocess`, `x.py changed while it was counted`
         self.not_cached: list[tuple[str, str]] = []
@@ -136,9 +234,15 @@ class CachedCounter:
     def fork_guard(self, guard: contextlib.AbstractContextManager[Any]) -> None:
         self.counter.fork_guard = guard
 
+    def plan(self, entries: Sequence[ModelEntry], root: Path) -> None:
+        """Look every model up first, so the models to be counted are known (and share their libraries' process)."""
+        for entry in entries:
+            self._lookups[entry.name] = self.cache.lookup(entry_key(entry.table, root))
+        self.counter.plan([e for e in entries if self.verify or self._lookups[e.name].report is None])
+
     def __call__(self, entry: ModelEntry, root: Path) -> Report:
-        key = entry_key(entry.table, root, self.counter.imports)
-        found = self.cache.lookup(key)
+        key = entry_key(entry.table, root)
+        found = self._lookups.pop(entry.name, None) or self.cache.lookup(key)
         if found.untrusted is not None:
             self.untrusted.append((entry.name, found.untrusted))
         if found.report is not None and not self.verify:
@@ -151,7 +255,6 @@ class CachedCounter:
                 self.mismatches.append((entry.name, difference))
         reason = not_cacheable(dependencies)
         if reason is None and dependencies is not None:
-            dependencies.merge(self.counter.shared)
             self.cache.save(key, entry.name, report, dependencies)
         else:
             self.not_cached.append((entry.name, reason or "what it read could not be recorded"))

@@ -69,7 +69,11 @@ def run_check(
         )  # fmt: skip
     if base_ref:
         run.compare_with_base(settings, base_ref)
-    counter = _counter(settings, entries, cache, cache_dir)
+    counter = _counter(settings, cache, cache_dir)
+    if isinstance(counter, CachedCounter):
+        counter.plan(entries, settings.root)
+    elif isinstance(counter, IsolatedCounter):
+        counter.plan(entries)
     count_into(run, entries, settings, err, counter)
     mismatches = []
     if isinstance(counter, CachedCounter):
@@ -129,9 +133,7 @@ def _report_cache(counter: CachedCounter, total: int, err: TextIO) -> None:
         )
 
 
-def _counter(
-    settings: Settings, entries: Sequence[ModelEntry], cache: bool | str | None, cache_dir: str | None
-) -> Counter | None:
+def _counter(settings: Settings, cache: bool | str | None, cache_dir: str | None) -> Counter | None:
     """How each model is counted: in a child process of its own where there is fork, through the count cache
     when it is on (`--cache`/`--no-cache`/`--cache=verify`, `--cache-dir`, `FLOPBUDGET_CACHE_DIR`); where there
     is no fork, every model in this process and no cache (None: `count_entry`)."""
@@ -139,7 +141,7 @@ def _counter(
         return None
     verify = cache == "verify"
     if not (verify or cache_enabled(cache if isinstance(cache, bool) else None, os.environ)):
-        return IsolatedCounter(entries, settings.root, record=False)
+        return IsolatedCounter(settings.root, record=False)
     directory = cache_dir or os.environ.get("FLOPBUDGET_CACHE_DIR") or str(settings.root / CACHE_DIR_NAME)
     store = CountCache.for_user(Path(directory).resolve(), os.environ)
-    return CachedCounter(store, IsolatedCounter(entries, settings.root, record=True), verify=verify)
+    return CachedCounter(store, IsolatedCounter(settings.root, record=True), verify=verify)
