@@ -1,12 +1,11 @@
 """The installed libraries a model's module imports, found by reading its source without running any of it.
 
-Each model is counted in a child forked from a parent that has imported nothing of the project's code (see
-`recorded_count`), so that what a model's import does cannot leak into another model's count. Without help every
-child would import its libraries itself: two transformers models would import transformers twice, once per child,
-where a single-process count imports it once. So the parent imports, before its first fork, the installed
-libraries (site-packages only, never the project's modules) named by the top-level import statements of every
-model's module, and every child starts with them. The set depends only on the configured models, never on which
-of them the cache answers, so every model is counted in the same starting state with or without the cache.
+Each model is counted in a child of its own (see `recorded_count`), so that what a model's import does cannot leak
+into another model's count. Without help every child would import its libraries itself: two transformers models
+would import transformers twice, once per child, where a single-process count imports it once. So the installed
+libraries (site-packages only, never the project's modules) named by the top-level import statements of a model's
+module are imported once, in a process forked for that module's models, and each model's child is forked from
+it. The set depends only on the model's own module, never on which other models are counted or cached.
 """
 
 from __future__ import annotations
