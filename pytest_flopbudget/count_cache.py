@@ -37,8 +37,8 @@ from .report import Report
 
 CACHE_DIR_NAME = ".flopbudget_cache"
 FORMAT = 2  # 2: signed records (`record_signing`)
-#: The first line of a record: this, a space, the HMAC of everything after the line.
-SIGNATURE_PREFIX = b"hmac-sha256 "
+#: The key of a record's signature: an HMAC-SHA256 of `canonical(record without it)`.
+SIGNATURE = "hmac-sha256"
 #: Why a record that is there was not believed (printed as `NAME: cached count not trusted: ...`).
 UNTRUSTED = "its record was not written by flopbudget for this user on this machine"
 #: Records bigger than this are not read (a hostile or corrupt cache must not cost memory); a miss instead.
@@ -149,18 +149,20 @@ class CountCache:
             return None
         if raw is None:  # not a regular file (a FIFO, a device, a directory) or too big
             return None
-        header, newline, body = raw.partition(b"\n")
-        if not (newline and header.startswith(SIGNATURE_PREFIX)):
-            return UNTRUSTED
-        signature = header[len(SIGNATURE_PREFIX) :].decode("ascii", "replace")
-        if not record_signing.verifies(self.key, body, signature):
+        try:
+            data = json.loads(raw)
+        except ValueError:  # truncated or corrupt: recount and overwrite
+            return None
+        if not isinstance(data, dict):
+            return None
+        signature = data.pop(SIGNATURE, None)
+        if not isinstance(signature, str) or not record_signing.verifies(self.key, canonical(data), signature):
             return UNTRUSTED
         try:
-            data = json.loads(body)
             if data.get("format") != FORMAT or data.get("key") != key:
                 return None
             return CountRecord(Report.from_dict(data["report"]), Dependencies.from_dict(data["dependencies"]))
-        except Exception:  # corrupt or from another version: recount and overwrite
+        except Exception:  # from another version, or our own bug: recount and overwrite
             return None
 
     def save(self, key: str, name: str, report: Report, dependencies: Dependencies) -> None:
@@ -175,10 +177,9 @@ class CountCache:
             "dependencies": dependencies.to_dict(),
         }
         try:
-            body = json.dumps(data, sort_keys=True, ensure_ascii=True)
-            signature = record_signing.sign(self.key, body.encode("ascii"))
+            signed = {**data, SIGNATURE: record_signing.sign(self.key, canonical(data))}
             self._prepare()
-            write_atomic(self.path_for(key), f"{SIGNATURE_PREFIX.decode()}{signature}\n{body}")
+            write_atomic(self.path_for(key), json.dumps(signed, sort_keys=True))
         except (OSError, ValueError) as exc:
             self.write_error = f"count cache {self.directory} not written: {exc}"
 
@@ -197,6 +198,12 @@ class CountCache:
             if not (self.directory / name).is_file():
                 write_atomic(self.directory / name, text)
         self.records.mkdir(exist_ok=True)
+
+
+def canonical(data: Mapping[str, Any]) -> bytes:
+    """The bytes a record's signature covers: its JSON with sorted keys, ASCII only, so that reading and writing
+    it again gives the same bytes."""
+    return json.dumps(data, sort_keys=True, ensure_ascii=True, separators=(",", ":")).encode("ascii")
 
 
 def read_regular_file(path: Path, limit: int) -> bytes | None:

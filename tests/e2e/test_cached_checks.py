@@ -513,16 +513,17 @@ def key_of(home: Path) -> bytes:
 def resign(record: Path, key: bytes, edit) -> None:  # type: ignore[no-untyped-def]
     """What someone holding `key` could write: the record's body changed by `edit`, signed again."""
     from pytest_flopbudget import record_signing
+    from pytest_flopbudget.count_cache import canonical
 
-    data = json.loads(record.read_text().partition("\n")[2])
+    data = json.loads(record.read_text())
+    del data["hmac-sha256"]
     edit(data)
-    body = json.dumps(data, sort_keys=True).encode()
-    record.write_bytes(b"hmac-sha256 " + record_signing.sign(key, body).encode() + b"\n" + body)
+    record.write_text(json.dumps({**data, "hmac-sha256": record_signing.sign(key, canonical(data))}))
 
 
 def record_of(project: Path, name: str) -> Path:
     for path in (project / ".flopbudget_cache" / "v2").glob("*.json"):
-        if json.loads(path.read_text().partition("\n")[2])["model"] == name:
+        if json.loads(path.read_text())["model"] == name:
             return path
     raise AssertionError(f"no record for {name}")
 
@@ -556,7 +557,7 @@ def test_a_record_planted_with_git_add_f_is_not_believed(
     git(project, "commit", "-q", "-m", "models")
     author = tmp_path_factory.mktemp("author")
     _, honest = check(project, XDG_CACHE_HOME=str(author))
-    other_report = json.loads(record_of(project, "other").read_text().partition("\n")[2])["report"]
+    other_report = json.loads(record_of(project, "other").read_text())["report"]
     resign(record_of(project, "small"), key_of(author), lambda data: data.update(report=other_report))
     git(project, "add", "-f", ".flopbudget_cache")
     git(project, "commit", "-q", "-m", "a smaller model, it says")

@@ -62,17 +62,17 @@ def test_a_damaged_record_is_a_miss(tmp_path: Path, damage: str, monkeypatch: py
     cache = cache_in(tmp_path)
     cache.save("k", "small", report(), Dependencies())
     path = cache.path_for("k")
-    data = json.loads(path.read_text().partition("\n")[2])
+    data = json.loads(path.read_text())
+    del data["hmac-sha256"]
 
-    def signed(document: object) -> None:  # damage that a valid signature covers: our own bug, or another version
-        body = json.dumps(document).encode()
-        path.write_bytes(b"hmac-sha256 " + record_signing.sign(KEY, body).encode() + b"\n" + body)
+    def signed(document: dict[str, object]) -> None:  # damage a valid signature covers: our bug, or another version
+        signature = record_signing.sign(KEY, count_cache.canonical(document))
+        path.write_text(json.dumps({**document, "hmac-sha256": signature}))
 
     if damage == "truncated":
         path.write_text(path.read_text()[:40])
     elif damage == "not json":
-        signed_body = b"\xff\x00 nonsense"
-        path.write_bytes(b"hmac-sha256 " + record_signing.sign(KEY, signed_body).encode() + b"\n" + signed_body)
+        path.write_bytes(b"\xff\x00 nonsense")
     elif damage == "other format":
         signed({**data, "format": 99})
     elif damage == "other key":
@@ -145,7 +145,9 @@ def test_an_unsigned_record_is_untrusted(tmp_path: Path) -> None:
     cache = cache_in(tmp_path)
     cache.save("k", "small", report(), Dependencies())
     path = cache.path_for("k")
-    path.write_text(path.read_text().partition("\n")[2])
+    data = json.loads(path.read_text())
+    del data["hmac-sha256"]
+    path.write_text(json.dumps(data))
     assert cache_in(tmp_path).lookup("k").untrusted == UNTRUSTED
 
 
