@@ -3,9 +3,10 @@
 A record is a promise: "this model counts so, while these facts hold". Anyone who can put a file in
 `.flopbudget_cache/` could otherwise make that promise for us: a record committed with `git add -f`, or planted
 by a pull request, would be a permanent hit with whatever figures it claims. Each record therefore carries an
-HMAC-SHA256 of its content (`count_cache.canonical`) under a key that never lives in the project: `$XDG_CACHE_HOME/flopbudget/key` (default
-`~/.cache/flopbudget/key`), 32 random bytes made on first use, readable by its owner only. A record from another
-machine, another user or another clone's history does not verify, and is recounted.
+HMAC-SHA256 of its content (`count_cache.canonical`) under a key that never lives in the project:
+`$XDG_CACHE_HOME/flopbudget/key` (default `~/.cache/flopbudget/key`), 32 random bytes made on first use,
+readable by its owner only. A record from another machine, another user or another clone's history does not
+verify, and is recounted.
 
 The key is used only if it is a regular file owned by this user that nobody else can read or write; otherwise the
 cache is off for the run, with one warning naming the file (a key others can read can sign records for us).
