@@ -14,12 +14,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TextIO
 
+from .. import recorded_count
 from ..baseline import BaselineStore
 from ..config import ModelEntry, Settings
 from ..count_cache import CACHE_DIR_NAME, CountCache, cache_enabled
 from ..errors import FlopBudgetError
 from ..formatting import CLI_UPDATE_HINT
-from ..recorded_count import CachedCounter, Counter, IsolatedCounter, can_fork
+from ..recorded_count import CachedCounter, Counter, IsolatedCounter
 from ..reporters import terminal
 from ..run import Run, entry_nodeid
 from ..run import require_baseline as require_baseline_in
@@ -137,7 +138,7 @@ def _counter(settings: Settings, cache: bool | str | None, cache_dir: str | None
     """How each model is counted: in a child process of its own where there is fork, through the count cache
     when it is on (`--cache`/`--no-cache`/`--cache=verify`, `--cache-dir`, `FLOPBUDGET_CACHE_DIR`); where there
     is no fork, every model in this process and no cache (None: `count_entry`)."""
-    if not can_fork():
+    if not recorded_count.can_fork():
         return None
     verify = cache == "verify"
     if not (verify or cache_enabled(cache if isinstance(cache, bool) else None, os.environ)):
