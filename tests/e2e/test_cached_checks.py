@@ -137,7 +137,7 @@ def test_second_check_counts_nothing_and_says_so(project: Path) -> None:
     counted, first = check(project)
     assert sorted(counted) == ["other", "small"]
     counted, second = check(project)
-    assert counted == []
+    assert counted == [], second.stderr
     assert second.stdout == first.stdout  # the same verdicts, word for word
     assert "2 of 2 models unchanged since their cached count" in second.stderr
     assert (project / ".flopbudget_cache" / "CACHEDIR.TAG").is_file()
