@@ -139,7 +139,9 @@ class GitRevision:
     ever checked out."""
 
     def __init__(self, directory: Path, ref: str) -> None:
-        if not ref or ref.startswith("-"):
+        # git refs hold no whitespace or control characters: such a value (a newline, an escape) is refused
+        # here, quoted on one line, rather than echoed into later messages where it would split or act on them
+        if not ref or ref.startswith("-") or any(c.isspace() or not c.isprintable() for c in ref):
             raise BaseRefError(f"--base-ref {ref!r}: expected a branch, tag or commit such as origin/main")
         self.ref = ref
         found = _run(directory, "rev-parse", "--show-toplevel")

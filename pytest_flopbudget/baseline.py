@@ -9,17 +9,16 @@ behind the user's back: only an explicit update writes, and a file that is not o
 from __future__ import annotations
 
 import array
-import contextlib
 import hashlib
 import itertools
 import json
 import os
 import re
 import stat
-import tempfile
 from pathlib import Path
 from typing import Protocol
 
+from .atomic_file import write_atomic
 from .errors import BaselineError
 from .report import Report
 from .source import display_path
@@ -154,29 +153,6 @@ def _read_text(path: Path) -> str | None:
         return _read_file(path, "")
     except BaselineError:
         return None
-
-
-def write_atomic(path: Path, text: str) -> None:
-    """Write `text` to `path` through a temp file in the same directory and `os.replace`."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; a committed file should get the usual mode
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-
-
-def _umask() -> int:
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
 
 
 def _present(path: Path, shown: str) -> bool:

@@ -1,17 +1,27 @@
-"""What one count read: every file, directory listing, path probe and environment variable, so a cached count can
-prove it is still right.
+"""What one count read: every file, directory listing, path probe, module lookup and environment variable, so a
+cached count can prove it is still right; and, when it did something no fact can describe, why it cannot be cached.
 
 A count is a function of the model's code and data files, the libraries it ran on, and the environment. The
 `Recorder` watches all of it while a model is built and counted: `sys.addaudithook` sees every `open`, `os.listdir`
 and `os.scandir` (Python's own and every library's); `os.stat`/`os.lstat` are watched for existence probes
-(`if os.path.exists("config.json")`), and `os.environ` for the variables read. At the end, `Dependencies.capture`
+(`if os.path.exists("config.json")`), `os.environ` for the variables read, `sys.meta_path` for every module looked
+up (found or not) and `importlib.metadata` for the distributions looked up. At the end, `Dependencies.capture`
 adds every imported module's file and turns it all into facts that can be checked later without importing anything:
 
-- a project file (anything outside the Python installation and its site-packages): its sha256, or its absence;
+- a project file (anything outside the Python installation and its site-packages): its sha256, or its absence, or
+  its kind when it is a directory, FIFO, socket or device (which are never opened);
 - a library file (inside site-packages): its size and mtime, and each imported distribution's `.dist-info`
-  directory, whose name carries the version, so an upgrade or reinstall changes a fact;
-- a listed project directory: the sorted names in it;
-- an environment variable: its value (or that it was unset).
+  directory, whose name carries the version, so an upgrade or reinstall changes a fact; a path probed there that
+  is absent (an optional package looked for) is a fact too;
+- a listed directory: the sorted names in it (and if they changed while the count ran, the record is unstable);
+- an `importlib.metadata` lookup: which distributions it found;
+- an environment variable: a sha256 of its value (or that it was unset); never the value.
+
+What cannot be a fact makes the count uncacheable (`Dependencies.uncacheable`, the reason): a subprocess, a fork,
+a native library of the project, a database (`uncacheable_events`), a read from a FIFO. Files opened by compiled
+code are recovered where they can be (`native_readers`). Who is at work decides what a listing or a scan of the
+environment means: the import system's own listings are not facts (what it imports is), nor are a library's scans
+of `sys.path` or of the environment; everything the project's code does is.
 
 `Dependencies.changed()` re-checks the facts and names the first one that no longer holds. The standard library is
 not listed: the Python version is part of the cache key.
@@ -23,6 +33,7 @@ import contextlib
 import hashlib
 import importlib.abc
 import importlib.machinery
+import json
 import os
 import site
 import stat
@@ -34,6 +45,9 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from . import native_readers
+from .uncacheable_events import SYSTEM_LIBRARY_ROOTS, UNCACHEABLE_EVENTS, multiprocessing_reason, uncacheable_reason
+
 #: The recorder that audit events go to, if any; an audit hook cannot be removed, so one hook forwards to it.
 _ACTIVE: list[Recorder] = []
 _HOOK_LOCK = threading.Lock()
@@ -44,23 +58,84 @@ def _audit(event: str, args: tuple[Any, ...]) -> None:
     if not _ACTIVE:
         return
     recorder = _ACTIVE[-1]
+    if recorder.reading_thread == threading.get_ident():  # the recorder's own reads (a listing's digest)
+        return
     if event == "open":
         path, mode, flags = args
         if _reads(mode, flags) and not _creates(path, mode, flags):
             recorder.note_file(path)
-    elif event in ("os.listdir", "os.scandir") and not _by_import_system():
-        recorder.note_listing(args[0] if args else ".")
+    elif event in ("os.listdir", "os.scandir"):
+        actor = _actor(sys._getframe(1))
+        if actor != "import":
+            path = args[0] if args and args[0] is not None else "."  # os.listdir() lists the working directory
+            recorder.note_listing(path, by_library=actor == "library")
+    elif event in UNCACHEABLE_EVENTS:
+        reason = uncacheable_reason(event, args, _roots())
+        if reason is not None and event == "subprocess.Popen" and _asks_the_platform(sys._getframe(1)):
+            reason = None
+        if reason is not None:
+            recorder.note_uncacheable(reason)
+        elif event == "ctypes.dlopen" and args and isinstance(args[0], str) and os.sep in args[0]:
+            recorder.note_probe(args[0])  # an installed package's library: a library fact (a bare name: none)
 
 
-def _by_import_system() -> bool:
-    """The import system lists every `sys.path` directory and package to find modules; what it imports is recorded
-    itself, so its listings are not (else any file added to the project's root would recount every model)."""
-    frame: Any = sys._getframe(2)
+def _actor(frame: Any, metadata_is_import: bool = True) -> str:
+    """Who is at work in `frame`: "import" (the import system, or importlib.metadata, whose lookups are facts of
+    their own), "library" (code in site-packages) or "project" (anything else).
+
+    It is the first frame outside the standard library that decides: the import system's own listings of every
+    `sys.path` directory are not dependencies (what it imports is recorded itself), but a model registry that
+    calls `os.listdir` while its module is being imported is the project's code, though the import system is
+    further down the stack.
+    """
+    libraries, stdlib = _roots()
+    through_metadata = False
     while frame is not None:
-        if frame.f_code.co_filename.startswith("<frozen importlib"):
-            return True
+        name = frame.f_code.co_filename
+        if name.startswith(("<frozen importlib", "<frozen zipimport")):
+            return "import"
+        if not name.startswith("<"):  # "<frozen os>", "<string>": see through them
+            filename = _code_path(name)
+            if _under(filename, libraries):
+                return "import" if through_metadata else "library"
+            if not _under(filename, stdlib):
+                if filename != _THIS_FILE:
+                    return "import" if through_metadata else "project"
+            elif metadata_is_import and f"{os.sep}importlib{os.sep}metadata{os.sep}" in filename:
+                through_metadata = True
+        frame = frame.f_back
+    return "import" if through_metadata else "project"
+
+
+#: Standard-library modules whose subprocesses only ask what the machine is (`uname -p` for
+#: `platform.processor()`, `ldconfig -p` for `ctypes.util.find_library`): the platform is part of the cache key.
+PLATFORM_QUERIES = (f"{os.sep}platform.py", f"{os.sep}ctypes{os.sep}util.py")
+
+
+def _asks_the_platform(frame: Any) -> bool:
+    """Whether the subprocess being started comes from `PLATFORM_QUERIES` (before any code outside the standard
+    library: h5py calling `platform.processor()` is fine, the project running `uname` itself is not)."""
+    libraries, stdlib = _roots()
+    while frame is not None:
+        name = frame.f_code.co_filename
+        if not name.startswith("<"):
+            filename = _code_path(name)
+            if _under(filename, libraries) or not _under(filename, stdlib):
+                return False
+            if filename.endswith(PLATFORM_QUERIES):
+                return True
         frame = frame.f_back
     return False
+
+
+_CODE_PATHS: dict[str, str] = {}
+
+
+def _code_path(name: str) -> str:
+    real = _CODE_PATHS.get(name)
+    if real is None:
+        real = _CODE_PATHS[name] = os.path.realpath(name)
+    return real
 
 
 def _reads(mode: Any, flags: Any) -> bool:
@@ -117,8 +192,12 @@ class _RecordingEnviron(os._Environ):
         _note_whole_environment()
         return dict(self._data_items()).items()
 
-    def copy(self) -> dict[str, str]:
-        _note_whole_environment()
+    def keys(self) -> Any:  # `dict(os.environ)`: a copy of everything, whoever takes it
+        _note_whole_environment(always=True)
+        return dict(self._data_items()).keys()
+
+    def copy(self) -> dict[str, str]:  # a copy of everything, whoever takes it
+        _note_whole_environment(always=True)
         return dict(self._data_items())
 
     def _data_items(self) -> Iterator[tuple[str, str]]:
@@ -134,35 +213,20 @@ def _note_env(key: Any) -> None:
             _ACTIVE[-1].env.add(key)
 
 
-def _note_whole_environment() -> None:
+def _note_whole_environment(always: bool = False) -> None:
+    """A scan (iterating, `items()`) is recorded when the project's code makes it; a copy (`copy()`,
+    `dict(os.environ)`) whoever takes it: what the copy is used for later cannot be seen."""
     if not _ACTIVE:
         return
-    if not _called_from_library():
+    if always or not _called_from_library():
         _ACTIVE[-1].whole_environment = True
 
 
-def _called_from_library(depth: int = 3) -> bool:
-    """Whether the code at work (the first caller outside the standard library and the import system) is a library's.
-
-    Only what the project's own code lists or scans is recorded: the import system lists every `sys.path`
-    directory, and torch scans them for entry points, and tqdm the environment for `TQDM_*`. The modules found
-    that way are recorded themselves; recording the scans would recount every model whenever any file is added to
-    the project's root or any variable to the shell.
-    """
-    libraries, stdlib = _roots()
-    frame: Any = sys._getframe(depth)
-    while frame is not None:
-        name = frame.f_code.co_filename
-        if name.startswith("<frozen importlib"):
-            return True
-        if not name.startswith("<"):
-            filename = os.path.realpath(name)
-            if _under(filename, libraries):
-                return True
-            if not (_under(filename, stdlib) or filename == _THIS_FILE):
-                return False
-        frame = frame.f_back
-    return False  # only synthetic and standard-library frames: record it (too much is a recount, never a wrong hit)
+def _called_from_library(depth: int = 3, metadata_is_import: bool = True) -> bool:
+    """Whether the code at work (the first caller outside the standard library) is a library's or the import
+    system's: tqdm scans the environment for `TQDM_*` at import; recording that scan would recount every model
+    whenever any variable is added to the shell. Only the project's own scans are recorded."""
+    return _actor(sys._getframe(depth), metadata_is_import) != "project"
 
 
 _THIS_FILE = os.path.realpath(__file__)
@@ -173,14 +237,20 @@ class Recorder:
 
     def __init__(self) -> None:
         self.files: set[str] = set()
-        self.listings: set[str] = set()
+        #: listed directory -> the digest of its names when it was first listed (compared again at capture)
+        self.listings: dict[str, str] = {}
         self.probes: set[str] = set()
         self.env: set[str] = set()
         self.whole_environment = False
+        #: distribution lookups (importlib.metadata): query -> digest of what was found
+        self.distribution_queries: dict[str, str] = {}
         #: why this count cannot be cached (`"it ran a subprocess"`), or None: a read no fact can describe
         self.uncacheable: str | None = None
+        #: the thread in which the recorder is reading something itself (its own reads are not recorded)
+        self.reading_thread: int | None = None
         self.started_ns = 0
         self._saved: list[tuple[Any, ...]] = []
+        self._held: list[set[str]] = []
 
     def note_file(self, path: Any) -> None:
         if isinstance(path, int):  # os.open on a descriptor: the file was noted when it was opened by name
@@ -188,11 +258,26 @@ class Recorder:
         with contextlib.suppress(TypeError, ValueError):
             self.files.add(os.path.abspath(os.fsdecode(path)))
 
-    def note_listing(self, path: Any) -> None:
-        if isinstance(path, int):
+    def note_listing(self, path: Any, by_library: bool = False) -> None:
+        """A directory listed. A library's listing of a `sys.path` directory or of the Python installation is an
+        entry-point scan, not a dependency (the modules it finds are recorded themselves); everything else is."""
+        if isinstance(path, int):  # a descriptor (os.fwalk, shutil.rmtree): see the docs' limitations
             return
         with contextlib.suppress(TypeError, ValueError):
-            self.listings.add(os.path.abspath(os.fsdecode(path)))
+            path = os.path.abspath(os.fsdecode(path))
+            if path in self.listings or (by_library and _is_path_scan(path)):
+                return
+            with self.reading_itself():
+                self.listings[path] = listing_digest(path)
+
+    @contextlib.contextmanager
+    def reading_itself(self) -> Iterator[None]:
+        """What this thread reads inside is the recorder's own business, not the count's."""
+        outer, self.reading_thread = self.reading_thread, threading.get_ident()
+        try:
+            yield
+        finally:
+            self.reading_thread = outer
 
     def note_uncacheable(self, reason: str) -> None:
         """The count did something whose effect on it no fact can describe; the first reason is the one shown."""
@@ -205,8 +290,14 @@ class Recorder:
         with contextlib.suppress(TypeError, ValueError):
             self.probes.add(os.path.abspath(os.fsdecode(path)))
 
+    def note_distribution_query(self, query: str, digest: str) -> None:
+        self.distribution_queries.setdefault(query, digest)
+
     def __enter__(self) -> Recorder:
         _install_hook()
+        if not _ACTIVE:
+            _patch_unhooked_readers()
+        self._held.append(self._held_files())
         _ACTIVE.append(self)
         self.started_ns = time.time_ns()
         self._saved.append((os.environ.__class__, os.environb.__class__, os.stat, os.lstat, os.access))
@@ -215,8 +306,8 @@ class Recorder:
         os.stat = _probing(os.stat)
         os.lstat = _probing(os.lstat)
         os.access = _probing(os.access)
-        self._finder = _MissingModules(self)
-        sys.meta_path.append(self._finder)
+        self._finder = _ModuleLookups(self)
+        sys.meta_path.insert(0, self._finder)
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -225,18 +316,78 @@ class Recorder:
         os.environb.__class__ = environb_class
         with contextlib.suppress(ValueError):
             sys.meta_path.remove(self._finder)
+        for path in self._held_files() - self._held.pop():  # opened or mapped natively, and still held
+            self.note_file(path)
         _ACTIVE.remove(self)
+        if not _ACTIVE:
+            _unpatch_unhooked_readers()
+
+    def _held_files(self) -> set[str]:
+        """The files held open for reading or mapped, outside the Python installation and the system's libraries
+        (the count's own shared libraries are modules, recorded as such)."""
+        with self.reading_itself():
+            held = native_readers.held_files()
+        libraries, stdlib = _roots()
+        ignored = (*libraries, *stdlib, *SYSTEM_LIBRARY_ROOTS, *VIRTUAL_ROOTS)
+        return {path for path in held if not path.startswith(ignored)}
 
 
-class _MissingModules(importlib.abc.MetaPathFinder):
-    """Last on `sys.meta_path`: asked only when no finder found a module, so `try: import fastimpl` failing is a
-    fact too. Every place the module could appear is noted as a probed path: creating one (a new file in the
-    project, `pip install` of the optional package) recounts."""
+def _is_path_scan(path: str) -> bool:
+    real = os.path.realpath(path)
+    libraries, stdlib = _roots()
+    if _under(real + os.sep, libraries + stdlib):
+        return True
+    return real in {os.path.realpath(e or ".") for e in sys.path if isinstance(e, str)}
+
+
+class _ModuleLookups(importlib.abc.MetaPathFinder):
+    """First on `sys.meta_path` while recording: asks the finders after it, as the import system would, and notes
+    where the module was found or could have been, so that what decided an import (or an
+    `importlib.util.find_spec` that imports nothing) is a fact:
+
+    - found in a file: that file (an uninstalled optional package is a change even if it was never imported);
+    - a package or namespace package: its directories' `__init__` files, so a namespace package that gains an
+      `__init__.py` recounts, and for a namespace package every other place a portion of it could appear;
+    - not found: every place it could appear (`try: import fastimpl` recounts when `fastimpl.py` is created or the
+      package is installed).
+    """
 
     def __init__(self, recorder: Recorder) -> None:
         self.recorder = recorder
 
-    def find_spec(self, name: str, path: Any = None, target: Any = None) -> None:
+    def find_spec(self, name: str, path: Any = None, target: Any = None) -> Any:
+        finders = sys.meta_path
+        index = next((i for i, finder in enumerate(finders) if finder is self), None)
+        if index is None:
+            return None
+        for finder in list(finders[index + 1 :]):
+            find = getattr(finder, "find_spec", None)
+            if find is None:
+                continue
+            spec = find(name, path, target)
+            if spec is not None:
+                self._found(name, path, spec)
+                if name in native_readers.READERS and hasattr(spec.loader, "exec_module"):
+                    spec.loader = _ThenWrapReaders(spec.loader)
+                return spec
+        self._candidates(name, path)
+        return None
+
+    def _found(self, name: str, path: Any, spec: Any) -> None:
+        if spec.origin and getattr(spec, "has_location", False):
+            self.recorder.note_probe(spec.origin)
+        locations = spec.submodule_search_locations
+        if locations is None:
+            return
+        suffixes = importlib.machinery.all_suffixes()
+        for directory in list(locations):
+            if isinstance(directory, str):
+                for suffix in suffixes:
+                    self.recorder.note_probe(os.path.join(directory, "__init__" + suffix))
+        if spec.origin is None:  # a namespace package: a portion may appear in any other directory
+            self._candidates(name, path)
+
+    def _candidates(self, name: str, path: Any) -> None:
         leaf = name.rpartition(".")[2]
         directories = list(path) if path is not None else list(sys.path)
         suffixes = importlib.machinery.all_suffixes()
@@ -247,7 +398,99 @@ class _MissingModules(importlib.abc.MetaPathFinder):
             self.recorder.note_probe(base)
             for suffix in suffixes:
                 self.recorder.note_probe(base + suffix)
-        return None
+
+
+# -- reads that raise no audit event -------------------------------------------------------------------------------
+
+_UNPATCHED: dict[str, Any] = {}
+
+
+def _patch_unhooked_readers() -> None:
+    """`importlib.metadata` lookups (served from caches the parent process filled, so no listing is seen) become
+    facts of their own; a multiprocessing worker started by spawn or forkserver makes the count uncacheable."""
+    import importlib.metadata as metadata
+    import multiprocessing.util as mp_util
+
+    _UNPATCHED["discover"] = metadata.Distribution.__dict__["discover"]
+    _UNPATCHED["spawnv_passfds"] = mp_util.spawnv_passfds
+    metadata.Distribution.discover = classmethod(_recorded_discover)  # type: ignore[method-assign,assignment]
+    mp_util.spawnv_passfds = _recorded_spawn
+    native_readers.wrap_loaded(_note_native_read)
+
+
+def _unpatch_unhooked_readers() -> None:
+    import importlib.metadata as metadata
+    import multiprocessing.util as mp_util
+
+    if "discover" in _UNPATCHED:
+        metadata.Distribution.discover = _UNPATCHED.pop("discover")  # type: ignore[method-assign]
+    if "spawnv_passfds" in _UNPATCHED:
+        mp_util.spawnv_passfds = _UNPATCHED.pop("spawnv_passfds")
+    native_readers.unwrap_all()
+
+
+def _note_native_read(path: Any) -> None:
+    if _ACTIVE:
+        _ACTIVE[-1].note_file(path)
+
+
+class _ThenWrapReaders:
+    """A module's loader that, once the module has run, wraps its native readers (`native_readers.READERS`)."""
+
+    def __init__(self, loader: Any) -> None:
+        self._loader = loader
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._loader, name)
+
+    def create_module(self, spec: Any) -> Any:
+        return self._loader.create_module(spec)
+
+    def exec_module(self, module: Any) -> None:
+        self._loader.exec_module(module)
+        if _ACTIVE:
+            native_readers.wrap_module(module, _note_native_read)
+
+
+def _recorded_discover(cls: Any, **kwargs: Any) -> Any:
+    original = _UNPATCHED.get("discover") or cls.__dict__.get("discover")
+    found = list(original.__get__(None, cls)(**kwargs))
+    if _ACTIVE:
+        context = kwargs.get("context")
+        name = getattr(context, "name", None) if context is not None else kwargs.get("name")
+        path = getattr(context, "path", None) if context is not None else kwargs.get("path")
+        if name is not None or not _called_from_library(
+            2, metadata_is_import=False
+        ):  # a library's scan of everything: entry points
+            query = json.dumps([name, [p for p in (sys.path if path is None else path) if isinstance(p, str)]])
+            _ACTIVE[-1].note_distribution_query(query, _distributions_digest(found))
+    return iter(found)
+
+
+def _recorded_spawn(path: Any, args: Any, passfds: Any) -> Any:
+    if _ACTIVE:
+        _ACTIVE[-1].note_uncacheable(multiprocessing_reason())
+    return _UNPATCHED["spawnv_passfds"](path, args, passfds)
+
+
+def distribution_query_digest(query: str) -> str:
+    """What a recorded `importlib.metadata` lookup finds now."""
+    from importlib.metadata import Distribution
+
+    name, path = json.loads(query)
+    discover = _UNPATCHED.get("discover")
+    found = (
+        discover.__get__(None, Distribution)(name=name, path=path)
+        if discover
+        else Distribution.discover(name=name, path=path)
+    )
+    return _distributions_digest(list(found))
+
+
+def _distributions_digest(found: Iterable[Any]) -> str:
+    """The distributions found, by location (a `.dist-info` directory's name holds the version)."""
+    locations = sorted(str(getattr(dist, "_path", type(dist).__qualname__)) for dist in found)
+    return hashlib.sha256("\0".join(locations).encode("utf-8", "surrogateescape")).hexdigest()
 
 
 def _probing(function: Any) -> Any:
@@ -343,14 +586,16 @@ class Dependencies:
     libraries: dict[str, list[int]] = field(default_factory=dict)
     #: imported distributions' .dist-info directories (their names carry the versions)
     distributions: list[str] = field(default_factory=list)
-    #: listed project directory -> sha256 of its sorted names, or "" when it did not exist
+    #: listed directory -> sha256 of its sorted names, or "" when it did not exist
     listings: dict[str, str] = field(default_factory=dict)
-    #: environment variable -> value, or None when unset
+    #: environment variable -> sha256 of its value (`env_digest`), or None when unset: never the value itself
     env: dict[str, str | None] = field(default_factory=dict)
     #: files changed while the count ran: the record could describe either version, so it is not kept
     unstable: list[str] = field(default_factory=list)
     #: why no record may be kept (`"it ran a subprocess"`), or None when every input is described by a fact above
     uncacheable: str | None = None
+    #: importlib.metadata lookups ([name or null, search path] as JSON) -> digest of the distributions found
+    distribution_queries: dict[str, str] = field(default_factory=dict)
 
     @classmethod
     def capture(cls, recorder: Recorder, modules: Iterable[Any] | None = None) -> Dependencies:
@@ -372,17 +617,23 @@ class Dependencies:
                 fact = _library_fact(real)
                 if fact is not None:
                     deps.libraries[real] = fact
+                elif path in recorder.files or path in recorder.probes:  # absent, or a directory: what it is
+                    deps.files[path] = file_digest(path)
             else:  # a file's sha256, "" when absent, "directory" for a probed directory
-                deps.files[path] = file_digest(path)
+                deps.files[path] = digest = file_digest(path)
+                if path in recorder.files and digest.startswith(NOT_REGULAR):
+                    deps.uncacheable = deps.uncacheable or f"it read {digest[len(NOT_REGULAR) :]} {path}"
                 if recorder.started_ns and _modified_since(path, recorder.started_ns):
                     deps.unstable.append(path)
-        entries = {os.path.realpath(e or ".") for e in sys.path if isinstance(e, str)}
-        for path in sorted(recorder.listings):
-            real = os.path.realpath(path)
-            if real not in entries and not _under(real, libraries + stdlib):  # sys.path scans: entry points
-                deps.listings[path] = listing_digest(path)
+        for path, seen in sorted(recorder.listings.items()):
+            if _under(os.path.realpath(path) + os.sep, VIRTUAL_ROOTS):
+                continue
+            deps.listings[path] = listing_digest(path)
+            if deps.listings[path] != seen:  # a file added or removed while the count ran
+                deps.unstable.append(path)
+        deps.distribution_queries = dict(sorted(recorder.distribution_queries.items()))
         deps.distributions = sorted(_distributions(deps.libraries, libraries))
-        deps.env = {name: _INITIAL_ENVIRONMENT.get(name) for name in sorted(recorder.env)}
+        deps.env = {name: env_digest(_INITIAL_ENVIRONMENT.get(name)) for name in sorted(recorder.env)}
         if recorder.whole_environment:  # every variable, including any added later
             deps.env[WHOLE_ENVIRONMENT] = environment_digest(_INITIAL_ENVIRONMENT)
         return deps
@@ -395,7 +646,7 @@ class Dependencies:
         environ = _INITIAL_ENVIRONMENT if environ is None else environ  # not what this run's torch import set
         memo = {} if memo is None else memo
         for name, value in self.env.items():
-            current = environment_digest(environ) if name == WHOLE_ENVIRONMENT else environ.get(name)
+            current = environment_digest(environ) if name == WHOLE_ENVIRONMENT else env_digest(environ.get(name))
             if current != value:
                 return "the environment changed" if name == WHOLE_ENVIRONMENT else f"{name} changed"
         for path in self.distributions:
@@ -408,6 +659,12 @@ class Dependencies:
         for path, digest in self.listings.items():
             if listing_digest(path) != digest:
                 return f"the files in {path} changed"
+        for query, digest in self.distribution_queries.items():
+            key = "distributions:" + query
+            current = memo[key] if key in memo else memo.setdefault(key, distribution_query_digest(query))
+            if current != digest:
+                name = json.loads(query)[0]
+                return f"the installed distributions{'' if name is None else ' named ' + repr(name)} changed"
         for path, digest in self.files.items():
             key = "sha256:" + path
             current = memo[key] if key in memo else memo.setdefault(key, file_digest(path))
@@ -424,6 +681,7 @@ class Dependencies:
             "env": self.env,
             "unstable": self.unstable,
             "uncacheable": self.uncacheable,
+            "distribution_queries": self.distribution_queries,
         }
 
     @classmethod
@@ -436,8 +694,16 @@ class Dependencies:
         env = {str(k): (None if v is None else str(v)) for k, v in _mapping(data["env"]).items()}
         unstable = [str(p) for p in data.get("unstable", [])]
         uncacheable = data.get("uncacheable")
+        queries = {str(k): str(v) for k, v in _mapping(data["distribution_queries"]).items()}
         return cls(
-            files, libraries, distributions, listings, env, unstable, None if uncacheable is None else str(uncacheable)
+            files,
+            libraries,
+            distributions,
+            listings,
+            env,
+            unstable,
+            None if uncacheable is None else str(uncacheable),
+            queries,
         )
 
     def merge(self, other: Dependencies) -> None:
@@ -448,10 +714,19 @@ class Dependencies:
         self.env.update(other.env)
         self.unstable.extend(other.unstable)
         self.uncacheable = self.uncacheable or other.uncacheable
+        self.distribution_queries.update(other.distribution_queries)
 
 
 #: The key under which a record keeps the digest of the whole environment (never a variable's name: it has a NUL).
 WHOLE_ENVIRONMENT = "\0environment"
+
+
+def env_digest(value: str | None) -> str | None:
+    """What a record keeps of a variable's value: its sha256 (a token the model read is not written to disk), or
+    None when it was unset."""
+    if value is None:
+        return None
+    return "sha256:" + hashlib.sha256(value.encode("utf-8", "surrogateescape")).hexdigest()
 
 
 def environment_digest(environ: Mapping[str, str]) -> str:
@@ -476,20 +751,55 @@ def _mapping(value: Any) -> Mapping[Any, Any]:
     return value
 
 
+#: How a non-regular file's fact starts: its kind follows ("not a regular file: a FIFO").
+NOT_REGULAR = "not a regular file: "
+
+_KINDS = (
+    (stat.S_ISFIFO, "a FIFO"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+)
+
+
 def file_digest(path: str) -> str:
-    """sha256 of the file's bytes; "" when it does not exist; "unreadable" (never equal to a digest) otherwise."""
+    """sha256 of the file's bytes; "" when it does not exist; "directory"; `NOT_REGULAR` and its kind for a FIFO,
+    socket or device, which is never opened (a FIFO would block until a writer comes); "unreadable" otherwise.
+    None of these is ever equal to a digest."""
+    try:
+        info = os.stat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return ""
+    except (OSError, ValueError):
+        return "unreadable"
+    if stat.S_ISDIR(info.st_mode):
+        return "directory"
+    if not stat.S_ISREG(info.st_mode):
+        return NOT_REGULAR + next((kind for test, kind in _KINDS if test(info.st_mode)), "of an unknown kind")
     digest = hashlib.sha256()
     try:
-        with open(path, "rb") as file:
+        with _open_regular(path) as file:
             while chunk := file.read(1 << 20):
                 digest.update(chunk)
     except FileNotFoundError:
         return ""
-    except (IsADirectoryError, NotADirectoryError):
-        return "directory"
     except OSError:
         return "unreadable"
     return digest.hexdigest()
+
+
+def _open_regular(path: str) -> Any:
+    """Open `path` for reading only if it is a regular file: opened without blocking (a FIFO swapped in after a
+    check cannot hang us), then checked on the open descriptor."""
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
+    fd = os.open(path, flags)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(f"{path}: not a regular file")
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
 
 
 def listing_digest(path: str) -> str:
@@ -544,12 +854,12 @@ def _distributions(files: Iterable[str], roots: tuple[str, ...]) -> set[str]:
 
 def _top_level_names(dist_info: str) -> set[str]:
     names: set[str] = set()
-    with contextlib.suppress(OSError):
-        with open(os.path.join(dist_info, "top_level.txt"), encoding="utf-8") as file:
-            names.update(line.strip() for line in file if line.strip())
+    with contextlib.suppress(OSError, UnicodeDecodeError):
+        with _open_regular(os.path.join(dist_info, "top_level.txt")) as file:
+            names.update(line.strip() for line in file.read().decode("utf-8").splitlines() if line.strip())
         return names
-    with contextlib.suppress(OSError), open(os.path.join(dist_info, "RECORD"), encoding="utf-8") as file:
-        for line in file:
+    with contextlib.suppress(OSError, UnicodeDecodeError), _open_regular(os.path.join(dist_info, "RECORD")) as file:
+        for line in file.read().decode("utf-8").splitlines():
             first = line.split(",", 1)[0].split("/", 1)[0]
             if first and not first.endswith((".dist-info", ".data")) and first != "..":
                 names.add(first.split(".", 1)[0] if first.endswith((".py", ".so", ".pyd")) else first)

@@ -117,18 +117,19 @@ def layer_label(path: str) -> str:
 def ceiling_above(value: int, digits: int = 3) -> str:
     """A budget string just above `value`: the count rounded *up* to `digits` significant digits, in the budget
     grammar (`8523456789` -> `8.53G`, `240` -> `240`), so a suggested ceiling never fails the count it came from."""
-    from decimal import ROUND_CEILING, Decimal
+    from decimal import ROUND_CEILING, Context, Decimal
 
     from .budget import PREFIXES
 
     if value < 1000:
         return str(value)
+    exact = Context(prec=len(str(value)) + 1)  # the default 28 digits would round a longer count, maybe down
     bigger = ""
     for prefix, scale in sorted(PREFIXES.items(), key=lambda item: -item[1]):
         if prefix == "K":
             continue
         if value >= scale:
-            mantissa = Decimal(value) / Decimal(scale)
+            mantissa = exact.divide(Decimal(value), Decimal(scale))
             whole = len(str(int(mantissa)))
             step = Decimal(1).scaleb(-max(digits - whole, 0))
             rounded = mantissa.quantize(step, rounding=ROUND_CEILING)

@@ -24,6 +24,7 @@ from .budget import Budget, parse_budget
 from .config import ModelEntry, Settings, load_settings
 from .errors import FlopBudgetError
 from .formatting import PYTEST_UPDATE_HINT, reason
+from .marker_source import closest_marker, marker_line
 from .report import Report
 from .reporters import ci, terminal
 from .run import ModelError, Run, RunResult, require_baseline
@@ -34,6 +35,7 @@ from .verdict import Measurement, Verdict
 UPDATE_HINT = PYTEST_UPDATE_HINT
 SECTION = "flopbudget per-layer diff"
 _WORKER_KEY = "flopbudget_run"
+_COLLECTION_KEY = "collection"
 
 
 def flop_budget(
@@ -245,6 +247,10 @@ class FlopBudgetPlugin:
         setting = settings.require_baseline if option_required is None else option_required
         self.run = Run(self.store, update=self.update, require_baseline=require_baseline(setting, os.environ))
         self.deselected = 0
+        self.collect_errors = 0
+        #: Models the collected tests own (under xdist: every worker's), and whether a worker's results were lost.
+        self.owners: set[str] = set()
+        self.lost_worker = False
         self.result: RunResult | None = None
         base_ref = config.getoption("flopbudget_base_ref")
         if base_ref and error is None:
@@ -301,7 +307,7 @@ class FlopBudgetPlugin:
     def pytest_runtest_setup(self, item: pytest.Item) -> None:
         if isinstance(item, ModelItem):
             return
-        marker = item.get_closest_marker("flop_budget")
+        marker = closest_marker(item)
         if _STATE in item.stash:  # a rerun (e.g. pytest-rerunfailures) starts with a clean slate
             del item.stash[_STATE]
         if marker is None:
@@ -374,12 +380,12 @@ class FlopBudgetPlugin:
         if name is not None and (not isinstance(name, str) or not name.strip()):
             raise _Failure(f"{origin.where()}: flop_budget(name={name!r}): expected a non-empty model name")
         values = {_MARKER_SLOTS[key]: value for key, value in arguments.items()}
+        line = marker_line(origin.file, origin.line, marker) or origin.line  # the decorator or pytest.param to edit
         sources = {
-            _MARKER_SLOTS[key]: Source(origin.file, origin.line, f"{item.name}: flop_budget({key}=...)")
-            for key in arguments
+            _MARKER_SLOTS[key]: Source(origin.file, line, f"{item.name}: flop_budget({key}=...)") for key in arguments
         }
         try:
-            budget = parse_budget(values, sources, origin)
+            budget = parse_budget(values, sources, Source(origin.file, line, origin.key))
         except FlopBudgetError as exc:
             raise _Failure(str(exc)) from None
         entry = self.settings.models.get(name) if name else None
@@ -424,16 +430,22 @@ class FlopBudgetPlugin:
                     problem = f"could not send its results: {payload['transport_error']}"
                 else:
                     self.run.merge(payload)
+                    collection = payload.get(_COLLECTION_KEY) or {}
+                    self.owners.update(str(name) for name in collection.get("owners", []))
+                    if collection.get("narrowed", "unknown"):
+                        self.deselected += 1  # the worker saw part of the suite: nothing is judged stale
             except (ValueError, KeyError, TypeError) as exc:
                 problem = f"sent results that cannot be read: {type(exc).__name__}: {str(exc)[:200]}"
         if problem is not None:
+            self.lost_worker = True
             message = f"xdist worker {worker} {problem}; the models it counted are not checked"
             self.run.record_error(ModelError(f"xdist worker {worker}", message))
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         if self.is_worker:
             try:
-                payload = json.dumps(self.run.export())
+                collection = {"owners": sorted(self.owners), "narrowed": self._narrowed(session)}
+                payload = json.dumps({**self.run.export(), _COLLECTION_KEY: collection})
             except (ValueError, TypeError, OverflowError) as exc:  # e.g. an integer too long to write
                 payload = json.dumps({"transport_error": f"{type(exc).__name__}: {str(exc)[:200]}"})
             self.config.workeroutput[_WORKER_KEY] = payload  # type: ignore[attr-defined]
@@ -451,19 +463,55 @@ class FlopBudgetPlugin:
     def pytest_deselected(self, items: list[pytest.Item]) -> None:
         self.deselected += len(items)
 
-    def _find_stale(self, session: pytest.Session) -> None:
-        """Baseline files no model of this session uses. Only a run of the whole suite (nothing deselected, no
-        paths or -k given, nothing stopped early) knows every model, and only then does an update remove them."""
-        known = [m.name for m in self.run.measurements] + [e.name for e in self.run.errors]
-        known += list(self.settings.models)
+    def pytest_collectreport(self, report: pytest.CollectReport) -> None:
+        if report.failed:  # a test file that did not import: its tests' baselines are not stale, only unseen
+            self.collect_errors += 1
+
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        """The models every collected test owns (a marker's `name=`, else the name from the test id), whether or
+        not the test then counts: a skipped test, or one that failed before counting, still owns its baseline."""
+        for item in session.items:
+            if isinstance(item, ModelItem):
+                continue
+            marker = closest_marker(item)
+            if marker is None and "flopbudget" not in getattr(item, "fixturenames", ()):
+                continue
+            name = marker.kwargs.get("name") if marker is not None else None
+            self.owners.add(name if isinstance(name, str) and name.strip() else default_name(item.nodeid))
+
+    def _narrowed(self, session: pytest.Session) -> str:
+        """Why this run did not see every test that may own a baseline, or "" when it did."""
         option = self.config.option
-        selected_all = not getattr(option, "keyword", "") and not getattr(option, "markexpr", "")
-        complete = (
-            selected_all and not _explicit_args(self.config) and not self.deselected and not session.shouldstop
-            and not session.shouldfail and self.collect_models
-        )  # fmt: skip
-        note = "" if complete else "run the whole suite with --flopbudget-update to remove them"
-        self.run.find_stale(known, complete=complete, note=note)
+        # an xdist worker gets the controller's arguments resolved into paths: the controller judges the options
+        options = not self.is_worker
+        reasons: dict[str, object] = {
+            "-k": options and bool(getattr(option, "keyword", "")),
+            "-m": options and bool(getattr(option, "markexpr", "")),
+            "paths or node ids": options and _explicit_args(self.config),
+            "--deselect": options and bool(getattr(option, "deselect", None)),
+            "--ignore": options and bool(getattr(option, "ignore", None) or getattr(option, "ignore_glob", None)),
+            "--lf": options and bool(getattr(option, "lf", False)),
+            "--sw": options and bool(getattr(option, "stepwise", False) or getattr(option, "stepwise_skip", False)),
+            "--collect-only": options and bool(getattr(option, "collectonly", False)),
+            "deselected tests": self.deselected,
+            "collection errors": self.collect_errors,
+            "a stopped run": session.shouldstop or session.shouldfail
+            or session.exitstatus == pytest.ExitCode.INTERRUPTED,
+            "an xdist worker's lost results": self.lost_worker,
+            "a configuration error": self.config_error is not None,
+        }  # fmt: skip
+        return ", ".join(reason for reason, present in reasons.items() if present)
+
+    def _find_stale(self, session: pytest.Session) -> None:
+        """Baseline files no model or test of this session owns. Only a run that saw every test (nothing selected
+        by -k, -m, paths, node ids, --lf or deselection, no collection error, not stopped early, every xdist
+        worker heard from) can tell: a partial run says nothing about them, and only a complete update removes
+        them."""
+        if self._narrowed(session):
+            return
+        known = [m.name for m in self.run.measurements] + [e.name for e in self.run.errors]
+        known += list(self.settings.models) + sorted(self.owners)
+        self.run.find_stale(known, complete=True, note="a whole-suite `pytest --flopbudget-update` removes them")
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         result = self.result

@@ -304,14 +304,29 @@ def truncate_path(path: str, depth: int) -> str:
     return ".".join(path.split(".")[:depth])
 
 
+#: The layer tree (inclusive costs, the table's rows, the picture's boxes) has at most this many levels of
+#: intermediate modules, each named by at most `MAX_TREE_NAME` characters. A deeper path (a 700 KB dotted ONNX
+#: node name: 350,000 levels) is attached, under its full name, to its deepest ancestor within both limits:
+#: building every prefix of such a name would take memory quadratic in its length. No real module tree is near.
+MAX_TREE_DEPTH = 64
+MAX_TREE_NAME = 1024
+
+
 def ancestors(path: str) -> Iterable[str]:
-    """`a.b.c` -> ``, `a`, `a.b`, `a.b.c` (the root first)."""
+    """`a.b.c` -> ``, `a`, `a.b`, `a.b.c` (the root first).
+
+    Intermediate ancestors stop after `MAX_TREE_DEPTH` levels or `MAX_TREE_NAME` characters, whichever comes
+    first; `path` itself always ends the list. So the total length yielded is linear in `len(path)`, and the
+    ancestors of an ancestor are the same list cut short (a tree, however odd the names).
+    """
     yield ROOT
     if path:
         end = path.find(".")
-        while end != -1:  # slices of `path`, not joins of its parts: linear in its depth, not quadratic
+        depth = 0
+        while end != -1 and depth < MAX_TREE_DEPTH and end <= MAX_TREE_NAME:
             if end:  # `.a` (a leading dot) must not yield the root a second time and count its cost twice
-                yield path[:end]
+                yield path[:end]  # slices of `path`, not joins of its parts
+                depth += 1
             end = path.find(".", end + 1)
         yield path
 

@@ -10,11 +10,14 @@ from __future__ import annotations
 
 import contextlib
 import re
+from dataclasses import dataclass
 
 KeyPath = tuple[str, ...]
 
 _BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
 _SCALAR_END = re.compile(r"[,\]}\n#]")
+#: The body of a multi-line basic string: anything but a backslash escape's start or three quotes in a row.
+_ML_BASIC_BODY = re.compile(r'(?:[^"\\]|\\.|"(?!""))*', re.DOTALL)
 
 
 def locate_keys(text: str) -> dict[KeyPath, int]:
@@ -29,6 +32,29 @@ def locate_keys(text: str) -> dict[KeyPath, int]:
     return scanner.lines
 
 
+@dataclass(frozen=True)
+class Statement:
+    """One top-level statement: a `[table]` / `[[array]]` header (`header` is its key path) or a `key = value`
+    (`header` is None), from its first line to the line its value ends on (1-based; a multi-line string or array
+    spans several)."""
+
+    first_line: int
+    last_line: int
+    header: KeyPath | None
+    array: bool = False
+
+
+def locate_statements(text: str) -> list[Statement] | None:
+    """Every top-level statement of `text` in order, or None when the scanner could not follow the whole text (a
+    caller that edits the file by lines must then refuse: it cannot know where a table ends)."""
+    scanner = _Scanner(text, strict=True)
+    try:
+        scanner.run()
+    except (IndexError, ValueError):
+        return None
+    return scanner.statements
+
+
 def line_of(lines: dict[KeyPath, int], path: KeyPath) -> int | None:
     """The line of `path`, or of its closest declared ancestor (an array element reports its array's line)."""
     for end in range(len(path), 0, -1):
@@ -39,25 +65,30 @@ def line_of(lines: dict[KeyPath, int], path: KeyPath) -> int | None:
 
 
 class _Scanner:
-    def __init__(self, text: str) -> None:
+    def __init__(self, text: str, strict: bool = False) -> None:
         self.text = text
+        self.strict = strict  # stop at anything unexpected after a statement instead of skipping the line
         self.pos = 0
         self.line = 1
         self.lines: dict[KeyPath, int] = {}
+        self.statements: list[Statement] = []
 
     def run(self) -> None:
         table: KeyPath = ()
         while self._skip_blank(newlines=True):
             char = self.text[self.pos]
+            first = self.line
             if char == "[":
                 array = self.text.startswith("[[", self.pos)
                 self._advance(2 if array else 1)
                 table = self._key()
                 self._record(table)
                 self._expect("]]" if array else "]")
+                self.statements.append(Statement(first, self.line, table, array))
             else:
                 self._key_value(table)
-            self._skip_line()
+                self.statements.append(Statement(first, self.line, None))
+            self._end_of_statement()
 
     # -- statements --------------------------------------------------------------------------------------------
 
@@ -127,7 +158,13 @@ class _Scanner:
     def _string(self) -> str:
         quote = self.text[self.pos]
         if self.text.startswith(quote * 3, self.pos):
-            end = self.text.index(quote * 3, self.pos + 3)
+            if quote == '"':  # `\"""` inside is an escaped quote and two more, not the end
+                match = _ML_BASIC_BODY.match(self.text, self.pos + 3)
+                end = match.end() if match else self.pos + 3
+                if not self.text.startswith(quote * 3, end):
+                    raise ValueError("unterminated string")
+            else:
+                end = self.text.index(quote * 3, self.pos + 3)
             while self.text.startswith(quote, end + 3):  # up to two quotes may close a multi-line string
                 end += 1
             value = self.text[self.pos + 3 : end]
@@ -177,6 +214,14 @@ class _Scanner:
     def _skip_line(self) -> None:
         end = self.text.find("\n", self.pos)
         self._advance((end + 1 if end != -1 else len(self.text)) - self.pos)
+
+    def _end_of_statement(self) -> None:
+        """After a statement only blanks and a comment may follow on its line; anything else means the scanner
+        lost track, and it stops rather than guess."""
+        self._skip_blank()
+        if self.strict and self.pos < len(self.text) and self.text[self.pos] not in "#\n":
+            raise ValueError("expected the end of the line")
+        self._skip_line()
 
 
 def _unescape(raw: str) -> str:

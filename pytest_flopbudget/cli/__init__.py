@@ -19,7 +19,7 @@ from typing import Any, NoReturn
 
 from .. import __version__
 from ..errors import FlopBudgetError
-from ..safe_text import SafeStream, safe_text
+from ..safe_text import SafeStream, one_line, safe_line, safe_text
 
 PROG = "flopbudget"
 
@@ -100,10 +100,15 @@ examples:
 
 
 class _Parser(argparse.ArgumentParser):
-    """argparse, but a usage error is one line (what is wrong and where help is), not the usage block."""
+    """argparse, but a usage error is one line (what is wrong and where help is), not the usage block.
+
+    argparse quotes the command line in its messages (`unrecognized arguments: ...` echoes argv as it is), and an
+    argument may hold a newline, an escape sequence or a `::warning::` that the CI runner would obey: the message
+    goes through the safe-text filter and stays on one line, like every other line this command prints.
+    """
 
     def error(self, message: str) -> NoReturn:
-        self.exit(2, f"{self.prog}: error: {message} (see `{self.prog} --help`)\n")
+        self.exit(2, safe_line(one_line(f"{self.prog}: error: {message} (see `{self.prog} --help`)")) + "\n")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -299,7 +304,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     dont_write_bytecode = sys.dont_write_bytecode
     sys.dont_write_bytecode = True
     try:
-        return int(args.handler(args))
+        code = int(args.handler(args))
+        if sys.stdout is not None:
+            _out().flush()  # a full device fails here, as one line, not in the interpreter's teardown
+        return code
+    except OutputError as exc:
+        _silence_stdout()  # what is still buffered for stdout cannot be written either: drop it quietly
+        return _fail([str(exc)])
     except FlopBudgetError as exc:
         return _fail(str(exc).splitlines() or [type(exc).__name__])
     except KeyboardInterrupt:
@@ -363,11 +374,42 @@ def _diff(args: argparse.Namespace) -> int:
 
 def _out() -> Any:
     """stdout for a command: every line through `safe_text` (names from models cannot start workflow commands)."""
-    return SafeStream(sys.stdout)
+    return _CommandStream(sys.stdout, "standard output")
 
 
 def _err() -> Any:
-    return SafeStream(sys.stderr)
+    return _CommandStream(sys.stderr, "standard error")
+
+
+class _CommandStream(SafeStream):
+    """A standard stream whose write errors (`> /dev/full`: no space left) are one `error:` line naming the
+    stream, not an internal error; a reader that went away (`| head`) is still a `BrokenPipeError`."""
+
+    def __init__(self, stream: Any, name: str) -> None:
+        super().__init__(stream)
+        self._name = name
+
+    def write(self, text: str) -> int:
+        try:
+            return super().write(text)
+        except BrokenPipeError:
+            raise
+        except OSError as exc:
+            raise OutputError(f"cannot write to {self._name}: {exc.strerror or exc}") from None
+
+    def flush(self) -> None:
+        try:
+            super().flush()
+        except BrokenPipeError:
+            raise
+        except ValueError:  # closed by the caller's own code: nothing left to flush
+            pass
+        except OSError as exc:
+            raise OutputError(f"cannot write to {self._name}: {exc.strerror or exc}") from None
+
+
+class OutputError(FlopBudgetError):
+    """Standard output or error cannot be written (a full disk or device): exit status 2."""
 
 
 # -- helpers -------------------------------------------------------------------------------------------------------

@@ -18,19 +18,19 @@ import dataclasses
 import os
 import re
 from collections.abc import Sequence
-from decimal import ROUND_CEILING, Decimal, InvalidOperation
+from decimal import ROUND_CEILING, Decimal, InvalidOperation, localcontext
 from pathlib import Path
 from typing import TextIO
 
 from ..config import ModelEntry, Settings, find_pyproject, is_onnx_target, is_reference, parse_settings
 from ..errors import CountingError
 from ..formatting import CLI_UPDATE_HINT, ceiling_above, format_value, plural
-from ..report import Report
+from ..report import MAX_COUNT, Report
 from ..source import display_path
 from .count import CountRequest, command_line_hint, resolve_target
 from .progress import Progress
 from .project import UsageError
-from .pyproject_writer import BARE_KEY, NewModel, plan_edit, write_edit
+from .pyproject_writer import BARE_KEY, NewModel, plan_edit, read_pyproject_bytes, write_edit
 
 #: Default headroom of a suggested ceiling over the count, in percent: room for a small intended change without
 #: a budget edit, small enough that an accidental doubling of a layer fails.
@@ -72,7 +72,7 @@ class _Planned:
 def run_init(request: InitRequest, out: TextIO, err: TextIO) -> int:
     """Count every target and add its table (or print it with `dry_run`); errors are raised for `cli.main`."""
     headroom = parse_headroom(request.headroom)
-    path, old = _read_pyproject(request.pyproject)
+    path, original, old = _read_pyproject(request.pyproject)
     settings = parse_settings(old, path) if old is not None else Settings(root=path.parent)
     planned = plan_models(request, settings.root)
     for item in planned:  # a taken name fails before anything is counted
@@ -89,7 +89,7 @@ def run_init(request: InitRequest, out: TextIO, err: TextIO) -> int:
         out.write(f"would {'create' if edit.created else 'change'} {shown} with:\n\n{edit.snippet}\n")
         out.write("(dry run: nothing was written)\n")
         return 0
-    write_edit(edit)
+    write_edit(edit, original)
     baseline_dir = display_path(str(parse_settings(edit.text, path).baseline_dir))
     for model, report in zip(models, reports):
         where = f"{shown}:{edit.lines[model.name]}"
@@ -115,9 +115,13 @@ def parse_headroom(text: str | None) -> Decimal:
 
 
 def suggest_ceiling(value: int, headroom: Decimal) -> str:
-    """The budget string for a count: `value` plus `headroom` percent, rounded up to 3 significant digits."""
-    padded = (Decimal(value) * (1 + headroom / 100)).to_integral_value(rounding=ROUND_CEILING)
-    return ceiling_above(int(padded))
+    """The budget string for a count: `value` plus `headroom` percent, rounded up to 3 significant digits, and
+    at most `MAX_COUNT` (10^30), the largest value a budget may hold: a count near it gets the bound itself,
+    which `check` still reads (a count is never above the bound, so the ceiling is never below the count)."""
+    with localcontext() as exact:
+        exact.prec = 100  # the default 28 digits would round a 30-digit count, possibly down
+        padded = (Decimal(value) * (1 + headroom / 100)).to_integral_value(rounding=ROUND_CEILING)
+    return ceiling_above(min(int(padded), MAX_COUNT))
 
 
 def plan_models(request: InitRequest, root: Path) -> list[_Planned]:
@@ -212,25 +216,32 @@ def _valid_name(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9_-]+", "_", text).strip("_") or "model"
 
 
-def _read_pyproject(given: str | None) -> tuple[Path, str | None]:
-    """The pyproject.toml to edit (`--pyproject`, else the nearest, else a new one here) and its text, or None.
+def _read_pyproject(given: str | None) -> tuple[Path, bytes | None, str | None]:
+    """The pyproject.toml to edit (`--pyproject`, else the nearest, else a new one here), its bytes and its text
+    (None: there is no file yet).
 
-    Read as bytes and decoded, so CRLF line endings survive the edit untouched.
+    The path is the file's real one (symbolic links resolved, as `check` resolves them), so ONNX targets are
+    written relative to the directory `check` reads them from. Read as bytes and decoded, so CRLF line endings
+    survive the edit untouched; the bytes are kept to make sure nobody changed the file before it is replaced.
     """
     found = Path(given) if given is not None else find_pyproject(Path.cwd())
     path = (found or Path.cwd() / "pyproject.toml").absolute()
+    shown = display_path(str(path))
     if path.is_dir():
         raise UsageError(f"--pyproject {given}: a directory; give the path of a pyproject.toml file")
-    if not path.exists():
+    try:
+        path = path.resolve()
+    except (OSError, RuntimeError) as exc:  # a symlink loop
+        raise UsageError(f"{shown}: cannot follow the path: {getattr(exc, 'strerror', None) or exc}") from None
+    data = read_pyproject_bytes(path, shown)
+    if data is None:
         if not path.parent.is_dir():
             raise UsageError(f"--pyproject {given}: the directory {path.parent} does not exist")
-        return path, None
+        return path, None, None
     try:
-        return path, path.read_bytes().decode("utf-8")
-    except OSError as exc:
-        raise UsageError(f"{display_path(str(path))}: cannot read the file: {exc.strerror or exc}") from None
+        return path, data, data.decode("utf-8")
     except UnicodeDecodeError:
-        raise UsageError(f"{display_path(str(path))}: not UTF-8 text, as TOML requires") from None
+        raise UsageError(f"{shown}: not UTF-8 text, as TOML requires") from None
 
 
 def _count(planned: Sequence[_Planned], root: Path, err: TextIO) -> list[Report]:

@@ -4,26 +4,32 @@
 appended at the end, every existing byte stays where it was (line endings included), and `--force` replaces only
 the lines of the table it replaces. The result is re-read by `config.parse_settings` before anything is written:
 an existing file whose layout a new table cannot join (an inline `models = {...}`, a model declared by dotted
-keys) is refused with one line instead of being turned into invalid TOML. The write itself is atomic.
+keys) is refused with one line instead of being turned into invalid TOML. The write itself is atomic, and only
+happens while the file still holds what was read before counting (`write_edit`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import re
-from collections.abc import Mapping, Sequence
+import stat
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..baseline import write_atomic
+from ..atomic_file import real_target, write_atomic
 from ..budget import Budget
 from ..config import DEFAULT_BASELINE_DIR, Inputs, InputSpec, Settings, parse_settings
 from ..source import LocatedError, display_path
+from ..toml_locator import locate_statements
 from .project import UsageError
 
 #: A TOML bare key: the only model names `init` writes, so no table header ever needs quoting.
 BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
-_HEADER = re.compile(r"\s*\[(?!\[)")
+#: The largest pyproject.toml read: far above any real one, and never an endless stream read into memory.
+MAX_BYTES = 16 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -126,62 +132,119 @@ def plan_edit(path: Path, old: str | None, models: Sequence[NewModel], settings:
     return Edit(path, text, old is None, snippet, _verify(path, text, models, shown))
 
 
-def write_edit(edit: Edit) -> None:
-    """Write the planned text atomically: the file is the old one or the new one, never half of each (a symlinked
-    pyproject.toml stays a symlink: its target is replaced)."""
-    write_atomic(edit.path.resolve(), edit.text)
+def write_edit(edit: Edit, original: bytes | None) -> None:
+    """Write the planned text atomically, unless the file changed since it was read as `original` (None: it did
+    not exist): the file is then left as it is and `UsageError` says so. The check and the replace hold a lock
+    (`_locked`), so of two `init`s that read the same text, the second finds the first one's edit and refuses,
+    instead of both succeeding with one table lost. The file keeps its mode and owner (`write_atomic`); a
+    symlinked pyproject.toml stays a symlink, its target is replaced."""
+    shown = display_path(str(edit.path))
+    target = real_target(edit.path)
+    with _locked(target, shown):
+        current = read_pyproject_bytes(edit.path, shown)
+        if current != original:
+            raise UsageError(
+                f"{shown}: the file changed while flopbudget init was counting (an editor, or another init); "
+                f"nothing was written: run the command again"
+            )
+        try:
+            write_atomic(target, edit.text)
+        except OSError as exc:
+            raise UsageError(f"{shown}: cannot write the file: {exc.strerror or exc}") from None
+
+
+def read_pyproject_bytes(path: Path, shown: str) -> bytes | None:
+    """The file's bytes, None when there is none; `UsageError` for what is not a regular file (a FIFO would block
+    a plain read forever, a device never ends) or cannot be read."""
+    try:
+        info = os.stat(path)
+    except (FileNotFoundError, NotADirectoryError):  # also a dangling symlink: init creates its target
+        return None
+    except OSError as exc:
+        raise UsageError(f"{shown}: cannot read the file: {exc.strerror or exc}") from None
+    if stat.S_ISDIR(info.st_mode):
+        raise UsageError(f"{shown}: a directory; give the path of a pyproject.toml file")
+    if not stat.S_ISREG(info.st_mode):
+        raise UsageError(f"{shown}: not a regular file (a FIFO, a device or a socket); give a pyproject.toml file")
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
+                     | getattr(os, "O_BINARY", 0))  # fmt: skip
+        with os.fdopen(fd, "rb") as handle:
+            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):  # swapped between the two looks
+                raise UsageError(f"{shown}: not a regular file; give a pyproject.toml file")
+            data = handle.read(MAX_BYTES + 1)
+    except OSError as exc:
+        raise UsageError(f"{shown}: cannot read the file: {exc.strerror or exc}") from None
+    if len(data) > MAX_BYTES:
+        raise UsageError(f"{shown}: larger than {MAX_BYTES // 2**20} MiB; that is not a pyproject.toml")
+    return data
+
+
+@contextlib.contextmanager
+def _locked(target: Path, shown: str) -> Iterator[None]:
+    """An exclusive lock for the compare-and-replace: `flock` on the file's directory, whose inode (unlike the
+    file's, which the rename replaces) is the same for every writer, and which leaves no lock file behind. Without
+    `fcntl` (Windows), or where the directory cannot be locked, the comparison alone guards the file."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows
+        yield
+        return
+    try:
+        fd = os.open(target.parent, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    except OSError as exc:
+        raise UsageError(f"{shown}: cannot open its directory: {exc.strerror or exc}") from None
+    try:
+        with contextlib.suppress(OSError):
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
 
 
 def _replace_table(text: str, model: NewModel, settings: Settings, newline: str, shown: str) -> str:
     """`text` with the lines of the existing table of `model.name` replaced by the new table.
 
-    The table runs from its header to its last non-blank, non-comment line before the next header: comments and
-    blank lines in front of the next table belong to that table and are kept.
+    The table runs from its header to the last line of its last statement before the next header: comments and
+    blank lines in front of the next table belong to that table and are kept. Statements are found by a TOML
+    scanner (`toml_locator.locate_statements`) that follows strings of every kind, escapes, quoted keys, arrays
+    and inline tables over several lines, so a `[` inside a value is never taken for a header; when it cannot
+    follow the file, the table is not replaced.
     """
     entry = settings.models[model.name]
-    lines = text.splitlines(keepends=True)
-    start = (entry.source.line or 0) - 1
-    if not (0 <= start < len(lines)) or not _HEADER.match(lines[start]):
+    path = ("tool", "flopbudget", "models", model.name)
+    statements = locate_statements(text)
+    if statements is None:
+        raise UsageError(
+            f"{shown}: cannot tell where [tool.flopbudget.models.{model.name}] ends; edit it by hand, or choose "
+            f"another name with --name"
+        )
+    index = next(
+        (i for i, s in enumerate(statements) if s.header == path and not s.array and s.first_line == entry.source.line),
+        None,
+    )
+    if index is None:
         raise UsageError(
             f"{shown}: [tool.flopbudget.models.{model.name}] is not declared by its own [table] header (dotted "
             f"keys or an inline table); edit it by hand, or choose another name with --name"
         )
-    end = start + 1
-    last = start + 1
-    depth = 0  # open brackets of a multi-line array: `    [1, 8],` inside one is a value, not a header
-    while end < len(lines) and not (depth == 0 and _is_header(lines[end])):
-        stripped = lines[end].strip()
-        if stripped and not stripped.startswith("#"):
-            last = end + 1
-        depth = max(depth + _bracket_balance(lines[end]), 0)
-        end += 1
-    return "".join(lines[:start]) + model.table(newline) + "".join(lines[last:])
-
-
-_TABLE_HEADER = re.compile(r"""\s*\[\[?\s*[A-Za-z0-9_\-."' ]+\s*\]\]?\s*(#.*)?""")
-
-
-def _is_header(line: str) -> bool:
-    """`[table]` or `[[array.of.tables]]` (both end the table being replaced), not a value line."""
-    return _TABLE_HEADER.fullmatch(line.rstrip("\r\n")) is not None
-
-
-def _bracket_balance(line: str) -> int:
-    """`[` minus `]` outside strings and comments, to follow multi-line arrays."""
-    balance, quote = 0, ""
-    for char in line:
-        if quote:
-            if char == quote:
-                quote = ""
-        elif char in "\"'":
-            quote = char
-        elif char == "#":
+    first = statements[index].first_line
+    last = statements[index].last_line
+    for statement in statements[index + 1 :]:
+        if statement.header is not None:
             break
-        elif char == "[":
-            balance += 1
-        elif char == "]":
-            balance -= 1
-    return balance
+        last = statement.last_line
+    lines = _split_lines(text)
+    return "".join(lines[: first - 1]) + model.table(newline) + "".join(lines[last:])
+
+
+def _split_lines(text: str) -> list[str]:
+    """The lines of `text`, each with its newline: split at LF only, as TOML counts lines (`str.splitlines` also
+    splits at U+2028, NEL and other characters a TOML string may hold)."""
+    return _LINE.findall(text)
+
+
+_LINE = re.compile(r"[^\n]*\n|[^\n]+\Z")
 
 
 def _verify(path: Path, text: str, models: Sequence[NewModel], shown: str) -> dict[str, int]:

@@ -155,6 +155,37 @@ def reduction(input_numel: int, per_element: int = REDUCTION) -> Cost:
     return elementwise(input_numel, per_element)
 
 
+#: Selection, sorting, searching and histogram ops (topk, sort, median, unique, searchsorted, histc, bincount, ...)
+#: compare and count values rather than compute with them. They follow the one rule the comparisons already follow
+#: (`lt`, `eq`: 1 per element; max/argmax: 1 per input element; max pooling: 1 per window element): **every
+#: comparison is 1 FLOP, and no op of this kind is free or skipped**. Their count depends on shapes only, never on
+#: the values or the kernel that runs (a radix sort makes no comparisons; the convention counts those of a
+#: comparison sort).
+
+
+def log2_ceil(n: int) -> int:
+    """ceil(log2(n)) for n >= 1: comparisons to tell n outcomes apart (0 for n = 1)."""
+    return max(n - 1, 0).bit_length()
+
+
+def selection(input_numel: int) -> Cost:
+    """Picking values by rank (max-like selection: top-k, k-th value, median): one comparison per input element,
+    as max/argmax, whatever k is."""
+    return elementwise(input_numel)
+
+
+def comparison_sort(rows: int, length: int) -> Cost:
+    """Sorting `rows` independent rows of `length`: length * ceil(log2(length)) comparisons per row (merge sort's
+    bound, rounded up; a row of one element is sorted already)."""
+    return elementwise(rows * length * log2_ceil(length))
+
+
+def binary_search(values: int, boundaries: int) -> Cost:
+    """Placing each value among `boundaries` sorted boundaries (searchsorted, bucketize): ceil(log2(B + 1))
+    comparisons per value, since B boundaries leave B + 1 places."""
+    return elementwise(values * log2_ceil(boundaries + 1))
+
+
 def pool(out_numel: int, window: int) -> Cost:
     """Max and average pooling: one compare or add per window element per output (avg: the divide replaces one add)."""
     return elementwise(out_numel * window)

@@ -140,7 +140,8 @@ def emit(
         try:
             emitted.written.extend(output.write(findings, spec.path, context))
         except OSError as exc:
-            emitted.errors.append(f"flopbudget: cannot write the {spec.kind} report {spec}: {exc}")
+            why = exc.strerror or str(exc) or type(exc).__name__
+            emitted.errors.append(f"flopbudget: error: cannot write the {spec.kind} report {spec}: {why}")
     return emitted
 
 

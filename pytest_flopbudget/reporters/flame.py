@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from ..budget import Budget
 from ..formatting import ROOT_LABEL, format_pair, format_value, metric_title, plural
 from ..kinds import Metric
-from ..report import ROOT, Report
+from ..report import ROOT, Report, ancestors
 from ..safe_text import visible
 from .table import tree_order
 
@@ -231,22 +231,20 @@ def fit_label(candidates: Sequence[str], width: int) -> str:
 def _tree(report: Report, metric: str) -> tuple[dict[str, int], dict[str, list[str]]]:
     """Inclusive value of every module path and its ancestors, and each path's children.
 
-    The parent of `a.b.c` is `a.b` (and of `a` the root); walking up by `rsplit` shortens the path at every
-    step, so odd names (`.a`, `a..b`) still give each ancestor once.
+    The tree is `report.ancestors`'s: the parent of `a.b.c` is `a.b` (and of `a` the root), odd names (`.a`,
+    `a..b`) give each ancestor once, and a path deeper than the tree's limits hangs, under its full name, from
+    its deepest ancestor within them (so a 700 KB dotted name costs linear memory, not quadratic).
     """
     values: dict[str, int] = {ROOT: 0}
     children: dict[str, list[str]] = {}
     for path, value in report.layer_metric(metric).items():
-        node = path
-        while True:
+        parent = ROOT
+        for node in ancestors(path):
             if node not in values:
                 values[node] = 0
-                parent = node.rsplit(".", 1)[0] if "." in node else ROOT
                 children.setdefault(parent, []).append(node)
             values[node] += value
-            if node == ROOT:
-                break
-            node = node.rsplit(".", 1)[0] if "." in node else ROOT
+            parent = node
     return values, children
 
 

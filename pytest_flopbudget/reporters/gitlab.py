@@ -19,6 +19,7 @@ from typing import Any
 
 from ..baseline import write_atomic
 from ..formatting import plural
+from ..safe_text import visible
 from .annotations import Annotation, relative_path
 from .output import Findings, OutputContext
 
@@ -103,8 +104,9 @@ def _unique(fingerprint: str, annotation: Annotation, seen: set[str]) -> str:
 
 
 def _description(annotation: Annotation) -> str:
-    """The one-line message, then the layer hint after `; ` (the widget shows one line per issue)."""
-    return "; ".join((annotation.message, *annotation.details))
+    """The one-line message, then the layer hint after `; ` (the widget shows one line per issue), through the
+    safe-text filter: a reviewer reads it in the merge request, where a bidi override would reorder it."""
+    return visible("; ".join((annotation.message, *annotation.details)))
 
 
 class GitLabOutput:

@@ -20,6 +20,7 @@ from ..baseline import write_atomic
 from ..budget import METRICS
 from ..formatting import format_count, format_percent, metric_title, plural, reason
 from ..run import ModelError, RunResult
+from ..safe_text import safe_text
 from ..verdict import Verdict
 from . import terminal
 from .annotations import relative_path
@@ -49,10 +50,12 @@ def summary(
     update_hint: str,
     workspace: str | os.PathLike[str] | None = None,
     max_bytes: int = MAX_BYTES - RESERVE,
+    base_ref: str | None = None,
 ) -> str:
     """The whole summary, at most `max_bytes` bytes of UTF-8 (see `truncate` for what goes first).
 
-    Locations are shown relative to `workspace` (default: the current directory).
+    Locations are shown relative to `workspace` (default: the current directory); `base_ref` is the ref growth was
+    measured against (`--base-ref`), for what to do about it.
     """
     ordered = sorted(verdicts, key=lambda v: (_model_status(v) != "fail", _model_status(v) != "warn", v.name))
     failed = [v for v in ordered if not v.passed]
@@ -65,7 +68,7 @@ def summary(
     duplicated = {name for name in names if names.count(name) > 1}
     rows = [row for verdict in ordered for row in _rows(verdict, verdict.name in duplicated)]
     table_head = [_row(HEADER), _row(("---",) * len(HEADER))] if rows else []
-    blocks = [_details_block(v, update_hint) for v in failed]
+    blocks = [_details_block(v, update_hint, os.fspath(workspace or os.getcwd()), base_ref) for v in failed]
     return truncate(head, table_head, rows, blocks, max_bytes=max_bytes)
 
 
@@ -75,8 +78,11 @@ def truncate(
     """Join the parts in order (headline, table rows, failure details) while they fit in `max_bytes`.
 
     Rows come before details because the table covers every model; when rows or details are dropped, a last
-    line counts them and points at the log, which has everything.
+    line counts them and points at the log, which has everything. Every part goes through the safe-text filter
+    first (escape sequences, bell, bidi controls from model and layer names shown as `\x1b`, `\u202e`), as every
+    other output does, and is measured as it will be written.
     """
+    head, table_head, rows, blocks = ([safe_text(part) for part in parts] for parts in (head, table_head, rows, blocks))
     note_room = 300
     out: list[str] = []
     size = 0
@@ -258,9 +264,9 @@ def _figures(verdict: Verdict, metric: str) -> tuple[str, ...]:
     )
 
 
-def _details_block(verdict: Verdict, update_hint: str) -> str:
+def _details_block(verdict: Verdict, update_hint: str, workspace: str, base_ref: str | None) -> str:
     """`<details>` with the one-line reason as summary and the terminal's per-layer diff as a code block."""
-    text = terminal.details(verdict, update_hint=update_hint)
+    text = terminal.details(verdict, update_hint=update_hint, start=workspace, base_ref=base_ref)
     fence = "`" * max(3, _longest_backtick_run(text) + 1)
     summary_line = html.escape(" ".join(reason(verdict).splitlines()), quote=False)
     return "\n".join(
@@ -291,7 +297,7 @@ def summary_of(
     """`summary` of one run's result."""
     return summary(
         result.verdicts, result.changes, result.errors, update_hint=update_hint, workspace=workspace,
-        max_bytes=max_bytes,
+        max_bytes=max_bytes, base_ref=result.base_ref,
     )  # fmt: skip
 
 
@@ -305,4 +311,3 @@ class MarkdownOutput:
         text = summary_of(findings.result, update_hint=context.update_hint, workspace=context.root)
         write_atomic(Path(path), text)
         return [f"Markdown summary: {path}"]
-

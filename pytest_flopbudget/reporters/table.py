@@ -70,10 +70,18 @@ def format_layer_table(report: Report, depth: int | None = 2, title: str = "") -
     return "\n".join(lines)
 
 
+#: The longest layer name a row shows whole; a longer one (a 700 KB ONNX node name) keeps its start and end
+#: around an ellipsis, so one name cannot widen every row of the table to its length.
+MAX_LABEL = 160
+
+
 def _label(path: str) -> str:
+    """The row's label: indented by the layer's depth in the tree (`ancestors`), its name cut to `MAX_LABEL`."""
     if path == ROOT:
         return ROOT_LABEL
-    return "  " * (path.count(".") + 1) + path
+    depth = sum(1 for _ in ancestors(path)) - 1
+    name = path if len(path) <= MAX_LABEL else path[: MAX_LABEL // 2] + "…" + path[-(MAX_LABEL // 2 - 1) :]
+    return "  " * depth + name
 
 
 def _row(label: str, cost: LayerCost, total_flops: int, width: int) -> str:

@@ -7,10 +7,13 @@ refresh a baseline). Tables are collapsed to the top rows so a large model never
 
 from __future__ import annotations
 
+import re
+import shlex
 from collections.abc import Iterable, Sequence
 
 from ..diff import LayerDiff, top_layers
 from ..formatting import (
+    PYTEST_UPDATE_HINT,
     ROOT_LABEL,
     ceiling_above,
     format_count,
@@ -22,7 +25,8 @@ from ..formatting import (
 )
 from ..kinds import Metric
 from ..run import RunResult
-from ..verdict import FindingKind, Verdict
+from ..source import Source
+from ..verdict import Finding, FindingKind, Verdict
 
 TOP = 15
 
@@ -32,8 +36,11 @@ __all__ = [
 ]  # fmt: skip
 
 
-def details(verdict: Verdict, *, update_hint: str, top: int = TOP, base_ref: str | None = None) -> str:
-    """Everything below the one-line reason: the per-layer diff (or top layers), skipped ops and notes."""
+def details(
+    verdict: Verdict, *, update_hint: str, top: int = TOP, base_ref: str | None = None, start: str | None = None
+) -> str:
+    """Everything below the one-line reason: the per-layer diff (or top layers), skipped ops and notes, then what
+    to do; file names relative to `start` (default: the current directory)."""
     lines: list[str] = []
     failed = verdict.failed_metrics()
     metrics = [m for m in failed if m != Metric.SKIPPED] or ([] if failed else [Metric.FLOPS])
@@ -55,40 +62,96 @@ def details(verdict: Verdict, *, update_hint: str, top: int = TOP, base_ref: str
         lines.append(f"no baseline for {verdict.name} yet ({baseline_shown}); run {update_hint} to create it")
     elif verdict.baseline is not None:
         lines.extend(_baseline_notes(verdict))
-    hint = accept_hint(verdict, update_hint=update_hint, base_ref=base_ref)
+    hint = accept_hint(verdict, update_hint=update_hint, base_ref=base_ref, start=start)
     if hint:
         lines.append(hint)
     return "\n".join(lines)
 
 
-#: The pyproject key that sets each metric's ceiling.
-_BUDGET_KEY = {"flops": "flops", "macs": "macs", "params": "params", "skipped": "max-skipped-ops"}
-
-
-def accept_hint(verdict: Verdict, *, update_hint: str, base_ref: str | None = None) -> str:
-    """What to do when the change is intended: record the new baseline, and for a ceiling the count is over, the
-    ceiling that would pass (the count rounded up to 3 significant digits)."""
+def accept_hint(verdict: Verdict, *, update_hint: str, base_ref: str | None = None, start: str | None = None) -> str:
+    """What to do when the change is intended, as one complete instruction: each line to edit with the value that
+    would pass (a ceiling: the count rounded up to 3 significant digits; max-increase under `--base-ref`: the growth
+    rounded up to 0.1%), then the command that records the new baseline, so that following it makes the next run
+    clean (raising a ceiling alone would leave the growth over the old baseline reported on every run)."""
     kinds = {f.kind for f in verdict.violations}
     if not kinds or FindingKind.BASELINE in kinds:
         return ""
-    parts = []
-    if FindingKind.INCREASE in kinds:
-        if base_ref:
-            parts.append(
-                f"growth is measured against the baselines at {base_ref}: raise max-increase if it is intended"
-            )
-        else:
-            parts.append(f"run {update_hint} and commit the new baseline")
-    ceilings = [
-        f'{_BUDGET_KEY.get(str(f.metric), str(f.metric))} = "{ceiling_above(f.actual)}"'
-        for f in verdict.violations
-        if f.kind == FindingKind.CEILING and f.metric is not None and f.actual is not None
-    ]
-    if ceilings:
-        parts.append("raise the budget: " + ", ".join(ceilings))
-    if FindingKind.NO_BASELINE in kinds:
-        parts.append(f"run {update_hint} and commit the baseline")
-    return "to accept: " + "; or ".join(parts) if parts else ""
+    edits: list[str] = []
+    for finding in verdict.violations:
+        if finding.kind == FindingKind.CEILING and finding.metric is not None and finding.actual is not None:
+            exact = finding.metric == Metric.SKIPPED  # a number of op calls is written as it is
+            value = str(finding.actual) if exact else ceiling_above(finding.actual)
+            edits.append(budget_edit(finding.source, finding.metric, value, start))
+    growth = [f for f in verdict.violations if f.kind == FindingKind.INCREASE and f.baseline is not None]
+    if growth and base_ref:  # the base's baseline stays: the growth over it must be allowed
+        edits.append(_increase_edit(verdict, growth, start))
+    command = update_command(verdict, update_hint)
+    if not edits:
+        return f"to accept: run {command} and commit the new baseline"
+    return f"to accept: {'; '.join(dict.fromkeys(edits))}; then run {command} and commit both"
+
+
+#: The marker argument for each budget slot.
+_MARKER_ARGUMENT = {"skipped": "max_skipped_ops", "max-skipped-ops": "max_skipped_ops", "max-increase": "max_increase"}
+_MARKER_KEY = re.compile(r"flop_budget\((\w+)=\.\.\.\)$")
+
+
+def budget_edit(source: Source | None, metric: str, value: str, start: str | None = None) -> str:
+    """`set flops = "11.5M" at pyproject.toml:7 (tool.flopbudget.models.net)`, or for a marker budget
+    `set flops="241" in the flop_budget marker at tests/test_net.py:5`: the line to edit and the value to write.
+
+    The slot is the one the budget was written in (a MAC budget may sit in the `flops` slot: its value keeps the
+    MAC unit), and a skipped-ops budget is a whole number."""
+    key = source.key if source is not None else ""
+    marker = _MARKER_KEY.search(key)
+    if marker is not None:
+        slot = _MARKER_ARGUMENT.get(marker.group(1), marker.group(1))
+    elif key.startswith("tool.flopbudget."):
+        slot = key.rsplit(".", 1)[-1]
+    else:
+        slot = _DEFAULT_SLOT.get(metric, metric)
+    if metric == Metric.SKIPPED or slot in ("max_skipped_ops", "max-skipped-ops"):
+        written = value
+    elif metric == Metric.MACS and slot == "flops":
+        written = f'"{value} MACs"'
+    else:
+        written = f'"{value}"'
+    where = source.location(start) if source is not None else ""
+    if marker is not None:
+        return f"set {slot}={written} in the flop_budget marker" + (f" at {where}" if where else "")
+    table = key.rsplit(".", 1)[0] if key.startswith("tool.flopbudget.") else ""
+    return f"set {slot} = {written}" + (f" at {where}" if where else "") + (f" ({table})" if table else "")
+
+
+_DEFAULT_SLOT = {"flops": "flops", "macs": "macs", "params": "params", "skipped": "max-skipped-ops"}
+
+
+def _increase_edit(verdict: Verdict, growth: Sequence[Finding], start: str | None) -> str:
+    """The least max-increase (in tenths of a percent, rounded up) that lets every metric's growth over the base's
+    baseline pass, on the line that sets it."""
+    increase = verdict.budget.max_increase
+    source = increase.source if increase is not None else growth[0].source
+    if any(not f.baseline for f in growth):
+        where = source.location(start) if source is not None else ""
+        return "remove max-increase" + (f" at {where}" if where else "") + " (any growth from a zero baseline fails it)"
+    tenths = max(-((-((f.actual or 0) - (f.baseline or 0)) * 1000) // (f.baseline or 1)) for f in growth)
+    percent = f"{tenths // 10}" + (f".{tenths % 10}" if tenths % 10 else "")
+    return budget_edit(source, "max-increase", f"{percent}%", start)
+
+
+def update_command(verdict: Verdict, update_hint: str) -> str:
+    """The command that records this model's baseline and nothing else: `flopbudget check --update NAME` for a
+    pyproject model (from either front end, so both print the same words), `pytest --flopbudget-update NODEID` for
+    a test's model, which only pytest sees."""
+    measurement = verdict.measurement
+    nodeid = measurement.nodeid
+    from_pyproject = nodeid is None or nodeid.partition("::")[0].rsplit("/", 1)[-1] == "pyproject.toml"
+    if not from_pyproject and nodeid:
+        return f"`pytest --flopbudget-update {shlex.quote(nodeid)}`"
+    if nodeid is None and update_hint == PYTEST_UPDATE_HINT:
+        return PYTEST_UPDATE_HINT
+    name = measurement.name
+    return f"`flopbudget check --update {'-- ' if name.startswith('-') else ''}{shlex.quote(name)}`"
 
 
 def diff_table(diff: LayerDiff, *, top: int = TOP) -> list[str]:
@@ -172,9 +235,7 @@ def run_summary(result: RunResult, *, errors_inline: bool = True) -> list[str]:
 
 def error_lines(result: RunResult) -> list[str]:
     """Every error of the run, one line each: models that could not be counted, baselines not written."""
-    return [e.message for e in result.errors] + [
-        line.removeprefix("flopbudget: ") for line in result.update_errors
-    ]
+    return [e.message for e in result.errors] + [line.removeprefix("flopbudget: ") for line in result.update_errors]
 
 
 def run_text(result: RunResult, *, update_hint: str) -> str:

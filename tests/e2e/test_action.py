@@ -155,3 +155,81 @@ def test_working_directory_is_honoured(project: Path, tmp_path: Path):
     done = run_action_step("Check", project, {"working-directory": "sub"}, event="push", path=[bin_dir])
     assert done.returncode == 0, done.stderr
     assert os.path.samefile((bin_dir / "cwd").read_text().strip(), project / "sub")
+
+
+# -- budgets in tests: the pytest step -----------------------------------------------------------------------------
+
+PYTEST_STEP = "Check compute budgets in tests"
+
+
+@pytest.mark.parametrize(
+    ("event", "inputs", "expected"),
+    [
+        ("pull_request", {"pytest": "true"}, ["--flopbudget-base-ref=origin/main"]),
+        ("push", {"pytest": "true"}, []),
+        (
+            "pull_request",
+            {"pytest": "true", "base-ref": "v1.0", "pytest-args": "tests/budgets -n 2"},
+            ["--flopbudget-base-ref=v1.0", "tests/budgets", "-n", "2"],
+        ),
+    ],
+)
+def test_pytest_gates_the_budgets_in_tests_against_the_base(project: Path, tmp_path: Path, event, inputs, expected):
+    bin_dir = tmp_path / "bin"
+    python = stand_in(bin_dir, "python")
+    done = run_action_step(PYTEST_STEP, project, inputs, event=event, path=[bin_dir])
+    assert done.returncode == 0, done.stderr
+    # the pyproject models are left to `flopbudget check`: nothing is counted or annotated twice
+    command = ["-m", "pytest", "--flopbudget-no-models", *expected]
+    assert calls(python) == [command]
+    assert done.stdout.startswith("+ python " + " ".join(command) + "\n")
+
+
+def test_pytest_is_off_by_default(project: Path, tmp_path: Path):
+    bin_dir = tmp_path / "bin"
+    python = stand_in(bin_dir, "python")
+    done = run_action_step(PYTEST_STEP, project, path=[bin_dir])
+    assert done.returncode == 0 and done.stdout == ""
+    assert calls(python) == []
+
+
+def test_the_pytest_status_is_the_step_status(project: Path, tmp_path: Path):
+    bin_dir = tmp_path / "bin"
+    stand_in(bin_dir, "python", exit_code=1)
+    assert run_action_step(PYTEST_STEP, project, {"pytest": "true"}, path=[bin_dir]).returncode == 1
+
+
+def test_words_of_pytest_args_are_arguments_not_shell_code(project: Path, tmp_path: Path):
+    bin_dir = tmp_path / "bin"
+    python = stand_in(bin_dir, "python")
+    inputs = {"pytest": "true", "pytest-args": "$(touch pwned) `touch pwned` *;touch pwned"}
+    done = run_action_step(PYTEST_STEP, project, inputs, event="push", path=[bin_dir])
+    assert done.returncode == 0, done.stderr
+    words = ["$(touch", "pwned)", "`touch", "pwned`", "*;touch", "pwned"]
+    assert calls(python) == [["-m", "pytest", "--flopbudget-no-models", *words]]
+    assert not (project / "pwned").exists()
+
+
+@pytest.mark.parametrize(
+    ("inputs", "message"),
+    [
+        ({"pytest": "yes"}, "::error title=flopbudget action::input pytest: expected true or false, got 'yes'"),
+        (
+            {"pytest": "yes\n::warning::injected"},
+            "::error title=flopbudget action::input pytest: expected true or false, got 'yes ::warning::injected'",
+        ),
+        (
+            {"pytest-args": "tests/budgets"},
+            "::error title=flopbudget action::input pytest-args is set but pytest is false: set pytest: true to "
+            "run them",
+        ),
+    ],
+)
+def test_the_check_refuses_pytest_inputs_it_cannot_honour(project: Path, tmp_path: Path, inputs, message):
+    """A mistyped input would leave the budgets in tests ungated without a word: one error line, nothing run."""
+    bin_dir = tmp_path / "bin"
+    tool = stand_in(bin_dir, "flopbudget")
+    done = run_action_step("Check compute budgets", project, inputs, path=[bin_dir])
+    assert done.returncode == 2
+    assert done.stdout.splitlines() == [message]
+    assert calls(tool) == []

@@ -17,7 +17,7 @@ from e2e_helpers import clean_env
 
 pytest.importorskip("torch")
 
-EVIL = "x\\n::stop-commands::pwned\\u001b[2J\\u202e##[group]"
+EVIL = "x\\n::stop-commands::pwned\\u001b[2J\\u0007\\u202e##[group]"
 
 MODELS = '''\
 from torch import nn
@@ -25,7 +25,7 @@ from torch import nn
 
 def evil():
     model = nn.Sequential()
-    model.add_module("a\\\\n::stop-commands::pwned\\\\x1b[2J\\\\u202e##[group]", nn.Linear(8, 64))
+    model.add_module("a\\\\n::stop-commands::pwned\\\\x1b[2J\\\\x07\\\\u202e##[group]", nn.Linear(8, 64))
     return model
 '''
 
@@ -40,7 +40,13 @@ def assert_inert(stdout: str) -> None:
             # our own command: its properties have no raw colon (escaped %3A), its data no raw newline
             assert OUR_COMMAND.match(line), line
         assert "##[" not in line, line
-        assert "\x1b" not in line and "\u202e" not in line, line
+        assert "\x1b" not in line and "\x07" not in line and "\u202e" not in line, line
+
+
+def assert_no_controls(text: str) -> None:
+    """A Markdown file: no escape, bell or bidi control from a name, shown escaped instead."""
+    assert not re.search("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]", text), ascii(text)
+    assert "\\x1b" in text and "\\u202e" in text and "\\x07" in text
 
 
 @pytest.fixture
@@ -78,3 +84,49 @@ def test_pytest_output_is_inert(project: Path) -> None:
     assert done.returncode == 1, done.stdout[-2000:]
     assert_inert(done.stdout)
     assert "::error " in done.stdout
+
+
+def test_markdown_summary_and_report_are_inert(project: Path) -> None:
+    """The job summary (`$GITHUB_STEP_SUMMARY`) and `--report markdown:PATH` pass through the safe-text filter."""
+    summary = project / "step-summary.md"
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest_flopbudget", "check", "--report", "markdown:summary.md"], cwd=project,
+        env={**env(project), "GITHUB_STEP_SUMMARY": str(summary)}, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 1, done.stderr
+    for path in (summary, project / "summary.md"):
+        assert_no_controls(path.read_text(encoding="utf-8"))
+
+
+def test_pytest_job_summary_is_inert(project: Path) -> None:
+    summary = project / "step-summary.md"
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:hypothesispytest", "pyproject.toml",
+         "--flopbudget-report=markdown:summary.md"],
+        cwd=project, env={**env(project), "GITHUB_STEP_SUMMARY": str(summary)}, capture_output=True, text=True,
+        timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 1, done.stdout[-2000:]
+    for path in (summary, project / "summary.md"):
+        assert_no_controls(path.read_text(encoding="utf-8"))
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["check", "--bogus=x\n::warning::pwned\x1b[2J\x07\u202e##[group]"],  # argparse echoes argv as it is
+        ["count", "net", "--depth", "x\n::warning::pwned"],
+        ["check", "--base-ref", "main\n::warning::pwned\x1b[2J\u202e"],  # was printed as two errors
+    ],
+)
+def test_hostile_arguments_are_one_inert_error_line(project: Path, argv: list[str]) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest_flopbudget", *argv], cwd=project, env=env(project), capture_output=True,
+        text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 2
+    assert done.stdout == ""
+    lines = done.stderr.splitlines()
+    assert len(lines) == 1 and re.match(r"flopbudget( count)?: error: ", lines[0]), done.stderr
+    assert_inert(done.stderr)
+    assert "pwned" in lines[0]  # shown, escaped, not dropped

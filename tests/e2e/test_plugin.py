@@ -39,7 +39,7 @@ class Odd(nn.Module):
 
     def forward(self, x):
         y = self.fc(x)
-        return torch.kthvalue(y, 1, dim=1)[0] + torch.kthvalue(y, 2, dim=1)[0]
+        return torch.fft.rfft(y, dim=1).real[:, 0] + torch.fft.rfft(y, dim=1).real[:, 1]
 
 
 class Tokens(nn.Module):
@@ -110,7 +110,7 @@ S = ODD.skipped_calls
 TOKENS = reference(MODELS, "Tokens", torch.zeros(1, 5, dtype=torch.int64))
 TRAIN = reference(MODELS, "MLP", training=True)
 WIDE = reference(WIDER_MODELS)
-assert S >= 1, "the Odd model must have uncounted ops; pick another op if kthvalue gained a formula"
+assert S >= 1, "the Odd model must have uncounted ops; pick another op if FFTs gained a formula"
 assert TRAIN.flops > F and WIDE.flops > F
 
 

@@ -26,6 +26,7 @@ ROOT = Path(__file__).resolve().parents[2]
 WORKFLOW = ROOT / ".github" / "workflows" / "flopbudget.yml"
 ACTION = ROOT / "action.yml"
 EXAMPLE = ROOT / "docs" / "examples" / "flopbudget-workflow.yml"
+INSTALLED = "${{ !cancelled() && steps.install.outcome == 'success' }}"
 SHA_PIN = re.compile(r"^[\w.-]+/[\w.-]+@[0-9a-f]{40}$")
 
 
@@ -147,5 +148,9 @@ def test_action_scripts_take_inputs_through_env_only() -> None:
         if "run" in step:
             assert step["shell"] == "bash"
             assert "${{" not in step["run"], step["name"]
-            assert "continue-on-error" not in step and "if" not in step, "a failed install must stop the job"
+            assert "continue-on-error" not in step, step["name"]
+            # a failed install must stop the job: a step may run after a failed step only after a good install
+            assert step.get("if", INSTALLED) == INSTALLED, step["name"]
             assert step["run"].startswith("set -euo pipefail\n")
+    install = next(step for step in steps if step["name"].startswith("Install"))
+    assert install["id"] == "install" and "if" not in install

@@ -25,6 +25,7 @@ from .inputs import bind_inputs
 from .load import load_model, opset_versions
 from .names import ModulePaths, module_of_parameter, text
 from .shapes import Scope, complete_shapes, constant_tensors, infer, light_model
+from .validate import check_structure
 from .walk import Walker
 
 #: Initializer element types that hold indices or shapes, never weights.
@@ -73,6 +74,7 @@ def _cyclic_gc_paused() -> Iterator[None]:
 def _count(onnx: Any, proto: Any, label: str, inputs: Mapping[str, Sequence[int]] | None) -> Report:
     graph = proto.graph
     _check_initializers(graph, label)
+    check_structure(onnx, proto, label)
     opsets = opset_versions(proto)
     initializer_names = {t.name for t in graph.initializer} | {s.values.name for s in graph.sparse_initializer}
     graph_inputs = [vi for vi in graph.input if vi.name not in initializer_names]

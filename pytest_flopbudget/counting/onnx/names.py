@@ -24,6 +24,10 @@ from typing import Any
 NAME_SCOPES = "pkg.torch.onnx.name_scopes"
 NAMESPACE = "namespace"
 REWRITE_RULE = "pkg.onnxscript.rewriter.rule_name"
+#: The most `/` scopes of a TorchScript node name that are stitched into a module path (module trees are a few
+#: dozen deep); a name with more is taken as it is, its scopes joined by dots: stitching it would cost time
+#: quadratic in its length.
+MAX_STITCHED = 256
 
 
 def text(value: Any) -> str:
@@ -76,7 +80,11 @@ class ModulePaths:
         scope = name[1 : name.rfind("/")]
         cached = self._scope_cache.get(scope)
         if cached is None:
-            cached = self._stitch(scope.split("/") if scope else [])
+            components = scope.split("/") if scope else []
+            if len(components) > MAX_STITCHED:  # no exporter nests modules this deep: a hostile or broken name
+                cached = ".".join(part for part in components if part)
+            else:
+                cached = self._stitch(components)
             self._scope_cache[scope] = cached
         return cached
 
@@ -84,12 +92,16 @@ class ModulePaths:
         path: list[str] = []
         for component in components:
             atoms = component.split(".")
-            candidates = [path + atoms]
             # `layer1` then `layer1.0`: the child repeats its parent's trailing atoms (Sequential/ModuleList items).
-            for overlap in range(min(len(path), len(atoms) - 1), 0, -1):
-                if path[len(path) - overlap :] == atoms[:overlap]:
-                    candidates.insert(0, path + atoms[overlap:])
-            path = next((c for c in candidates if ".".join(c) in self.known), candidates[0])
+            # Overlaps that fit, smallest first, then none; a known module path settles which one is meant.
+            overlaps = [
+                overlap for overlap in range(1, min(len(path), len(atoms) - 1) + 1)
+                if path[len(path) - overlap :] == atoms[:overlap]
+            ]  # fmt: skip
+            chosen = overlaps[0] if overlaps else 0
+            if overlaps and self.known:
+                chosen = next((o for o in [*overlaps, 0] if ".".join(path + atoms[o:]) in self.known), chosen)
+            path.extend(atoms[chosen:])
         return ".".join(path)
 
 

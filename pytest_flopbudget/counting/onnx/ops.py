@@ -20,6 +20,7 @@ from ..formulas import Cost
 from ..registry import FormulaRegistry
 from .names import text
 from .node import NodeContext, UnknownShape
+from .validate import check_conv_groups
 
 ONNX_OPS: FormulaRegistry[tuple[str, str]] = FormulaRegistry("onnx")
 MS = "com.microsoft"
@@ -160,6 +161,7 @@ def _parse_einsum(equation: str, shapes: Sequence[Sequence[int]]) -> tuple[list[
 
 def _conv(x: Sequence[int], w: Sequence[int], y: Sequence[int], groups: int, bias: bool) -> Cost:
     """X [N, C, *in], W [M, C/group, *kernel], Y [N, M, *out]."""
+    check_conv_groups(groups, x[1], w[0])
     return f.conv(y[0], w[1] * groups, w[0], y[2:], w[2:], groups, bias)
 
 
@@ -186,6 +188,7 @@ def _conv_transpose(n: NodeContext) -> Cost:
     """W is [C, M/group, *kernel]: the cost follows the input's spatial size (see formulas.conv_transpose)."""
     x, w, y = n.input_shape(0), n.input_shape(1), n.output_shape()
     groups = n.attr("group", 1)
+    check_conv_groups(groups, x[1], w[1] * groups if isinstance(groups, int) else w[1])
     return f.conv_transpose(x[0], x[1], w[1] * groups, x[2:], w[2:], groups, n.has_input(2), y[2:])
 
 
@@ -399,6 +402,33 @@ def _softmax(n: NodeContext) -> Cost:
 def _hardmax(n: NodeContext) -> Cost:
     """An argmax along the axis: one compare per input element."""
     return f.reduction(n.input_numel(0))
+
+
+@register("TopK")
+def _topk(n: NodeContext) -> Cost:
+    """The k largest (smallest) along `axis`: one comparison per input element, as ArgMax; with sorted=1 (the
+    default) the k picks of each row are sorted too, k * ceil(log2 k) (aten.topk's rule, formulas.py)."""
+    x = n.input_shape(0)
+    if not x:
+        return f.ZERO
+    axis = int(n.attr("axis", -1)) % len(x)
+    ks = n.const_ints(1) if n.has_input(1) else [int(n.attr("k", 0))]
+    k = ks[0] if ks else n.output_shape(0)[axis]
+    rows = prod(x) // x[axis] if x[axis] else 0
+    cost = f.selection(prod(x))
+    return cost + f.comparison_sort(rows, k) if n.attr("sorted", 1) else cost
+
+
+@register("Unique")
+def _unique(n: NodeContext) -> Cost:
+    """Distinct values: sort all n elements and compare neighbours (n * ceil(log2 n) + n); along `axis`, r slices
+    sorted as rows (numel * ceil(log2 r) + numel), as aten._unique2 / aten.unique_dim."""
+    x = n.input_shape(0)
+    total = prod(x)
+    axis = n.attr("axis")
+    if axis is None or not x:
+        return f.comparison_sort(1, total) + f.elementwise(total)
+    return f.elementwise(total * f.log2_ceil(x[int(axis) % len(x)]) + total)
 
 
 @register("LRN")

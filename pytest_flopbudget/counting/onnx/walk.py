@@ -22,6 +22,7 @@ from .names import ModulePaths, module_of_parameter
 from .node import NodeContext, UnknownShape, known_dims
 from .ops import ONNX_OPS, op_label
 from .shapes import Scope, complete_shapes, constant_tensors, infer, infer_body
+from .validate import InvalidNode, refuse_node
 
 #: Domains whose operators are known (to onnx or to us); anything else is reported as an unknown domain.
 KNOWN_DOMAINS = {
@@ -101,6 +102,8 @@ class Walker:
             except UnknownShape as exc:
                 tally.skip(path, label, exc.reason)
                 continue
+            except InvalidNode as exc:  # a node no runtime would run: the model is refused, not counted
+                raise refuse_node(self.label, info.node, None, str(exc)) from None
             except Exception as exc:  # a malformed node is skipped with the reason, never a crash
                 tally.skip(path, label, formula_failed(f"{type(exc).__name__}: {str(exc)[:100]}"))
                 continue

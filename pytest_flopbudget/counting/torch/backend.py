@@ -4,13 +4,16 @@ The model's forward (and, for a training step, the backward) runs under a `Torch
 op after autograd and composite decomposition, i.e. the ops that would really run. Under `FakeTensorMode` those ops
 only propagate shapes: no arithmetic and no weight memory. The forward that runs is that of a private structural
 copy of the model whose parameters and buffers are the stand-ins from the start (`model_copy.py`), so nothing the
-forward writes (caches, flags, in-place weight updates, `module.to(dtype)`) can reach the caller's model.
+forward writes (caches, flags, in-place weight updates, `module.to(dtype)`) can reach the caller's model. It is
+called with a private copy of the inputs, made the same way, so nothing it writes to them (a Hugging Face cache's
+new keys and values, an in-place update of an input tensor) reaches the caller's inputs either.
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import types
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -91,8 +94,16 @@ class CountingMode(TorchDispatchMode):
         self.tally = Tally()
         self.failed_op: str | None = None
         self.fake_only_failure = False
+        #: every op failure seen here: (exception, op, whether it fails only on fake tensors), so that the error
+        #: the count ends with is judged by the op that raised it, not by an earlier one the model caught
+        self.op_failures: list[tuple[BaseException, str, bool]] = []
+        #: values the model read that fake mode does not know (`.item()` of an unknown tensor): what it computes
+        #: from them is made up, so an error after one is no proof that the model itself is wrong
+        self.unknown_reads: list[str] = []
         self._costs: dict[Any, Cost | str | Free] = {}
         self._maybe_dynamic: dict[Any, bool] = {}
+        if values is not None:
+            values.where = lambda: tracker.current
 
     def __torch_dispatch__(self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: Any = None) -> Any:
         if func is _PRIM_DEVICE:
@@ -111,6 +122,9 @@ class CountingMode(TorchDispatchMode):
                 return out
             if not ran:
                 out = None
+        if func is _SCALAR_OP and not ran:
+            where = self.tracker.current
+            self.unknown_reads.append(f".item() of a tensor{f' in layer {where!r}' if where else ''}")
         if out is None and self.memo is not None:
             out = self.memo.shortcut(func, args, kwargs)
             if out is None:
@@ -152,10 +166,28 @@ class CountingMode(TorchDispatchMode):
         except CountingError:
             raise
         except Exception as exc:
+            fake_only = self.bounds is not None and _fails_only_in_fake(func, args, kwargs, exc)
+            self.op_failures.append((exc, str(func), fake_only))
             if self.failed_op is None:
                 self.failed_op = str(func)
-                self.fake_only_failure = self.bounds is not None and _fails_only_in_fake(func, args, kwargs, exc)
+                self.fake_only_failure = fake_only
             raise
+
+    def failure_of(self, exc: BaseException) -> tuple[str, bool] | None:
+        """(op, fails only on fake tensors) when `exc`, or an exception it was raised from, is an op failure."""
+        chain: list[BaseException] = []
+        current: BaseException | None = exc
+        while current is not None and current not in chain:
+            chain.append(current)
+            current = current.__cause__ or current.__context__
+        for failed, op, fake_only in reversed(self.op_failures):
+            if any(failed is link for link in chain):
+                return op, fake_only
+        return None
+
+    def stand_ins_read(self) -> list[str]:
+        """Made-up values the model read: `.item()` of unknown tensors, f-strings of unknown 0-d tensors."""
+        return [*self.unknown_reads, *(self.values.unknown_reads if self.values is not None else [])]
 
     def _note_routing_used(self) -> None:
         """Invented routing indices that were just read: their figures rest on the routing rule."""
@@ -231,13 +263,16 @@ def count_torch(
             copier = ModelCopy(context.parameter, stand_in)
             with context.outside():  # objects deep-copied for real, as they were made
                 counted = copier.copy(model)
-            _warn_shared(copier.shared)
+                shared_by_model = len(copier.shared)
+                # forward writes to what it is passed as freely as to its module: it gets private inputs too
+                fake_args, fake_kwargs = copier.copy_inputs(args, kwargs)
+            _warn_shared(copier.shared[:shared_by_model], "model attribute(s)")
+            _warn_shared(copier.shared[shared_by_model:], "input value(s)")
             if execution == "fake":
                 _convert_by_replacing(counted)
             tracker = ModulePathTracker(counted, keras_paths(counted))
             call = counted if method == "forward" else getattr(counted, method)  # the copy's, never the model's
             mode = CountingMode(tracker, context.memo, context.values, context.bounds, context.shapes)
-            fake_args, fake_kwargs = tree_map(stand_in, (args, kwargs))
             if training:
                 counted.train()
             try:
@@ -391,12 +426,12 @@ def _apply_by_replacing(self: torch.nn.Module, fn: Callable[[Any], Any], recurse
     return self
 
 
-def _warn_shared(shared: list[str]) -> None:
+def _warn_shared(shared: list[str], what: str) -> None:
     if shared:
         import warnings
 
         warnings.warn(
-            f"count(): {len(shared)} model attribute(s) cannot be copied and are shared with the count, so "
+            f"count(): {len(shared)} {what} cannot be copied and are shared with the count, so "
             f"forward may change them: {', '.join(shared[:5])}",
             stacklevel=4,
         )
@@ -455,8 +490,11 @@ def _explain(
     """One line that says where the model failed and what to change.
 
     Whether to suggest real execution is decided by where the failure happened, never by the message's words (a
-    real input error on fake tensors mentions FakeTensor too): an op that failed on fake tensors but runs on real
-    ones, a guard on a data-dependent size, or fake mode refusing an input.
+    real input error on fake tensors mentions FakeTensor too). Fake mode's: an op that failed on fake tensors but
+    runs on real zeros, a guard on a data-dependent size, fake mode refusing an input, an exception out of our own
+    counting code (named as a bug of ours), or any error after the model read a value fake mode made up (`.item()`
+    or an f-string of a tensor whose value it does not know). The model's: an op that fails on real zeros of the
+    same shapes too, or an exception from the model's code when it read nothing made up.
     """
     where = tracker.error_path
     if where is None:
@@ -467,13 +505,56 @@ def _explain(
         layer = f"layer '{where}' ({_module_type(model, where)})"
     message = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
     detail = f"{type(exc).__name__}: {message}" if message else type(exc).__name__
-    if execution == "fake" and (mode.fake_only_failure or _is_fake_mode_exception(exc)):
-        op = f" running {mode.failed_op}" if mode.failed_op else ""
+    real = "count it with execution='real' (runs the real forward)"
+    model_raised = CountingError(f"the model raised in {layer}: {detail}; check the example inputs' shapes and dtypes")
+    if execution != "fake":
+        return model_raised
+    failure = mode.failure_of(exc)
+    if failure is not None:  # an op raised it: replayed on real zeros (see _guarded), it tells fake from real
+        op, fake_only = failure
+        if fake_only or _is_fake_mode_exception(exc):
+            return CountingError(f"fake mode cannot run this model: {layer} failed running {op}: {detail}; {real}")
+        return model_raised
+    if _is_fake_mode_exception(exc):
+        return CountingError(f"fake mode cannot run this model: {layer} failed: {detail}; {real}")
+    if _raised_by_counting_code(exc):
         return CountingError(
-            f"fake mode cannot run this model: {layer} failed{op}: {detail}; "
-            f"count it with execution='real' (runs the real forward)"
+            f"fake mode cannot run this model: pytest-flopbudget's fake-mode counting failed in {layer}: {detail} "
+            f"(a bug in pytest-flopbudget, not in the model: please report it); {real}"
         )
-    return CountingError(f"the model raised in {layer}: {detail}; check the example inputs' shapes and dtypes")
+    if mode.fake_only_failure:  # an earlier op failed only on fake tensors, and the model went on without it
+        op = f" running {mode.failed_op}" if mode.failed_op else ""
+        return CountingError(f"fake mode cannot run this model: {layer} failed{op}: {detail}; {real}")
+    reads = mode.stand_ins_read()
+    if reads:
+        return CountingError(
+            f"fake mode cannot run this model: {layer} failed after reading {reads[-1]} (fake mode does not know "
+            f"that value and makes one up): {detail}; {real}"
+        )
+    return model_raised
+
+
+#: Our functions that call back into the model's code with its own arguments (`module.to(dtype)` in forward, an
+#: f-string's format spec): an exception through them is the model's, not ours.
+_PASS_THROUGH = frozenset({"_apply_by_replacing", "format_known"})
+
+
+def _raised_by_counting_code(exc: BaseException) -> bool:
+    """Whether the exception came out of pytest-flopbudget's own code while the model ran (the dispatch mode, the
+    shape memo, the known values, the module hooks), as opposed to the model's code or an op it called (op
+    failures are told apart before: `CountingMode.failure_of`)."""
+    counting = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep  # pytest_flopbudget/counting/
+    frames = []
+    tb = exc.__traceback__
+    while tb is not None:
+        frames.append(tb.tb_frame.f_code)
+        tb = tb.tb_next
+    # the first frames are count_torch's own, around the model's call
+    index = 0
+    while index < len(frames) and frames[index].co_filename.startswith(counting):
+        index += 1
+    ours = [code for code in frames[index:] if code.co_filename.startswith(counting)]
+    return bool(ours) and ours[-1].co_name not in _PASS_THROUGH
 
 
 def _module_type(model: torch.nn.Module, path: str) -> str:

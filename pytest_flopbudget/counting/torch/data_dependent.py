@@ -9,6 +9,9 @@ Two rules make such models countable in fake mode, each exact where its premise 
   known values run for real on small CPU tensors, so Python control flow on them works (`for e in expert_hit`,
   `if idx == n`) and a mixture-of-experts loop sends exactly tokens x top-k rows through the experts in total:
   the routed count, exact for top-k routing without token dropping, whichever experts are picked.
+  Known values are carried up to `VALUE_LIMIT` elements (a one-hot routing mask over many experts, a pixel mask
+  of ones); beyond it a tensor is `Untracked`, and an op that needs its values fails naming it (`_needed`),
+  never reading zeros or a `FakeTensor(...)` string in their place.
 * Upper bound. Any other data-dependent size (`nonzero`, boolean masks, `unique`, `torchvision::nms`) is counted
   at its upper bound: every element (or box) kept. Caps later in the model (`keep[:100]`, `topk(k)`) then apply as
   usual, because the sizes downstream are concrete again.
@@ -18,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any, Callable
 
 import torch
@@ -34,9 +38,14 @@ KNOWN_BOUNDS: dict[str, tuple[int, int]] = {
     "torchvision.batched_nms": (0, 0),
 }
 
-#: Known values are kept for tensors up to this many elements (routing masks, index vectors), so that running
-#: them for real stays a small fraction of a count.
-VALUE_LIMIT = 1 << 16
+#: Known values are kept for tensors up to this many elements (routing masks, index vectors, pixel masks), so that
+#: running them for real stays a small fraction of a count. A value over it is not lost silently: the tensor is
+#: marked `Untracked`, ops on it alone stay untracked, and an op that needs its values (a size, `.item()`, an
+#: f-string) fails with one line naming it.
+VALUE_LIMIT = 1 << 24
+#: Sources (`zeros`, `ones`, `full`...) up to this many elements are computed when made; larger ones are kept as a
+#: recipe and computed only when an op needs them (most, such as a KV cache's zeros, are overwritten unread).
+EAGER_SOURCE_LIMIT = 1 << 16
 _VALUE_SOURCES = frozenset({
     "aten.zeros", "aten.ones", "aten.full", "aten.arange", "aten.scalar_tensor", "aten.zeros_like", "aten.ones_like",
     "aten.full_like", "aten.eye",
@@ -50,12 +59,75 @@ _SCALAR_OP = torch.ops.aten._local_scalar_dense.default
 MakeFake = Callable[[tuple[int, ...], tuple[int, ...], torch.dtype, torch.device], Any]
 
 
+@dataclass(frozen=True)
+class Untracked:
+    """A tensor whose values follow from known ones but are not kept (over `VALUE_LIMIT`): where it came from."""
+
+    op: str
+    layer: str
+    numel: int
+    dtype: torch.dtype
+
+    def describe(self) -> str:
+        where = f" in layer '{self.layer}'" if self.layer else ""
+        dtype = str(self.dtype).replace("torch.", "")
+        return f"a {self.numel}-element {dtype} tensor made by {self.op}{where}"
+
+
+@dataclass(frozen=True)
+class _Like:
+    """A tensor argument of a source op (`zeros_like(x)`), by metadata: the source reads nothing else of it."""
+
+    shape: tuple[int, ...]
+    dtype: torch.dtype
+
+
+class _Recipe:
+    """A large source's value, computed on first use: `func` on real stand-ins of its arguments."""
+
+    def __init__(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        def describe(value: Any) -> Any:
+            if isinstance(value, torch.Tensor):
+                return _Like(tuple(int(s) for s in value.shape), value.dtype)
+            return torch.device("cpu") if isinstance(value, torch.device) else value
+
+        self._func = func
+        self._args, self._kwargs = tree_map(describe, (args, kwargs))
+
+    def make(self) -> torch.Tensor:
+        from torch._subclasses.fake_tensor import unset_fake_temporarily
+
+        def real(value: Any) -> Any:
+            return torch.zeros(value.shape, dtype=value.dtype) if isinstance(value, _Like) else value
+
+        with unset_fake_temporarily():
+            real_args, real_kwargs = tree_map(real, (self._args, self._kwargs))
+            value: torch.Tensor = self._func(*real_args, **real_kwargs)
+            return value
+
+
+class _View:
+    """A view (`detach`, `view`, `permute`...) of a tensor whose value is a recipe: a view of the base's value once
+    that is computed, so it aliases it as a real view would."""
+
+    def __init__(self, make: Callable[[], torch.Tensor]) -> None:
+        self.make = make
+
+
+_Entry = Any  # torch.Tensor (the value), _Recipe or _View (computed on first use) or Untracked (not kept)
+
+
 class KnownValues:
     """Real values carried beside fake index tensors, keyed by the fake tensor's identity."""
 
     def __init__(self, make_fake: MakeFake) -> None:
         self._make_fake = make_fake
-        self._values: dict[int, tuple[Any, torch.Tensor]] = {}
+        self._values: dict[int, tuple[Any, _Entry]] = {}
+        #: the module running now, for messages (the counting mode sets it)
+        self.where: Callable[[], str] = lambda: ""
+        #: what the model read of tensors whose values fake mode does not know: f-strings of 0-d tensors
+        #: (`self[f"expert_{idx}"]`), which come out as `FakeTensor(...)`; an error after one is fake mode's
+        self.unknown_reads: list[str] = []
         #: invented index tensors not read yet -> (op, layer); read ones move to `used`, so that the report lists
         #: the routing ops whose invented indices decided something, not every `max(dim)` whose indices nobody read
         self._invented: dict[int, tuple[str, str]] = {}
@@ -65,8 +137,20 @@ class KnownValues:
         return bool(self._values)
 
     def value(self, tensor: Any) -> torch.Tensor | None:
+        """The value (a recipe's computed now), or None for unknown and untracked tensors."""
+        entry = self._entry(tensor)
+        if isinstance(entry, (_Recipe, _View)):
+            entry = entry.make()
+            self._remember(tensor, entry)
+        return entry if isinstance(entry, torch.Tensor) else None
+
+    def _entry(self, tensor: Any) -> _Entry | None:
         entry = self._values.get(id(tensor))
-        return entry[1] if entry is not None and entry[0] is tensor else None
+        if entry is not None and entry[0] is tensor:
+            return entry[1]
+        # a constant fake mode lifted from Python (`keep[:5] = True`) carries its value
+        constant = getattr(tensor, "constant", None)
+        return constant if isinstance(constant, torch.Tensor) else None
 
     @contextlib.contextmanager
     def formatting(self) -> Iterator[None]:
@@ -79,11 +163,18 @@ class KnownValues:
         from torch._subclasses.fake_tensor import FakeTensor
 
         def format_known(tensor: Any, spec: str) -> str:
-            known = self.value(tensor)
-            self._note_read(tensor)
-            if known is not None and known.dim() == 0:
-                from torch.utils._python_dispatch import _disable_current_modes
+            from torch.utils._python_dispatch import _disable_current_modes
 
+            entry = self._entry(tensor)
+            if isinstance(entry, Untracked):
+                raise self._needed(entry, "to format it (an f-string)")
+            with _disable_current_modes():  # a recipe computed here runs for real, neither counted nor fake
+                known = self.value(tensor)
+            self._note_read(tensor)
+            if known is None and tensor.dim() == 0:
+                where = self.where()
+                self.unknown_reads.append(f"an f-string of a 0-d tensor{f' in layer {where!r}' if where else ''}")
+            if known is not None and known.dim() == 0:
                 with _disable_current_modes():  # read the real value, not through fake mode
                     return str(format(known.item(), spec))
             return str(torch.Tensor.__format__(tensor, spec))
@@ -124,52 +215,121 @@ class KnownValues:
         if func.namespace == "prim":  # metadata (prim.device): the fake tensor answers
             return False, None
         tensors = _tensors((args, kwargs))
-        unknown = [t for t in tensors if self.value(t) is None and _is_fake(t)]
+        entries = [self._entry(t) for t in tensors]
+        unknown = [t for t, entry in zip(tensors, entries) if entry is None and _is_fake(t)]
+        untracked = next((entry for entry in entries if isinstance(entry, Untracked)), None)
         dynamic = any(tag in func.tags for tag in _DYNAMIC_TAGS)
         if unknown:
             self._forget_written(func, args, kwargs)
             if not dynamic or any(not (t.is_floating_point() or t.is_complex()) for t in unknown):
                 # An unknown mask or index decides the size: the upper-bound rule applies, in the caller.
                 return False, None
-            # Known indices into unknown data (`hidden[token_idx]`): the fake kernel usually knows the size.
-            out = func(*args, **kwargs)
-            if not any(isinstance(v, torch.Tensor) and _symbolic(v.shape) for v in tree_flatten(out)[0]):
+            # Known indices into unknown data (`hidden[token_idx]`): the fake kernel usually knows the size; a
+            # boolean mask (`x[:, keep]`) it cannot know, and the real run below gives it.
+            try:
+                out = func(*args, **kwargs)
+            except Exception:
+                out = None
+            if out is not None and not any(
+                isinstance(v, torch.Tensor) and _symbolic(v.shape) for v in tree_flatten(out)[0]
+            ):
                 return True, out
+            self._require(func, untracked)
             return True, self._fakes_from(self._real_run(func, args, kwargs), tensors)
-        real_out = self._real_run(func, args, kwargs)
-        if func is _SCALAR_OP:
-            return True, real_out
-        # A data-dependent size is known only from the real result; other ops keep fake aliasing semantics.
-        out = self._fakes_from(real_out, tensors) if dynamic else func(*args, **kwargs)
-        self._remember_all(out, real_out)
+        if func is _SCALAR_OP or dynamic:
+            self._require(func, untracked)
+            real_out = self._real_run(func, args, kwargs)
+            if func is _SCALAR_OP:
+                return True, real_out
+            # A data-dependent size is known only from the real result.
+            out = self._fakes_from(real_out, tensors)
+            self._remember_all(out, real_out, func)
+            return True, out
+        # Other ops keep fake aliasing semantics; their sizes are known before anything runs for real.
+        out = func(*args, **kwargs)
+        untracked = untracked or self._too_large(func, out)
+        if untracked is not None:
+            self._untrack(func, args, out, untracked)
+            return True, out
+        first = entries[0] if entries else None
+        if isinstance(out, torch.Tensor) and isinstance(first, (_Recipe, _View)) and _is_view(func):
+            # a view of a recipe stays one: computed only if read
+            self._values[id(out)] = (out, _View(lambda: self._real_run(func, args, kwargs)))
+            return True, out
+        self._remember_all(out, self._real_run(func, args, kwargs), func)
         return True, out
 
     def source(self, key: str, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any) -> None:
         """Small tensors made from nothing but arguments (`zeros`, `arange`, `full`, `zeros_like`) have known
         values: one-hot masks, padding masks and index arithmetic built on them stay known."""
-        if key not in _VALUE_SOURCES or not isinstance(out, torch.Tensor) or out.numel() > VALUE_LIMIT:
+        if key not in _VALUE_SOURCES or not isinstance(out, torch.Tensor):
             return
         if out.is_floating_point() and key in _INDEX_SOURCES:
             return  # float positions (rotary tables) decide no size; computing them for real would cost time
-        self._remember_all(out, self._real_run(func, args, kwargs))
+        numel = out.numel()
+        if numel <= EAGER_SOURCE_LIMIT:
+            self._remember_all(out, self._real_run(func, args, kwargs), func)
+        elif numel <= VALUE_LIMIT:
+            self._values[id(out)] = (out, _Recipe(func, args, kwargs))  # a pixel mask of ones, a KV cache of zeros
+        else:
+            self._values[id(out)] = (out, Untracked(key, self.where(), numel, out.dtype))
 
     def _real_run(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         from torch._subclasses.fake_tensor import unset_fake_temporarily
 
-        real_args, real_kwargs = tree_map(self._real, (args, kwargs))
-        with unset_fake_temporarily():
+        with unset_fake_temporarily():  # the stand-ins `_real` makes (zeros) must be real tensors too
+            real_args, real_kwargs = tree_map(self._real, (args, kwargs))
             return func(*real_args, **real_kwargs)
 
     def _fakes_from(self, real_out: Any, tensors: list[Any]) -> Any:
         device = next((t.device for t in tensors if _is_fake(t)), torch.device("cpu"))
         return tree_map(lambda v: self._fake_like(v, device), real_out)
 
-    def _remember_all(self, out: Any, real_out: Any) -> None:
+    def _remember_all(self, out: Any, real_out: Any, func: Any) -> None:
         fakes, _ = tree_flatten(out)
         reals, _ = tree_flatten(real_out)
         for fake, real in zip(fakes, reals):
-            if isinstance(fake, torch.Tensor) and isinstance(real, torch.Tensor) and real.numel() <= VALUE_LIMIT:
-                self._remember(fake, real)
+            if isinstance(fake, torch.Tensor) and isinstance(real, torch.Tensor):
+                if real.numel() <= VALUE_LIMIT:
+                    self._remember(fake, real)
+                else:
+                    self._values[id(fake)] = (fake, self._untracked(func, real))
+
+    def _untracked(self, func: Any, tensor: Any) -> Untracked:
+        return Untracked(str(func.overloadpacket), self.where(), tensor.numel(), tensor.dtype)
+
+    def _too_large(self, func: Any, out: Any) -> Untracked | None:
+        """The first output over `VALUE_LIMIT`, as untracked (sizes are concrete: no operand is unknown)."""
+        for value in tree_flatten(out)[0]:
+            if isinstance(value, torch.Tensor) and value.numel() > VALUE_LIMIT:
+                return self._untracked(func, value)
+        return None
+
+    def _untrack(self, func: Any, args: tuple[Any, ...], out: Any, untracked: Untracked) -> None:
+        """Outputs, and arguments the op writes, follow from known values that are not kept."""
+        written = _written(func, args)
+        for value in (*tree_flatten(out)[0], *written):
+            if isinstance(value, torch.Tensor):
+                self._values[id(value)] = (value, untracked)
+        for value in written:
+            for key in self._aliases(value):
+                self._values[key] = (self._values[key][0], untracked)
+
+    def _require(self, func: Any, untracked: Untracked | None) -> None:
+        """An op is about to read values (a data-dependent size, `.item()`): an untracked operand cannot give them."""
+        if untracked is not None:
+            if func is _SCALAR_OP:
+                raise self._needed(untracked, "for .item() (a Python number)")
+            raise self._needed(untracked, f"to run {func.overloadpacket}, whose output size depends on them")
+
+    def _needed(self, untracked: Untracked, purpose: str) -> CountingError:
+        where = self.where()
+        at = f"layer '{where}'" if where else "the model"
+        return CountingError(
+            f"fake mode cannot run this model: {at} needs the values of {untracked.describe()} {purpose}, and "
+            f"fake mode keeps values of at most {VALUE_LIMIT} elements; count it with execution='real' "
+            f"(runs the real forward)"
+        )
 
     def invent(
         self, key: str, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any, path: str
@@ -198,7 +358,11 @@ class KnownValues:
 
     def _real(self, value: Any) -> Any:
         if isinstance(value, torch.Tensor):
-            known = self.value(value)
+            known = self._entry(value)
+            if isinstance(known, (_Recipe, _View)):
+                known = self.value(value)
+            if isinstance(known, Untracked):  # callers check first (`_require`), to name the op
+                raise self._needed(known, "to run an op on them for real")
             if known is not None:
                 self._note_read(value)
                 return known
@@ -216,11 +380,29 @@ class KnownValues:
         return self._make_fake(tuple(value.shape), value.stride(), value.dtype, device)
 
     def _forget_written(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
-        """An op that writes unknown data into a tensor with known values makes those values stale."""
-        for arg, value in zip(func._schema.arguments, args):
-            info = arg.alias_info
-            if info is not None and info.is_write and isinstance(value, torch.Tensor):
-                self._values.pop(id(value), None)
+        """An op that writes unknown data into a tensor with known values makes those values stale, and those of
+        every view of the same storage (`keep[:5] = mask` writes `keep`)."""
+        for value in _written(func, args):
+            # views of a known tensor are made by running the view op here, so they are tracked too
+            if self._values.pop(id(value), None) is not None:
+                for key in self._aliases(value):
+                    del self._values[key]
+
+    def _aliases(self, tensor: Any) -> list[int]:
+        """Keys of the other tracked tensors on `tensor`'s storage."""
+        try:
+            storage = tensor.untyped_storage()._cdata
+        except (RuntimeError, NotImplementedError):
+            return []
+        aliases = []
+        for key, (fake, _) in self._values.items():
+            if fake is not tensor and isinstance(fake, torch.Tensor):
+                try:
+                    if fake.untyped_storage()._cdata == storage:
+                        aliases.append(key)
+                except (RuntimeError, NotImplementedError):
+                    continue
+        return aliases
 
 
 def _invented(key: str, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], source: Any, indices: Any) -> Any:
@@ -287,6 +469,24 @@ class UpperBounds:
             f"fake mode cannot run this model: {key} returns a data-dependent size with no known upper bound; "
             f"count it with execution='real' (runs the real forward)"
         )
+
+
+def _written(func: Any, args: tuple[Any, ...]) -> list[Any]:
+    """The tensor arguments an op writes in place."""
+    return [
+        value
+        for arg, value in zip(func._schema.arguments, args)
+        if arg.alias_info is not None and arg.alias_info.is_write and isinstance(value, torch.Tensor)
+    ]
+
+
+def _is_view(func: Any) -> bool:
+    """One tensor returned, aliasing the first argument, nothing written."""
+    schema = func._schema
+    returns, arguments = schema.returns, schema.arguments
+    if len(returns) != 1 or returns[0].alias_info is None or returns[0].alias_info.is_write or not arguments:
+        return False
+    return all(arg.alias_info is None or not arg.alias_info.is_write for arg in arguments)
 
 
 def _argument(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], name: str) -> Any:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Hashable, Mapping
-from typing import Any
+from typing import Any, cast
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
@@ -97,11 +97,12 @@ def token_id_inputs(
 
     with deferred_dynamo(), _quiet_fake_tensor_log(), _execution_context("fake") as context:
         stand_in = _by_identity(context.tensor)
+        copier = ModelCopy(context.parameter, stand_in)
         with context.outside():
-            counted = ModelCopy(context.parameter, stand_in).copy(model)
+            counted = copier.copy(model)
+            fake_args, fake_kwargs = copier.copy_inputs(tuple(args), dict(kwargs))
         _convert_by_replacing(counted)
-        fake_args, fake_kwargs = tree_map(stand_in, (tuple(args), dict(kwargs)))
-        tracked = {key: fake_args[key] if isinstance(key, int) else fake_kwargs[key] for key in candidates}
+        tracked = {key: fake_args[key] if isinstance(key, int) else fake_kwargs[cast(str, key)] for key in candidates}
         as_ids = {key: t.to(torch.int64) for key, t in tracked.items() if isinstance(t, torch.Tensor)}
         fake_args = tuple(as_ids.get(i, a) for i, a in enumerate(fake_args))
         fake_kwargs = {name: as_ids.get(name, v) for name, v in fake_kwargs.items()}

@@ -17,13 +17,18 @@ lock, an open file) is shared as it is and listed in `shared`: it is the one way
 
 Why not `copy.deepcopy(model)` alone: it walks every attribute generically and costs about half a ResNet-50 count;
 this copy walks only what can hold state and adds a few percent.
+
+The inputs get the same guarantee the same way (`copy_inputs`): forward is as free to write to what it is passed
+(a Hugging Face cache grows by the new token's keys and values, a tensor is updated in place) as to its module, so
+the count calls the copy with a private copy of the inputs too, never with the caller's objects.
 """
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import types
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from typing import Any, Callable
 
 import torch
@@ -62,6 +67,20 @@ class ModelCopy:
             self._fill(module, self.memo[id(module)], path)
         copied: torch.nn.Module = self.memo[id(model)]
         return copied
+
+    def copy_inputs(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[tuple[Any, ...], dict[str, Any]]:
+        """A private copy of forward's arguments, made after the model's (the same memo: an input that is a module
+        or weight of the model, or one tensor passed twice, maps to the one copy).
+
+        Every tensor reachable from the inputs, at any depth (a `DynamicCache`'s per-layer keys, a dataclass field,
+        an object's attribute, a namedtuple), gets its stand-in first, so the deep copy of the objects that hold them
+        never copies a real tensor and the copy holds nothing of the caller's. Containers and objects are new;
+        an object that cannot be deep-copied is shared and listed in `shared` under `args[i]` / `kwargs['name']`.
+        """
+        self._seed_reachable((args, kwargs))
+        copied_args = tuple(self._value(value, f"args[{index}]") for index, value in enumerate(args))
+        copied_kwargs = {name: self._value(value, f"kwargs[{name!r}]") for name, value in kwargs.items()}
+        return copied_args, copied_kwargs
 
     def _fill(self, module: torch.nn.Module, shell: torch.nn.Module, path: str) -> None:
         state: dict[str, Any] = {}
@@ -113,6 +132,8 @@ class ModelCopy:
             return out_list
         if kind is tuple:
             return tuple(self._value(item, f"{where}[{i}]") for i, item in enumerate(value))
+        if isinstance(value, tuple) and isinstance(getattr(kind, "_fields", None), tuple) and hasattr(kind, "_make"):
+            return kind._make(self._value(item, f"{where}.{name}") for name, item in zip(kind._fields, value))
         if kind is set:
             return {self._value(item, where) for item in value}
         if isinstance(value, types.MethodType):
@@ -157,6 +178,23 @@ class ModelCopy:
             self.memo[id(value)] = value
             return value
 
+    def _seed_reachable(self, root: Any) -> None:
+        """Stand-ins for every tensor reachable from `root` through containers, attributes (`__dict__` and
+        `__slots__`) and closures, at any depth: the deep copy that follows then finds each in the memo."""
+        seen: set[int] = set()
+        stack = [root]
+        while stack:
+            value = stack.pop()
+            if type(value) in _ATOM_TYPES or isinstance(value, _ATOMS) or id(value) in seen:
+                continue
+            seen.add(id(value))
+            if isinstance(value, torch.Tensor):
+                self._tensor(value)
+                continue
+            if id(value) in self.memo:  # a module of the model, or an object copied already
+                continue
+            stack.extend(_references(value))
+
     def _seed_tensors(self, value: Any, depth: int = 0) -> None:
         """Stand-ins for tensors one or two object levels down (`obj.anchors`, `obj.cache[k]`) before deepcopy
         reaches them, so that no real tensor is copied for real."""
@@ -177,3 +215,35 @@ class ModelCopy:
                         self._tensor(element)
             elif not isinstance(item, _ATOMS) and hasattr(item, "__dict__") and not isinstance(item, torch.nn.Module):
                 self._seed_tensors(item, depth + 1)
+
+
+def _references(value: Any) -> list[Any]:
+    """What `value` holds: items of containers, attributes in `__dict__` and `__slots__`, a function's closure and
+    defaults, a bound method's object."""
+    found: list[Any] = []
+    if isinstance(value, dict):
+        found.extend(value.keys())
+        found.extend(value.values())
+    elif isinstance(value, (list, tuple, set, frozenset, deque)):
+        found.extend(value)
+    elif isinstance(value, types.FunctionType):
+        cells = []
+        for cell in value.__closure__ or ():
+            with contextlib.suppress(ValueError):  # an empty cell
+                cells.append(cell.cell_contents)
+        return [*cells, *(value.__defaults__ or ()), *(value.__kwdefaults__ or {}).values()]
+    elif isinstance(value, types.MethodType):
+        return [value.__self__, value.__func__]
+    try:
+        attrs = object.__getattribute__(value, "__dict__")
+    except (AttributeError, TypeError):
+        attrs = None
+    if isinstance(attrs, dict):
+        found.extend(attrs.values())
+    for klass in type(value).__mro__:
+        slots = klass.__dict__.get("__slots__", ())
+        for slot in (slots,) if isinstance(slots, str) else slots:
+            if slot not in ("__dict__", "__weakref__"):
+                with contextlib.suppress(AttributeError, TypeError):  # an unset slot
+                    found.append(object.__getattribute__(value, slot))
+    return found

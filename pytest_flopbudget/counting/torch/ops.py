@@ -484,6 +484,129 @@ def _index_put(a: Args, out: Any) -> Cost:
     return f.elementwise(numel(a["values"])) if a.get("accumulate") else f.ZERO
 
 
+@register("aten.polar")
+def _polar(a: Args, out: Any) -> Cost:
+    """abs * (cos(angle) + i sin(angle)): cos, sin and two multiplies per complex output element (complex rotary
+    tables: DeepSeek-V2, Llama 4)."""
+    return f.elementwise(out_numel(out), 4)
+
+
+@register("aten.linalg_solve_triangular")
+def _solve_triangular(a: Args, out: Any) -> Cost:
+    """A [*, m, m] triangular, one substitution per right-hand-side vector of m (a column of B when left, a row of B
+    otherwise): m * (m - 1) / 2 multiply-accumulates and, unless unitriangular, m divides."""
+    m = shape(a["self"])[-1]
+    vectors = out_numel(out) // m if m else 0
+    macs = vectors * (m * (m - 1) // 2)
+    return Cost(2 * macs + (0 if a.get("unitriangular") else vectors * m), macs)
+
+
+# --- selection, sorting, searching, histograms: comparisons, 1 FLOP each (see formulas.py) ------------------------
+
+
+def _along(tensor: Any, dim: Any) -> tuple[int, int]:
+    """(rows, length) of a tensor cut into independent rows along `dim` (a 0-d tensor is one row of one)."""
+    dims = shape(tensor)
+    if not dims:
+        return 1, 1
+    length = dims[int(dim) % len(dims)]
+    return (prod(dims) // length if length else 0), length
+
+
+def _count_of(value: Any) -> int:
+    """Elements of a tensor argument; 1 for a Python scalar (the `.Scalar` overloads)."""
+    return numel(value) if hasattr(value, "shape") else 1
+
+
+@register("aten.sort", "aten.argsort", "aten.msort")
+def _sort(a: Args, out: Any) -> Cost:
+    """Rows of n along dim: n * ceil(log2 n) comparisons each (sort, argsort, msort, stable or not)."""
+    return f.comparison_sort(*_along(a["self"], a.get("dim", -1) if "dim" in a else 0))
+
+
+@register("aten.topk")
+def _topk(a: Args, out: Any) -> Cost:
+    """Select the k largest (smallest) of each row: one comparison per input element, as max; returned sorted
+    (the default), the k picks of each row are sorted too: k * ceil(log2 k). So top-1 costs what argmax costs."""
+    rows, _ = _along(a["self"], a["dim"])
+    k = int(a["k"])
+    cost = f.selection(numel(a["self"]))
+    return cost + f.comparison_sort(rows, k) if a.get("sorted", True) else cost
+
+
+@register("aten.kthvalue", "aten.median", "aten.nanmedian")
+def _select(a: Args, out: Any) -> Cost:
+    """One value by rank per row (or of all elements): one comparison per input element, as max."""
+    return f.selection(numel(a["self"]))
+
+
+@register("aten.mode")
+def _mode(a: Args, out: Any) -> Cost:
+    """The most frequent value of each row: sort the row, then compare each element with its neighbour."""
+    rows, length = _along(a["self"], a["dim"])
+    return f.comparison_sort(rows, length) + f.elementwise(rows * length)
+
+
+@register("aten._unique", "aten._unique2")
+def _unique(a: Args, out: Any) -> Cost:
+    """Distinct values of all n elements: sort them (n * ceil(log2 n)), then compare neighbours (n)."""
+    n = numel(a["self"])
+    return f.comparison_sort(1, n) + f.elementwise(n)
+
+
+@register("aten.unique_dim")
+def _unique_dim(a: Args, out: Any) -> Cost:
+    """Distinct slices along dim: r slices of m elements sorted as rows (r * ceil(log2 r) slice comparisons of m
+    elements each), then neighbours compared (r * m)."""
+    total = numel(a["self"])
+    slices = shape(a["self"])[int(a["dim"]) % len(shape(a["self"]))]
+    return f.elementwise(total * f.log2_ceil(slices) + total)
+
+
+@register("aten.unique_consecutive")
+def _unique_consecutive(a: Args, out: Any) -> Cost:
+    """Each element compared with its neighbour."""
+    return f.elementwise(numel(a["self"]))
+
+
+@register("aten.searchsorted")
+def _searchsorted(a: Args, out: Any) -> Cost:
+    """A binary search per value among the last dim of `sorted_sequence`."""
+    return f.binary_search(_count_of(a["self"]), shape(a["sorted_sequence"])[-1])
+
+
+@register("aten.bucketize")
+def _bucketize(a: Args, out: Any) -> Cost:
+    """A binary search per value among the 1-D `boundaries`."""
+    return f.binary_search(_count_of(a["self"]), numel(a["boundaries"]))
+
+
+@register("aten.histc")
+def _histc(a: Args, out: Any) -> Cost:
+    """Each element is binned and counted: 1; with min == max (the default 0, 0) the range is the data's, found
+    first as aminmax finds it: 1 more per element."""
+    n = numel(a["self"])
+    from_data = float(a.get("min", 0)) == float(a.get("max", 0))
+    return f.elementwise(n * (1 + int(from_data)))
+
+
+@register("aten.histogram")
+def _histogram(a: Args, out: Any) -> Cost:
+    """bins as a count: as histc (the range is the data's unless `range` is given); bins as a tensor of edges: a
+    binary search per element among the edges, then the count."""
+    n = numel(a["self"])
+    edges = a["bins"]
+    if hasattr(edges, "shape"):
+        return f.binary_search(n, numel(edges)) + f.elementwise(n)
+    return f.elementwise(n * (1 + int(a.get("range") is None)))
+
+
+@register("aten.bincount")
+def _bincount(a: Args, out: Any) -> Cost:
+    """Each value counted (or its weight added) once."""
+    return f.elementwise(numel(a["self"]))
+
+
 # --- free ops --------------------------------------------------------------------------------------------------
 
 #: Views, copies, dtype/device moves, allocation, indexing and metadata: no arithmetic.
@@ -515,7 +638,7 @@ FREE_OPS = (
     "aten.random", "aten.dropout", "aten.feature_dropout", "aten.alpha_dropout", "aten.lift", "aten.view_as_real",
     "aten.view_as_complex", "aten._conj", "aten.conj", "aten.resolve_conj", "aten.resolve_neg",
     "aten._neg_view", "aten.type_as", "aten.split_copy", "aten.unbind_copy", "aten.im2col", "aten.clamp_min_",
-    "aten.one_hot", "aten.bucketize", "aten.searchsorted", "aten.is_nonzero", "aten.equal", "aten.allclose",
+    "aten.one_hot", "aten.is_nonzero", "aten.equal", "aten.allclose",
     "prim.device", "prim.layout", "prim.dtype", "prim.data", "aten.detach_copy", "aten.alias_copy",
     "aten.view_copy", "aten.permute_copy", "aten.transpose_copy", "aten.t_copy", "aten.expand_copy",
     "aten.squeeze_copy", "aten.unsqueeze_copy", "aten.slice_copy", "aten.select_copy", "aten.as_strided_copy",

@@ -132,7 +132,7 @@ def test_one_unwritable_output_does_not_stop_the_others(make_project, make_repor
     result = emit(RunResult([project.verdict("resnet", make_report({"a": 5}))]), specs, env={}, workspace=project.root)
     assert not result.ok
     (error,) = result.errors
-    assert error.startswith(f"flopbudget: cannot write the json report json:{blocker / 'r.json'}: ")
+    assert error.startswith(f"flopbudget: error: cannot write the json report json:{blocker / 'r.json'}: ")
     assert (tmp_path / "s.md").read_text(encoding="utf-8").startswith("### flopbudget: ✅ 1 model within budget")
 
 

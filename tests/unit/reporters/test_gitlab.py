@@ -125,3 +125,12 @@ def test_unchecked_model_is_a_critical_issue(make_project) -> None:
         "flopbudget/unchecked", "critical", "vit: not checked: it raised",
     )  # fmt: skip
     assert issue["location"] == {"path": "pyproject.toml", "lines": {"begin": 9}}
+
+
+def test_descriptions_show_escapes_bells_and_bidi_controls_escaped(make_project, make_report) -> None:
+    """A reviewer reads the description in the merge request: control and bidi characters are shown, not obeyed."""
+    text = PYPROJECT.replace("models.vit]", 'models."a\\u001b[2J\\u0007\\u202eb"]')
+    project = make_project(text)
+    verdict = project.verdict("a\x1b[2J\x07\u202eb", make_report({"a": 2500}))
+    (issue,) = code_quality(collect([verdict]), root=project.root)
+    assert issue["description"] == "a\\x1b[2J\\x07\\u202eb: 2.50 kFLOPs > budget 2.00 kFLOPs (+25.0%)"

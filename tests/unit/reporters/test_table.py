@@ -51,3 +51,37 @@ def test_inclusive_rolls_up_every_ancestor() -> None:
     inclusive = report.inclusive()
     assert {path: cost.flops for path, cost in inclusive.items()} == {"": 7, "a": 6, "a.b": 4}
     assert report.layers["a.b"].flops == 4  # the layers themselves are untouched
+
+
+def test_the_layer_tree_is_cut_at_its_depth_and_name_limits() -> None:
+    from pytest_flopbudget.report import MAX_TREE_DEPTH, MAX_TREE_NAME
+
+    deep = ".".join(["m"] * 1000)  # 1000 levels: the first MAX_TREE_DEPTH ancestors, then the path itself
+    chain = list(ancestors(deep))
+    assert chain[1 : MAX_TREE_DEPTH + 1] == [".".join(["m"] * n) for n in range(1, MAX_TREE_DEPTH + 1)]
+    assert chain == ["", *chain[1 : MAX_TREE_DEPTH + 1], deep]
+    wide = "w" * (MAX_TREE_NAME + 1) + ".x.y"  # the first ancestor is already longer than MAX_TREE_NAME
+    assert list(ancestors(wide)) == ["", wide]
+    # the ancestors of an ancestor are the same chain cut short: still a tree
+    assert list(ancestors(chain[10])) == chain[:11]
+
+
+def test_a_700kb_dotted_layer_name_formats_in_linear_memory() -> None:
+    import tracemalloc
+
+    name = "a." * 350_000 + "relu"  # 700 KB, 350,001 levels: every prefix would be 122 GB of strings
+    report = _report({name: LayerCost(flops=8, macs=0), "head": LayerCost(flops=2, macs=1)})
+    tracemalloc.start()
+    try:
+        start = time.perf_counter()
+        inclusive = report.inclusive()
+        table = format_layer_table(report, depth=None)
+        elapsed = time.perf_counter() - start
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert elapsed < 5.0
+    assert peak < 100 * 2**20
+    assert inclusive[""].flops == 10 and inclusive[name].flops == 8 and inclusive["a"].flops == 8
+    assert len(table) < 50_000  # the name is shown cut (start…end), not padded into every row
+    assert "a.a.a" in table and "…" in table

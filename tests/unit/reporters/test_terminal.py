@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from pytest_flopbudget.budget import parse_budget
 from pytest_flopbudget.report import LayerCost, PhaseTotals, Report, SkippedOp
-from pytest_flopbudget.reporters.terminal import details, diff_table, summary_lines
+from pytest_flopbudget.reporters.terminal import accept_hint, details, diff_table, summary_lines
 from pytest_flopbudget.source import Source
 from pytest_flopbudget.verdict import Measurement, evaluate
 
 HINT = "`pytest --flopbudget-update`"
+CLI = "`flopbudget check --update`"
 
 
 def make_report(layers: dict[str, int], inputs: list | None = None) -> Report:
@@ -37,7 +38,7 @@ def test_diff_details_collapse_to_the_top_rows_then_totals() -> None:
     assert "  ... 6 more changed layers (+1.00k)" in lines  # layer1..layer4 (+1000), new (+7), old (-5)
     assert lines[-2].split() == ["total", "20.0k", "39.0k", "+19.0k", "(+95.0%)"]
     # 39,007 FLOPs (39,000 + the new layer's 7) rounded *up* to 3 significant digits: the ceiling that would pass
-    assert lines[-1] == 'to accept: raise the budget: flops = "39.1k"'
+    assert lines[-1] == f'to accept: set flops = "39.1k"; then run {HINT} and commit both'
 
 
 def test_diff_marks_added_and_removed_layers() -> None:
@@ -62,7 +63,7 @@ def test_without_baseline_shows_top_layers_and_how_to_create_one() -> None:
     assert "  ... 5 more layers" in lines
     assert lines[-3].split() == ["total", "2.10k", "100.0%"]
     assert lines[-2] == f"no baseline for net yet (.flopbudget/net.json); run {HINT} to create it"
-    assert lines[-1] == 'to accept: raise the budget: flops = "2.1k"'  # 2,100 FLOPs, rounded up
+    assert lines[-1] == f'to accept: set flops = "2.1k"; then run {HINT} and commit both'  # 2,100 FLOPs, rounded up
 
 
 def test_unchanged_model_over_a_tightened_budget_shows_top_layers() -> None:
@@ -118,3 +119,84 @@ def test_summary_disambiguates_models_counted_twice() -> None:
     lines = summary_lines(verdicts)
     assert lines[1].startswith("m (pyproject.toml::m)")
     assert lines[2].startswith("m (test_a.py::test_m)")
+
+
+# -- to accept: the line to edit, the value that passes, the command that records the baseline ---------------------
+
+
+def pyproject_verdict(tmp_path, body: str, now: Report, baseline: Report | None = None, nodeid: str | None = None):
+    from pytest_flopbudget.config import load_settings
+
+    (tmp_path / "pyproject.toml").write_text(
+        f'[tool.flopbudget.models.net]\ntarget = "m:net"\ninputs = [[1, 8]]\n{body}'
+    )
+    entry = load_settings(tmp_path / "pyproject.toml").models["net"]
+    measurement = Measurement("net", now, entry.budget, entry.source, nodeid or "pyproject.toml::net")
+    return evaluate(measurement, baseline, baseline_file=".flopbudget/net.json")
+
+
+def test_a_ceiling_names_its_pyproject_line_and_the_update_of_that_model(tmp_path) -> None:
+    # 2 layers of 600 FLOPs (300 MACs each): 1,200 FLOPs over 1k, rounded up to 3 digits is 1.2k
+    verdict = pyproject_verdict(tmp_path, 'flops = "1k"\n', make_report({"a": 600, "b": 600}))
+    hint = accept_hint(verdict, update_hint=CLI, start=str(tmp_path))
+    assert hint == (
+        'to accept: set flops = "1.2k" at pyproject.toml:4 (tool.flopbudget.models.net); '
+        "then run `flopbudget check --update net` and commit both"
+    )
+    # pytest prints the same words for a pyproject model: the failure text is the same in both front ends
+    assert accept_hint(verdict, update_hint=HINT, start=str(tmp_path)) == hint
+
+
+def test_a_mac_budget_in_the_flops_slot_keeps_its_unit(tmp_path) -> None:
+    # MACs are half the FLOPs: 1,200 / 2 = 600 MACs over "500 MACs" written in the flops slot
+    verdict = pyproject_verdict(tmp_path, 'flops = "500 MACs"\n', make_report({"a": 600, "b": 600}))
+    assert accept_hint(verdict, update_hint=CLI, start=str(tmp_path)).startswith(
+        'to accept: set flops = "600 MACs" at pyproject.toml:4'
+    )
+
+
+def test_skipped_ops_are_written_as_the_exact_number(tmp_path) -> None:
+    now = make_report({"a": 1})
+    now.skipped_ops = {"aten.weird": SkippedOp(1234, ["a"])}
+    now.layers["a"].skipped["aten.weird"] = 1234
+    verdict = pyproject_verdict(tmp_path, "max-skipped-ops = 0\n", now)
+    assert accept_hint(verdict, update_hint=CLI, start=str(tmp_path)).startswith(
+        "to accept: set max-skipped-ops = 1234 at pyproject.toml:4"
+    )
+
+
+def test_growth_is_accepted_by_the_update_alone_without_a_base_ref(tmp_path) -> None:
+    verdict = pyproject_verdict(tmp_path, 'max-increase = "5%"\n', make_report({"a": 1306}), make_report({"a": 1000}))
+    assert accept_hint(verdict, update_hint=CLI) == (
+        "to accept: run `flopbudget check --update net` and commit the new baseline"
+    )
+
+
+def test_under_a_base_ref_the_least_max_increase_that_passes_is_given(tmp_path) -> None:
+    # FLOPs 1000 -> 1306: exactly +30.6%; MACs 500 -> 653: +30.6%; params 1 -> 1
+    verdict = pyproject_verdict(tmp_path, 'max-increase = "5%"\n', make_report({"a": 1306}), make_report({"a": 1000}))
+    assert accept_hint(verdict, update_hint=CLI, base_ref="origin/main", start=str(tmp_path)).startswith(
+        'to accept: set max-increase = "30.6%" at pyproject.toml:4 (tool.flopbudget.models.net); then run'
+    )
+    # 3 -> 4 FLOPs (MACs 1 -> 2: +100%): the larger growth, rounded up to 0.1%, so that both pass
+    verdict = pyproject_verdict(tmp_path, 'max-increase = "5%"\n', make_report({"a": 4}), make_report({"a": 3}))
+    assert 'set max-increase = "100%"' in accept_hint(verdict, update_hint=CLI, base_ref="origin/main")
+    # 3 -> 4 with MACs 1 -> 1 would need 33.4% (1/3 = 33.33...% rounded up)
+    from pytest_flopbudget.reporters.terminal import _increase_edit
+    from pytest_flopbudget.verdict import ERROR, Finding, FindingKind
+
+    finding = Finding(ERROR, FindingKind.INCREASE, "", "flops", actual=4, baseline=3)
+    assert _increase_edit(verdict, [finding], str(tmp_path)).startswith('set max-increase = "33.4%"')
+
+
+def test_a_marker_budget_names_the_marker_and_the_test(tmp_path) -> None:
+    origin = Source(str(tmp_path / "test_net.py"), 12, "test_net")
+    sources = {"macs": Source(origin.file, 12, "test_net: flop_budget(macs=...)")}
+    budget = parse_budget({"macs": "100"}, sources, origin)
+    measurement = Measurement("net", make_report({"a": 400}), budget, origin, "test_net.py::test_net[a b]")
+    verdict = evaluate(measurement, None)
+    # 400 FLOPs are 200 MACs
+    assert accept_hint(verdict, update_hint=HINT, start=str(tmp_path)) == (
+        'to accept: set macs="200" in the flop_budget marker at test_net.py:12; '
+        "then run `pytest --flopbudget-update 'test_net.py::test_net[a b]'` and commit both"
+    )

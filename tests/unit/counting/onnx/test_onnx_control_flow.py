@@ -162,9 +162,9 @@ def branch_on(source: str, prefix: str, n: int) -> Any:
 
 
 def test_skipped_ops_inside_a_loop_are_reported_once_per_iteration(onnx_model):
-    k = helper.make_tensor("k", I64, [1], [2])
+    axis = helper.make_tensor("axis", I64, [], [0])  # CumProd: shape-preserving, no formula
     body = helper.make_graph(
-        [helper.make_node("TopK", ["v_in", "k"], ["v_out", "idx"], name="/sel/TopK", axis=0),
+        [helper.make_node("CumProd", ["v_in", "axis"], ["v_out"], name="/sel/CumProd"),
          helper.make_node("Identity", ["cond_in"], ["cond_out"])],
         "body",
         [helper.make_tensor_value_info("it", I64, []), helper.make_tensor_value_info("cond_in", BOOL, []),
@@ -173,9 +173,9 @@ def test_skipped_ops_inside_a_loop_are_reported_once_per_iteration(onnx_model):
     )
     loop = helper.make_node("Loop", ["M", "", "x"], ["y"], body=body)
     trip = helper.make_tensor("M", I64, [], [3])
-    report = count(onnx_model([loop], inputs={"x": [2, 4]}, inits={"M": trip, "k": k}))
-    assert report.skipped == {"TopK": 3}
-    assert report.skipped_ops["TopK"].layers == ["sel"]
+    report = count(onnx_model([loop], inputs={"x": [2, 4]}, inits={"M": trip, "axis": axis}, opset=26))
+    assert report.skipped == {"CumProd": 3}
+    assert report.skipped_ops["CumProd"].layers == ["sel"]
 
 
 def test_loop_carrying_an_int64_counter_and_untyped_body_inputs(onnx_model):

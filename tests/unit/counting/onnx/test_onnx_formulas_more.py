@@ -178,3 +178,29 @@ def test_microsoft_qlinear_mul_and_dequantize(onnx_model):
     n = helper.make_node("DequantizeLinear", ["x", "s", "z"], ["y"], domain=MS)
     m = onnx_model(with_relu(n), inputs={"x": (U8, X)}, inits=q_inits("s", "z"), domains={MS: 1})
     assert exact(count(m)) == (48 + 24, 0)  # 2 per element, then the relu on the float output
+
+
+# --- comparisons: TopK and Unique, by aten.topk's and aten._unique2's rules (README "comparisons") ------------------
+
+COMPARISONS = [
+    # [4, 10], k = 3 along the last axis: 40 compares + 4 rows * 3 * ceil(log2 3) = 24 sorting the picks -> 64
+    pytest.param("TopK", {}, 3, 64, id="topk-sorted"),
+    pytest.param("TopK", {"sorted": 0}, 3, 40, id="topk-unsorted"),
+    pytest.param("TopK", {}, 1, 40, id="topk-1-as-argmax"),
+    # axis 0: 10 rows of 4, k = 2: 40 + 10 * 2 * 1 = 60
+    pytest.param("TopK", {"axis": 0}, 2, 60, id="topk-axis0"),
+    # all 40 sorted (40 * ceil(log2 40) = 240) + 40 neighbour compares = 280
+    pytest.param("Unique", {}, None, 280, id="unique"),
+    # 4 slices along axis 0: 40 * ceil(log2 4) + 40 = 120
+    pytest.param("Unique", {"axis": 0}, None, 120, id="unique-axis0"),
+]
+
+
+@pytest.mark.parametrize(("op", "attrs", "k", "flops"), COMPARISONS)
+def test_comparison_ops_count_their_comparisons(onnx_model, op, attrs, k, flops):
+    inputs = ["x", "k"] if k is not None else ["x"]
+    outputs = ["v", "i"] if op == "TopK" else ["y"]
+    inits = {"k": helper.make_tensor("k", I64, [1], [k])} if k is not None else {}
+    node = helper.make_node(op, inputs, outputs, **attrs)
+    model = onnx_model([node], inputs={"x": [4, 10]}, inits=inits, outputs=outputs[:1])
+    assert exact(count(model)) == (flops, 0)

@@ -180,3 +180,46 @@ def test_module_paths_read_name_scopes_as_repr_writes_them() -> None:
         assert paths.path(_with_metadata(value).graph.node[0]) == expected
     for broken in ["['', 1, 'add']", "['', 'a'", "['', 'a', 'add'] tail", "layer1"]:
         assert paths.path(_with_metadata(broken).graph.node[0]) == "n"  # falls back to the node name
+
+
+# --- 700 KB node names ------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("name", "layer"),
+    [
+        ("a." * 350_000 + "relu", "a." * 350_000 + "relu"),  # a dotted name is taken as the module path
+        ("/a" * 350_000 + "/Relu", "a" + ".a" * 349_999),  # a TorchScript scope 350,000 modules deep
+    ],
+    ids=["dotted", "torchscript"],
+)
+def test_a_700kb_node_name_counts_and_renders_in_seconds_and_bounded_memory(name: str, layer: str) -> None:
+    """Every ancestor of the layer path was built as its own string (122 GB for this name): now the tree stops at
+    `MAX_TREE_DEPTH` levels, and TorchScript scopes deeper than `MAX_STITCHED` are not stitched."""
+    import tracemalloc
+
+    from pytest_flopbudget.reporters.flame import render_svg
+
+    model = _with_name(name)
+    tracemalloc.start()
+    try:
+        start = time.perf_counter()
+        report = count_onnx(model)
+        table = format_layer_table(report, depth=None)
+        svg = render_svg(report)
+        elapsed = time.perf_counter() - start
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert elapsed < 5.0
+    assert peak < 200 * 2**20
+    assert list(report.layers) == [layer]
+    assert report.flops == 6  # Relu on [2, 3]: one comparison per element
+    assert len(table) < 50_000 and svg.startswith("<svg")
+
+
+def _with_name(name: str) -> Any:
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+    relu = helper.make_node("Relu", ["x"], ["y"], name=name)
+    return helper.make_model(helper.make_graph([relu], "g", [x], [y]), opset_imports=[helper.make_opsetid("", 17)])

@@ -10,8 +10,9 @@ Each model below is small enough to derive by hand; its `saturate()` weights mak
 (every score passes, NMS keeps every box), so `execution="real"` confirms each hand derivation and must agree with
 fake mode op for op.
 
-Figures leave out the ops that have no formula today (topk, nms, roi_align, unique): `priced()` subtracts them, so
-the hand-derived numbers hold whether or not those ops get formulas, and the real-vs-fake comparison covers them.
+Figures leave out nms and roi_align (no formula today) and topk and unique (comparison ops, hand-derived in
+test_torch_ops_compare.py): `priced()` subtracts them, so the numbers here are the boxes' arithmetic alone, and
+the real-vs-fake comparison covers them.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ from pytest_flopbudget.errors import CountingError  # noqa: E402
 
 # --- helpers -------------------------------------------------------------------------------------------------------
 
-#: Ops with no formula today: counted as zero and listed in `skipped`; a future formula must agree in real and fake.
+#: Ops left out of the hand-derived figures: no formula (nms, roi_align: listed in `skipped`) or derived elsewhere.
 UNPRICED = frozenset(
     {
         "aten.topk",

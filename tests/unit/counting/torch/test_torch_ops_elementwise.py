@@ -565,3 +565,9 @@ def test_missing_activation_backwards(module: nn.Module) -> None:
     # forward 24 + loss 24; backward 1 per element = 24
     assert report.skipped == {}
     assert report.backward.flops == 24
+
+
+def test_polar_is_four_flops_per_complex_element() -> None:
+    # complex rotary tables (DeepSeek-V2, Llama 4): cos, sin and two multiplies per output element: 24 * 4 = 96
+    costs = op_costs(run(torch.polar, x().abs(), x()))
+    assert costs["aten.polar"] == (1, 96, 0)

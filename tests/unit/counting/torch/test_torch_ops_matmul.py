@@ -301,3 +301,28 @@ def test_grouped_mm_bias_is_one_flop_per_output_element() -> None:
     a, b, out = torch.empty(3, 4, 6, **meta), torch.empty(3, 6, 5, **meta), torch.empty(3, 4, 5, **meta)
     assert grouped({"self": a, "mat2": b, "offs": None, "bias": torch.empty(3, 5, **meta)}, out) == Cost(780, 360)
     assert grouped({"self": a, "mat2": b, "offs": None, "bias": None}, out) == Cost(720, 360)
+
+
+# --- triangular solve ------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("left", "unitriangular", "b_shape", "expected"),
+    [
+        # A [2, 5, 5], B [2, 5, 3] solved from the left: 2*3 = 6 columns of 5, each 5*4/2 = 10 MACs and 5 divides:
+        # 60 MACs, 2*60 + 30 = 150 FLOPs
+        (True, False, (2, 5, 3), (150, 60)),
+        (True, True, (2, 5, 3), (120, 60)),  # unitriangular: no divides
+        # from the right, X A = B with B [2, 3, 5]: 2*3 = 6 rows of 5: the same 60 MACs and 30 divides
+        (False, False, (2, 3, 5), (150, 60)),
+    ],
+    ids=["left", "left-unitriangular", "right"],
+)
+def test_solve_triangular(left: bool, unitriangular: bool, b_shape: tuple[int, ...], expected: tuple[int, int]) -> None:
+    a = torch.eye(5).expand(2, 5, 5) + torch.randn(2, 5, 5).triu(1)
+
+    def solve(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        return torch.linalg.solve_triangular(a, b, upper=True, left=left, unitriangular=unitriangular)
+
+    costs = op_costs(run(solve, a, r(*b_shape)))
+    assert costs["aten.linalg_solve_triangular"] == (1, *expected)

@@ -1,0 +1,118 @@
+"""The README's one path that gates both kinds of budget, done for real: the action with `pytest: true`.
+
+A project with a model in pyproject.toml and a budget in a test (`@pytest.mark.flop_budget`), in a real git
+repository, its baselines recorded with `pytest --flopbudget-update` as the README says. The CI job is the action's
+own scripts (`run_action_step`, as in test_action.py) on a pull request into main, with the inputs of the README's
+"Budgets in tests too?" block: the check step runs the real `flopbudget check`, the pytest step the real pytest.
+A pull request that leaves the models alone passes both; one that widens the test's model and rewrites its baseline
+(which would pass a plain `pytest` on the branch) fails the pytest step, with an annotation on the decorator's line
+and a job summary against the base's baseline, while the pyproject step stays green.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from e2e_helpers import MODELS, clean_env, git, init_repo, run_action_step
+
+yaml = pytest.importorskip("yaml")
+pytest.importorskip("torch")
+
+ROOT = Path(__file__).resolve().parents[2]
+
+PYPROJECT = '[tool.flopbudget.models.small]\ntarget = "models:small"\ninputs = [[1, 8]]\nmacs = "1k"\n'
+
+TEST_BUDGETS = """\
+import pytest
+import torch
+from torch import nn
+
+WIDTH = 2
+
+
+@pytest.mark.flop_budget(macs="100", max_increase="5%")
+def test_head(flopbudget):
+    flopbudget.count(nn.Linear(8, WIDTH), torch.zeros(1, 8))
+"""
+DECORATOR_LINE = 8
+
+
+def readme_inputs() -> dict[str, str]:
+    """The `with:` of the README's block that gates both kinds, as GitHub passes inputs (YAML `true` is "true")."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    block = next(b for b in re.findall(r"```yaml\n(.*?)```", text, flags=re.DOTALL) if "pytest: true" in b)
+    (step,) = yaml.safe_load(block)
+    return {key: str(value).lower() if isinstance(value, bool) else str(value) for key, value in step["with"].items()}
+
+
+def pytest_update(project: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--flopbudget-update"],
+        cwd=project, capture_output=True, text=True, env=clean_env(), timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    """The project on main with both baselines committed, and a pull request branch off it."""
+    root = tmp_path / "project"
+    (root / "tests").mkdir(parents=True)
+    (root / "models.py").write_text(MODELS)
+    (root / "pyproject.toml").write_text(PYPROJECT)
+    (root / "tests" / "test_budgets.py").write_text(TEST_BUDGETS)
+    init_repo(root)
+    pytest_update(root)  # the README: `pytest --flopbudget-update` records the baselines of both kinds
+    assert sorted(p.name for p in (root / ".flopbudget").iterdir()) == [
+        "small.json",
+        "tests.test_budgets.test_head.json",
+    ]
+    (root / ".gitignore").write_text(".pytest_cache/\n__pycache__/\n.flopbudget_cache/\n")
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "Models, budgets and baselines")
+    git(root, "update-ref", "refs/remotes/origin/main", "main")
+    git(root, "switch", "-q", "-c", "change")
+    return root
+
+
+def ci_job(project: Path) -> tuple[subprocess.CompletedProcess[str], subprocess.CompletedProcess[str]]:
+    """The check step and the pytest step, with the README's inputs and the tool already installed here."""
+    inputs = {**readme_inputs(), "package": "none", "install": "", "python-version": ""}
+    assert inputs["pytest"] == "true"
+    check = run_action_step("Check compute budgets", project, inputs)
+    tests = run_action_step("Check compute budgets in tests", project, inputs)
+    return check, tests
+
+
+@pytest.mark.slow
+def test_a_pull_request_that_leaves_the_models_alone_passes_both_steps(project: Path) -> None:
+    test_file = project / "tests" / "test_budgets.py"
+    test_file.write_text('"""Budgets."""\n' + test_file.read_text())
+    git(project, "commit", "-qam", "Document the budgets")
+    check, tests = ci_job(project)
+    assert check.returncode == 0, check.stdout + check.stderr
+    assert tests.returncode == 0, tests.stdout[-3000:] + tests.stderr[-3000:]
+    assert tests.stdout.startswith("+ python -m pytest --flopbudget-no-models --flopbudget-base-ref=origin/main\n")
+    assert "::error" not in check.stdout + tests.stdout
+    # nothing to say about what cannot be judged
+    assert "stale baseline" not in check.stdout + check.stderr + tests.stdout
+
+
+@pytest.mark.slow
+def test_a_pull_request_that_grows_a_budget_in_a_test_fails_the_pytest_step(project: Path) -> None:
+    test_file = project / "tests" / "test_budgets.py"
+    test_file.write_text(test_file.read_text().replace("WIDTH = 2", "WIDTH = 3"))
+    pytest_update(project)  # the author rewrites the baseline too: CI still compares with main's
+    git(project, "commit", "-qam", "Wider head, new baseline")
+    check, tests = ci_job(project)
+    assert check.returncode == 0, check.stdout + check.stderr  # the pyproject model did not change
+    assert tests.returncode == 1, tests.stdout[-3000:] + tests.stderr[-3000:]
+    # 8*3 = 24 MACs against main's 8*2 = 16: +50%, more than max-increase 5%, on the decorator's line
+    assert f"::error file=tests/test_budgets.py,line={DECORATOR_LINE}," in tests.stdout
+    assert "24 MACs is +50.0%25 over baseline 16 MACs, more than max-increase 5%25" in tests.stdout
+    summary = (project.parent / "step-summary.md").read_text()
+    assert "against origin/main:.flopbudget/tests.test_budgets.test_head.json" in summary
