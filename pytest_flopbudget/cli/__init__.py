@@ -230,6 +230,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="reuse a model's count while no file, package or environment variable it read has changed (default: "
         "on, off when the CI or FLOPBUDGET_NO_CACHE environment variable is set)",
     )
+    # Matched whole before argparse splits at "=", so `--cache` stays a flag (`check --cache resnet50` still works).
+    check.add_argument(
+        "--cache=verify",
+        dest="cache",
+        action="store_const",
+        const="verify",
+        help="count every model and fail where a cached count would have answered differently",
+    )
     check.add_argument(
         "--cache-dir",
         metavar="PATH",

@@ -14,12 +14,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TextIO
 
+from .. import recorded_count
 from ..baseline import BaselineStore
 from ..config import ModelEntry, Settings
 from ..count_cache import CACHE_DIR_NAME, CountCache, cache_enabled
 from ..errors import FlopBudgetError
 from ..formatting import CLI_UPDATE_HINT
-from ..recorded_count import CachedCounter
+from ..recorded_count import CachedCounter, Counter, IsolatedCounter
 from ..reporters import terminal
 from ..run import Run, entry_nodeid
 from ..run import require_baseline as require_baseline_in
@@ -39,14 +40,15 @@ def run_check(
     out: TextIO,
     err: TextIO,
     require_baseline: bool | None = None,
-    cache: bool | None = None,
+    cache: bool | str | None = None,
     cache_dir: str | None = None,
     format: str = "text",
 ) -> int:
     """Count, judge, write baselines on update, print, and emit the CI outputs; returns the exit status.
 
     With `format="json"` stdout gets the results document (as `--report json:PATH` writes it) and nothing else:
-    the text, and any GitHub workflow commands, go to `err` instead.
+    the text, and any GitHub workflow commands, go to `err` instead. `cache` is True/False (`--cache`,
+    `--no-cache`), "verify" (`--cache=verify`: recount everything and fail where a record disagrees) or None.
     """
     from ..reporters import ci
 
@@ -65,9 +67,15 @@ def run_check(
     if base_ref:
         run.compare_with_base(settings, base_ref)
     counter = _counter(settings, cache, cache_dir)
+    if isinstance(counter, CachedCounter):
+        counter.plan(entries, settings.root)
+    elif isinstance(counter, IsolatedCounter):
+        counter.plan(entries)
     count_into(run, entries, settings, err, counter)
-    if counter is not None:
+    mismatches = []
+    if isinstance(counter, CachedCounter):
         _report_cache(counter, len(entries), err)
+        mismatches = counter.mismatches
     result = run.finish()
     changes = result.changes
     out.write(terminal.run_text(result, update_hint=CLI_UPDATE_HINT))
@@ -75,16 +83,19 @@ def run_check(
         err.write(f"flopbudget: error: {line}\n")
     for change in changes:
         out.write(f"{change}\n")
+    for name, difference in mismatches:
+        err.write(f"flopbudget: error: {name}: its cached count differs from a fresh count: {difference}\n")
     if format == "json":
         from ..reporters import json_report
 
         document.write(json_safe(json_report.dumps_results(result, root=ci.workspace_root(ci.OUTPUTS["json"]))))
+    verified = 1 if mismatches else 0  # a record that would have answered wrongly fails like an overrun
     if result.update:
-        return result.exit_code
+        return max(result.exit_code, verified)
     emitted = ci.emit(result, specs, stream=out)
     for line in emitted.errors:
         err.write(line + "\n")
-    return result.exit_code if emitted.ok else 2
+    return max(result.exit_code, verified) if emitted.ok else 2
 
 
 def count_into(
@@ -92,10 +103,10 @@ def count_into(
     entries: Sequence[ModelEntry],
     settings: Settings,
     err: TextIO | None = None,
-    counter: CachedCounter | None = None,
+    counter: Counter | None = None,
 ) -> None:
     with Progress(len(entries), getattr(err, "raw", err) or sys.stderr) as progress:
-        if counter is not None:
+        if isinstance(counter, (CachedCounter, IsolatedCounter)):
             counter.fork_guard = progress.drawing
         for entry in entries:
             progress.start(entry.name)
@@ -107,6 +118,10 @@ def count_into(
 def _report_cache(counter: CachedCounter, total: int, err: TextIO) -> None:
     if counter.cache.write_error:
         err.write(f"flopbudget: warning: {counter.cache.write_error}\n")
+    for name, reason in counter.untrusted:
+        err.write(f"flopbudget: {name}: cached count not trusted ({reason}): counted again\n")
+    for name, reason in counter.not_cached:
+        err.write(f"flopbudget: {name}: not cached: {reason}\n")
     if counter.hits:
         shown = display_path(str(counter.cache.directory))
         err.write(
@@ -115,9 +130,15 @@ def _report_cache(counter: CachedCounter, total: int, err: TextIO) -> None:
         )
 
 
-def _counter(settings: Settings, cache: bool | None, cache_dir: str | None) -> CachedCounter | None:
-    """The count cache's counter (`--cache`/`--no-cache`, `--cache-dir`, `FLOPBUDGET_CACHE_DIR`), or None when off."""
-    if not cache_enabled(cache, os.environ):
+def _counter(settings: Settings, cache: bool | str | None, cache_dir: str | None) -> Counter | None:
+    """How each model is counted: in a child process of its own where there is fork, through the count cache
+    when it is on (`--cache`/`--no-cache`/`--cache=verify`, `--cache-dir`, `FLOPBUDGET_CACHE_DIR`); where there
+    is no fork, every model in this process and no cache (None: `count_entry`)."""
+    if not recorded_count.can_fork():
         return None
+    verify = cache == "verify"
+    if not (verify or cache_enabled(cache if isinstance(cache, bool) else None, os.environ)):
+        return IsolatedCounter(settings.root, record=False)
     directory = cache_dir or os.environ.get("FLOPBUDGET_CACHE_DIR") or str(settings.root / CACHE_DIR_NAME)
-    return CachedCounter(CountCache(Path(directory).resolve()))
+    store = CountCache.for_user(Path(directory).resolve(), os.environ)
+    return CachedCounter(store, IsolatedCounter(settings.root, record=True), verify=verify)

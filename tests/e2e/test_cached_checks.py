@@ -5,12 +5,16 @@ Each model's factory appends its name to `counted.log` when it runs (a write-onl
 count's inputs can change must recount exactly the models that read it: the model's own file, a helper module it
 imports, a data file it reads, a file whose absence it probed, an environment variable, an installed package's
 version; and nothing else may (a ceiling edit, a test file, another model's file).
+
+After every test, `flopbudget check --cache=verify` recounts the project's models and must find no record that
+would have answered differently from a fresh count (`verify_after_each_test`).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -75,6 +79,32 @@ def build():
 """
 
 
+#: The last `check` of the running test: (project, args, env), for the verify pass after it.
+LAST_CHECK: list[tuple[Path, tuple[str, ...], dict[str, str]]] = []
+
+
+@pytest.fixture(autouse=True)
+def user_cache_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """This test's own `XDG_CACHE_HOME`, where the key that signs records is made: one "user on one machine"."""
+    home = tmp_path_factory.mktemp("xdg-cache")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(home))
+    return home
+
+
+@pytest.fixture(autouse=True)
+def verify_after_each_test(user_cache_home: Path):
+    """After the test, `check --cache=verify` over its project: no record may disagree with a fresh count."""
+    LAST_CHECK.clear()
+    yield
+    if not LAST_CHECK:
+        return
+    project, args, env = LAST_CHECK[-1]
+    args = tuple(a for a in args if a not in ("--cache", "--no-cache"))
+    done = flopbudget(project, "check", "--cache=verify", *args, **{"FLOPBUDGET_NO_CACHE": "", **env})
+    assert "cached count differs" not in done.stderr, done.stderr
+    assert "internal error" not in done.stderr, done.stderr
+
+
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
     (tmp_path / "pkg").mkdir()
@@ -91,6 +121,7 @@ def check(project: Path, *args: str, **env: str) -> tuple[list[str], subprocess.
     """Run `flopbudget check`; return the models whose factory ran (in order) and the process."""
     log = project / "counted.log"
     log.unlink(missing_ok=True)
+    LAST_CHECK.append((project, args, env))
     done = flopbudget(project, "check", *args, **{"FLOPBUDGET_NO_CACHE": "", **env})
     assert done.returncode in (0, 1), done.stdout + done.stderr
     counted = log.read_text().split() if log.exists() else []
@@ -106,7 +137,7 @@ def test_second_check_counts_nothing_and_says_so(project: Path) -> None:
     counted, first = check(project)
     assert sorted(counted) == ["other", "small"]
     counted, second = check(project)
-    assert counted == []
+    assert counted == [], second.stderr
     assert second.stdout == first.stdout  # the same verdicts, word for word
     assert "2 of 2 models unchanged since their cached count" in second.stderr
     assert (project / ".flopbudget_cache" / "CACHEDIR.TAG").is_file()
@@ -168,7 +199,7 @@ def test_editing_the_model_back_is_a_recount_not_an_error(project: Path) -> None
 
 def test_a_corrupt_or_truncated_record_is_a_miss(project: Path) -> None:
     check(project)
-    records = sorted((project / ".flopbudget_cache" / "v1").glob("*.json"))
+    records = sorted((project / ".flopbudget_cache" / "v2").glob("*.json"))
     assert len(records) == 2
     records[0].write_text(records[0].read_text()[:100])
     records[1].write_text(json.dumps({"format": 1, "key": "x"}))
@@ -296,7 +327,7 @@ def test_the_hook_recounts_only_what_a_commit_changed(project: Path, tmp_path_fa
     (project / ".pre-commit-config.yaml").write_text(
         "repos:\n  - repo: local\n    hooks:\n      - id: flopbudget\n        name: flopbudget\n"
         "        entry: flopbudget check\n        language: system\n        pass_filenames: false\n"
-        "        require_serial: true\n        files: (\\.py|(?i:\\.onnx)|(^|/)pyproject\\.toml)$|(^|/)\\.flopbudget/\n"
+        "        require_serial: true\n        always_run: true\n"
     )
     (project / ".gitignore").write_text("counted.log\n")
 
@@ -322,7 +353,13 @@ def test_the_hook_recounts_only_what_a_commit_changed(project: Path, tmp_path_fa
     (project / "tests" / "test_small.py").write_text("def test_small():\n    pass\n")
     counted, done = commit("a test")
     assert done.returncode == 0, done.stdout + done.stderr
-    assert counted == []  # the hook ran (a .py file changed) and counted nothing
+    assert counted == []  # the hook ran and counted nothing
+    assert "Passed" in done.stderr and "Skipped" not in done.stderr, done.stderr
+
+    (project / "pkg" / "config.json").write_text('{"width": 5}')  # only a data file the model reads
+    counted, done = commit("a wider first layer, in the config")
+    assert counted == ["small"]
+    assert done.returncode == 0, done.stdout + done.stderr
 
     (project / "pkg" / "helpers.py").write_text(HELPERS.replace("nn.Linear(width, 2)", "nn.Linear(width, 3)"))
     counted, done = commit("a wider head")
@@ -395,3 +432,208 @@ def test_every_bundled_example_is_a_hit_on_the_second_check(tmp_path: Path) -> N
     models = len(list((root / ".flopbudget").glob("*.json")))
     assert f"{models} of {models} models unchanged since their cached count" in second.stderr, second.stderr
     assert second.stdout == first.stdout
+    assert "not cached" not in first.stderr
+    verified = flopbudget(root, "check", "--cache=verify", "--cache-dir", cache, FLOPBUDGET_NO_CACHE="")
+    assert verified.returncode == 0, verified.stdout + verified.stderr
+    assert verified.stdout == first.stdout
+    assert "cached count differs" not in verified.stderr
+
+
+# -- a model that cannot be cached says why ---------------------------------------------------------------------------
+
+UNCACHEABLE = """\
+import json
+from pathlib import Path
+
+from torch import nn
+
+
+def note(reason):
+    from pytest_flopbudget import dependencies  # what a read no fact can describe does (cache-facts sets it)
+
+    if dependencies._ACTIVE:
+        dependencies._ACTIVE[-1].note_uncacheable(reason)
+
+
+def runs_a_subprocess():
+    note("it ran a subprocess")
+    return nn.Linear(8, 2)
+
+
+def hostile_reason():
+    note("it ran \\x1b[2J\\u202eevil")
+    return nn.Linear(8, 2)
+
+
+def rewrites_its_config():
+    path = Path(__file__).parent / "settings.json"
+    width = json.loads(path.read_text())["width"]
+    path.write_text(json.dumps({"width": width}))  # the same value, but the file changed while it was counted
+    return nn.Linear(8, width)
+"""
+
+
+def test_a_model_that_cannot_be_cached_is_counted_every_time_and_says_why(project: Path) -> None:
+    (project / "odd.py").write_text(UNCACHEABLE)
+    (project / "settings.json").write_text('{"width": 3}')
+    text = (project / "pyproject.toml").read_text()
+    for name in ("runs_a_subprocess", "hostile_reason", "rewrites_its_config"):
+        text += f'\n[tool.flopbudget.models.{name}]\ntarget = "odd:{name}"\ninputs = [[1, 8]]\nflops = "1k"\n'
+    (project / "pyproject.toml").write_text(text)
+    for _ in range(2):
+        counted, done = check(project)
+        assert "runs_a_subprocess: not cached: it ran a subprocess\n" in done.stderr
+        assert "rewrites_its_config: not cached: settings.json changed while it was counted\n" in done.stderr
+        assert "hostile_reason: not cached: it ran \\x1b[2J\\u202eevil\n" in done.stderr  # the safe-text filter
+        assert "small: not cached" not in done.stderr
+    assert counted == []  # small and other: hits
+    assert "2 of 5 models unchanged since their cached count" in done.stderr
+    records = list((project / ".flopbudget_cache" / "v2").glob("*.json"))
+    assert len(records) == 2
+
+
+def test_a_record_that_becomes_uncacheable_is_removed(project: Path) -> None:
+    check(project)
+    assert len(list((project / ".flopbudget_cache" / "v2").glob("*.json"))) == 2
+    (project / "odd.py").write_text(UNCACHEABLE)
+    (project / "other.py").write_text(OTHER.replace("    return nn.Linear(8, 3)", "    __import__('odd').note("
+                                                   "'it ran a subprocess')\n    return nn.Linear(8, 3)"))  # fmt: skip
+    counted, done = check(project)
+    assert counted == ["other"] and "other: not cached: it ran a subprocess" in done.stderr
+    assert len(list((project / ".flopbudget_cache" / "v2").glob("*.json"))) == 1
+
+
+# -- records from elsewhere are not believed --------------------------------------------------------------------------
+
+
+def key_of(home: Path) -> bytes:
+    return bytes.fromhex((home / "flopbudget" / "key").read_text().strip())
+
+
+def resign(record: Path, key: bytes, edit) -> None:  # type: ignore[no-untyped-def]
+    """What someone holding `key` could write: the record's body changed by `edit`, signed again."""
+    from pytest_flopbudget import record_signing
+    from pytest_flopbudget.count_cache import canonical
+
+    data = json.loads(record.read_text())
+    del data["hmac-sha256"]
+    edit(data)
+    record.write_text(json.dumps({**data, "hmac-sha256": record_signing.sign(key, canonical(data))}))
+
+
+def record_of(project: Path, name: str) -> Path:
+    for path in (project / ".flopbudget_cache" / "v2").glob("*.json"):
+        if json.loads(path.read_text())["model"] == name:
+            return path
+    raise AssertionError(f"no record for {name}")
+
+
+def test_records_from_another_machine_are_recounted_and_say_so(
+    project: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """The same checkout, the cache filled under another user's key (copied from another machine): every record
+    is a miss that says so, and then this user's own records are hits."""
+    elsewhere = tmp_path_factory.mktemp("other-machine")
+    check(project, XDG_CACHE_HOME=str(elsewhere))
+    counted, done = check(project)
+    assert sorted(counted) == ["other", "small"]
+    for name in ("small", "other"):
+        assert (f"{name}: cached count not trusted (its record was not written by flopbudget for this user on "
+                f"this machine): counted again") in done.stderr  # fmt: skip
+    counted, done = check(project)
+    assert counted == [] and "not trusted" not in done.stderr
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+def test_a_record_planted_with_git_add_f_is_not_believed(
+    project: Path, tmp_path_factory: pytest.TempPathFactory, user_cache_home: Path
+) -> None:
+    """A pull request commits `.flopbudget_cache/` with `git add -f`, its record for `small` claiming `other`'s
+    figures (signed with the author's own key). The reviewer's check recounts and says so; the author's own
+    cache gives the planted answer, and `--cache=verify` catches it."""
+    init_repo(project)
+    (project / ".gitignore").write_text("counted.log\n")
+    git(project, "add", "-A")
+    git(project, "commit", "-q", "-m", "models")
+    author = tmp_path_factory.mktemp("author")
+    _, honest = check(project, XDG_CACHE_HOME=str(author))
+    other_report = json.loads(record_of(project, "other").read_text())["report"]
+    resign(record_of(project, "small"), key_of(author), lambda data: data.update(report=other_report))
+    git(project, "add", "-f", ".flopbudget_cache")
+    git(project, "commit", "-q", "-m", "a smaller model, it says")
+    assert ".flopbudget_cache/v2/" in git(project, "ls-files")
+
+    counted, done = check(project)  # the reviewer: this user's key
+    assert sorted(counted) == ["other", "small"]
+    assert "small: cached count not trusted" in done.stderr
+    assert flops(done, "small") == flops(honest, "small")
+
+    git(project, "checkout", "--", ".flopbudget_cache")  # the planted records again, as committed
+    counted, planted = check(project, XDG_CACHE_HOME=str(author))  # the author's machine: a stale hit ...
+    assert counted == [] and flops(planted, "small") == flops(honest, "other") != flops(honest, "small")
+    verified = flopbudget(project, "check", "--cache=verify", FLOPBUDGET_NO_CACHE="", XDG_CACHE_HOME=str(author))
+    assert verified.returncode == 1, verified.stdout + verified.stderr  # ... that verify fails on
+    small, other = flops(honest, "small"), flops(honest, "other")
+    assert re.search(r"^flopbudget: error: small: its cached count differs from a fresh count: flops \d+ cached, "
+                     r"\d+ counted$", verified.stderr, re.MULTILINE), verified.stderr  # fmt: skip
+    assert flops(verified, "small") == small and small != other
+    assert "other: its cached count differs" not in verified.stderr
+
+
+def test_verify_names_the_figure_a_stale_record_got_wrong(project: Path) -> None:
+    """A read the recorder missed, simulated by removing config.json from the record: after config.json changes,
+    the record is a stale hit; `--cache=verify` fails with the figures, then stores the fresh count."""
+    _, first = check(project)
+    key = key_of(Path(os.environ["XDG_CACHE_HOME"]))
+    config = str(project / "pkg" / "config.json")
+    resign(record_of(project, "small"), key, lambda data: data["dependencies"]["files"].pop(config))
+    (project / "pkg" / "config.json").write_text('{"width": 6}')
+    counted, stale = check(project)
+    assert counted == [] and flops(stale, "small") == flops(first, "small")
+    verified = flopbudget(project, "check", "--cache=verify", FLOPBUDGET_NO_CACHE="")
+    assert verified.returncode == 1
+    # small is Linear(8, w) then Linear(w, 2) on one row: 2*8*w + w (bias) + 2*w*2 + 2 = 21*w + 2 FLOPs? the tool's
+    # figures are compared as printed, cached (w=4) against counted (w=6)
+    lines = [line for line in verified.stderr.splitlines() if "cached count differs" in line]
+    assert len(lines) == 1 and lines[0].startswith("flopbudget: error: small: ") and " cached, " in lines[0]
+    counted, after = check(project)
+    assert counted == [] and flops(after, "small") == flops(verified, "small") != flops(first, "small")
+
+
+def test_a_fifo_where_a_record_should_be_never_hangs_the_check(project: Path) -> None:
+    check(project)
+    record = record_of(project, "small")
+    record.unlink()
+    os.mkfifo(record)
+    counted, done = check(project)  # `flopbudget` runs under a timeout: a blocking open would fail the test
+    assert counted == ["small"], done.stderr
+
+
+# -- with and without the cache, each model is counted in the same state ----------------------------------------------
+
+SHARED_STATE = {
+    "shared.py": "FACTOR = 1\n",
+    "first.py": "import shared\nfrom torch import nn\n\nshared.FACTOR = 4  # a side effect of importing it\n\n\n"
+    "def build():\n    return nn.Linear(8, 2)\n",
+    "second.py": "import shared\nfrom torch import nn\n\n\ndef build():\n    return nn.Linear(8, 2 * shared.FACTOR)\n",
+}
+
+
+def test_the_cached_and_uncached_paths_agree_when_one_models_import_changes_anothers_state(tmp_path: Path) -> None:
+    """`first`'s import sets a global that `second`'s factory reads. Every model is counted in a process of its
+    own with the cache and without it, so `second` never sees it: Linear(8, 2*1) on one row is 2*8*2 = 32 FLOPs
+    of matmul plus 2 of bias = 34 FLOPs, never Linear(8, 2*4)'s 2*8*8 + 8 = 136, whichever models are hits."""
+    for name, text in SHARED_STATE.items():
+        (tmp_path / name).write_text(text)
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.flopbudget.models.first]\ntarget = "first:build"\ninputs = [[1, 8]]\nflops = "1k"\n\n'
+        '[tool.flopbudget.models.second]\ntarget = "second:build"\ninputs = [[1, 8]]\nflops = "1k"\n'
+    )
+    LAST_CHECK.append((tmp_path, (), {}))
+    uncached = flopbudget(tmp_path, "check", "--no-cache")
+    missed = flopbudget(tmp_path, "check", FLOPBUDGET_NO_CACHE="")
+    (tmp_path / "second.py").write_text(SHARED_STATE["second.py"] + "# edited: second recounts, first is a hit\n")
+    partly = flopbudget(tmp_path, "check", FLOPBUDGET_NO_CACHE="")
+    assert "1 of 2 models unchanged" in partly.stderr
+    assert uncached.stdout == missed.stdout == partly.stdout
+    assert flops(uncached, "second") == "34"

@@ -19,6 +19,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from onnx_helpers import NET_PYPROJECT, write_onnx
@@ -53,14 +54,23 @@ class MLP(nn.Module):
 """
 
 
-def published_files_pattern() -> str:
-    match = re.search(r"^\s*files:\s*(\S+)\s*$", (ROOT / ".pre-commit-hooks.yaml").read_text(), re.MULTILINE)
-    assert match, "files: in .pre-commit-hooks.yaml"
-    return match.group(1)
+def published_hook() -> dict[str, Any]:
+    import yaml
+
+    hooks = yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text())
+    return next(hook for hook in hooks if hook["id"] == "flopbudget")
+
+
+def test_the_published_hook_runs_on_every_commit() -> None:
+    """A model can read any file (a JSON config): no filename filter can say which commits may change a count."""
+    hook = published_hook()
+    assert hook.get("always_run") is True
+    assert "files" not in hook and "types" not in hook and "types_or" not in hook
 
 
 def local_hook_config(language: str) -> str:
-    """A .pre-commit-config.yaml with a `repo: local` hook running `flopbudget check` with this `language:`."""
+    """A .pre-commit-config.yaml with a `repo: local` hook running `flopbudget check` with this `language:`, and
+    the published hook's file selection."""
     return (
         "repos:\n"
         "  - repo: local\n"
@@ -71,7 +81,7 @@ def local_hook_config(language: str) -> str:
         f"        language: {language}\n"
         "        pass_filenames: false\n"
         "        require_serial: true\n"
-        f"        files: {published_files_pattern()}\n"
+        f"        always_run: {str(published_hook().get('always_run', False)).lower()}\n"
     )
 
 
@@ -201,9 +211,50 @@ def test_a_commit_under_budget_passes(local_repo):
     assert local_repo.head() != before
 
 
-def test_a_readme_only_commit_does_not_run_the_hook(local_repo):
+def test_a_readme_only_commit_runs_the_hook_too(local_repo):
     result = commit_to_readme(local_repo, "More words.\n")
-    assert_went_through(local_repo, result, hook="(no files to check)Skipped")
+    assert_went_through(local_repo, result)
+
+
+#: A model whose width is in a JSON file: a commit can change its count without touching any Python file.
+CONFIGURED_MODEL = """\
+import json
+from pathlib import Path
+
+from torch import nn
+
+
+def build():
+    hidden = json.loads((Path(__file__).parent / "model.json").read_text())["hidden"]
+    return nn.Sequential(nn.Linear(8, hidden), nn.ReLU(), nn.Linear(hidden, 2))
+"""
+
+
+def test_a_commit_changing_only_a_json_the_model_reads_is_checked_and_fails(tmp_path):
+    """+57.7% once went in as "(no files to check) Skipped": the hook must run, and the cache must recount."""
+    pytest.importorskip("torch")
+    env = environment(tmp_path / "pre-commit-home")
+    env.update(FLOPBUDGET_NO_CACHE="", XDG_CACHE_HOME=str(tmp_path / "xdg"))  # the cache on, as users have it
+    repo = Repo(tmp_path / "project", env)
+    repo.path.mkdir()
+    repo.init()
+    repo.write("models.py", CONFIGURED_MODEL)
+    repo.write("model.json", '{"hidden": 4}\n')
+    # Linear(8, 4), ReLU, Linear(4, 2) on 2 rows: 2*2*8*4 + 2*4 + 2*4 + 2*2*4*2 + 2*2 = 128+8+8+32+4 = 180 FLOPs
+    repo.write("pyproject.toml", '[tool.flopbudget.models.mlp]\ntarget = "models:build"\ninputs = [[2, 8]]\n'
+               'flops = "200"\n')  # fmt: skip
+    repo.write(".pre-commit-config.yaml", local_hook_config("system"))
+    update = repo.run("flopbudget", "check", "--update")
+    assert update.returncode == 0, update.stdout + update.stderr
+    repo.install_and_commit()
+    assert_went_through(repo, repo.initial)
+
+    repo.write("model.json", '{"hidden": 8}\n')  # 2*2*8*8 + 16 + 16 + 2*2*8*2 + 4 = 256+16+16+64+4 = 356 FLOPs
+    result = repo.commit("a wider hidden layer, in the config", "model.json")
+    assert result.returncode != 0, result.output  # type: ignore[attr-defined]
+    assert hook_line(result.output).endswith("Failed")  # type: ignore[attr-defined]
+    assert "mlp: 356 FLOPs > budget 200 FLOPs (+78.0%); baseline 180 FLOPs" in result.output  # type: ignore[attr-defined]
+    assert repo.status() == "M  model.json\n"
 
 
 def test_widening_a_layer_fails_with_the_overrun_and_the_per_layer_diff(local_repo):
@@ -306,9 +357,9 @@ def test_published_hook_passes_under_budget(published_repo):
     assert_went_through(published_repo, published_repo.initial)
 
 
-def test_published_hook_skips_a_readme_only_commit(published_repo):
+def test_published_hook_runs_on_a_readme_only_commit(published_repo):
     result = commit_to_readme(published_repo, "Exported from PyTorch.\n")
-    assert_went_through(published_repo, result, hook="(no files to check)Skipped")
+    assert_went_through(published_repo, result)
 
 
 def test_published_hook_fails_on_a_widened_onnx_layer(published_repo):
