@@ -226,6 +226,10 @@ class CachedCounter:
         #: (model, how the record's answer differs from the fresh count), in verify mode
         self.mismatches: list[tuple[str, str]] = []
 
+    def mismatch_of(self, name: str) -> str | None:
+        """How `name`'s record differs from its fresh count (verify mode), or None when it agreed or had none."""
+        return next((difference for model, difference in self.mismatches if model == name), None)
+
     @property
     def fork_guard(self) -> contextlib.AbstractContextManager[Any]:
         return self.counter.fork_guard

@@ -78,6 +78,12 @@ class RunResult:
         return [v for v in self.verdicts if any(f.kind == FindingKind.BASELINE for f in v.violations)]
 
     @property
+    def miscached(self) -> list[Verdict]:
+        """Models whose cached count would have answered differently (`--cache=verify`): they fail an update too,
+        since the cache, not the model, is what is wrong."""
+        return [v for v in self.verdicts if any(f.kind == FindingKind.CACHE_MISMATCH for f in v.violations)]
+
+    @property
     def passed(self) -> bool:
         return not self.failed and not self.errors
 
@@ -90,11 +96,12 @@ class RunResult:
     def exit_code(self) -> int:
         """2 when something could not be checked (worse than an overrun: the answer is unknown), 1 on an overrun.
 
-        An update records the current state, so an overrun does not fail it; a baseline it could not write does.
+        An update records the current state, so an overrun does not fail it; a baseline it could not write does,
+        and so does a cached count that disagreed with a fresh one (1, like an overrun).
         """
         if self.errors or self.update_errors or self.unreadable:
             return EXIT_ERROR
-        if self.failed and not self.update:
+        if (self.failed and not self.update) or self.miscached:
             return EXIT_OVER_BUDGET
         return EXIT_OK
 
@@ -177,10 +184,11 @@ class Run:
         return verdict
 
     def fails(self, verdict: Verdict) -> bool:
-        """Whether this verdict fails its test or hook: under update only an unusable baseline does (it would
-        not be replaced)."""
+        """Whether this verdict fails its test or hook: under update only an unusable baseline (it would not be
+        replaced) or a cached count that disagreed with a fresh one does."""
         if self.update:
-            return any(f.kind == FindingKind.BASELINE for f in verdict.violations)
+            kinds = (FindingKind.BASELINE, FindingKind.CACHE_MISMATCH)
+            return any(f.kind in kinds for f in verdict.violations)
         return not verdict.passed
 
     # -- pytest-xdist: workers export what they recorded, the controller merges it --------------------------------

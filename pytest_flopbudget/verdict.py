@@ -37,6 +37,7 @@ class FindingKind(Kind):
     SKIPPED = "skipped"
     BASELINE = "baseline"
     NO_BASELINE = "no baseline"
+    CACHE_MISMATCH = "cache mismatch"
 
 
 ERROR = Severity.ERROR
@@ -48,7 +49,8 @@ class Finding:
     """One judgement about a model, phrased as a clause without the model name.
 
     `kind` is `ceiling` (over a limit), `increase` (grew more than max-increase), `growth` (grew, still within
-    budget), `skipped` (some ops could not be counted) or `baseline` (the baseline file is unusable).
+    budget), `skipped` (some ops could not be counted), `baseline` (the baseline file is unusable), `no baseline`
+    or `cache mismatch` (`--cache=verify`: the model's cached count would have answered differently).
     """
 
     severity: Severity
@@ -73,7 +75,7 @@ class Finding:
             return 1, -_ratio(self.actual, self.baseline)
         if self.kind == FindingKind.SKIPPED:
             return 2, -float(self.actual or 0)
-        if self.kind == FindingKind.NO_BASELINE:
+        if self.kind in (FindingKind.NO_BASELINE, FindingKind.CACHE_MISMATCH):
             return 3, 0.0
         return 4, 0.0
 
@@ -102,6 +104,9 @@ class Measurement:
     nodeid: str | None = None
     #: The test that counted it failed for another reason (an assertion after the count): never shown as "ok".
     test_failed: bool = False
+    #: `--cache=verify`: how the model's cached count differs from this (fresh) count (`flops 356 cached, 712
+    #: counted`); a violation in every output, since a cache that answers wrongly lets a gate pass blind.
+    cache_mismatch: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -111,6 +116,7 @@ class Measurement:
             "origin": self.origin.to_dict(),
             "nodeid": self.nodeid,
             "test_failed": self.test_failed,
+            "cache_mismatch": self.cache_mismatch,
         }
 
     @classmethod
@@ -122,6 +128,7 @@ class Measurement:
             origin=Source.from_dict(data["origin"]),
             nodeid=data.get("nodeid"),
             test_failed=bool(data.get("test_failed", False)),
+            cache_mismatch=data.get("cache_mismatch"),
         )
 
 
@@ -203,13 +210,17 @@ def evaluate(
 ) -> Verdict:
     """Check `measurement` against its budget and `baseline`. Limits are inclusive: equal to the limit passes.
 
-    `baseline_error` (an unreadable baseline file) is itself a violation: it must be fixed, not ignored.
+    `baseline_error` (an unreadable baseline file) is itself a violation: it must be fixed, not ignored; so is a
+    cached count that differs from the fresh one (`measurement.cache_mismatch`), on the line declaring the model.
     """
     report, budget = measurement.report, measurement.budget
     findings: list[Finding] = []
     if baseline_error:
         origin = budget.source or measurement.origin
         findings.append(Finding(ERROR, FindingKind.BASELINE, baseline_error, source=origin))
+    if measurement.cache_mismatch:
+        message = f"its cached count differs from a fresh count: {measurement.cache_mismatch}"
+        findings.append(Finding(ERROR, FindingKind.CACHE_MISMATCH, message, source=measurement.origin))
     for metric in METRICS:
         limit = budget.limit(metric)
         now = report.metric(metric)

@@ -185,6 +185,7 @@ def _title(name: str, finding: Finding) -> str:
         "baseline": "baseline file unusable",
         "growth": f"{unit} grew over the baseline",
         "skipped": "ops not counted",
+        "cache mismatch": "cached count differs from a fresh count",
     }
     return f"flopbudget: {name} {titles.get(finding.kind, finding.kind)}"
 

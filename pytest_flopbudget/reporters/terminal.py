@@ -73,7 +73,7 @@ def accept_hint(verdict: Verdict, *, update_hint: str, base_ref: str | None = No
     would pass (a ceiling: the count rounded up to 3 significant digits; max-increase under `--base-ref`: the growth
     rounded up to 0.1%), then the command that records the new baseline, so that following it makes the next run
     clean (raising a ceiling alone would leave the growth over the old baseline reported on every run)."""
-    kinds = {f.kind for f in verdict.violations}
+    kinds = {f.kind for f in verdict.violations} - {FindingKind.CACHE_MISMATCH}  # the cache's fault: not to accept
     if not kinds or FindingKind.BASELINE in kinds:
         return ""
     edits: list[str] = []
@@ -285,13 +285,17 @@ def summary_lines(
         )
     lines = [line.rstrip() for line in _table(rows, right=(2, 3, 4, 5), indent="")]
     unreadable = sum(1 for v in verdicts if any(f.kind == FindingKind.BASELINE for f in v.violations))
-    failed = sum(1 for v in verdicts if not v.passed) - unreadable
+    miscached = sum(1 for v in verdicts if any(f.kind == FindingKind.CACHE_MISMATCH for f in v.violations))
+    only_miscached = sum(1 for v in verdicts if v.violations and _only_cache_mismatch(v))
+    failed = sum(1 for v in verdicts if not v.passed) - unreadable - only_miscached
     counted = len(verdicts)
     tail = f"{plural(counted, 'model')} counted"
     if failed:
         tail += f", {failed} over budget"
     if unreadable:
         tail += f", {unreadable} with an unreadable baseline"
+    if miscached:
+        tail += f", {miscached} whose cached count differs from a fresh count"
     lines.append(tail)
     lines.extend(update_errors)
     return lines
@@ -300,12 +304,18 @@ def summary_lines(
 # -- helpers ---------------------------------------------------------------------------------------------------
 
 
+def _only_cache_mismatch(verdict: Verdict) -> bool:
+    return all(f.kind == FindingKind.CACHE_MISMATCH for f in verdict.violations)
+
+
 def _status(verdict: Verdict, updated: bool) -> str:
     """Honest in one word or two: an update judges against the new baseline, so growth over the old one is no
-    failure any more; only a ceiling the count is still over is."""
+    failure any more; only a ceiling the count is still over is (and a cached count that was wrong, always)."""
     kinds = {f.kind for f in verdict.violations}
     if FindingKind.BASELINE in kinds:
         return "baseline unreadable"
+    if FindingKind.CACHE_MISMATCH in kinds:
+        return "FAIL"
     if updated:
         return "updated, over budget" if kinds & {FindingKind.CEILING} else "updated"
     if not verdict.passed:

@@ -600,6 +600,42 @@ def test_verify_names_the_figure_a_stale_record_got_wrong(project: Path) -> None
     assert counted == [] and flops(after, "small") == flops(verified, "small") != flops(first, "small")
 
 
+def test_verify_fails_closed_in_the_json_document_and_every_ci_output(project: Path, tmp_path: Path) -> None:
+    """The stale record of the test above, checked with `--cache=verify --format json --report markdown:PATH` on
+    GitHub: the mismatch is a violation on `small` in every output, not only a line on stderr. small is
+    Linear(8, w) then Linear(w, 2) on one row: 2*8*w + w (bias) + 2*w*2 + 2 (bias) = 21*w + 2 FLOPs, so the
+    record (w = 4) says 21*4 + 2 = 86 and the fresh count (w = 6) 21*6 + 2 = 128."""
+    check(project)
+    key = key_of(Path(os.environ["XDG_CACHE_HOME"]))
+    config = str(project / "pkg" / "config.json")
+    resign(record_of(project, "small"), key, lambda data: data["dependencies"]["files"].pop(config))
+    (project / "pkg" / "config.json").write_text('{"width": 6}')
+    summary = tmp_path / "step-summary.md"
+    verified = flopbudget(
+        project, "check", "--cache=verify", "--format", "json", "--report", "markdown:flops.md",
+        FLOPBUDGET_NO_CACHE="", GITHUB_ACTIONS="true", GITHUB_STEP_SUMMARY=str(summary),
+    )  # fmt: skip
+    assert verified.returncode == 1, verified.stderr
+    why = "its cached count differs from a fresh count: flops 86 cached, 128 counted"
+    assert f"flopbudget: error: small: {why}\n" in verified.stderr  # the stderr line stays
+    document = json.loads(verified.stdout)
+    assert document["passed"] is False
+    assert document["counts"]["failed"] == 1 and document["counts"]["errors"] == 1
+    models = {model["name"]: model for model in document["models"]}
+    assert models["other"]["passed"] is True
+    small = models["small"]
+    assert small["passed"] is False and small["reason"] == f"small: {why}"
+    assert small["metrics"]["flops"]["now"] == 128  # judged on the fresh count
+    mismatch = [f for f in small["findings"] if f["kind"] == "cache mismatch"]
+    assert len(mismatch) == 1 and mismatch[0]["severity"] == "error" and mismatch[0]["message"] == why
+    assert mismatch[0]["source"]["file"] == "pyproject.toml" and mismatch[0]["source"]["line"] == 1
+    assert re.search(r"^::error file=pyproject\.toml,line=1,title=flopbudget%3A small cached count differs from a "
+                     r"fresh count::small: its cached count differs", verified.stderr, re.MULTILINE), verified.stderr  # fmt: skip
+    for markdown in ((project / "flops.md").read_text(), summary.read_text()):
+        assert f"small: {why}" in markdown, markdown
+    assert "other: its cached count differs" not in verified.stderr
+
+
 def test_a_fifo_where_a_record_should_be_never_hangs_the_check(project: Path) -> None:
     check(project)
     record = record_of(project, "small")
