@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pytest_flopbudget.dependencies import Dependencies
-from pytest_flopbudget.recorded_count import not_cacheable, report_difference
+from pytest_flopbudget.recorded_count import CachedCounter, not_cacheable, report_difference
 from pytest_flopbudget.report import Report
 
 
@@ -23,3 +23,11 @@ def test_the_first_differing_figure_is_named() -> None:
     difference = report_difference(Report(model="m", params=10), Report(model="m", params=12))
     assert difference == "params 10 cached, 12 counted"
     assert report_difference(Report(model="m"), Report(model="other")) == 'model "m" cached, "other" counted'
+
+
+def test_a_mismatch_is_looked_up_by_model_name(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """`check` puts each model's mismatch on its measurement; a model that agreed (or had no record) has none."""
+    counter = CachedCounter(None, object(), verify=True)  # type: ignore[arg-type]
+    counter.mismatches = [("a", "flops 86 cached, 128 counted")]
+    assert counter.mismatch_of("a") == "flops 86 cached, 128 counted"
+    assert counter.mismatch_of("b") is None

@@ -12,9 +12,10 @@ from pytest_flopbudget.budget import parse_budget
 from pytest_flopbudget.config import load_settings
 from pytest_flopbudget.errors import FlopBudgetError
 from pytest_flopbudget.report import LayerCost, PhaseTotals, Report
+from pytest_flopbudget.reporters import json_report
 from pytest_flopbudget.run import EXIT_ERROR, EXIT_OK, EXIT_OVER_BUDGET, ModelError, Run, RunResult, entry_nodeid
 from pytest_flopbudget.source import Source
-from pytest_flopbudget.verdict import Measurement
+from pytest_flopbudget.verdict import FindingKind, Measurement
 
 
 def report(macs: int) -> Report:
@@ -96,3 +97,44 @@ def test_two_tests_counting_one_name_differently_is_an_update_error(tmp_path: Pa
 
 def test_an_empty_result_passes() -> None:
     assert RunResult().passed and RunResult().exit_code == EXIT_OK
+
+
+# -- `--cache=verify`: a cached count that differs from the fresh one fails the run, in every output ----------------
+
+
+def miscached(update: bool, tmp_path: Path) -> tuple[Run, RunResult]:
+    """`a` within its budget (5 MACs <= 10), but its cached count said 4 MACs; `b` agreed with its record."""
+    run = Run(BaselineStore(tmp_path), update=update)
+    stale = measurement("a", 5, "10", nodeid="pyproject.toml::a")
+    stale.cache_mismatch = "macs 4 cached, 5 counted"
+    run.record(stale)
+    run.record(measurement("b", 5, "10"))
+    return run, run.finish()
+
+
+def test_a_cache_mismatch_is_a_violation_on_its_model_and_fails_the_run(tmp_path: Path) -> None:
+    _, result = miscached(False, tmp_path)
+    assert [v.name for v in result.failed] == ["a"] and [v.name for v in result.miscached] == ["a"]
+    (finding,) = result.failed[0].violations
+    assert finding.kind == FindingKind.CACHE_MISMATCH
+    assert finding.message == "its cached count differs from a fresh count: macs 4 cached, 5 counted"
+    assert finding.source == Source(key="a")  # the line declaring the model, for annotations
+    assert not result.passed and result.exit_code == EXIT_OVER_BUDGET  # 1, like an overrun: not unknown (2)
+    document = json_report.results(result.verdicts, result.changes, result.errors, root=tmp_path)
+    assert document["passed"] is False and document["counts"]["failed"] == 1
+    entry = next(model for model in document["models"] if model["name"] == "a")
+    assert entry["passed"] is False and entry["reason"] == f"a: {finding.message}"
+
+
+def test_a_cache_mismatch_fails_an_update_too_which_still_writes_the_fresh_baseline(tmp_path: Path) -> None:
+    run, result = miscached(True, tmp_path)
+    assert result.written == ["a", "b"] and BaselineStore(tmp_path).load("a").macs == 5  # type: ignore[union-attr]
+    assert result.exit_code == EXIT_OVER_BUDGET
+    assert [run.fails(v) for v in result.verdicts] == [True, False]
+
+
+def test_a_cache_mismatch_travels_from_worker_to_controller(tmp_path: Path) -> None:
+    worker, _ = miscached(False, tmp_path)
+    controller = Run(BaselineStore(tmp_path))
+    controller.merge(json.loads(json.dumps(worker.export())))
+    assert [v.name for v in controller.finish().miscached] == ["a"]
