@@ -21,7 +21,7 @@ from ..budget import METRICS
 from ..formatting import format_count, format_percent, metric_title, plural, reason
 from ..run import ModelError, RunResult
 from ..safe_text import safe_text
-from ..verdict import Verdict
+from ..verdict import FindingKind, Verdict
 from . import terminal
 from .annotations import relative_path
 from .output import Findings, OutputContext
@@ -173,11 +173,16 @@ def cell(text: str) -> str:
 
 def _headline(verdicts: Sequence[Verdict], changes: Sequence[BudgetChange], unchecked: Sequence[ModelError]) -> str:
     counted = len(verdicts)
-    failed = sum(1 for v in verdicts if not v.passed)
+    miscached = [v for v in verdicts if any(f.kind == FindingKind.CACHE_MISMATCH for f in v.violations)]
+    failed = sum(1 for v in verdicts if any(f.kind != FindingKind.CACHE_MISMATCH for f in v.violations))
     warned = sum(1 for v in verdicts if v.passed and v.warnings)
     models = f"{plural(counted, 'model')}"
     if failed:
         text = f"{STATUS['fail']} {failed} of {models} over budget"
+        if miscached:
+            text += f", {len(miscached)} whose cached count differs from a fresh count"
+    elif miscached:
+        text = f"{STATUS['fail']} {len(miscached)} of {models} whose cached count differs from a fresh count"
     elif counted:
         text = f"{STATUS['ok']} {models} within budget"
     else:

@@ -618,6 +618,7 @@ def test_verify_fails_closed_in_the_json_document_and_every_ci_output(project: P
     assert verified.returncode == 1, verified.stderr
     why = "its cached count differs from a fresh count: flops 86 cached, 128 counted"
     assert f"flopbudget: error: small: {why}\n" in verified.stderr  # the stderr line stays
+    assert "2 models counted, 1 whose cached count differs from a fresh count\n" in verified.stderr  # the text
     document = json.loads(verified.stdout)
     assert document["passed"] is False
     assert document["counts"]["failed"] == 1 and document["counts"]["errors"] == 1
@@ -632,6 +633,7 @@ def test_verify_fails_closed_in_the_json_document_and_every_ci_output(project: P
     annotation = "::error file=pyproject.toml,line=1,title=flopbudget%3A small cached count differs from a fresh count"
     assert f"{annotation}::small: {why}\n" in verified.stderr, verified.stderr  # GitHub's, on the model's table
     for markdown in ((project / "flops.md").read_text(), summary.read_text()):
+        assert "flopbudget: ❌ 1 of 2 models whose cached count differs from a fresh count" in markdown, markdown
         assert f"small: {why}" in markdown, markdown
     assert "other: its cached count differs" not in verified.stderr
 
