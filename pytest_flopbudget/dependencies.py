@@ -541,6 +541,14 @@ def stdlib_roots() -> tuple[str, ...]:
 #: Kernel files (`/proc/self/maps`): they describe the process, not the model, and differ on every run.
 VIRTUAL_ROOTS = ("/proc/", "/sys/", "/dev/")
 
+#: Under `/dev/` but ordinary files: a model's data staged in shared memory (`/dev/shm/config.json`) is an input.
+SHARED_MEMORY_ROOTS = ("/dev/shm/",)
+
+
+def _virtual(path: str) -> bool:
+    """Whether `path` (real, or a directory ending in a separator) is a kernel file, never a fact."""
+    return _under(path, VIRTUAL_ROOTS) and not _under(path, SHARED_MEMORY_ROOTS)
+
 
 _REAL_DIRECTORIES: dict[str, str] = {}
 
@@ -611,7 +619,7 @@ class Dependencies:
         for path in sorted(paths):
             real = _realpath(path)
             standard = _under(real, stdlib) and not _under(real, libraries)
-            if standard or _under(real, VIRTUAL_ROOTS) or _is_bytecode(real):
+            if standard or _virtual(real) or _is_bytecode(real):
                 continue
             if _under(real, libraries):
                 fact = _library_fact(real)
@@ -626,7 +634,7 @@ class Dependencies:
                 if recorder.started_ns and _modified_since(path, recorder.started_ns):
                     deps.unstable.append(path)
         for path, seen in sorted(recorder.listings.items()):
-            if _under(os.path.realpath(path) + os.sep, VIRTUAL_ROOTS):
+            if _virtual(os.path.realpath(path) + os.sep):
                 continue
             deps.listings[path] = listing_digest(path)
             if deps.listings[path] != seen:  # a file added or removed while the count ran

@@ -455,3 +455,23 @@ def test_a_weights_file_a_native_library_reads(tmp_path: Path, reader: str) -> N
 
     write(3)
     assert_recounts_after(project, lambda: write(9))
+
+
+def test_a_data_file_staged_in_shared_memory(tmp_path: Path) -> None:
+    shm = Path("/dev/shm")
+    if not (shm.is_dir() and os.access(shm, os.W_OK)):
+        pytest.skip("no writable /dev/shm")
+    staged = shm / f"flopbudget-test-{os.getpid()}-{tmp_path.name}.json"
+    staged.write_text('{"width": 3}')
+    try:
+        project = make_project(
+            tmp_path,
+            f"""
+            def build():
+                counted()
+                return nn.Linear(8, json.loads(Path({str(staged)!r}).read_text())["width"])
+            """,
+        )  # main: /dev/ was skipped as kernel files, so the staged config was no fact and the old count stayed
+        assert_recounts_after(project, lambda: staged.write_text('{"width": 6}'))
+    finally:
+        staged.unlink(missing_ok=True)
