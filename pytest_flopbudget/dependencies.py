@@ -300,18 +300,19 @@ class Recorder:
         self._held.append(self._held_files())
         _ACTIVE.append(self)
         self.started_ns = time.time_ns()
-        self._saved.append((os.environ.__class__, os.environb.__class__, os.stat, os.lstat, os.access))
+        self._saved.append((os.environ.__class__, os.environb.__class__, os.stat, os.lstat, os.access, os.readlink))
         os.environ.__class__ = _RecordingEnviron
         os.environb.__class__ = _RecordingEnviron
         os.stat = _probing(os.stat)
         os.lstat = _probing(os.lstat)
         os.access = _probing(os.access)
+        os.readlink = _probing(os.readlink)  # the link's target is part of a probed path's fact
         self._finder = _ModuleLookups(self)
         sys.meta_path.insert(0, self._finder)
         return self
 
     def __exit__(self, *exc: object) -> None:
-        environ_class, environb_class, os.stat, os.lstat, os.access = self._saved.pop()
+        environ_class, environb_class, os.stat, os.lstat, os.access, os.readlink = self._saved.pop()
         os.environ.__class__ = environ_class
         os.environb.__class__ = environb_class
         with contextlib.suppress(ValueError):
@@ -773,7 +774,17 @@ _KINDS = (
 def file_digest(path: str) -> str:
     """sha256 of the file's bytes; "" when it does not exist; "directory"; `NOT_REGULAR` and its kind for a FIFO,
     socket or device, which is never opened (a FIFO would block until a writer comes); "unreadable" otherwise.
-    None of these is ever equal to a digest."""
+    None of these is ever equal to a digest. When `path` itself is a symbolic link, its target follows
+    (`"directory -> v4"`): a model that reads where a link points (`os.path.realpath("checkpoints/latest")`) sees
+    the link retargeted even when the new target has the same kind or content."""
+    try:
+        link = os.readlink(path)
+    except (OSError, ValueError):
+        return _target_digest(path)
+    return f"{_target_digest(path)} -> {link}"
+
+
+def _target_digest(path: str) -> str:
     try:
         info = os.stat(path)
     except (FileNotFoundError, NotADirectoryError):

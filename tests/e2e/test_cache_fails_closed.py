@@ -475,3 +475,29 @@ def test_a_data_file_staged_in_shared_memory(tmp_path: Path) -> None:
         assert_recounts_after(project, lambda: staged.write_text('{"width": 6}'))
     finally:
         staged.unlink(missing_ok=True)
+
+
+@pytest.mark.parametrize("read", ["os.path.realpath(LATEST)", "os.readlink(LATEST)"])
+def test_a_link_retargeted_to_a_directory_of_the_same_kind(tmp_path: Path, read: str) -> None:
+    project = make_project(
+        tmp_path,
+        f"""
+        LATEST = HERE / "checkpoints" / "latest"
+
+
+        def build():
+            counted()
+            step = int(os.path.basename({read}).removeprefix("step"))  # where the link points, not what it holds
+            return nn.Linear(8, step)
+        """,
+        **{"checkpoints/step4/weights": "same", "checkpoints/step16/weights": "same"},
+    )
+    latest = project / "checkpoints" / "latest"
+    latest.symlink_to("step4")
+
+    def retarget() -> None:
+        latest.unlink()
+        latest.symlink_to("step16")
+
+    # main: the fact was the target's ("a directory"), the same for both: the old step's count stayed
+    assert_recounts_after(project, retarget)
