@@ -822,13 +822,30 @@ def _open_regular(path: str) -> Any:
 
 
 def listing_digest(path: str) -> str:
+    """The names in a directory, each with what `os.scandir` tells of it without opening it: its kind, a regular
+    file's size, a link's target (`entry.is_dir()` and `entry.stat().st_size` are read from the listing, and no
+    probe of the file is seen)."""
     try:
-        names = sorted(os.listdir(path))
+        with os.scandir(path) as entries:
+            described = sorted(f"{entry.name}\0{_entry_kind(entry)}" for entry in entries)
     except FileNotFoundError:
         return ""
     except OSError:
         return "unreadable"
-    return hashlib.sha256("\0".join(names).encode("utf-8", "surrogateescape")).hexdigest()
+    return hashlib.sha256("\0".join(described).encode("utf-8", "surrogateescape")).hexdigest()
+
+
+def _entry_kind(entry: os.DirEntry[str]) -> str:
+    try:
+        if entry.is_symlink():
+            return "link " + os.readlink(entry.path)
+        if entry.is_dir(follow_symlinks=False):
+            return "directory"
+        if entry.is_file(follow_symlinks=False):
+            return f"file {entry.stat(follow_symlinks=False).st_size}"
+    except OSError:  # removed while it was listed
+        return "unreadable"
+    return "other"
 
 
 def _library_fact(path: str) -> list[int] | None:

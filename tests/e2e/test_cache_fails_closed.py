@@ -501,3 +501,32 @@ def test_a_link_retargeted_to_a_directory_of_the_same_kind(tmp_path: Path, read:
 
     # main: the fact was the target's ("a directory"), the same for both: the old step's count stayed
     assert_recounts_after(project, retarget)
+
+
+@pytest.mark.parametrize(
+    ("expression", "change"),
+    [
+        ("sum(entry.stat().st_size for entry in entries)", lambda data: (data / "a.bin").write_text("xxxxxxxx")),
+        (
+            "sum(1 + entry.is_dir() for entry in entries)",
+            lambda data: ((data / "a.bin").unlink(), (data / "a.bin").mkdir()),
+        ),
+    ],
+    ids=["DirEntry.stat", "DirEntry.is_dir"],
+)
+def test_what_a_scandir_entry_tells_without_opening_the_file(
+    tmp_path: Path, expression: str, change: Callable[[Path], object]
+) -> None:
+    project = make_project(
+        tmp_path,
+        f"""
+        def build():
+            counted()
+            with os.scandir(HERE / "data") as entries:
+                width = {expression}  # no open, no os.stat: only the listing's own entries
+            return nn.Linear(8, width)
+        """,
+        **{"data/a.bin": "xxxx"},
+    )
+    # main: a listing's fact was its names alone, which did not change
+    assert_recounts_after(project, lambda: change(project / "data"))
