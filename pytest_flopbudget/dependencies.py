@@ -232,6 +232,21 @@ def _called_from_library(depth: int = 3, metadata_is_import: bool = True) -> boo
 _THIS_FILE = os.path.realpath(__file__)
 
 
+def _absolute(path: str) -> str:
+    """The absolute path of the file the kernel opens for `path`. `os.path.abspath` removes `..` by the text, which
+    names another file when a directory before it is a link (`models/../configs/w.json` with `models` a link to
+    another checkout's `models` reads that checkout's `configs/w.json`): up to the last `..` the path is resolved
+    (the links on the way are probed, so retargeting one is a change too), after it normalised as text, so a
+    final link stays a link."""
+    joined = os.path.join(os.getcwd(), path)
+    parts = joined.split(os.sep)
+    if os.pardir not in parts:
+        return os.path.normpath(joined)
+    last = len(parts) - 1 - parts[::-1].index(os.pardir)
+    prefix = os.sep.join(parts[: last + 1]) or os.sep
+    return os.path.normpath(os.path.join(os.path.realpath(prefix), *parts[last + 1 :]))
+
+
 class Recorder:
     """Notes what runs inside `with recorder:` reads. Nested or repeated use is fine; one records at a time."""
 
@@ -256,7 +271,7 @@ class Recorder:
         if isinstance(path, int):  # os.open on a descriptor: the file was noted when it was opened by name
             return
         with contextlib.suppress(TypeError, ValueError):
-            self.files.add(os.path.abspath(os.fsdecode(path)))
+            self.files.add(_absolute(os.fsdecode(path)))
 
     def note_listing(self, path: Any, by_library: bool = False) -> None:
         """A directory listed. A library's listing of a `sys.path` directory or of the Python installation is an
@@ -264,7 +279,7 @@ class Recorder:
         if isinstance(path, int):  # a descriptor (os.fwalk, shutil.rmtree): see the docs' limitations
             return
         with contextlib.suppress(TypeError, ValueError):
-            path = os.path.abspath(os.fsdecode(path))
+            path = _absolute(os.fsdecode(path))
             if path in self.listings or (by_library and _is_path_scan(path)):
                 return
             with self.reading_itself():
@@ -288,7 +303,7 @@ class Recorder:
         if isinstance(path, int):
             return
         with contextlib.suppress(TypeError, ValueError):
-            self.probes.add(os.path.abspath(os.fsdecode(path)))
+            self.probes.add(_absolute(os.fsdecode(path)))
 
     def note_distribution_query(self, query: str, digest: str) -> None:
         self.distribution_queries.setdefault(query, digest)

@@ -530,3 +530,35 @@ def test_what_a_scandir_entry_tells_without_opening_the_file(
     )
     # main: a listing's fact was its names alone, which did not change
     assert_recounts_after(project, lambda: change(project / "data"))
+
+
+def test_a_dotdot_path_through_a_linked_directory(tmp_path: Path) -> None:
+    checkout = tmp_path / "other-checkout"  # the models come from another checkout, through a link
+    (checkout / "models").mkdir(parents=True)
+    (checkout / "configs").mkdir()
+    (checkout / "configs" / "w.json").write_text('{"width": 3}')
+    (checkout / "models" / "__init__.py").write_text("")
+    (checkout / "models" / "net.py").write_text(
+        HEADER
+        + textwrap.dedent(
+            """
+            def counted():  # next to the project, as HEADER's is for a module at its root
+                with open(HERE.parent.parent / "counted.log", "a") as log:
+                    log.write("m\\n")
+
+
+            def build():
+                counted()
+                # the kernel resolves models/.. through the link: other-checkout/configs/w.json is read
+                return nn.Linear(8, json.loads(open(os.path.join(HERE, "..", "configs", "w.json")).read())["width"])
+            """
+        )
+    )
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "pyproject.toml").write_text(PYPROJECT.replace("model:build", "models.net:build"))
+    (project / "models").symlink_to(checkout / "models")
+    (project / "configs").mkdir()
+    (project / "configs" / "w.json").write_text('{"width": 3}')  # what the text `models/../configs` names
+    # main: the path was normalised as text, so project/configs/w.json was the fact and the change went unseen
+    assert_recounts_after(project, lambda: (checkout / "configs" / "w.json").write_text('{"width": 6}'))
