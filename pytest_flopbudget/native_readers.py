@@ -60,12 +60,18 @@ def unwrap_all() -> None:
         del _WRAPPED[(module_name, attribute)]
 
 
+#: The names under which the readers take their path as a keyword (`numpy.fromfile(file=...)`,
+#: `safetensors.safe_open(filename=...)`, `h5py`'s `make_fid(name, ...)`).
+PATH_KEYWORDS = ("file", "filename", "name", "path")
+
+
 def _noting(original: Any, note: Callable[[Any], None]) -> Any:
     @functools.wraps(original)
-    def reader(path: Any, *args: Any, **kwargs: Any) -> Any:
+    def reader(*args: Any, **kwargs: Any) -> Any:  # the call is passed on untouched, however the path is given
+        path = args[0] if args else next((kwargs[key] for key in PATH_KEYWORDS if key in kwargs), None)
         if isinstance(path, (str, bytes, os.PathLike)):
             note(path)
-        return original(path, *args, **kwargs)
+        return original(*args, **kwargs)
 
     return reader
 
