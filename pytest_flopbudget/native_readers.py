@@ -1,7 +1,7 @@
 """Files opened by compiled code, which raises no `open` audit event: the ones the recorder can still name.
 
 Python's `open` audit event covers every file opened through Python, but a C library opens its files itself:
-`h5py.File` (HDF5), `safetensors.safe_open`, `numpy.fromfile`. Two ways recover them:
+`h5py.File` (HDF5), `safetensors.safe_open`, `numpy.fromfile`, `torch.from_file`. Two ways recover them:
 
 - the Python functions through which those libraries receive the path are wrapped while a count is recorded, so
   the path is noted as a read like any other (and so becomes an ordinary file fact: its sha256);
@@ -27,6 +27,7 @@ READERS: dict[str, tuple[str, ...]] = {
     "safetensors": ("safe_open",),
     "safetensors.torch": ("safe_open", "load_file"),
     "numpy": ("fromfile",),
+    "torch": ("from_file",),
 }
 
 _WRAPPED: dict[tuple[str, str], Any] = {}
