@@ -511,7 +511,7 @@ def _distributions_digest(found: Iterable[Any]) -> str:
 
 def _probing(function: Any) -> Any:
     def probe(path: Any, *args: Any, **kwargs: Any) -> Any:
-        if _ACTIVE:
+        if _ACTIVE and _ACTIVE[-1].reading_thread != threading.get_ident():  # not the recorder's own (a listing's)
             _ACTIVE[-1].note_probe(path)
         return function(path, *args, **kwargs)
 
