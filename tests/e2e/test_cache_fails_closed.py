@@ -570,3 +570,20 @@ def test_a_dotdot_path_through_a_linked_directory(tmp_path: Path) -> None:
     (project / "configs" / "w.json").write_text('{"width": 3}')  # what the text `models/../configs` names
     # main: the path was normalised as text, so project/configs/w.json was the fact and the change went unseen
     assert_recounts_after(project, lambda: (checkout / "configs" / "w.json").write_text('{"width": 6}'))
+
+
+def test_the_interpreter_run_with_optimisations(tmp_path: Path) -> None:
+    project = make_project(
+        tmp_path,
+        """
+        def build():
+            counted()
+            return nn.Linear(8, 3 if __debug__ else 6)  # python -O, or PYTHONOPTIMIZE=1 in the hook's environment
+        """,
+    )
+    check(project)
+    assert not check(project)[0]
+    # main: the optimisation level was no part of the key and no fact: the -O count was the cached one
+    counted, flops = check(project, PYTHONOPTIMIZE="1")
+    assert (counted, flops) == (True, check(project, "--no-cache", PYTHONOPTIMIZE="1")[1])
+    assert flops != check(project, "--no-cache")[1]
