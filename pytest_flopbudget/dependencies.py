@@ -238,7 +238,7 @@ def _absolute(path: str) -> str:
     another checkout's `models` reads that checkout's `configs/w.json`): up to the last `..` the path is resolved
     (the links on the way are probed, so retargeting one is a change too), after it normalised as text, so a
     final link stays a link."""
-    joined = os.path.join(os.getcwd(), path)
+    joined = path if os.path.isabs(path) else os.path.join(os.getcwd(), path)
     parts = joined.split(os.sep)
     if os.pardir not in parts:
         return os.path.normpath(joined)
