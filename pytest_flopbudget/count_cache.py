@@ -77,6 +77,8 @@ def entry_key(table: Mapping[str, Any], root: Path) -> str:
         "tool": __version__,
         "python": sys.version,
         "executable": sys.executable,
+        "flags": list(sys.flags),  # -O / PYTHONOPTIMIZE: `if __debug__:` code and asserts run or not
+        "hash seed": os.environ.get("PYTHONHASHSEED"),  # the order of a set of strings (hashed with the rest)
         "platform": [sys.platform, platform.machine()],
         "path": [os.path.realpath(entry) if isinstance(entry, str) else repr(entry) for entry in sys.path],
         "cwd": os.getcwd(),

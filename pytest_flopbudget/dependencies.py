@@ -232,6 +232,21 @@ def _called_from_library(depth: int = 3, metadata_is_import: bool = True) -> boo
 _THIS_FILE = os.path.realpath(__file__)
 
 
+def _absolute(path: str) -> str:
+    """The absolute path of the file the kernel opens for `path`. `os.path.abspath` removes `..` by the text, which
+    names another file when a directory before it is a link (`models/../configs/w.json` with `models` a link to
+    another checkout's `models` reads that checkout's `configs/w.json`): up to the last `..` the path is resolved
+    (the links on the way are probed, so retargeting one is a change too), after it normalised as text, so a
+    final link stays a link."""
+    joined = path if os.path.isabs(path) else os.path.join(os.getcwd(), path)
+    parts = joined.split(os.sep)
+    if os.pardir not in parts:
+        return os.path.normpath(joined)
+    last = len(parts) - 1 - parts[::-1].index(os.pardir)
+    prefix = os.sep.join(parts[: last + 1]) or os.sep
+    return os.path.normpath(os.path.join(os.path.realpath(prefix), *parts[last + 1 :]))
+
+
 class Recorder:
     """Notes what runs inside `with recorder:` reads. Nested or repeated use is fine; one records at a time."""
 
@@ -256,7 +271,7 @@ class Recorder:
         if isinstance(path, int):  # os.open on a descriptor: the file was noted when it was opened by name
             return
         with contextlib.suppress(TypeError, ValueError):
-            self.files.add(os.path.abspath(os.fsdecode(path)))
+            self.files.add(_absolute(os.fsdecode(path)))
 
     def note_listing(self, path: Any, by_library: bool = False) -> None:
         """A directory listed. A library's listing of a `sys.path` directory or of the Python installation is an
@@ -264,7 +279,7 @@ class Recorder:
         if isinstance(path, int):  # a descriptor (os.fwalk, shutil.rmtree): see the docs' limitations
             return
         with contextlib.suppress(TypeError, ValueError):
-            path = os.path.abspath(os.fsdecode(path))
+            path = _absolute(os.fsdecode(path))
             if path in self.listings or (by_library and _is_path_scan(path)):
                 return
             with self.reading_itself():
@@ -288,7 +303,7 @@ class Recorder:
         if isinstance(path, int):
             return
         with contextlib.suppress(TypeError, ValueError):
-            self.probes.add(os.path.abspath(os.fsdecode(path)))
+            self.probes.add(_absolute(os.fsdecode(path)))
 
     def note_distribution_query(self, query: str, digest: str) -> None:
         self.distribution_queries.setdefault(query, digest)
@@ -300,18 +315,19 @@ class Recorder:
         self._held.append(self._held_files())
         _ACTIVE.append(self)
         self.started_ns = time.time_ns()
-        self._saved.append((os.environ.__class__, os.environb.__class__, os.stat, os.lstat, os.access))
+        self._saved.append((os.environ.__class__, os.environb.__class__, os.stat, os.lstat, os.access, os.readlink))
         os.environ.__class__ = _RecordingEnviron
         os.environb.__class__ = _RecordingEnviron
         os.stat = _probing(os.stat)
         os.lstat = _probing(os.lstat)
         os.access = _probing(os.access)
+        os.readlink = _probing(os.readlink)  # the link's target is part of a probed path's fact
         self._finder = _ModuleLookups(self)
         sys.meta_path.insert(0, self._finder)
         return self
 
     def __exit__(self, *exc: object) -> None:
-        environ_class, environb_class, os.stat, os.lstat, os.access = self._saved.pop()
+        environ_class, environb_class, os.stat, os.lstat, os.access, os.readlink = self._saved.pop()
         os.environ.__class__ = environ_class
         os.environb.__class__ = environb_class
         with contextlib.suppress(ValueError):
@@ -495,7 +511,7 @@ def _distributions_digest(found: Iterable[Any]) -> str:
 
 def _probing(function: Any) -> Any:
     def probe(path: Any, *args: Any, **kwargs: Any) -> Any:
-        if _ACTIVE:
+        if _ACTIVE and _ACTIVE[-1].reading_thread != threading.get_ident():  # not the recorder's own (a listing's)
             _ACTIVE[-1].note_probe(path)
         return function(path, *args, **kwargs)
 
@@ -540,6 +556,14 @@ def stdlib_roots() -> tuple[str, ...]:
 
 #: Kernel files (`/proc/self/maps`): they describe the process, not the model, and differ on every run.
 VIRTUAL_ROOTS = ("/proc/", "/sys/", "/dev/")
+
+#: Under `/dev/` but ordinary files: a model's data staged in shared memory (`/dev/shm/config.json`) is an input.
+SHARED_MEMORY_ROOTS = ("/dev/shm/",)
+
+
+def _virtual(path: str) -> bool:
+    """Whether `path` (real, or a directory ending in a separator) is a kernel file, never a fact."""
+    return _under(path, VIRTUAL_ROOTS) and not _under(path, SHARED_MEMORY_ROOTS)
 
 
 _REAL_DIRECTORIES: dict[str, str] = {}
@@ -611,7 +635,7 @@ class Dependencies:
         for path in sorted(paths):
             real = _realpath(path)
             standard = _under(real, stdlib) and not _under(real, libraries)
-            if standard or _under(real, VIRTUAL_ROOTS) or _is_bytecode(real):
+            if standard or _virtual(real) or _is_bytecode(real):
                 continue
             if _under(real, libraries):
                 fact = _library_fact(real)
@@ -626,7 +650,7 @@ class Dependencies:
                 if recorder.started_ns and _modified_since(path, recorder.started_ns):
                     deps.unstable.append(path)
         for path, seen in sorted(recorder.listings.items()):
-            if _under(os.path.realpath(path) + os.sep, VIRTUAL_ROOTS):
+            if _virtual(os.path.realpath(path) + os.sep):
                 continue
             deps.listings[path] = listing_digest(path)
             if deps.listings[path] != seen:  # a file added or removed while the count ran
@@ -765,7 +789,17 @@ _KINDS = (
 def file_digest(path: str) -> str:
     """sha256 of the file's bytes; "" when it does not exist; "directory"; `NOT_REGULAR` and its kind for a FIFO,
     socket or device, which is never opened (a FIFO would block until a writer comes); "unreadable" otherwise.
-    None of these is ever equal to a digest."""
+    None of these is ever equal to a digest. When `path` itself is a symbolic link, its target follows
+    (`"directory -> v4"`): a model that reads where a link points (`os.path.realpath("checkpoints/latest")`) sees
+    the link retargeted even when the new target has the same kind or content."""
+    try:
+        link = os.readlink(path)
+    except (OSError, ValueError):
+        return _target_digest(path)
+    return f"{_target_digest(path)} -> {link}"
+
+
+def _target_digest(path: str) -> str:
     try:
         info = os.stat(path)
     except (FileNotFoundError, NotADirectoryError):
@@ -803,13 +837,30 @@ def _open_regular(path: str) -> Any:
 
 
 def listing_digest(path: str) -> str:
+    """The names in a directory, each with what `os.scandir` tells of it without opening it: its kind, a regular
+    file's size, a link's target (`entry.is_dir()` and `entry.stat().st_size` are read from the listing, and no
+    probe of the file is seen)."""
     try:
-        names = sorted(os.listdir(path))
+        with os.scandir(path) as entries:
+            described = sorted(f"{entry.name}\0{_entry_kind(entry)}" for entry in entries)
     except FileNotFoundError:
         return ""
     except OSError:
         return "unreadable"
-    return hashlib.sha256("\0".join(names).encode("utf-8", "surrogateescape")).hexdigest()
+    return hashlib.sha256("\0".join(described).encode("utf-8", "surrogateescape")).hexdigest()
+
+
+def _entry_kind(entry: os.DirEntry[str]) -> str:
+    try:
+        if entry.is_symlink():
+            return "link " + os.readlink(entry.path)
+        if entry.is_dir(follow_symlinks=False):
+            return "directory"
+        if entry.is_file(follow_symlinks=False):
+            return f"file {entry.stat(follow_symlinks=False).st_size}"
+    except OSError:  # removed while it was listed
+        return "unreadable"
+    return "other"
 
 
 def _library_fact(path: str) -> list[int] | None:

@@ -1,7 +1,7 @@
 """Files opened by compiled code, which raises no `open` audit event: the ones the recorder can still name.
 
 Python's `open` audit event covers every file opened through Python, but a C library opens its files itself:
-`h5py.File` (HDF5), `safetensors.safe_open`, `numpy.fromfile`. Two ways recover them:
+`h5py.File` (HDF5), `safetensors.safe_open`, `numpy.fromfile`, `torch.from_file`. Two ways recover them:
 
 - the Python functions through which those libraries receive the path are wrapped while a count is recorded, so
   the path is noted as a read like any other (and so becomes an ordinary file fact: its sha256);
@@ -27,6 +27,7 @@ READERS: dict[str, tuple[str, ...]] = {
     "safetensors": ("safe_open",),
     "safetensors.torch": ("safe_open", "load_file"),
     "numpy": ("fromfile",),
+    "torch": ("from_file",),
 }
 
 _WRAPPED: dict[tuple[str, str], Any] = {}
@@ -60,12 +61,18 @@ def unwrap_all() -> None:
         del _WRAPPED[(module_name, attribute)]
 
 
+#: The names under which the readers take their path as a keyword (`numpy.fromfile(file=...)`,
+#: `safetensors.safe_open(filename=...)`, `h5py`'s `make_fid(name, ...)`).
+PATH_KEYWORDS = ("file", "filename", "name", "path")
+
+
 def _noting(original: Any, note: Callable[[Any], None]) -> Any:
     @functools.wraps(original)
-    def reader(path: Any, *args: Any, **kwargs: Any) -> Any:
+    def reader(*args: Any, **kwargs: Any) -> Any:  # the call is passed on untouched, however the path is given
+        path = args[0] if args else next((kwargs[key] for key in PATH_KEYWORDS if key in kwargs), None)
         if isinstance(path, (str, bytes, os.PathLike)):
             note(path)
-        return original(path, *args, **kwargs)
+        return original(*args, **kwargs)
 
     return reader
 

@@ -432,6 +432,14 @@ NATIVE = {
         "import torch\nfrom safetensors.torch import save_file\nsave_file({'head': torch.zeros(WIDTH, 8)}, "
         "'head.safetensors')\n",
     ),
+    "torch": (  # main: not a listed reader, so the file torch reads and closes itself was no fact
+        """
+        import torch
+        def width():
+            return int(torch.from_file(filename=str(HERE / "head.bin"), size=1, dtype=torch.float32).item())
+        """,
+        "import numpy\nnumpy.array([WIDTH], dtype=numpy.float32).tofile('head.bin')\n",
+    ),
 }
 
 
@@ -455,3 +463,127 @@ def test_a_weights_file_a_native_library_reads(tmp_path: Path, reader: str) -> N
 
     write(3)
     assert_recounts_after(project, lambda: write(9))
+
+
+def test_a_data_file_staged_in_shared_memory(tmp_path: Path) -> None:
+    shm = Path("/dev/shm")
+    if not (shm.is_dir() and os.access(shm, os.W_OK)):
+        pytest.skip("no writable /dev/shm")
+    staged = shm / f"flopbudget-test-{os.getpid()}-{tmp_path.name}.json"
+    staged.write_text('{"width": 3}')
+    try:
+        project = make_project(
+            tmp_path,
+            f"""
+            def build():
+                counted()
+                return nn.Linear(8, json.loads(Path({str(staged)!r}).read_text())["width"])
+            """,
+        )  # main: /dev/ was skipped as kernel files, so the staged config was no fact and the old count stayed
+        assert_recounts_after(project, lambda: staged.write_text('{"width": 6}'))
+    finally:
+        staged.unlink(missing_ok=True)
+
+
+@pytest.mark.parametrize("read", ["os.path.realpath(LATEST)", "os.readlink(LATEST)"])
+def test_a_link_retargeted_to_a_directory_of_the_same_kind(tmp_path: Path, read: str) -> None:
+    project = make_project(
+        tmp_path,
+        f"""
+        LATEST = HERE / "checkpoints" / "latest"
+
+
+        def build():
+            counted()
+            step = int(os.path.basename({read}).removeprefix("step"))  # where the link points, not what it holds
+            return nn.Linear(8, step)
+        """,
+        **{"checkpoints/step4/weights": "same", "checkpoints/step16/weights": "same"},
+    )
+    latest = project / "checkpoints" / "latest"
+    latest.symlink_to("step4")
+
+    def retarget() -> None:
+        latest.unlink()
+        latest.symlink_to("step16")
+
+    # main: the fact was the target's ("a directory"), the same for both: the old step's count stayed
+    assert_recounts_after(project, retarget)
+
+
+@pytest.mark.parametrize(
+    ("expression", "change"),
+    [
+        ("sum(entry.stat().st_size for entry in entries)", lambda data: (data / "a.bin").write_text("xxxxxxxx")),
+        (
+            "sum(1 + entry.is_dir() for entry in entries)",
+            lambda data: ((data / "a.bin").unlink(), (data / "a.bin").mkdir()),
+        ),
+    ],
+    ids=["DirEntry.stat", "DirEntry.is_dir"],
+)
+def test_what_a_scandir_entry_tells_without_opening_the_file(
+    tmp_path: Path, expression: str, change: Callable[[Path], object]
+) -> None:
+    project = make_project(
+        tmp_path,
+        f"""
+        def build():
+            counted()
+            with os.scandir(HERE / "data") as entries:
+                width = {expression}  # no open, no os.stat: only the listing's own entries
+            return nn.Linear(8, width)
+        """,
+        **{"data/a.bin": "xxxx"},
+    )
+    # main: a listing's fact was its names alone, which did not change
+    assert_recounts_after(project, lambda: change(project / "data"))
+
+
+def test_a_dotdot_path_through_a_linked_directory(tmp_path: Path) -> None:
+    checkout = tmp_path / "other-checkout"  # the models come from another checkout, through a link
+    (checkout / "models").mkdir(parents=True)
+    (checkout / "configs").mkdir()
+    (checkout / "configs" / "w.json").write_text('{"width": 3}')
+    (checkout / "models" / "__init__.py").write_text("")
+    (checkout / "models" / "net.py").write_text(
+        HEADER
+        + textwrap.dedent(
+            """
+            def counted():  # next to the project, as HEADER's is for a module at its root
+                with open(HERE.parent.parent / "counted.log", "a") as log:
+                    log.write("m\\n")
+
+
+            def build():
+                counted()
+                # the kernel resolves models/.. through the link: other-checkout/configs/w.json is read
+                return nn.Linear(8, json.loads(open(os.path.join(HERE, "..", "configs", "w.json")).read())["width"])
+            """
+        )
+    )
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "pyproject.toml").write_text(PYPROJECT.replace("model:build", "models.net:build"))
+    (project / "models").symlink_to(checkout / "models")
+    (project / "configs").mkdir()
+    (project / "configs" / "w.json").write_text('{"width": 3}')  # what the text `models/../configs` names
+    # main: the path was normalised as text, so project/configs/w.json was the fact and the change went unseen
+    assert_recounts_after(project, lambda: (checkout / "configs" / "w.json").write_text('{"width": 6}'))
+
+
+def test_the_interpreter_run_with_optimisations(tmp_path: Path) -> None:
+    project = make_project(
+        tmp_path,
+        """
+        def build():
+            counted()
+            return nn.Linear(8, 3 if __debug__ else 6)  # python -O, or PYTHONOPTIMIZE=1 in the hook's environment
+        """,
+    )
+    check(project)
+    assert not check(project)[0]
+    # main: the optimisation level was no part of the key and no fact: the -O count was the cached one
+    counted, flops = check(project, PYTHONOPTIMIZE="1")
+    assert (counted, flops) == (True, check(project, "--no-cache", PYTHONOPTIMIZE="1")[1])
+    assert flops != check(project, "--no-cache")[1]

@@ -550,3 +550,15 @@ def test_a_pty_makes_the_count_uncacheable() -> None:
     os.waitpid(pid, 0)
     os.close(fd)
     assert recorder.uncacheable == "it forked a process (a multiprocessing worker, pty or os.fork)"
+
+
+def test_the_links_in_a_listed_directory_are_described_not_probed(tmp_path: Path) -> None:
+    (tmp_path / "blob").write_bytes(b"weights")
+    (tmp_path / "snapshot").mkdir()
+    (tmp_path / "snapshot" / "model.safetensors").symlink_to(tmp_path / "blob")  # a Hugging Face snapshot
+    recorder = Recorder()
+    with recorder:
+        os.listdir(tmp_path / "snapshot")
+    # the listing's fact holds the link's target; hashing every weights file behind it would cost every check
+    assert str(tmp_path / "snapshot" / "model.safetensors") not in recorder.probes
+    assert str(tmp_path / "snapshot") in recorder.listings

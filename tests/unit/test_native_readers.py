@@ -55,3 +55,15 @@ def test_a_file_held_open_for_writing_is_not_an_input(tmp_path: Path) -> None:
 def test_held_files_lists_open_and_mapped_files() -> None:
     held = native_readers.held_files()
     assert any(path.endswith(".so") or ".so." in path for path in held)  # the interpreter's shared libraries
+
+
+def test_a_reader_given_its_path_by_keyword_still_reads_and_is_noted(tmp_path: Path) -> None:
+    import numpy
+
+    data = tmp_path / "head.bin"
+    numpy.arange(3, dtype=numpy.float32).tofile(data)
+    recorder = Recorder()
+    with recorder:  # main: the wrapper took the path positionally only: TypeError, a model that failed to count
+        values = numpy.fromfile(file=data, dtype=numpy.float32)
+    assert values.tolist() == [0.0, 1.0, 2.0]
+    assert str(data) in recorder.files
