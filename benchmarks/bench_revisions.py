@@ -57,7 +57,11 @@ def extract(revision: str, into: Path) -> Path:
 
 def child(tree: Path, case: str, repeat: int) -> dict[str, float]:
     out = subprocess.run(
-        [sys.executable, "-c", CHILD, case, str(repeat)], cwd=tree, capture_output=True, text=True, check=True,
+        [sys.executable, "-c", CHILD, case, str(repeat)],
+        cwd=tree,
+        capture_output=True,
+        text=True,
+        check=True,
         env={"PYTHONPATH": str(tree), "PATH": "/usr/bin:/bin"},
     )
     return json.loads(out.stdout.strip().splitlines()[-1])
@@ -82,7 +86,9 @@ def main(argv: list[str] | None = None) -> int:
                     macs[label] = result["macs"]
             before, after = statistics.median(runs["before"]), statistics.median(runs["after"])
             results[case] = {
-                "before_s": before, "after_s": after, "after_over_before": after / before,
+                "before_s": before,
+                "after_s": after,
+                "after_over_before": after / before,
                 "same_macs": macs["before"] == macs["after"],
             }
     print(json.dumps({"against": args.against, **results}, indent=2))

@@ -154,7 +154,11 @@ print(json.dumps({"cold_count_s": time.perf_counter() - start, "cpu_s": time.pro
 
 def run_json(code: str, *args: str) -> dict[str, Any]:
     out = subprocess.run(
-        [sys.executable, "-c", code, *args], cwd=ROOT, capture_output=True, text=True, check=True,
+        [sys.executable, "-c", code, *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
         env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
     )
     return json.loads(out.stdout.strip().splitlines()[-1])
@@ -185,7 +189,11 @@ def scan_medians(name: str, runs: int = 3) -> dict[str, Any]:
 
 def child(case: str) -> dict[str, Any]:
     out = subprocess.run(
-        [sys.executable, "-c", CHILD, case], cwd=ROOT, capture_output=True, text=True, check=True,
+        [sys.executable, "-c", CHILD, case],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
         env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
     )
     return json.loads(out.stdout.strip().splitlines()[-1])

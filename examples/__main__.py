@@ -20,10 +20,18 @@ def main() -> int:
     cases = [
         ("ResNet-50, 1x3x224x224", lambda: resnet50(), (torch.randn(1, 3, 224, 224),), 1),
         ("ViT-B/16, 1x3x224x224", lambda: vit_b_16(), (torch.randn(1, 3, 224, 224),), 2),
-        ("GPT-2 small, 1x1024 tokens", lambda: GPT(GPTConfig.gpt2_small()),
-         gpt_inputs(GPTConfig.gpt2_small(), seq=1024), 1),
-        ("Llama 7B, 1x2048 tokens", lambda: Llama(LlamaConfig.llama_7b()),
-         llama_inputs(LlamaConfig.llama_7b(), seq=2048), 1),
+        (
+            "GPT-2 small, 1x1024 tokens",
+            lambda: GPT(GPTConfig.gpt2_small()),
+            gpt_inputs(GPTConfig.gpt2_small(), seq=1024),
+            1,
+        ),
+        (
+            "Llama 7B, 1x2048 tokens",
+            lambda: Llama(LlamaConfig.llama_7b()),
+            llama_inputs(LlamaConfig.llama_7b(), seq=2048),
+            1,
+        ),
     ]
     for title, build, inputs, depth in cases:
         start = time.perf_counter()

@@ -64,9 +64,7 @@ class LlamaConfig:
     @classmethod
     def tiny(cls) -> LlamaConfig:
         """Small enough to run a real forward in a unit test; still exercises GQA (4 q / 2 kv heads)."""
-        return cls(
-            vocab_size=128, d_model=64, n_layers=2, n_heads=4, n_kv_heads=2, mlp_hidden=160, max_seq=64
-        )
+        return cls(vocab_size=128, d_model=64, n_layers=2, n_heads=4, n_kv_heads=2, mlp_hidden=160, max_seq=64)
 
     @classmethod
     def llama_7b(cls) -> LlamaConfig:

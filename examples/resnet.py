@@ -33,9 +33,7 @@ class BasicBlock(nn.Module):
 
     expansion: int = 1
 
-    def __init__(
-        self, inplanes: int, planes: int, stride: int = 1, downsample: nn.Module | None = None
-    ) -> None:
+    def __init__(self, inplanes: int, planes: int, stride: int = 1, downsample: nn.Module | None = None) -> None:
         super().__init__()
         self.conv1 = conv3x3(inplanes, planes, stride)
         self.bn1 = nn.BatchNorm2d(planes)
@@ -64,9 +62,7 @@ class Bottleneck(nn.Module):
 
     expansion: int = 4
 
-    def __init__(
-        self, inplanes: int, planes: int, stride: int = 1, downsample: nn.Module | None = None
-    ) -> None:
+    def __init__(self, inplanes: int, planes: int, stride: int = 1, downsample: nn.Module | None = None) -> None:
         super().__init__()
         width = planes
         self.conv1 = conv1x1(inplanes, width)
@@ -93,9 +89,7 @@ class Bottleneck(nn.Module):
 class ResNet(nn.Module):
     """Stem (7x7/2 conv + 3x3/2 max-pool), four residual stages, global average pool, linear head."""
 
-    def __init__(
-        self, block: type[BasicBlock | Bottleneck], layers: Sequence[int], num_classes: int = 1000
-    ) -> None:
+    def __init__(self, block: type[BasicBlock | Bottleneck], layers: Sequence[int], num_classes: int = 1000) -> None:
         super().__init__()
         if len(layers) != 4:
             raise ValueError(f"ResNet needs 4 stage depths, got {list(layers)}")

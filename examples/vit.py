@@ -55,9 +55,7 @@ class EncoderBlock(nn.Module):
 class Encoder(nn.Module):
     """Adds learned position embeddings, runs the blocks, applies the final LayerNorm."""
 
-    def __init__(
-        self, seq_length: int, num_layers: int, hidden_dim: int, num_heads: int, mlp_dim: int
-    ) -> None:
+    def __init__(self, seq_length: int, num_layers: int, hidden_dim: int, num_heads: int, mlp_dim: int) -> None:
         super().__init__()
         self.pos_embedding = nn.Parameter(torch.empty(1, seq_length, hidden_dim))
         self.layers = nn.ModuleList(EncoderBlock(hidden_dim, num_heads, mlp_dim) for _ in range(num_layers))

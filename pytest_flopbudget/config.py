@@ -204,8 +204,11 @@ class _Validator:
             raise LocatedError(self.problems)
         self.unknown_keys(TABLE, table, PROJECT_KEYS)
         baseline_dir = table.get("baseline-dir", DEFAULT_BASELINE_DIR)
-        if isinstance(baseline_dir, str) and baseline_dir.strip() and len(baseline_dir) <= 1024 and (
-            "\0" not in baseline_dir
+        if (
+            isinstance(baseline_dir, str)
+            and baseline_dir.strip()
+            and len(baseline_dir) <= 1024
+            and ("\0" not in baseline_dir)
         ):
             settings.baseline_dir = root / baseline_dir
         else:

@@ -32,8 +32,6 @@ def _significant(number: float, digits: int) -> str:
     return f"{number:.{max(digits - whole, 0)}f}"
 
 
-
-
 def format_value(value: int, metric: str, digits: int = 3) -> str:
     """`8.52 GFLOPs`, `2.05 GMACs`, `25.6M params`, `3 skipped op calls`."""
     if metric == "params":

@@ -340,9 +340,7 @@ def _layer_dict(cost: LayerCost) -> dict[str, Any]:
         "flops": cost.flops,
         "macs": cost.macs,
         "params": cost.params,
-        "ops": {
-            name: {"calls": op.calls, "flops": op.flops, "macs": op.macs} for name, op in sorted(cost.ops.items())
-        },
+        "ops": {name: {"calls": op.calls, "flops": op.flops, "macs": op.macs} for name, op in sorted(cost.ops.items())},
         "skipped": dict(sorted(cost.skipped.items())),
     }
 

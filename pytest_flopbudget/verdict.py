@@ -229,7 +229,13 @@ def evaluate(
             message = _ceiling_message(metric, now, limit.value)
             findings.append(
                 Finding(
-                    ERROR, FindingKind.CEILING, message, metric, actual=now, limit=limit.value, baseline=old,
+                    ERROR,
+                    FindingKind.CEILING,
+                    message,
+                    metric,
+                    actual=now,
+                    limit=limit.value,
+                    baseline=old,
                     source=limit.source,
                 )
             )
@@ -290,7 +296,13 @@ def _growth_findings(measurement: Measurement, baseline: Report | None) -> list[
             message += f", more than max-increase {increase.text}"
             findings.append(
                 Finding(
-                    ERROR, FindingKind.INCREASE, message, metric, actual=now, limit=allowed, baseline=old,
+                    ERROR,
+                    FindingKind.INCREASE,
+                    message,
+                    metric,
+                    actual=now,
+                    limit=allowed,
+                    baseline=old,
                     source=increase.source,
                 )
             )

@@ -4,7 +4,7 @@
 [2, 8] input it costs 2*(8*4 + 4*2) = 80 MACs.
 """
 
-MLP_CLASS = '''\
+MLP_CLASS = """\
 class MLP(nn.Module):
     def __init__(self, hidden=HIDDEN):
         super().__init__()
@@ -14,7 +14,7 @@ class MLP(nn.Module):
 
     def forward(self, x):
         return self.fc2(self.act(self.fc1(x)))
-'''
+"""
 
 #: The imports and the width the MLP needs, then the class.
 MLP_MODULE = "import torch\nfrom torch import nn\n\nHIDDEN = 4\n\n\n" + MLP_CLASS

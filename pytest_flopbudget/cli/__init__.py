@@ -113,6 +113,7 @@ class _Parser(argparse.ArgumentParser):
 
 def build_parser() -> argparse.ArgumentParser:
     from ..reporters.ci import SPEC_HELP
+
     parser = _Parser(
         prog=PROG, description=DESCRIPTION, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -183,9 +184,7 @@ def build_parser() -> argparse.ArgumentParser:
         choices=("flops", "macs", "params"),
         help="what the box widths of --format svg/html show (default flops)",
     )
-    count.add_argument(
-        "-o", "--output", metavar="PATH", help="write to PATH (atomically) instead of stdout"
-    )
+    count.add_argument("-o", "--output", metavar="PATH", help="write to PATH (atomically) instead of stdout")
     count.set_defaults(handler=_count)
 
     check = commands.add_parser(

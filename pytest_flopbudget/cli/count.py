@@ -173,9 +173,7 @@ def _onnx_only(request: CountRequest) -> None:
     )
     for flag, given in given_flags:
         if given:
-            raise UsageError(
-                f"{flag} applies to PyTorch models only; an ONNX graph fixes its own mode and dtypes"
-            )
+            raise UsageError(f"{flag} applies to PyTorch models only; an ONNX graph fixes its own mode and dtypes")
 
 
 def _onnx_inputs(path: str, inputs: Inputs, root: Path) -> Inputs:

@@ -121,9 +121,7 @@ def attention(
     return cost + elementwise(scores, per_score)
 
 
-def attention_backward(
-    batch_heads: int, q_len: int, kv_len: int, head_dim: int, v_dim: int | None = None
-) -> Cost:
+def attention_backward(batch_heads: int, q_len: int, kv_len: int, head_dim: int, v_dim: int | None = None) -> Cost:
     """dV = P^T dO, dP = dO V^T, dS = softmax', dQ = dS K, dK = dS^T Q: four matmuls, plus recomputing S."""
     v_dim = head_dim if v_dim is None else v_dim
     scores = batch_heads * q_len * kv_len
@@ -228,7 +226,6 @@ def rnn_cell(batch: int, input_size: int, hidden: int, gates: int, bias: bool) -
     return cost + elementwise(batch * hidden, per_unit)
 
 
-
 #: Quantising (divide by the scale, add the zero point) or dequantising (subtract the zero point, multiply by the
 #: scale) costs 2 FLOPs per element; rounding and saturation are part of the same instruction and not counted.
 QUANTIZE = 2
@@ -252,7 +249,6 @@ def gemm(m: int, n: int, k: int, *, has_addend: bool, alpha: float = 1.0, beta: 
 def variadic(out_numel: int, operands: int, per_element: int = ELEMENTWISE) -> Cost:
     """Sum/Max/Min of n operands: n - 1 binary operations per output element (a single operand is a copy)."""
     return elementwise(out_numel * max(operands - 1, 0), per_element)
-
 
 
 #: Local response normalisation per element, after the window sum: scale by alpha/size, add the bias, raise to

@@ -176,8 +176,7 @@ def _torch_key(op: object) -> tuple[FormulaRegistry[Any], str, str]:
     parts = key.split(".")
     if len(parts) != 2 or not all(part.isidentifier() for part in parts):
         raise ValueError(
-            f"register_formula: torch op {op!r} is not 'namespace.op' (e.g. 'mylib.fused_gelu', "
-            f"without the overload)"
+            f"register_formula: torch op {op!r} is not 'namespace.op' (e.g. 'mylib.fused_gelu', without the overload)"
         )
     namespace, name = parts
     if name.endswith("_") and not name.endswith("__"):  # in-place variants share the key, as in op_key

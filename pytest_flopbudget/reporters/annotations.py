@@ -145,9 +145,6 @@ def relative_path(file: str | None, root: str | os.PathLike[str]) -> str | None:
     return None
 
 
-
-
-
 def signed_count(value: int) -> str:
     return ("+" if value > 0 else "") + format_count(value)
 

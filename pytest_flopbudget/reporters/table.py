@@ -51,9 +51,7 @@ def tree_order(paths: Iterable[str]) -> dict[str, int]:
 def format_layer_table(report: Report, depth: int | None = 2, title: str = "") -> str:
     inclusive = report.inclusive()
     rows = [
-        (path, cost)
-        for path, cost in inclusive.items()
-        if path == ROOT or depth is None or path.count(".") < depth
+        (path, cost) for path, cost in inclusive.items() if path == ROOT or depth is None or path.count(".") < depth
     ]
     order = tree_order(report.layers)
     rows.sort(key=lambda item: order[item[0]])
@@ -115,5 +113,3 @@ def format_skipped(report: Report) -> list[str]:
         more = f" (+{len(op.layers) - 5} more)" if len(op.layers) > 5 else ""
         lines.append(f"  {name} x{op.calls} ({op.reason}) in {where}{more}")
     return lines
-
-

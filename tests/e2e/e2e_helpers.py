@@ -63,8 +63,7 @@ def inner_pytest(
 def clean_env(**overrides: str) -> dict[str, str]:
     """This process's environment without CI variables, pytest's or pre-commit's, plus `overrides`."""
     env = {
-        k: v for k, v in os.environ.items()
-        if not k.startswith((*CI_PREFIXES, "PYTEST_", "PRE_COMMIT")) and k != "CI"
+        k: v for k, v in os.environ.items() if not k.startswith((*CI_PREFIXES, "PYTEST_", "PRE_COMMIT")) and k != "CI"
     }
     env.update(overrides)
     return env
@@ -104,8 +103,14 @@ def action_step(name: str) -> dict[str, Any]:
 
 
 def run_action_step(
-    name: str, cwd: Path, inputs: dict[str, str] | None = None, *, event: str = "pull_request",
-    base_branch: str = "main", path: Sequence[Path] = (), **env: str,
+    name: str,
+    cwd: Path,
+    inputs: dict[str, str] | None = None,
+    *,
+    event: str = "pull_request",
+    base_branch: str = "main",
+    path: Sequence[Path] = (),
+    **env: str,
 ) -> subprocess.CompletedProcess[str]:
     """Run the `run:` script of the action step `name` in `cwd` with bash, as a GitHub runner would.
 

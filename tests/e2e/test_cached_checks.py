@@ -270,14 +270,16 @@ def test_upgrading_a_package_the_model_imports_recounts_it(project: Path, tmp_pa
         source = tmp_path_factory.mktemp(f"tinylib-{version}")
         (source / "tinylib").mkdir()
         (source / "tinylib" / "__init__.py").write_text(f"WIDTH = {width}\n")
-        (source / "pyproject.toml").write_text(textwrap.dedent(f"""\
+        (source / "pyproject.toml").write_text(
+            textwrap.dedent(f"""\
             [build-system]
             requires = ["setuptools"]
             build-backend = "setuptools.build_meta"
             [project]
             name = "tinylib"
             version = "{version}"
-            """))
+            """)
+        )
         subprocess.run(
             [sys.executable, "-m", "pip", "install", "-q", "--no-index", "--no-deps", "--no-build-isolation",
              "--upgrade", "--target", site_dir, str(source)],

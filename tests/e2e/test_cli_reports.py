@@ -12,6 +12,7 @@ from e2e_helpers import flopbudget as flopbudget_command
 
 pytest.importorskip("torch")
 
+
 def pyproject(macs: int) -> str:
     return f'[tool.flopbudget.models.small]\ntarget = "models:small"\ninputs = [[1, 8]]\nmacs = {macs}\n'
 
@@ -34,8 +35,16 @@ def test_base_ref_warns_about_a_raised_budget_and_reports_are_written(project: P
     (project / "pyproject.toml").write_text(pyproject(32))
     summary = project / "summary.md"
     result = flopbudget(
-        project, "--base-ref", "HEAD", "--report", "gitlab:gl.json", "--report", "json:all.json",
-        GITHUB_ACTIONS="true", GITHUB_WORKSPACE=str(project), GITHUB_STEP_SUMMARY=str(summary),
+        project,
+        "--base-ref",
+        "HEAD",
+        "--report",
+        "gitlab:gl.json",
+        "--report",
+        "json:all.json",
+        GITHUB_ACTIONS="true",
+        GITHUB_WORKSPACE=str(project),
+        GITHUB_STEP_SUMMARY=str(summary),
     )
     assert result.returncode == 0, result.stderr
     assert "small" in result.stdout and "raised" in result.stdout.lower()

@@ -19,7 +19,7 @@ pytest.importorskip("torch")
 
 EVIL = "x\\n::stop-commands::pwned\\u001b[2J\\u0007\\u202e##[group]"
 
-MODELS = '''\
+MODELS = """\
 from torch import nn
 
 
@@ -27,7 +27,7 @@ def evil():
     model = nn.Sequential()
     model.add_module("a\\\\n::stop-commands::pwned\\\\x1b[2J\\\\x07\\\\u202e##[group]", nn.Linear(8, 64))
     return model
-'''
+"""
 
 PYPROJECT = f'[tool.flopbudget.models."{EVIL}"]\ntarget = "models:evil"\ninputs = [[1, 8]]\nmacs = "10"\n'
 OUR_COMMAND = re.compile(r"^::(error|warning|notice)( [^:]*)?::[^\r\n]*$")

@@ -23,12 +23,15 @@ from pytest_flopbudget import count  # noqa: E402
 from pytest_flopbudget.baseline import dumps, read_baseline  # noqa: E402
 from pytest_flopbudget.formatting import format_pair, format_percent, format_value  # noqa: E402
 
-MODELS = '''\
+MODELS = (
+    """\
 import torch
 from torch import nn
 
 
-''' + MLP_CLASS.replace("hidden=HIDDEN", "hidden=4") + '''
+"""
+    + MLP_CLASS.replace("hidden=HIDDEN", "hidden=4")
+    + '''
 
 class Odd(nn.Module):
     """Calls an op that has no FLOP formula, twice."""
@@ -75,6 +78,7 @@ def broken():
 def bad_inputs():
     raise ValueError("no example inputs")
 '''
+)
 
 #: The same MLP, wider, without its activation and with one more layer: every kind of per-layer change.
 WIDER_MODELS = MODELS.replace(

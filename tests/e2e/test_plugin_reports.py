@@ -27,7 +27,6 @@ macs = 10
 """
 
 
-
 @pytest.fixture(params=["serial", pytest.param("xdist", marks=pytest.mark.slow)])
 def run(request: pytest.FixtureRequest, pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> RunPytest:
     pytester.makepyprojecttoml(PYPROJECT)
@@ -50,9 +49,7 @@ def test_json_and_gitlab_reports_are_written_once(run, pytester: pytest.Pytester
     assert overruns[0]["location"]["lines"]["begin"] == PYPROJECT.splitlines().index("macs = 10") + 1
 
 
-def test_github_annotations_and_summary_once(
-    run, pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_github_annotations_and_summary_once(run, pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
     summary = pytester.path / "summary.md"
     monkeypatch.setenv("GITHUB_ACTIONS", "true")
     monkeypatch.setenv("GITHUB_WORKSPACE", str(pytester.path))

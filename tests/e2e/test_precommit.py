@@ -111,9 +111,7 @@ class Repo:
         self.env = env
 
     def run(self, *command: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            command, cwd=self.path, env=self.env, capture_output=True, text=True, timeout=timeout
-        )
+        return subprocess.run(command, cwd=self.path, env=self.env, capture_output=True, text=True, timeout=timeout)
 
     def git(self, *args: str) -> subprocess.CompletedProcess[str]:
         result = self.run("git", *args)

@@ -474,11 +474,13 @@ def _depth(value: object) -> int:
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.recursive(
+@given(
+    st.recursive(
         st.integers() | st.text(alphabet='[]{}"\\\\ab', max_size=6),
         lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(alphabet='[]{}"\\\\', max_size=3), inner),
         max_leaves=20,
-    ))
+    )
+)
 def test_the_nesting_scan_agrees_with_the_parsed_depth(value: object) -> None:
     assert baseline_module._nesting(json.dumps(value)) == _depth(value)
 

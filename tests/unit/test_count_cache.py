@@ -49,8 +49,10 @@ def test_a_saved_count_is_used_until_a_file_it_read_changes(tmp_path: Path) -> N
     again = cache_in(tmp_path / ".flopbudget_cache").lookup("k")  # the next run (a cache hashes once per run)
     assert again.report is None and again.untrusted is None
     assert (tmp_path / ".flopbudget_cache" / ".gitignore").read_text().splitlines()[-1] == "*"
-    assert (tmp_path / ".flopbudget_cache" / "CACHEDIR.TAG").read_text().startswith(
-        "Signature: 8a477f597d28d172789f06886806bc55"
+    assert (
+        (tmp_path / ".flopbudget_cache" / "CACHEDIR.TAG")
+        .read_text()
+        .startswith("Signature: 8a477f597d28d172789f06886806bc55")
     )
 
 

@@ -217,6 +217,7 @@ class ConstFolder:
 
 def _clamp(start: int, end: int, step: int, length: int) -> tuple[int, int, int]:
     """ONNX Slice bounds (which may be +-INT64_MAX) as Python slice arguments."""
+
     def bound(value: int) -> int:
         return max(-length - 1, min(length, value))
 

@@ -117,9 +117,7 @@ def _as_shape(name: str, shape: Any) -> tuple[int, ...]:
                 f"got {d!r:.40} in {list(shape)!r:.80}"
             ) from None
         if size < 0 or size > INT64_MAX:
-            raise CountingError(
-                f"inputs['{name}'] has size {size}; sizes must be between 0 and {INT64_MAX} (int64)"
-            )
+            raise CountingError(f"inputs['{name}'] has size {size}; sizes must be between 0 and {INT64_MAX} (int64)")
         dims.append(size)
     if prod(dims) > INT64_MAX:
         raise CountingError(

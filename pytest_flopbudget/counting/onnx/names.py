@@ -106,9 +106,7 @@ class ModulePaths:
 
 
 #: One element of a `name_scopes` list as `repr` writes it: a quoted string literal, then `,` or the closing `]`.
-_SCOPE_ITEM = re.compile(
-    r"""\s*('[^'\\\n]*(?:\\.[^'\\\n]*)*'|"[^"\\\n]*(?:\\.[^"\\\n]*)*")\s*([,\]])""", re.DOTALL
-)
+_SCOPE_ITEM = re.compile(r"""\s*('[^'\\\n]*(?:\\.[^'\\\n]*)*'|"[^"\\\n]*(?:\\.[^"\\\n]*)*")\s*([,\]])""", re.DOTALL)
 _SCOPES_END = re.compile(r"\s*\]\s*\Z")
 
 

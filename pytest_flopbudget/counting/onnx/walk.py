@@ -26,7 +26,12 @@ from .validate import InvalidNode, refuse_node
 
 #: Domains whose operators are known (to onnx or to us); anything else is reported as an unknown domain.
 KNOWN_DOMAINS = {
-    "", "ai.onnx.ml", "ai.onnx.preview", "ai.onnx.preview.training", "com.microsoft", "com.microsoft.nchwc",
+    "",
+    "ai.onnx.ml",
+    "ai.onnx.preview",
+    "ai.onnx.preview.training",
+    "com.microsoft",
+    "com.microsoft.nchwc",
 }
 #: Function bodies may use ops that are themselves functions; ONNX forbids recursion, this bounds a broken schema.
 MAX_FUNCTION_DEPTH = 8
@@ -72,9 +77,7 @@ class Walker:
             self._entries[key] = ONNX_OPS.lookup(key, self.opsets.get(domain))
         return self._entries[key]
 
-    def walk(
-        self, nodes: list[NodeInfo], scope: Scope, folder: ConstFolder, tally: Tally, inherited: str = ""
-    ) -> None:
+    def walk(self, nodes: list[NodeInfo], scope: Scope, folder: ConstFolder, tally: Tally, inherited: str = "") -> None:
         for info in nodes:
             domain, op = info.domain, info.op_type
             if domain == "" and op in CONTROL_FLOW:
@@ -118,9 +121,7 @@ class Walker:
 
     # --- ops defined by a function body -----------------------------------------------------------------------
 
-    def _function(
-        self, info: NodeInfo, scope: Scope, folder: ConstFolder, tally: Tally, path: str, label: str
-    ) -> bool:
+    def _function(self, info: NodeInfo, scope: Scope, folder: ConstFolder, tally: Tally, path: str, label: str) -> bool:
         """Count an op without a formula through its schema's function body; False when it has none.
 
         The body's total is charged to the op itself (`SwiGLU` in the report, not `Sigmoid` and `Mul`); an op of

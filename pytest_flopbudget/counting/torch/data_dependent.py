@@ -46,10 +46,19 @@ VALUE_LIMIT = 1 << 24
 #: Sources (`zeros`, `ones`, `full`...) up to this many elements are computed when made; larger ones are kept as a
 #: recipe and computed only when an op needs them (most, such as a KV cache's zeros, are overwritten unread).
 EAGER_SOURCE_LIMIT = 1 << 16
-_VALUE_SOURCES = frozenset({
-    "aten.zeros", "aten.ones", "aten.full", "aten.arange", "aten.scalar_tensor", "aten.zeros_like", "aten.ones_like",
-    "aten.full_like", "aten.eye",
-})
+_VALUE_SOURCES = frozenset(
+    {
+        "aten.zeros",
+        "aten.ones",
+        "aten.full",
+        "aten.arange",
+        "aten.scalar_tensor",
+        "aten.zeros_like",
+        "aten.ones_like",
+        "aten.full_like",
+        "aten.eye",
+    }
+)
 _INDEX_SOURCES = frozenset({"aten.arange"})
 _ROUTING_OPS = frozenset({"aten.topk", "aten.argmax", "aten.argmin", "aten.max", "aten.min", "aten.sort"})
 _DYNAMIC_TAGS = (torch.Tag.dynamic_output_shape, torch.Tag.data_dependent_output)
@@ -331,9 +340,7 @@ class KnownValues:
             f"(runs the real forward)"
         )
 
-    def invent(
-        self, key: str, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any, path: str
-    ) -> bool:
+    def invent(self, key: str, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any, path: str) -> bool:
         """Give a routing op's index output invented values; True when it did."""
         if key not in _ROUTING_OPS or not isinstance(out, (torch.Tensor, tuple)):
             return False
@@ -354,7 +361,6 @@ class KnownValues:
         origin = self._invented.pop(id(tensor), None)
         if origin is not None:
             self.used.append(origin)
-
 
     def _real(self, value: Any) -> Any:
         if isinstance(value, torch.Tensor):

@@ -35,13 +35,29 @@ import torch
 
 #: Values that cannot hold state of the model: shared between the model and its copy.
 _ATOMS = (
-    type(None), bool, int, float, complex, str, bytes, range, type, types.BuiltinFunctionType,
-    types.BuiltinMethodType, types.MethodWrapperType, torch.dtype, torch.device, torch.layout, torch.memory_format,
-    torch.Size, torch.finfo, torch.iinfo, types.ModuleType,
+    type(None),
+    bool,
+    int,
+    float,
+    complex,
+    str,
+    bytes,
+    range,
+    type,
+    types.BuiltinFunctionType,
+    types.BuiltinMethodType,
+    types.MethodWrapperType,
+    torch.dtype,
+    torch.device,
+    torch.layout,
+    torch.memory_format,
+    torch.Size,
+    torch.finfo,
+    torch.iinfo,
+    types.ModuleType,
 )
 
 _ATOM_TYPES = frozenset(_ATOMS)
-
 
 
 class ModelCopy:

@@ -257,8 +257,13 @@ def _native_mha(a: Args, out: Any) -> Cost:
     if a.get("need_weights", True):
         # explicit path: q scaled per element, two bmm, softmax; weights averaged over heads
         bh, hd, scores = batch * heads, embed // heads, batch * heads * q_len * kv_len
-        attention = (f.matmul(q_len, kv_len, hd, bh) + f.matmul(q_len, hd, kv_len, bh)
-                     + f.elementwise(batch * q_len * embed) + f.softmax(scores) + f.elementwise(scores * int(masked)))
+        attention = (
+            f.matmul(q_len, kv_len, hd, bh)
+            + f.matmul(q_len, hd, kv_len, bh)
+            + f.elementwise(batch * q_len * embed)
+            + f.softmax(scores)
+            + f.elementwise(scores * int(masked))
+        )
         if a.get("average_attn_weights", True):
             attention = attention + f.reduction(scores)
     else:
@@ -274,8 +279,14 @@ def _has(a: Args, name: str) -> bool:
     return a.get(name) is not None
 
 
-@register("aten.native_batch_norm", "aten._native_batch_norm_legit", "aten.cudnn_batch_norm",
-          "aten.miopen_batch_norm", "aten._batch_norm_with_update", "aten._native_batch_norm_legit_functional")
+@register(
+    "aten.native_batch_norm",
+    "aten._native_batch_norm_legit",
+    "aten.cudnn_batch_norm",
+    "aten.miopen_batch_norm",
+    "aten._batch_norm_with_update",
+    "aten._native_batch_norm_legit_functional",
+)
 def _batch_norm(a: Args, out: Any) -> Cost:
     """Training mode computes batch statistics; evaluation uses the running ones."""
     stats = bool(a.get("training", True))
@@ -297,8 +308,14 @@ def _rms_norm(a: Args, out: Any) -> Cost:
     return f.rms_norm(numel(a["input"]), weight=_has(a, "weight"))
 
 
-@register("aten.native_batch_norm_backward", "aten.batch_norm_backward", "aten.native_layer_norm_backward",
-          "aten.native_group_norm_backward", "aten.cudnn_batch_norm_backward", "aten.miopen_batch_norm_backward")
+@register(
+    "aten.native_batch_norm_backward",
+    "aten.batch_norm_backward",
+    "aten.native_layer_norm_backward",
+    "aten.native_group_norm_backward",
+    "aten.cudnn_batch_norm_backward",
+    "aten.miopen_batch_norm_backward",
+)
 def _norm_backward(a: Args, out: Any) -> Cost:
     forward = f.norm(numel(a["input"]), stats=True, weight=True, bias=True)
     return forward.times(f.NORM_BACKWARD_FACTOR)
@@ -335,22 +352,47 @@ def _pool_dims(name: str) -> int:
 
 
 def _register_pools() -> None:
-    for name in ("max_pool1d", "max_pool2d", "max_pool3d", "max_pool1d_with_indices", "max_pool2d_with_indices",
-                 "max_pool3d_with_indices", "avg_pool1d", "avg_pool2d", "avg_pool3d", "mkldnn_max_pool2d",
-                 "mkldnn_max_pool3d", "quantized_max_pool2d"):
+    for name in (
+        "max_pool1d",
+        "max_pool2d",
+        "max_pool3d",
+        "max_pool1d_with_indices",
+        "max_pool2d_with_indices",
+        "max_pool3d_with_indices",
+        "avg_pool1d",
+        "avg_pool2d",
+        "avg_pool3d",
+        "mkldnn_max_pool2d",
+        "mkldnn_max_pool3d",
+        "quantized_max_pool2d",
+    ):
         dims = _pool_dims(name)
         register(f"aten.{name}")(lambda a, out, dims=dims: f.pool(out_numel(out), _window(a["kernel_size"], dims)))
-    for name in ("max_pool2d_with_indices_backward", "max_pool3d_with_indices_backward", "avg_pool2d_backward",
-                 "avg_pool3d_backward"):
+    for name in (
+        "max_pool2d_with_indices_backward",
+        "max_pool3d_with_indices_backward",
+        "avg_pool2d_backward",
+        "avg_pool3d_backward",
+    ):
         dims = _pool_dims(name)
         register(f"aten.{name}")(
             lambda a, out, dims=dims: f.pool(numel(a["grad_output"]), _window(a["kernel_size"], dims))
         )
-    for name in ("_adaptive_avg_pool2d", "_adaptive_avg_pool3d", "adaptive_max_pool2d", "adaptive_max_pool3d",
-                 "adaptive_avg_pool1d", "adaptive_max_pool1d"):
+    for name in (
+        "_adaptive_avg_pool2d",
+        "_adaptive_avg_pool3d",
+        "adaptive_max_pool2d",
+        "adaptive_max_pool3d",
+        "adaptive_avg_pool1d",
+        "adaptive_max_pool1d",
+    ):
         register(f"aten.{name}")(_adaptive_pool)
-    for name in ("_adaptive_avg_pool2d_backward", "_adaptive_avg_pool3d_backward", "adaptive_max_pool2d_backward",
-                 "adaptive_max_pool3d_backward"):
+    for name in (
+        "_adaptive_avg_pool2d_backward",
+        "_adaptive_avg_pool3d_backward",
+        "adaptive_max_pool2d_backward",
+        "adaptive_max_pool3d_backward",
+    ):
         dims = _pool_dims(name)
         register(f"aten.{name}")(lambda a, out, dims=dims: _adaptive_pool_backward(a, dims))
 
@@ -374,11 +416,18 @@ _register_pools()
 
 #: upsampling op -> (mode, spatial dims); the vec overloads share the key
 UPSAMPLE_OPS = {
-    "upsample_nearest1d": ("nearest", 1), "upsample_nearest2d": ("nearest", 2), "upsample_nearest3d": ("nearest", 3),
-    "_upsample_nearest_exact1d": ("nearest", 1), "_upsample_nearest_exact2d": ("nearest", 2),
-    "_upsample_nearest_exact3d": ("nearest", 3), "upsample_linear1d": ("linear", 1),
-    "upsample_bilinear2d": ("linear", 2), "upsample_trilinear3d": ("linear", 3), "upsample_bicubic2d": ("cubic", 2),
-    "_upsample_bilinear2d_aa": ("linear", 2), "_upsample_bicubic2d_aa": ("cubic", 2),
+    "upsample_nearest1d": ("nearest", 1),
+    "upsample_nearest2d": ("nearest", 2),
+    "upsample_nearest3d": ("nearest", 3),
+    "_upsample_nearest_exact1d": ("nearest", 1),
+    "_upsample_nearest_exact2d": ("nearest", 2),
+    "_upsample_nearest_exact3d": ("nearest", 3),
+    "upsample_linear1d": ("linear", 1),
+    "upsample_bilinear2d": ("linear", 2),
+    "upsample_trilinear3d": ("linear", 3),
+    "upsample_bicubic2d": ("cubic", 2),
+    "_upsample_bilinear2d_aa": ("linear", 2),
+    "_upsample_bicubic2d_aa": ("cubic", 2),
 }
 
 
@@ -386,8 +435,11 @@ def _register_upsampling() -> None:
     for base, (mode, dims) in UPSAMPLE_OPS.items():
         register(f"aten.{base}")(lambda a, out, mode=mode, dims=dims: f.interpolate(out_numel(out), mode, dims))
         register(f"aten.{base}_backward")(
-            lambda a, out, mode=mode, dims=dims: f.interpolate(numel(a["grad_output"]), mode, dims)
-            if mode != "nearest" else f.elementwise(numel(a["grad_output"]))
+            lambda a, out, mode=mode, dims=dims: (
+                f.interpolate(numel(a["grad_output"]), mode, dims)
+                if mode != "nearest"
+                else f.elementwise(numel(a["grad_output"]))
+            )
         )
 
 
@@ -398,37 +450,176 @@ _register_upsampling()
 
 #: Ops costing ELEMENTWISE per output element: arithmetic, comparisons, activations, their backwards.
 ELEMENTWISE_OPS = (
-    "add", "sub", "rsub", "mul", "div", "true_divide", "floor_divide", "remainder", "fmod", "neg", "abs",
-    "reciprocal", "pow", "square", "sqrt", "rsqrt", "exp", "exp2", "expm1", "log", "log2", "log10", "log1p",
-    "sin", "cos", "tan", "asin", "acos", "atan", "atan2", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh",
-    "erf", "erfc", "erfinv", "sigmoid", "logit", "relu", "relu6", "gelu", "silu", "mish", "elu", "selu", "celu",
-    "leaky_relu", "hardtanh", "hardswish", "hardsigmoid", "softplus", "softshrink", "hardshrink", "threshold",
-    "log_sigmoid_forward", "_prelu_kernel", "rrelu_with_noise", "clamp", "clamp_min", "clamp_max", "clip",
-    "maximum", "minimum", "fmax", "fmin", "max.other", "min.other", "sign", "sgn", "signbit", "floor", "ceil",
-    "round", "trunc", "frac", "eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_xor",
-    "logical_not", "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "isnan", "isinf", "isfinite",
-    "nan_to_num", "copysign", "hypot", "xlogy", "special_xlog1py", "heaviside", "lgamma", "digamma",
-    "polygamma", "i0", "sinc", "deg2rad", "rad2deg", "bitwise_left_shift", "bitwise_right_shift",
-    "threshold_backward", "gelu_backward", "silu_backward", "sigmoid_backward", "tanh_backward", "elu_backward",
-    "leaky_relu_backward", "hardtanh_backward", "hardswish_backward", "hardsigmoid_backward", "mish_backward",
-    "softplus_backward", "log_sigmoid_backward", "_prelu_kernel_backward", "logit_backward",
-    "native_dropout", "native_dropout_backward", "bernoulli", "_masked_scale", "hardshrink_backward",
-    "softshrink_backward", "rrelu_with_noise_backward",
+    "add",
+    "sub",
+    "rsub",
+    "mul",
+    "div",
+    "true_divide",
+    "floor_divide",
+    "remainder",
+    "fmod",
+    "neg",
+    "abs",
+    "reciprocal",
+    "pow",
+    "square",
+    "sqrt",
+    "rsqrt",
+    "exp",
+    "exp2",
+    "expm1",
+    "log",
+    "log2",
+    "log10",
+    "log1p",
+    "sin",
+    "cos",
+    "tan",
+    "asin",
+    "acos",
+    "atan",
+    "atan2",
+    "sinh",
+    "cosh",
+    "tanh",
+    "asinh",
+    "acosh",
+    "atanh",
+    "erf",
+    "erfc",
+    "erfinv",
+    "sigmoid",
+    "logit",
+    "relu",
+    "relu6",
+    "gelu",
+    "silu",
+    "mish",
+    "elu",
+    "selu",
+    "celu",
+    "leaky_relu",
+    "hardtanh",
+    "hardswish",
+    "hardsigmoid",
+    "softplus",
+    "softshrink",
+    "hardshrink",
+    "threshold",
+    "log_sigmoid_forward",
+    "_prelu_kernel",
+    "rrelu_with_noise",
+    "clamp",
+    "clamp_min",
+    "clamp_max",
+    "clip",
+    "maximum",
+    "minimum",
+    "fmax",
+    "fmin",
+    "max.other",
+    "min.other",
+    "sign",
+    "sgn",
+    "signbit",
+    "floor",
+    "ceil",
+    "round",
+    "trunc",
+    "frac",
+    "eq",
+    "ne",
+    "lt",
+    "le",
+    "gt",
+    "ge",
+    "logical_and",
+    "logical_or",
+    "logical_xor",
+    "logical_not",
+    "bitwise_and",
+    "bitwise_or",
+    "bitwise_xor",
+    "bitwise_not",
+    "isnan",
+    "isinf",
+    "isfinite",
+    "nan_to_num",
+    "copysign",
+    "hypot",
+    "xlogy",
+    "special_xlog1py",
+    "heaviside",
+    "lgamma",
+    "digamma",
+    "polygamma",
+    "i0",
+    "sinc",
+    "deg2rad",
+    "rad2deg",
+    "bitwise_left_shift",
+    "bitwise_right_shift",
+    "threshold_backward",
+    "gelu_backward",
+    "silu_backward",
+    "sigmoid_backward",
+    "tanh_backward",
+    "elu_backward",
+    "leaky_relu_backward",
+    "hardtanh_backward",
+    "hardswish_backward",
+    "hardsigmoid_backward",
+    "mish_backward",
+    "softplus_backward",
+    "log_sigmoid_backward",
+    "_prelu_kernel_backward",
+    "logit_backward",
+    "native_dropout",
+    "native_dropout_backward",
+    "bernoulli",
+    "_masked_scale",
+    "hardshrink_backward",
+    "softshrink_backward",
+    "rrelu_with_noise_backward",
 )
 #: Fused elementwise kernels: FLOPs per output element.
 FUSED_ELEMENTWISE = {"addcmul": 2, "addcdiv": 2, "lerp": 2, "glu": 2, "glu_backward": 3}
 #: Reductions, per input element.
 REDUCTION_OPS = (
-    "sum", "mean", "nansum", "nanmean", "prod", "amax", "amin", "max", "min", "aminmax", "argmax", "argmin",
-    "all", "any", "norm", "linalg_vector_norm", "logsumexp", "cumsum", "cumprod", "logcumsumexp", "count_nonzero",
-    "cummax", "cummin", "_is_all_true", "_is_any_true",
+    "sum",
+    "mean",
+    "nansum",
+    "nanmean",
+    "prod",
+    "amax",
+    "amin",
+    "max",
+    "min",
+    "aminmax",
+    "argmax",
+    "argmin",
+    "all",
+    "any",
+    "norm",
+    "linalg_vector_norm",
+    "logsumexp",
+    "cumsum",
+    "cumprod",
+    "logcumsumexp",
+    "count_nonzero",
+    "cummax",
+    "cummin",
+    "_is_all_true",
+    "_is_any_true",
 )
 VARIANCE_OPS = ("var", "std", "var_mean", "std_mean")
 
 
 #: Elementwise ops whose in-place form leaves `self`'s shape as it is (the fake-tensor fast path relies on it).
 SAME_SHAPE_INPLACE = frozenset(
-    f"aten.{name}" for name in (*ELEMENTWISE_OPS, *FUSED_ELEMENTWISE, "fill", "zero", "copy", "masked_fill")
+    f"aten.{name}"
+    for name in (*ELEMENTWISE_OPS, *FUSED_ELEMENTWISE, "fill", "zero", "copy", "masked_fill")
     if "." not in name and not name.endswith("_backward")
 )
 
@@ -611,41 +802,184 @@ def _bincount(a: Args, out: Any) -> Cost:
 
 #: Views, copies, dtype/device moves, allocation, indexing and metadata: no arithmetic.
 FREE_OPS = (
-    "aten.view", "aten._unsafe_view", "aten.reshape", "aten._reshape_alias", "aten.view_as", "aten.as_strided",
-    "aten.permute", "aten.transpose", "aten.t", "aten.expand", "aten.expand_as", "aten.squeeze",
-    "aten.unsqueeze", "aten.flatten", "aten.unflatten", "aten.slice", "aten.select", "aten.narrow", "aten.split",
-    "aten.split_with_sizes", "aten.unbind", "aten.chunk", "aten.tensor_split", "aten.movedim", "aten.diagonal",
-    "aten.unfold", "aten.alias", "aten.detach", "aten.lift_fresh", "aten.lift_fresh_copy", "aten.clone",
-    "aten.copy", "aten._to_copy", "aten.to", "aten.contiguous", "aten._copy_from", "aten._copy_from_and_resize",
-    "aten.cat", "aten.stack", "aten.hstack", "aten.vstack", "aten.repeat", "aten.repeat_interleave", "aten.tile",
-    "aten.roll", "aten.flip", "aten.tril", "aten.triu", "aten.masked_fill", "aten.where", "aten.fill",
-    "aten.zero", "aten.empty", "aten.empty_like", "aten.empty_strided", "aten.new_empty",
-    "aten.new_empty_strided", "aten.zeros", "aten.zeros_like", "aten.new_zeros", "aten.ones", "aten.ones_like",
-    "aten.new_ones", "aten.full", "aten.full_like", "aten.new_full", "aten.scalar_tensor", "aten.arange",
-    "aten.linspace", "aten.eye", "aten.tril_indices", "aten.triu_indices", "aten.constant_pad_nd", "aten.pad",
-    "aten.reflection_pad1d", "aten.reflection_pad2d", "aten.reflection_pad3d", "aten.replication_pad1d",
-    "aten.replication_pad2d", "aten.replication_pad3d", "aten.embedding", "aten.index", "aten._unsafe_index",
-    "aten.index_select", "aten.gather", "aten.take", "aten.take_along_dim", "aten.masked_select", "aten.nonzero",
-    "aten.slice_scatter", "aten.select_scatter", "aten.diagonal_scatter", "aten.as_strided_scatter",
-    "aten.index_copy", "aten.index_fill", "aten.masked_scatter", "aten.pixel_shuffle",
-    "aten.pixel_unshuffle", "aten.channel_shuffle", "aten.native_channel_shuffle", "aten._local_scalar_dense",
-    "aten.item", "aten.sym_size", "aten.sym_stride", "aten.sym_numel", "aten.sym_storage_offset",
-    "aten.is_same_size", "aten._has_compatible_shallow_copy_type", "aten.set", "aten.resize", "aten.resize_as",
-    "aten.record_stream", "aten._assert_async", "aten._assert_scalar", "aten._functional_assert_async",
-    "aten._functional_assert_scalar", "aten.sym_constrain_range", "aten.sym_constrain_range_for_size",
-    "aten._assert_tensor_metadata", "aten.uniform", "aten.normal", "aten.rand", "aten.rand_like", "aten.randn",
-    "aten.randn_like", "aten.randint", "aten.randint_like", "aten.randperm", "aten.exponential",
-    "aten.random", "aten.dropout", "aten.feature_dropout", "aten.alpha_dropout", "aten.lift", "aten.view_as_real",
-    "aten.view_as_complex", "aten._conj", "aten.conj", "aten.resolve_conj", "aten.resolve_neg",
-    "aten._neg_view", "aten.type_as", "aten.split_copy", "aten.unbind_copy", "aten.im2col", "aten.clamp_min_",
-    "aten.one_hot", "aten.is_nonzero", "aten.equal", "aten.allclose",
-    "prim.device", "prim.layout", "prim.dtype", "prim.data", "aten.detach_copy", "aten.alias_copy",
-    "aten.view_copy", "aten.permute_copy", "aten.transpose_copy", "aten.t_copy", "aten.expand_copy",
-    "aten.squeeze_copy", "aten.unsqueeze_copy", "aten.slice_copy", "aten.select_copy", "aten.as_strided_copy",
-    "aten._reshape_copy", "aten.unfold_copy", "aten.diagonal_copy", "aten.split_with_sizes_copy",
+    "aten.view",
+    "aten._unsafe_view",
+    "aten.reshape",
+    "aten._reshape_alias",
+    "aten.view_as",
+    "aten.as_strided",
+    "aten.permute",
+    "aten.transpose",
+    "aten.t",
+    "aten.expand",
+    "aten.expand_as",
+    "aten.squeeze",
+    "aten.unsqueeze",
+    "aten.flatten",
+    "aten.unflatten",
+    "aten.slice",
+    "aten.select",
+    "aten.narrow",
+    "aten.split",
+    "aten.split_with_sizes",
+    "aten.unbind",
+    "aten.chunk",
+    "aten.tensor_split",
+    "aten.movedim",
+    "aten.diagonal",
+    "aten.unfold",
+    "aten.alias",
+    "aten.detach",
+    "aten.lift_fresh",
+    "aten.lift_fresh_copy",
+    "aten.clone",
+    "aten.copy",
+    "aten._to_copy",
+    "aten.to",
+    "aten.contiguous",
+    "aten._copy_from",
+    "aten._copy_from_and_resize",
+    "aten.cat",
+    "aten.stack",
+    "aten.hstack",
+    "aten.vstack",
+    "aten.repeat",
+    "aten.repeat_interleave",
+    "aten.tile",
+    "aten.roll",
+    "aten.flip",
+    "aten.tril",
+    "aten.triu",
+    "aten.masked_fill",
+    "aten.where",
+    "aten.fill",
+    "aten.zero",
+    "aten.empty",
+    "aten.empty_like",
+    "aten.empty_strided",
+    "aten.new_empty",
+    "aten.new_empty_strided",
+    "aten.zeros",
+    "aten.zeros_like",
+    "aten.new_zeros",
+    "aten.ones",
+    "aten.ones_like",
+    "aten.new_ones",
+    "aten.full",
+    "aten.full_like",
+    "aten.new_full",
+    "aten.scalar_tensor",
+    "aten.arange",
+    "aten.linspace",
+    "aten.eye",
+    "aten.tril_indices",
+    "aten.triu_indices",
+    "aten.constant_pad_nd",
+    "aten.pad",
+    "aten.reflection_pad1d",
+    "aten.reflection_pad2d",
+    "aten.reflection_pad3d",
+    "aten.replication_pad1d",
+    "aten.replication_pad2d",
+    "aten.replication_pad3d",
+    "aten.embedding",
+    "aten.index",
+    "aten._unsafe_index",
+    "aten.index_select",
+    "aten.gather",
+    "aten.take",
+    "aten.take_along_dim",
+    "aten.masked_select",
+    "aten.nonzero",
+    "aten.slice_scatter",
+    "aten.select_scatter",
+    "aten.diagonal_scatter",
+    "aten.as_strided_scatter",
+    "aten.index_copy",
+    "aten.index_fill",
+    "aten.masked_scatter",
+    "aten.pixel_shuffle",
+    "aten.pixel_unshuffle",
+    "aten.channel_shuffle",
+    "aten.native_channel_shuffle",
+    "aten._local_scalar_dense",
+    "aten.item",
+    "aten.sym_size",
+    "aten.sym_stride",
+    "aten.sym_numel",
+    "aten.sym_storage_offset",
+    "aten.is_same_size",
+    "aten._has_compatible_shallow_copy_type",
+    "aten.set",
+    "aten.resize",
+    "aten.resize_as",
+    "aten.record_stream",
+    "aten._assert_async",
+    "aten._assert_scalar",
+    "aten._functional_assert_async",
+    "aten._functional_assert_scalar",
+    "aten.sym_constrain_range",
+    "aten.sym_constrain_range_for_size",
+    "aten._assert_tensor_metadata",
+    "aten.uniform",
+    "aten.normal",
+    "aten.rand",
+    "aten.rand_like",
+    "aten.randn",
+    "aten.randn_like",
+    "aten.randint",
+    "aten.randint_like",
+    "aten.randperm",
+    "aten.exponential",
+    "aten.random",
+    "aten.dropout",
+    "aten.feature_dropout",
+    "aten.alpha_dropout",
+    "aten.lift",
+    "aten.view_as_real",
+    "aten.view_as_complex",
+    "aten._conj",
+    "aten.conj",
+    "aten.resolve_conj",
+    "aten.resolve_neg",
+    "aten._neg_view",
+    "aten.type_as",
+    "aten.split_copy",
+    "aten.unbind_copy",
+    "aten.im2col",
+    "aten.clamp_min_",
+    "aten.one_hot",
+    "aten.is_nonzero",
+    "aten.equal",
+    "aten.allclose",
+    "prim.device",
+    "prim.layout",
+    "prim.dtype",
+    "prim.data",
+    "aten.detach_copy",
+    "aten.alias_copy",
+    "aten.view_copy",
+    "aten.permute_copy",
+    "aten.transpose_copy",
+    "aten.t_copy",
+    "aten.expand_copy",
+    "aten.squeeze_copy",
+    "aten.unsqueeze_copy",
+    "aten.slice_copy",
+    "aten.select_copy",
+    "aten.as_strided_copy",
+    "aten._reshape_copy",
+    "aten.unfold_copy",
+    "aten.diagonal_copy",
+    "aten.split_with_sizes_copy",
     # Backward of views and indexing: the gradient is copied into a zero tensor of the input's shape.
-    "aten.select_backward", "aten.slice_backward", "aten.diagonal_backward",
-    "aten.unsafe_split", "aten.unsafe_split_with_sizes", "aten.unsafe_chunk", "aten._linalg_check_errors",
+    "aten.select_backward",
+    "aten.slice_backward",
+    "aten.diagonal_backward",
+    "aten.unsafe_split",
+    "aten.unsafe_split_with_sizes",
+    "aten.unsafe_chunk",
+    "aten._linalg_check_errors",
 )
 TORCH_OPS.register_free(*(name for name in FREE_OPS if name != "aten.clamp_min_"))
 
@@ -673,9 +1007,15 @@ def _scatter(a: Args, out: Any) -> Cost:
     return f.elementwise(numel(source) if source is not None else numel(a["index"]))
 
 
-@register("aten.reflection_pad1d_backward", "aten.reflection_pad2d_backward", "aten.reflection_pad3d_backward",
-          "aten.replication_pad1d_backward", "aten.replication_pad2d_backward", "aten.replication_pad3d_backward",
-          "aten.unfold_backward")
+@register(
+    "aten.reflection_pad1d_backward",
+    "aten.reflection_pad2d_backward",
+    "aten.reflection_pad3d_backward",
+    "aten.replication_pad1d_backward",
+    "aten.replication_pad2d_backward",
+    "aten.replication_pad3d_backward",
+    "aten.unfold_backward",
+)
 def _gradient_fold(a: Args, out: Any) -> Cost:
     """Gradients of duplicated positions are summed: one add per incoming gradient element."""
     return f.elementwise(numel(a.get("grad_output", a.get("grad_in"))))
@@ -705,9 +1045,17 @@ def _mkldnn_rnn_layer_backward(a: Args, out: Any) -> Cost:
     return _mkldnn_rnn_layer(a, out).times(2)
 
 
-@register("aten.mse_loss", "aten.smooth_l1_loss", "aten.huber_loss", "aten.binary_cross_entropy",
-          "aten.binary_cross_entropy_with_logits", "aten.mse_loss_backward", "aten.smooth_l1_loss_backward",
-          "aten.huber_loss_backward", "aten.binary_cross_entropy_backward")
+@register(
+    "aten.mse_loss",
+    "aten.smooth_l1_loss",
+    "aten.huber_loss",
+    "aten.binary_cross_entropy",
+    "aten.binary_cross_entropy_with_logits",
+    "aten.mse_loss_backward",
+    "aten.smooth_l1_loss_backward",
+    "aten.huber_loss_backward",
+    "aten.binary_cross_entropy_backward",
+)
 def _pointwise_loss(a: Args, out: Any) -> Cost:
     return f.elementwise(numel(a["self"] if "self" in a else a["input"]), 3)
 

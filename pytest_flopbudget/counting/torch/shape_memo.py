@@ -168,7 +168,8 @@ def _describe(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         parts = tuple(_describe(v) for v in value)
         return _NOT_MEMOISABLE if any(p is _NOT_MEMOISABLE for p in parts) else ("seq", parts)
-    if value is None or isinstance(value, (bool, int, float, str, torch.dtype, torch.device, torch.layout,
-                                           torch.memory_format)):
+    if value is None or isinstance(
+        value, (bool, int, float, str, torch.dtype, torch.device, torch.layout, torch.memory_format)
+    ):
         return (type(value), value)
     return _NOT_MEMOISABLE

@@ -24,14 +24,17 @@ from pytest_flopbudget import count  # noqa: E402
 from pytest_flopbudget.cli import check as cli_check  # noqa: E402
 from pytest_flopbudget.cli import main  # noqa: E402
 
-MODELS = """\
+MODELS = (
+    """\
 import torch
 from torch import nn
 
 HIDDEN = 4
 
 
-""" + MLP_CLASS + """
+"""
+    + MLP_CLASS
+    + """
 
 class Tokens(nn.Module):
     def __init__(self):
@@ -73,6 +76,7 @@ NUMBER = 3
 def broken():
     raise RuntimeError("no weights here")
 """
+)
 
 PYPROJECT = """\
 [project]
@@ -334,8 +338,11 @@ def test_corrupt_baseline_fails_and_is_never_replaced(project):
     [
         ("nowhere.models:mlp", "cannot import 'nowhere.models': ModuleNotFoundError: No module named 'nowhere'"),
         ("{module}:missing", "'{module}' has no attribute 'missing'"),
-        ("{module}:NUMBER", "{module}:NUMBER is an int, not a torch.nn.Module (or an object whose .model is one, "
-                            "as Ultralytics' YOLO) or a factory"),
+        (
+            "{module}:NUMBER",
+            "{module}:NUMBER is an int, not a torch.nn.Module (or an object whose .model is one, "
+            "as Ultralytics' YOLO) or a factory",
+        ),
         ("{module}:broken", "{module}:broken() raised RuntimeError: no weights here"),
     ],
 )

@@ -94,8 +94,11 @@ def test_backend_is_keyword_only_and_required() -> None:
 def test_a_second_registration_needs_override_and_stacks() -> None:
     first = register_formula("mylib.op", lambda a, o: (1, 0), backend="torch")
     try:
-        with pytest.raises(ValueError, match=r"torch op 'mylib.op' already has a formula registered with "
-                           r"register_formula; remove that one first or pass override=True$"):
+        with pytest.raises(
+            ValueError,
+            match=r"torch op 'mylib.op' already has a formula registered with "
+            r"register_formula; remove that one first or pass override=True$",
+        ):
             register_formula("mylib.op", nothing, backend="torch")
         with register_formula("mylib.op", lambda a, o: (2, 0), backend="torch", override=True) as second:
             assert TORCH_OPS.lookup("mylib.op") is second.formula

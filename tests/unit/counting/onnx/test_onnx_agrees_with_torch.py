@@ -66,11 +66,26 @@ def conv_configs(draw: Any) -> dict[str, Any]:
 @SETTINGS
 @given(conv_configs())
 def test_conv2d(c):
-    module = torch.nn.Conv2d(c["in_channels"], c["out_channels"], c["kernel"], c["stride"], c["padding"],
-                             c["dilation"], c["groups"], c["bias"])
+    module = torch.nn.Conv2d(
+        c["in_channels"],
+        c["out_channels"],
+        c["kernel"],
+        c["stride"],
+        c["padding"],
+        c["dilation"],
+        c["groups"],
+        c["bias"],
+    )
     x = [1, c["in_channels"], c["size"], c["size"]]
-    node = helper.make_node("Conv", ["x", "w", "b"] if c["bias"] else ["x", "w"], ["y"], group=c["groups"],
-                            strides=[c["stride"]] * 2, pads=[c["padding"]] * 4, dilations=[c["dilation"]] * 2)
+    node = helper.make_node(
+        "Conv",
+        ["x", "w", "b"] if c["bias"] else ["x", "w"],
+        ["y"],
+        group=c["groups"],
+        strides=[c["stride"]] * 2,
+        pads=[c["padding"]] * 4,
+        dilations=[c["dilation"]] * 2,
+    )
     inits = {"w": list(module.weight.shape), **({"b": [c["out_channels"]]} if c["bias"] else {})}
     assert onnx_costs(node, x, inits) == torch_costs(module, x)
 
@@ -78,11 +93,26 @@ def test_conv2d(c):
 @SETTINGS
 @given(conv_configs())
 def test_conv_transpose2d(c):
-    module = torch.nn.ConvTranspose2d(c["in_channels"], c["out_channels"], c["kernel"], c["stride"], c["padding"],
-                                      groups=c["groups"], bias=c["bias"], dilation=c["dilation"])
+    module = torch.nn.ConvTranspose2d(
+        c["in_channels"],
+        c["out_channels"],
+        c["kernel"],
+        c["stride"],
+        c["padding"],
+        groups=c["groups"],
+        bias=c["bias"],
+        dilation=c["dilation"],
+    )
     x = [1, c["in_channels"], c["size"], c["size"]]
-    node = helper.make_node("ConvTranspose", ["x", "w", "b"] if c["bias"] else ["x", "w"], ["y"], group=c["groups"],
-                            strides=[c["stride"]] * 2, pads=[c["padding"]] * 4, dilations=[c["dilation"]] * 2)
+    node = helper.make_node(
+        "ConvTranspose",
+        ["x", "w", "b"] if c["bias"] else ["x", "w"],
+        ["y"],
+        group=c["groups"],
+        strides=[c["stride"]] * 2,
+        pads=[c["padding"]] * 4,
+        dilations=[c["dilation"]] * 2,
+    )
     inits = {"w": list(module.weight.shape), **({"b": [c["out_channels"]]} if c["bias"] else {})}
     if min(torch_shape(module, x)) <= 0:
         return
@@ -108,8 +138,13 @@ def test_linear(rows, features_in, features_out, bias):
 
 
 @SETTINGS
-@given(st.sampled_from(["MaxPool", "AveragePool"]), st.integers(1, 3), st.integers(1, 3), st.integers(0, 1),
-       st.integers(4, 9))
+@given(
+    st.sampled_from(["MaxPool", "AveragePool"]),
+    st.integers(1, 3),
+    st.integers(1, 3),
+    st.integers(0, 1),
+    st.integers(4, 9),
+)
 def test_pool2d(op, kernel, stride, padding, size):
     if padding * 2 > kernel:
         return

@@ -41,15 +41,19 @@ def loop_body(prefix: str, n: int, carried: str = "v") -> Any:
     return helper.make_graph(
         nodes,
         prefix,
-        [helper.make_tensor_value_info("it", I64, []), helper.make_tensor_value_info("cond_in", BOOL, []),
-         helper.make_empty_tensor_value_info(f"{carried}_in")],
+        [
+            helper.make_tensor_value_info("it", I64, []),
+            helper.make_tensor_value_info("cond_in", BOOL, []),
+            helper.make_empty_tensor_value_info(f"{carried}_in"),
+        ],
         [helper.make_tensor_value_info("cond_out", BOOL, []), helper.make_empty_tensor_value_info(f"{carried}_out")],
     )
 
 
 def test_if_counts_its_costlier_branch(onnx_model):
-    node = helper.make_node("If", ["c"], ["y"], name="/gate/If", then_branch=branch("then", 3),
-                            else_branch=branch("else", 1))
+    node = helper.make_node(
+        "If", ["c"], ["y"], name="/gate/If", then_branch=branch("then", 3), else_branch=branch("else", 1)
+    )
     report = count(onnx_model([node], inputs={"x": [2, 4], "c": (BOOL, [])}, inits={"w": [4, 4]}))
     assert (report.flops, report.macs) == (2 * 3 * MM, 3 * MM)  # then: 3 MatMuls
     assert report.skipped == {}
@@ -107,11 +111,16 @@ def test_while_loop_is_dynamic(onnx_model):
 
 def test_loop_whose_carried_shape_grows_is_skipped(onnx_model):
     body = helper.make_graph(
-        [helper.make_node("Concat", ["v_in", "v_in"], ["v_out"], axis=0),
-         helper.make_node("Identity", ["cond_in"], ["cond_out"])],
+        [
+            helper.make_node("Concat", ["v_in", "v_in"], ["v_out"], axis=0),
+            helper.make_node("Identity", ["cond_in"], ["cond_out"]),
+        ],
         "grow",
-        [helper.make_tensor_value_info("it", I64, []), helper.make_tensor_value_info("cond_in", BOOL, []),
-         helper.make_empty_tensor_value_info("v_in")],
+        [
+            helper.make_tensor_value_info("it", I64, []),
+            helper.make_tensor_value_info("cond_in", BOOL, []),
+            helper.make_empty_tensor_value_info("v_in"),
+        ],
         [helper.make_tensor_value_info("cond_out", BOOL, []), helper.make_empty_tensor_value_info("v_out")],
     )
     loop = helper.make_node("Loop", ["M", "", "x"], ["y"], body=body)
@@ -122,16 +131,19 @@ def test_loop_whose_carried_shape_grows_is_skipped(onnx_model):
 
 def test_scan_multiplies_by_the_scan_length(onnx_model):
     body = helper.make_graph(
-        [helper.make_node("MatMul", ["xs", "w"], ["p"], name="/cell/MatMul"),
-         helper.make_node("Add", ["s_in", "p"], ["s_out"], name="/cell/Add"),
-         helper.make_node("Identity", ["p"], ["ys"])],
+        [
+            helper.make_node("MatMul", ["xs", "w"], ["p"], name="/cell/MatMul"),
+            helper.make_node("Add", ["s_in", "p"], ["s_out"], name="/cell/Add"),
+            helper.make_node("Identity", ["p"], ["ys"]),
+        ],
         "cell",
         [helper.make_empty_tensor_value_info("s_in"), helper.make_empty_tensor_value_info("xs")],
         [helper.make_empty_tensor_value_info("s_out"), helper.make_empty_tensor_value_info("ys")],
     )
     scan = helper.make_node("Scan", ["s0", "seq"], ["s_final", "ys_all"], body=body, num_scan_inputs=1)
-    model = onnx_model([scan], inputs={"s0": [2, 4], "seq": [6, 2, 4]}, inits={"w": [4, 4]},
-                       outputs=["s_final", "ys_all"])
+    model = onnx_model(
+        [scan], inputs={"s0": [2, 4], "seq": [6, 2, 4]}, inits={"w": [4, 4]}, outputs=["s_final", "ys_all"]
+    )
     report = count(model)
     # 6 steps of MatMul (32 MACs) + Add (8 elements)
     assert (report.flops, report.macs) == (6 * (2 * MM + 8), 6 * MM)
@@ -139,14 +151,21 @@ def test_scan_multiplies_by_the_scan_length(onnx_model):
 
 
 def test_nested_if_inside_a_loop_reads_outer_scope_weights(onnx_model):
-    inner_if = helper.make_node("If", ["flag"], ["h"], then_branch=branch_on("v_in", "deep", 2),
-                                else_branch=branch_on("v_in", "shallow", 1))
+    inner_if = helper.make_node(
+        "If", ["flag"], ["h"], then_branch=branch_on("v_in", "deep", 2), else_branch=branch_on("v_in", "shallow", 1)
+    )
     body = helper.make_graph(
-        [inner_if, helper.make_node("Identity", ["cond_in"], ["cond_out"]),
-         helper.make_node("Identity", ["h"], ["v_out"])],
+        [
+            inner_if,
+            helper.make_node("Identity", ["cond_in"], ["cond_out"]),
+            helper.make_node("Identity", ["h"], ["v_out"]),
+        ],
         "body",
-        [helper.make_tensor_value_info("it", I64, []), helper.make_tensor_value_info("cond_in", BOOL, []),
-         helper.make_empty_tensor_value_info("v_in")],
+        [
+            helper.make_tensor_value_info("it", I64, []),
+            helper.make_tensor_value_info("cond_in", BOOL, []),
+            helper.make_empty_tensor_value_info("v_in"),
+        ],
         [helper.make_tensor_value_info("cond_out", BOOL, []), helper.make_empty_tensor_value_info("v_out")],
     )
     loop = helper.make_node("Loop", ["M", "", "x"], ["y"], body=body)
@@ -164,11 +183,16 @@ def branch_on(source: str, prefix: str, n: int) -> Any:
 def test_skipped_ops_inside_a_loop_are_reported_once_per_iteration(onnx_model):
     axis = helper.make_tensor("axis", I64, [], [0])  # CumProd: shape-preserving, no formula
     body = helper.make_graph(
-        [helper.make_node("CumProd", ["v_in", "axis"], ["v_out"], name="/sel/CumProd"),
-         helper.make_node("Identity", ["cond_in"], ["cond_out"])],
+        [
+            helper.make_node("CumProd", ["v_in", "axis"], ["v_out"], name="/sel/CumProd"),
+            helper.make_node("Identity", ["cond_in"], ["cond_out"]),
+        ],
         "body",
-        [helper.make_tensor_value_info("it", I64, []), helper.make_tensor_value_info("cond_in", BOOL, []),
-         helper.make_empty_tensor_value_info("v_in")],
+        [
+            helper.make_tensor_value_info("it", I64, []),
+            helper.make_tensor_value_info("cond_in", BOOL, []),
+            helper.make_empty_tensor_value_info("v_in"),
+        ],
         [helper.make_tensor_value_info("cond_out", BOOL, []), helper.make_empty_tensor_value_info("v_out")],
     )
     loop = helper.make_node("Loop", ["M", "", "x"], ["y"], body=body)
@@ -181,14 +205,23 @@ def test_skipped_ops_inside_a_loop_are_reported_once_per_iteration(onnx_model):
 def test_loop_carrying_an_int64_counter_and_untyped_body_inputs(onnx_model):
     one = helper.make_tensor("one", I64, [1], [1])
     body = helper.make_graph(
-        [helper.make_node("Add", ["n_in", "one"], ["n_out"], name="/count/Add"),
-         helper.make_node("MatMul", ["v_in", "w"], ["v_out"], name="/step/MatMul"),
-         helper.make_node("Identity", ["cond_in"], ["cond_out"])],
+        [
+            helper.make_node("Add", ["n_in", "one"], ["n_out"], name="/count/Add"),
+            helper.make_node("MatMul", ["v_in", "w"], ["v_out"], name="/step/MatMul"),
+            helper.make_node("Identity", ["cond_in"], ["cond_out"]),
+        ],
         "body",
-        [helper.make_tensor_value_info("it", I64, []), helper.make_tensor_value_info("cond_in", BOOL, []),
-         helper.make_empty_tensor_value_info("n_in"), helper.make_empty_tensor_value_info("v_in")],
-        [helper.make_tensor_value_info("cond_out", BOOL, []), helper.make_empty_tensor_value_info("n_out"),
-         helper.make_empty_tensor_value_info("v_out")],
+        [
+            helper.make_tensor_value_info("it", I64, []),
+            helper.make_tensor_value_info("cond_in", BOOL, []),
+            helper.make_empty_tensor_value_info("n_in"),
+            helper.make_empty_tensor_value_info("v_in"),
+        ],
+        [
+            helper.make_tensor_value_info("cond_out", BOOL, []),
+            helper.make_empty_tensor_value_info("n_out"),
+            helper.make_empty_tensor_value_info("v_out"),
+        ],
     )
     loop = helper.make_node("Loop", ["M", "", "n0", "x"], ["n", "y"], body=body)
     inits = {"w": [4, 4], "M": helper.make_tensor("M", I64, [], [3]), "one": one}

@@ -14,8 +14,11 @@ from pytest_flopbudget.errors import CountingError  # noqa: E402
 
 
 def matmul_model(onnx_model, dims=("batch", "seq", 8)):
-    return onnx_model([helper.make_node("MatMul", ["tokens", "w"], ["y"], name="/proj/MatMul")],
-                      inputs={"tokens": list(dims)}, inits={"w": [8, 4]})
+    return onnx_model(
+        [helper.make_node("MatMul", ["tokens", "w"], ["y"], name="/proj/MatMul")],
+        inputs={"tokens": list(dims)},
+        inits={"w": [8, 4]},
+    )
 
 
 def one_line(exc: pytest.ExceptionInfo) -> str:
@@ -239,8 +242,10 @@ def test_report_metadata_and_json_round_trip(onnx_model, tmp_path):
 
 
 def test_stale_value_info_left_by_an_exporter_is_dropped(onnx_model):
-    nodes = [helper.make_node("MatMul", ["x", "w"], ["h"], name="/fc/MatMul"),
-             helper.make_node("Relu", ["h"], ["y"], name="/act/Relu")]
+    nodes = [
+        helper.make_node("MatMul", ["x", "w"], ["h"], name="/fc/MatMul"),
+        helper.make_node("Relu", ["h"], ["y"], name="/act/Relu"),
+    ]
     model = onnx_model(nodes, inputs={"x": ["batch", 8]}, inits={"w": [8, 4]})
     model.graph.value_info.append(helper.make_tensor_value_info("h", TensorProto.FLOAT, [1, 5]))  # wrong width
     report = count(model, inputs={"x": [3, 8]})

@@ -55,8 +55,10 @@ def randomise(model: Any, seed: int) -> Any:
 
 
 def export(model: Any, args: tuple[Any, ...], path: Any, dynamo: bool, **options: Any) -> str:
-    with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(
-        io.StringIO()
+    with (
+        warnings.catch_warnings(),
+        contextlib.redirect_stdout(io.StringIO()),
+        contextlib.redirect_stderr(io.StringIO()),
     ):
         warnings.simplefilter("ignore")
         torch.onnx.export(model, args, str(path), dynamo=dynamo, input_names=["input"], **options)
@@ -116,10 +118,16 @@ def _has_onnxscript() -> bool:
 
 BUILDERS = {"resnet50": _resnet50, "vit_tiny": _vit, "llama_tiny": _decoder("llama"), "gpt_tiny": _decoder("gpt")}
 EXPORTS = [
-    ("resnet50", "torchscript"), ("resnet50", "torchscript-unfolded"), ("resnet50", "dynamo"),
-    ("vit_tiny", "torchscript"), ("vit_tiny", "dynamo"),
-    ("llama_tiny", "torchscript"), ("llama_tiny", "dynamo"), ("llama_tiny", "dynamo-opset23"),
-    ("gpt_tiny", "torchscript"), ("gpt_tiny", "dynamo"),
+    ("resnet50", "torchscript"),
+    ("resnet50", "torchscript-unfolded"),
+    ("resnet50", "dynamo"),
+    ("vit_tiny", "torchscript"),
+    ("vit_tiny", "dynamo"),
+    ("llama_tiny", "torchscript"),
+    ("llama_tiny", "dynamo"),
+    ("llama_tiny", "dynamo-opset23"),
+    ("gpt_tiny", "torchscript"),
+    ("gpt_tiny", "dynamo"),
 ]
 
 

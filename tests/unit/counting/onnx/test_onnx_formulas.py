@@ -101,8 +101,14 @@ def test_matmul_integer_and_qlinear_matmul(onnx_model):
     m = onnx_model([node("MatMulInteger", ["a", "b"])], inputs={"a": (U8, [4, 6]), "b": (U8, [6, 5])})
     assert exact(count(m)) == (240, 120)  # 4*5*6 MACs; zero points are part of the integer accumulation
     q = node("QLinearMatMul", ["a", "sa", "za", "b", "sb", "zb", "sy", "zy"])
-    inits = {"sa": scalar("sa"), "za": scalar("za", U8, 0), "sb": scalar("sb"), "zb": scalar("zb", U8, 0),
-             "sy": scalar("sy"), "zy": scalar("zy", U8, 0)}
+    inits = {
+        "sa": scalar("sa"),
+        "za": scalar("za", U8, 0),
+        "sb": scalar("sb"),
+        "zb": scalar("zb", U8, 0),
+        "sy": scalar("sy"),
+        "zy": scalar("zy", U8, 0),
+    }
     m = onnx_model([q], inputs={"a": (U8, [4, 6]), "b": (U8, [6, 5])}, inits=inits)
     # 2*120 = 240 for the product + requantising 4*5 outputs at 2 FLOPs = 40
     assert exact(count(m)) == (280, 120)
@@ -146,8 +152,16 @@ def test_conv_integer_and_qlinear_conv(onnx_model):
     m = onnx_model([c], inputs={"x": (U8, [1, 3, 8, 8])}, inits={"w": w})
     assert exact(count(m)) == (13824, 6912)  # as the float conv above, no bias
     q = node("QLinearConv", ["x", "sx", "zx", "w", "sw", "zw", "sy", "zy", "b"], pads=[1, 1, 1, 1])
-    inits = {"w": w, "sx": scalar("sx"), "zx": scalar("zx", U8, 0), "sw": scalar("sw"), "zw": scalar("zw", U8, 0),
-             "sy": scalar("sy"), "zy": scalar("zy", U8, 0), "b": helper.make_tensor("b", I32, [4], [0, 0, 0, 0])}
+    inits = {
+        "w": w,
+        "sx": scalar("sx"),
+        "zx": scalar("zx", U8, 0),
+        "sw": scalar("sw"),
+        "zw": scalar("zw", U8, 0),
+        "sy": scalar("sy"),
+        "zy": scalar("zy", U8, 0),
+        "b": helper.make_tensor("b", I32, [4], [0, 0, 0, 0]),
+    }
     m = onnx_model([q], inputs={"x": (U8, [1, 3, 8, 8])}, inits=inits)
     # 2*6912 + int32 bias add 256 + requantisation 2*256 = 13824 + 256 + 512
     assert exact(count(m)) == (14592, 6912)
@@ -165,10 +179,17 @@ def test_onnx_attention_4d(onnx_model):
 
 
 def test_onnx_attention_3d_grouped_query_with_mask_and_past(onnx_model):
-    a = node("Attention", ["q", "k", "v", "mask", "pk", "pv"], ["y", "present_k", "present_v"],
-             q_num_heads=4, kv_num_heads=2)
-    inputs = {"q": [2, 8, 64], "k": [2, 10, 32], "v": [2, 10, 32], "mask": [8, 16], "pk": [2, 2, 6, 16],
-              "pv": [2, 2, 6, 16]}
+    a = node(
+        "Attention", ["q", "k", "v", "mask", "pk", "pv"], ["y", "present_k", "present_v"], q_num_heads=4, kv_num_heads=2
+    )
+    inputs = {
+        "q": [2, 8, 64],
+        "k": [2, 10, 32],
+        "v": [2, 10, 32],
+        "mask": [8, 16],
+        "pk": [2, 2, 6, 16],
+        "pv": [2, 2, 6, 16],
+    }
     m = onnx_model([a], inputs=inputs, opset=23)
     # 4 query heads of 16 (64/4) per batch: B*Hq = 8; keys 6 past + 10 new = 16; v head 32/2 = 16
     # QK^T 8*8*16*16 = 16384, AV 8*8*16*16 = 16384 -> 32768 MACs; scores 8*8*16 = 1024 * (scale + softmax + mask)
@@ -178,8 +199,9 @@ def test_onnx_attention_3d_grouped_query_with_mask_and_past(onnx_model):
 def test_microsoft_attention_includes_input_projection_and_fills_output_shape(onnx_model):
     a = node("Attention", ["x", "w", "b"], ["h"], domain=MS, num_heads=4)
     after = node("MatMul", ["h", "w2"], ["y"])
-    m = onnx_model([a, after], inputs={"x": [2, 8, 32]}, inits={"w": [32, 96], "b": [96], "w2": [32, 16]},
-                   domains={MS: 1})
+    m = onnx_model(
+        [a, after], inputs={"x": [2, 8, 32]}, inits={"w": [32, 96], "b": [96], "w2": [32, 16]}, domains={MS: 1}
+    )
     # projection: 16 rows x 32 -> 96 with bias: 16*96*32 = 49152 MACs, bias 16*96 = 1536
     # attention: B*H = 8, S = 8, head 8: QK^T 8*8*8*8 = 4096 + AV 4096 = 8192 MACs; scores 512 * 6 = 3072
     # the MatMul after it needs the Attention output shape [2, 8, 32] that onnx cannot infer: 2*8*16*32 = 8192
@@ -195,10 +217,23 @@ def test_microsoft_multi_head_attention(onnx_model):
 
 
 def test_microsoft_group_query_attention_uses_present_length(onnx_model):
-    a = node("GroupQueryAttention", ["q", "k", "v", "pk", "pv", "seqlens", "total"], ["y", "pk2", "pv2"],
-             domain=MS, num_heads=4, kv_num_heads=2)
-    inputs = {"q": [1, 4, 64], "k": [1, 4, 32], "v": [1, 4, 32], "pk": [1, 2, 12, 16], "pv": [1, 2, 12, 16],
-              "seqlens": (I32, [1]), "total": (I32, [])}
+    a = node(
+        "GroupQueryAttention",
+        ["q", "k", "v", "pk", "pv", "seqlens", "total"],
+        ["y", "pk2", "pv2"],
+        domain=MS,
+        num_heads=4,
+        kv_num_heads=2,
+    )
+    inputs = {
+        "q": [1, 4, 64],
+        "k": [1, 4, 32],
+        "v": [1, 4, 32],
+        "pk": [1, 2, 12, 16],
+        "pv": [1, 2, 12, 16],
+        "seqlens": (I32, [1]),
+        "total": (I32, []),
+    }
     m = onnx_model([a], inputs=inputs, domains={MS: 1}, outputs=["y", "pk2", "pv2"])
     m.graph.value_info.append(helper.make_tensor_value_info("pk2", F, [1, 2, 16, 16]))
     # B*H = 4, S = 4, total keys 16 (present_key), head 16: QK^T 4*4*16*16 = 4096, AV 4096 -> 8192 MACs;
@@ -268,15 +303,24 @@ def test_sequence_norms(onnx_model, op, extra, attrs, opset, expected):
 def test_image_norms(onnx_model, op, attrs, outputs, opset, per_element):
     params = ["s", "b"] if op != "BatchNormalization" else ["s", "b", "mean", "var"]
     outs = ["y", "m1", "v1", "m2", "v2"][:outputs]
-    m = onnx_model([node(op, ["x", *params], outs, **attrs)], inputs={"x": [1, 4, 8, 8]},
-                   inits={p: [4] for p in params}, opset=opset, outputs=["y"])
+    m = onnx_model(
+        [node(op, ["x", *params], outs, **attrs)],
+        inputs={"x": [1, 4, 8, 8]},
+        inits={p: [4] for p in params},
+        opset=opset,
+        outputs=["y"],
+    )
     assert exact(count(m)) == (256 * per_element, 0)  # 1*4*8*8 = 256 elements
 
 
 def test_skip_layer_norms(onnx_model):
     skip = node("SkipLayerNormalization", ["x", "skip", "g", "beta", "bias"], domain=MS)
-    m = onnx_model([skip], inputs={"x": [2, 8, 32], "skip": [2, 8, 32]}, inits={"g": [32], "beta": [32], "bias": [32]},
-                   domains={MS: 1})
+    m = onnx_model(
+        [skip],
+        inputs={"x": [2, 8, 32], "skip": [2, 8, 32]},
+        inits={"g": [32], "beta": [32], "bias": [32]},
+        domains={MS: 1},
+    )
     # 512 elements: skip add 1 + bias add 1 + layer norm 8
     assert exact(count(m)) == (512 * 10, 0)
     rms = node("SkipSimplifiedLayerNormalization", ["x", "skip", "g"], domain=MS)
@@ -376,8 +420,9 @@ def test_scatter_with_reduction(onnx_model):
     [("FastGelu", [], 1), ("FastGelu", ["b"], 2), ("BiasGelu", ["b"], 2), ("QuickGelu", [], 1), ("Gelu", [], 1)],
 )
 def test_microsoft_activations(onnx_model, op, extra, per_element):
-    m = onnx_model([node(op, ["x", *extra], domain=MS)], inputs={"x": [2, 8, 32]}, inits={b: [32] for b in extra},
-                   domains={MS: 1})
+    m = onnx_model(
+        [node(op, ["x", *extra], domain=MS)], inputs={"x": [2, 8, 32]}, inits={b: [32] for b in extra}, domains={MS: 1}
+    )
     assert exact(count(m)) == (512 * per_element, 0)
 
 
@@ -399,8 +444,14 @@ def test_microsoft_matmuls(onnx_model):
 
 def test_microsoft_quantized_elementwise(onnx_model):
     q = node("QLinearAdd", ["a", "sa", "za", "b", "sb", "zb", "sy", "zy"], domain=MS)
-    inits = {"sa": scalar("sa"), "za": scalar("za", U8, 0), "sb": scalar("sb"), "zb": scalar("zb", U8, 0),
-             "sy": scalar("sy"), "zy": scalar("zy", U8, 0)}
+    inits = {
+        "sa": scalar("sa"),
+        "za": scalar("za", U8, 0),
+        "sb": scalar("sb"),
+        "zb": scalar("zb", U8, 0),
+        "sy": scalar("sy"),
+        "zy": scalar("zy", U8, 0),
+    }
     m = onnx_model([q], inputs={"a": (U8, [2, 3, 4]), "b": (U8, [4])}, inits=inits, domains={MS: 1})
     assert exact(count(m)) == (24 * 3, 0)  # the add + requantising each of 24 outputs
 

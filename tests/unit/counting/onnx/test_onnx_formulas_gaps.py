@@ -72,10 +72,12 @@ def test_softmax_cross_entropy(onnx_model, opset):
 
 
 def test_softmax_cross_entropy_with_weights_and_log_prob(onnx_model):
-    sce = node("SoftmaxCrossEntropyLoss", ["scores", "labels", "w"], ["loss", "log_prob"], reduction="sum",
-               ignore_index=1)
-    m = onnx_model([sce], inputs={"scores": [5, 7], "labels": (I64, [5])}, inits={"w": [7]}, opset=13,
-                   outputs=["loss", "log_prob"])
+    sce = node(
+        "SoftmaxCrossEntropyLoss", ["scores", "labels", "w"], ["loss", "log_prob"], reduction="sum", ignore_index=1
+    )
+    m = onnx_model(
+        [sce], inputs={"scores": [5, 7], "labels": (I64, [5])}, inits={"w": [7]}, opset=13, outputs=["loss", "log_prob"]
+    )
     # 5*7 = 35 scores * 5 = 175, + 5 labels; weights, ignore_index and the reduction are in the 1 per label, and
     # log_prob is the log_softmax already counted
     assert exact(count(m)) == (180, 0)
@@ -85,8 +87,9 @@ def test_softmax_cross_entropy_with_weights_and_log_prob(onnx_model):
 def test_negative_log_likelihood_loss(onnx_model, reduction, weight):
     inputs = ["x", "target", "w"] if weight else ["x", "target"]
     nll = node("NegativeLogLikelihoodLoss", inputs, reduction=reduction)
-    m = onnx_model([nll], inputs={"x": [2, 3, 4], "target": (I64, [2, 4])}, inits={"w": [3]} if weight else {},
-                   opset=22)
+    m = onnx_model(
+        [nll], inputs={"x": [2, 3, 4], "target": (I64, [2, 4])}, inits={"w": [3]} if weight else {}, opset=22
+    )
     assert exact(count(m)) == (8, 0)  # 1 per target: 2*4
 
 
@@ -121,11 +124,13 @@ def test_reduce_with_noop_and_no_axes(onnx_model, op, opset, axes, noop, expecte
 
 
 def test_reduce_sum_noop_with_runtime_empty_axes(onnx_model):
-    m = onnx_model([node("ReduceSum", ["x", "axes"], noop_with_empty_axes=1)],
-                   inputs={"x": X, "axes": (I64, [0])}, opset=13)
+    m = onnx_model(
+        [node("ReduceSum", ["x", "axes"], noop_with_empty_axes=1)], inputs={"x": X, "axes": (I64, [0])}, opset=13
+    )
     assert exact(count(m)) == (0, 0)  # the axes tensor's shape says it is empty
-    m = onnx_model([node("ReduceSum", ["x", "axes"], noop_with_empty_axes=1)],
-                   inputs={"x": X, "axes": (I64, [1])}, opset=13)
+    m = onnx_model(
+        [node("ReduceSum", ["x", "axes"], noop_with_empty_axes=1)], inputs={"x": X, "axes": (I64, [1])}, opset=13
+    )
     assert exact(count(m)) == (24, 0)  # one runtime axis: a real reduction
 
 
@@ -155,8 +160,15 @@ def test_clip(onnx_model, opset, inputs, attrs, expected):
 # --- Resize with antialias -------------------------------------------------------------------------------------
 
 
-def resize_model(onnx_model: Any, x: list[int], sizes: list[int] | None = None, scales: list[float] | None = None,
-                 mode: str = "linear", antialias: int = 1, **attrs: Any) -> Any:
+def resize_model(
+    onnx_model: Any,
+    x: list[int],
+    sizes: list[int] | None = None,
+    scales: list[float] | None = None,
+    mode: str = "linear",
+    antialias: int = 1,
+    **attrs: Any,
+) -> Any:
     inputs, inits = ["x", "", ""], {}
     if scales is not None:
         inputs[2] = "scales"

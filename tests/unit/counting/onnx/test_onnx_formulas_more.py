@@ -20,8 +20,10 @@ X = [2, 3, 4]  # 24 elements
 
 #: Element type and arity of each elementwise op, where it is not "one float input".
 ELEMENT_INPUTS: dict[str, tuple[int, int]] = {
-    **dict.fromkeys(("Add", "Sub", "Mul", "Div", "Pow", "Equal", "Less", "Greater", "LessOrEqual",
-                     "GreaterOrEqual", "PRelu"), (F, 2)),
+    **dict.fromkeys(
+        ("Add", "Sub", "Mul", "Div", "Pow", "Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual", "PRelu"),
+        (F, 2),
+    ),
     **dict.fromkeys(("And", "Or", "Xor"), (BOOL, 2)),
     "Not": (BOOL, 1),
     **dict.fromkeys(("BitShift", "BitwiseAnd", "BitwiseOr", "BitwiseXor"), (U8, 2)),
@@ -127,8 +129,9 @@ def test_microsoft_bias_ops(onnx_model, op, inputs, inits, expected):
 
 
 def test_microsoft_embed_layer_norm(onnx_model):
-    n = helper.make_node("EmbedLayerNormalization", ["ids", "seg", "word", "pos", "segw", "g", "b"], ["y", "mask"],
-                         domain=MS)
+    n = helper.make_node(
+        "EmbedLayerNormalization", ["ids", "seg", "word", "pos", "segw", "g", "b"], ["y", "mask"], domain=MS
+    )
     inputs = {"ids": (I32, [2, 8]), "seg": (I32, [2, 8])}
     inits = {"word": [100, 32], "pos": [16, 32], "segw": [2, 32], "g": [32], "b": [32]}
     m = onnx_model(with_relu(n), inputs=inputs, inits=inits, domains={MS: 1})
@@ -138,8 +141,9 @@ def test_microsoft_embed_layer_norm(onnx_model):
 
 def test_microsoft_quantized_matmul_to_float(onnx_model):
     n = helper.make_node("MatMulIntegerToFloat", ["a", "b", "sa", "sb"], ["y"], domain=MS)
-    m = onnx_model(with_relu(n), inputs={"a": (U8, [4, 6]), "b": (U8, [6, 5])},
-                   inits={"sa": [1], "sb": [1]}, domains={MS: 1})
+    m = onnx_model(
+        with_relu(n), inputs={"a": (U8, [4, 6]), "b": (U8, [6, 5])}, inits={"sa": [1], "sb": [1]}, domains={MS: 1}
+    )
     # 4*5*6 = 120 MACs; scaling each of 20 outputs to float; relu 20
     assert exact(count(m)) == (240 + 20 + 20, 120)
 
@@ -152,8 +156,9 @@ Q_IO = q_inits("sx", "zx", "sy", "zy")
 
 
 def test_microsoft_quantized_pools(onnx_model):
-    n = helper.make_node("QLinearAveragePool", ["x", "sx", "zx", "sy", "zy"], ["y"], domain=MS,
-                         kernel_shape=[2, 2], strides=[2, 2])
+    n = helper.make_node(
+        "QLinearAveragePool", ["x", "sx", "zx", "sy", "zy"], ["y"], domain=MS, kernel_shape=[2, 2], strides=[2, 2]
+    )
     m = onnx_model(with_relu(n, quantized=True), inputs={"x": (U8, [1, 4, 8, 8])}, inits=Q_IO, domains={MS: 1})
     # out [1,4,4,4] = 64: window 4 each, requantise 2 each; relu 64
     assert exact(count(m)) == (64 * 4 + 64 * 2 + 64, 0)
@@ -162,8 +167,7 @@ def test_microsoft_quantized_pools(onnx_model):
     assert exact(count(m)) == (256 + 4 * 2 + 4, 0)  # read all 256, requantise the 4 outputs; relu 4
 
 
-@pytest.mark.parametrize(("op", "per_element"), [("QLinearSigmoid", 3), ("QLinearLeakyRelu", 3),
-                                                 ("QLinearSoftmax", 7)])
+@pytest.mark.parametrize(("op", "per_element"), [("QLinearSigmoid", 3), ("QLinearLeakyRelu", 3), ("QLinearSoftmax", 7)])
 def test_microsoft_quantized_unary(onnx_model, op, per_element):
     n = helper.make_node(op, ["x", "sx", "zx", "sy", "zy"], ["y"], domain=MS)
     m = onnx_model(with_relu(n, quantized=True), inputs={"x": (U8, X)}, inits=Q_IO, domains={MS: 1})
@@ -172,8 +176,12 @@ def test_microsoft_quantized_unary(onnx_model, op, per_element):
 
 def test_microsoft_qlinear_mul_and_dequantize(onnx_model):
     n = helper.make_node("QLinearMul", ["a", "sa", "za", "b", "sb", "zb", "sy", "zy"], ["y"], domain=MS)
-    m = onnx_model(with_relu(n, quantized=True), inputs={"a": (U8, X), "b": (U8, [4])},
-                   inits=q_inits("sa", "za", "sb", "zb", "sy", "zy"), domains={MS: 1})
+    m = onnx_model(
+        with_relu(n, quantized=True),
+        inputs={"a": (U8, X), "b": (U8, [4])},
+        inits=q_inits("sa", "za", "sb", "zb", "sy", "zy"),
+        domains={MS: 1},
+    )
     assert exact(count(m)) == (24 * 3 + 24, 0)
     n = helper.make_node("DequantizeLinear", ["x", "s", "z"], ["y"], domain=MS)
     m = onnx_model(with_relu(n), inputs={"x": (U8, X)}, inits=q_inits("s", "z"), domains={MS: 1})

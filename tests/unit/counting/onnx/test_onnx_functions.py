@@ -70,8 +70,7 @@ def test_causal_conv_with_state(onnx_model):
 
 def test_linear_attention_runs_its_scan_body(onnx_model):
     needs_schema("LinearAttention", 27)
-    la = node("LinearAttention", ["q", "k", "v"], ["y", "state"], update_rule="linear", q_num_heads=2,
-              kv_num_heads=2)
+    la = node("LinearAttention", ["q", "k", "v"], ["y", "state"], update_rule="linear", q_num_heads=2, kv_num_heads=2)
     m = onnx_model([la], inputs={"q": [1, 2, 8], "k": [1, 2, 8], "v": [1, 2, 8]}, opset=27, outputs=["y"])
     # B=1, T=2, 2 heads of d_k = d_v = 4; a Scan over the 2 steps, each:
     #   S += k ⊗ v: a [4,1]@[1,4] MatMul per head = 2*4*4*1 = 32 MACs, the Add 2*4*4 = 32
@@ -84,8 +83,9 @@ def test_linear_attention_runs_its_scan_body(onnx_model):
 def test_flex_attention_in_the_preview_domain(onnx_model):
     needs_schema("FlexAttention", 1, PREVIEW)
     fa = node("FlexAttention", ["q", "k", "v"], domain=PREVIEW)
-    m = onnx_model([fa], inputs={"q": [1, 2, 3, 4], "k": [1, 2, 5, 4], "v": [1, 2, 5, 4]}, opset=23,
-                   domains={PREVIEW: 1})
+    m = onnx_model(
+        [fa], inputs={"q": [1, 2, 3, 4], "k": [1, 2, 5, 4], "v": [1, 2, 5, 4]}, opset=23, domains={PREVIEW: 1}
+    )
     report = count(m)
     # 2 heads, 3 queries, 5 keys, head 4: QK^T 2*3*5*4 = 120 MACs, AV 2*3*4*5 = 120 MACs -> 240 MACs, 480 FLOPs;
     # softmax over 2*3*5 = 30 scores * 5 = 150; q and k each scaled by sqrt(scale): 24 + 40 = 64;
@@ -129,13 +129,22 @@ def test_op_without_formula_or_body_is_still_no_formula(onnx_model):
 
 def test_function_op_inside_an_if_branch(onnx_model):
     needs_schema("SwiGLU", 28)
-    branch = helper.make_graph([node("SwiGLU", ["a", "a"], ["out"])], "then", [],
-                               [helper.make_tensor_value_info("out", F, [2, 3, 4])])
-    other = helper.make_graph([helper.make_node("Identity", ["a"], ["out2"])], "else", [],
-                              [helper.make_tensor_value_info("out2", F, [2, 3, 4])])
+    branch = helper.make_graph(
+        [node("SwiGLU", ["a", "a"], ["out"])], "then", [], [helper.make_tensor_value_info("out", F, [2, 3, 4])]
+    )
+    other = helper.make_graph(
+        [helper.make_node("Identity", ["a"], ["out2"])],
+        "else",
+        [],
+        [helper.make_tensor_value_info("out2", F, [2, 3, 4])],
+    )
     cond = helper.make_tensor("c", TensorProto.BOOL, [], [True])
-    m = onnx_model([helper.make_node("If", ["c"], ["y"], then_branch=branch, else_branch=other)],
-                   inputs={"a": [2, 3, 4]}, inits={"c": cond}, opset=28)
+    m = onnx_model(
+        [helper.make_node("If", ["c"], ["y"], then_branch=branch, else_branch=other)],
+        inputs={"a": [2, 3, 4]},
+        inits={"c": cond},
+        opset=28,
+    )
     assert exact(count(m)) == (48, 0)  # the taken branch: SwiGLU on 24 elements, 2 each
 
 

@@ -172,7 +172,7 @@ def test_module_paths_read_name_scopes_as_repr_writes_them() -> None:
     paths = ModulePaths()
     for value, expected in [
         ("['', 'layer1', 'layer1.0', 'add']", "layer1.0"),
-        ('[\'\', "it\'s", \'add\']', "it's"),
+        ("['', \"it's\", 'add']", "it's"),
         ("['', 'a\\\\b', 'add',]", "a\\b"),
         ("['add']", ""),
         ("[]", ""),

@@ -79,8 +79,14 @@ def test_malformed_metadata_falls_back_to_the_name():
 
 @pytest.mark.parametrize(
     ("name", "module"),
-    [("layer1.0.conv1.weight", "layer1.0.conv1"), ("fc.bias", "fc"), ("onnx::Conv_193", None), ("val_3", None),
-     ("model/dense/kernel:0", None), ("weight", None)],
+    [
+        ("layer1.0.conv1.weight", "layer1.0.conv1"),
+        ("fc.bias", "fc"),
+        ("onnx::Conv_193", None),
+        ("val_3", None),
+        ("model/dense/kernel:0", None),
+        ("weight", None),
+    ],
 )
 def test_module_of_parameter(name, module):
     assert module_of_parameter(name) == module

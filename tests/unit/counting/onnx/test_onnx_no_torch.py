@@ -41,10 +41,18 @@ CHILD = BLOCK_TORCH + textwrap.dedent(
 def test_counts_an_onnx_model_without_torch(tmp_path):
     result = subprocess.run(
         [sys.executable, "-c", CHILD, str(tmp_path / "net.onnx")],
-        cwd=ROOT, capture_output=True, text=True, timeout=120,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert result.returncode == 0, result.stderr[-2000:]
     summary = json.loads(result.stdout.strip().splitlines()[-1])
     # out [2,4,8,8] = 512 elements * 27 taps = 13824 MACs; relu 512
-    assert summary == {"flops": 2 * 13824 + 512, "macs": 13824, "params": 108,
-                       "layers": ["features.conv", "features.relu"], "torch_loaded": False}
+    assert summary == {
+        "flops": 2 * 13824 + 512,
+        "macs": 13824,
+        "params": 108,
+        "layers": ["features.conv", "features.relu"],
+        "torch_loaded": False,
+    }

@@ -79,8 +79,11 @@ def expand_pattern_model(with_where: bool = True) -> Any:
         helper.make_tensor("w", F, [8, 4], b"\0" * 128, raw=True),
     ]
     graph = helper.make_graph(
-        nodes, "bert_embeddings", [helper.make_tensor_value_info("ids", I64, ["batch", "seq"])],
-        [helper.make_empty_tensor_value_info("y")], initializer=inits,
+        nodes,
+        "bert_embeddings",
+        [helper.make_tensor_value_info("ids", I64, ["batch", "seq"])],
+        [helper.make_empty_tensor_value_info("y")],
+        initializer=inits,
     )
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
 
@@ -112,8 +115,9 @@ def test_folder_evaluates_the_where_equal_chain():
 
 def test_folder_leaves_float_constant_of_shape_alone():
     node = helper.make_node("ConstantOfShape", ["shape"], ["zeros"])  # default fill: float 0.0, not shape data
-    graph = helper.make_graph([node], "g", [], [helper.make_empty_tensor_value_info("zeros")],
-                              initializer=[i64("shape", [2, 3])])
+    graph = helper.make_graph(
+        [node], "g", [], [helper.make_empty_tensor_value_info("zeros")], initializer=[i64("shape", [2, 3])]
+    )
     assert ConstFolder(graph, lambda name: None).ints("zeros") is None
 
 
@@ -152,13 +156,20 @@ def export_tiny_bert(tmp_path: Any) -> tuple[str, int]:
             return self.out(a.transpose(1, 2).reshape(b, s, hidden))
 
     path = str(tmp_path / "tiny_bert.onnx")
-    with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(
-        io.StringIO()
+    with (
+        warnings.catch_warnings(),
+        contextlib.redirect_stdout(io.StringIO()),
+        contextlib.redirect_stderr(io.StringIO()),
     ):
         warnings.simplefilter("ignore")
         torch.onnx.export(
-            TinyBert().eval(), (torch.zeros(2, 8, dtype=torch.long),), path, dynamo=False, opset_version=17,
-            input_names=["input_ids"], dynamic_axes={"input_ids": {0: "batch", 1: "seq"}},
+            TinyBert().eval(),
+            (torch.zeros(2, 8, dtype=torch.long),),
+            path,
+            dynamo=False,
+            opset_version=17,
+            input_names=["input_ids"],
+            dynamic_axes={"input_ids": {0: "batch", 1: "seq"}},
         )
     return path, hidden
 
@@ -181,20 +192,25 @@ def test_torchscript_bert_embeddings_count_at_batch_one(tmp_path, batch, seq):
 
 @pytest.mark.parametrize("opset", [9, 13, 18, 21])
 def test_mean_variance_normalization_without_axes_at_every_opset(onnx_model, opset):
-    m = onnx_model([helper.make_node("MeanVarianceNormalization", ["x"], ["y"])], inputs={"x": [2, 3, 4, 5]},
-                   opset=opset)
+    m = onnx_model(
+        [helper.make_node("MeanVarianceNormalization", ["x"], ["y"])], inputs={"x": [2, 3, 4, 5]}, opset=opset
+    )
     # default axes [0, 2, 3]; 2*3*4*5 = 120 elements * (stats 4 + apply 2) = 720
     assert exact(count(m)) == (720, 0)
 
 
 def test_mean_variance_normalization_in_a_loop_body(onnx_model):
     body = helper.make_graph(
-        [helper.make_node("MeanVarianceNormalization", ["x"], ["out"]),
-         helper.make_node("Identity", ["cond_in"], ["cond_out"])],
+        [
+            helper.make_node("MeanVarianceNormalization", ["x"], ["out"]),
+            helper.make_node("Identity", ["cond_in"], ["cond_out"]),
+        ],
         "body",
         [helper.make_tensor_value_info("i", I64, []), helper.make_tensor_value_info("cond_in", TensorProto.BOOL, [])],
-        [helper.make_tensor_value_info("cond_out", TensorProto.BOOL, []),
-         helper.make_tensor_value_info("out", F, None)],
+        [
+            helper.make_tensor_value_info("cond_out", TensorProto.BOOL, []),
+            helper.make_tensor_value_info("out", F, None),
+        ],
     )
     loop = helper.make_node("Loop", ["trip", ""], ["stacked"], body=body)
     m = onnx_model([loop], inputs={"x": [1, 2, 3, 4]}, inits={"trip": i64("trip", [3], [])}, opset=18)
@@ -227,8 +243,12 @@ def test_reduce_axes_from_range_over_the_rank(onnx_model):
         helper.make_node("Div", ["x", "rms"], ["normed"]),
         helper.make_node("Mul", ["normed", "w"], ["y"]),
     ]
-    inits = {"axis": helper.make_tensor("axis", I64, [], [1]), "one": helper.make_tensor("one", I64, [], [1]),
-             "eps": helper.make_tensor("eps", F, [], [1e-5]), "w": [4]}
+    inits = {
+        "axis": helper.make_tensor("axis", I64, [], [1]),
+        "one": helper.make_tensor("one", I64, [], [1]),
+        "eps": helper.make_tensor("eps", F, [], [1e-5]),
+        "w": [4],
+    }
     m = onnx_model(nodes, inputs={"x": [3, 4]}, inits=inits, opset=18)
     # x [3,4] = 12: square 12, mean over axis 1 reads 12, + eps and sqrt on the [3,1] statistics 3 + 3,
     # divide 12, weight 12 = 54 (without folding Range, the [3,1] shape is unknown and 4 ops were skipped)

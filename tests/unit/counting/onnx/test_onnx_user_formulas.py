@@ -94,8 +94,11 @@ def test_overriding_a_builtin_needs_override_and_is_undone_on_removal() -> None:
     )
     proto = helper.make_model(relu, opset_imports=[helper.make_opsetid("", 17)])
     assert count(proto).flops == 6
-    with pytest.raises(ValueError, match=r"^register_formula: ONNX op 'Relu' has a built-in formula in the onnx "
-                       r"backend; pass override=True to replace it$"):
+    with pytest.raises(
+        ValueError,
+        match=r"^register_formula: ONNX op 'Relu' has a built-in formula in the onnx "
+        r"backend; pass override=True to replace it$",
+    ):
         register_formula(("", "Relu"), fused_gelu, backend="onnx")
     with register_formula(("ai.onnx", "Relu"), lambda node: (100, 0), backend="onnx", override=True):
         assert count(proto).flops == 100

@@ -74,19 +74,34 @@ def test_parameter_rules(onnx_model):
     eps = helper.make_tensor("eps", TensorProto.FLOAT, [], [1e-5])
     nodes = [
         helper.make_node("Conv", ["x", "conv.weight"], ["c"], name="/conv/Conv"),
-        helper.make_node("BatchNormalization", ["c", "bn.weight", "bn.bias", "bn.running_mean", "bn.running_var"],
-                         ["b"], name="/bn/BatchNormalization"),
+        helper.make_node(
+            "BatchNormalization",
+            ["c", "bn.weight", "bn.bias", "bn.running_mean", "bn.running_var"],
+            ["b"],
+            name="/bn/BatchNormalization",
+        ),
         helper.make_node("Reshape", ["b", "shape"], ["r"], name="/Reshape"),
         helper.make_node("Add", ["r", "eps"], ["e"], name="/Add"),
         helper.make_node("MatMul", ["e", "onnx::MatMul_7"], ["m1"], name="/head/MatMul"),
         helper.make_node("MatMul", ["m1", "onnx::MatMul_7"], ["y"], name="/head2/MatMul"),  # shared weight
     ]
-    inits = {"conv.weight": [8, 3, 1, 1], "bn.weight": [8], "bn.bias": [8], "bn.running_mean": [8],
-             "bn.running_var": [8], "shape": shape, "eps": eps, "onnx::MatMul_7": [32, 32], "unused.weight": [100]}
+    inits = {
+        "conv.weight": [8, 3, 1, 1],
+        "bn.weight": [8],
+        "bn.bias": [8],
+        "bn.running_mean": [8],
+        "bn.running_var": [8],
+        "shape": shape,
+        "eps": eps,
+        "onnx::MatMul_7": [32, 32],
+        "unused.weight": [100],
+    }
     report = count(onnx_model(nodes, inputs={"x": [1, 3, 2, 2]}, inits=inits))
     # conv 24 + bn scale and shift 16 + the shared 32x32 matrix once (1024)
     assert report.params == 24 + 16 + 1024
     # named weights go to the module their name gives; generated names to their first reader's module
     assert {p: layer.params for p, layer in report.layers.items() if layer.params} == {
-        "conv": 24, "bn": 16, "head": 1024
+        "conv": 24,
+        "bn": 16,
+        "head": 1024,
     }

@@ -74,8 +74,10 @@ def _nms_fake(dets: Tensor, scores: Tensor, iou_threshold: float) -> Tensor:
     torch._check(scores.dim() == 1, lambda: f"scores should be a 1d tensor, got {scores.dim()}")
     torch._check(
         dets.size(0) == scores.size(0),
-        lambda: "boxes and scores should have same number of elements in dimension 0, "
-        f"got {dets.size(0)} and {scores.size(0)}",
+        lambda: (
+            "boxes and scores should have same number of elements in dimension 0, "
+            f"got {dets.size(0)} and {scores.size(0)}"
+        ),
     )
     num_to_keep = torch.library.get_ctx().new_dynamic_size()
     return dets.new_empty(num_to_keep, dtype=torch.long)

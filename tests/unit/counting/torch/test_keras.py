@@ -151,7 +151,6 @@ def test_keras_params_are_count_params_not_seed_state(keras_results: dict[str, A
     assert keras_results["nested-" + execution + "-params"] == {"first": 30, "norm": 24, "block.inner": 35}
 
 
-
 @pytest.mark.parametrize("execution", ["fake", "real"])
 def test_keras_training_step(keras_results: dict[str, Any], execution: str) -> None:
     report = keras_results["train-" + execution]

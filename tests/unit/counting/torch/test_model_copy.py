@@ -56,8 +56,17 @@ def _describe(value: Any) -> Any:
     if isinstance(value, torch.Tensor):
         assert not isinstance(value, FakeTensor), "a fake tensor stayed in the model"
         data = None if value.is_meta else value.detach().clone()
-        return ("tensor", id(value), type(value), value.dtype, tuple(value.shape), value.device, value.requires_grad,
-                value.grad is None, data)
+        return (
+            "tensor",
+            id(value),
+            type(value),
+            value.dtype,
+            tuple(value.shape),
+            value.device,
+            value.requires_grad,
+            value.grad is None,
+            data,
+        )
     if isinstance(value, (bool, int, float, str, type(None))):
         return ("atom", type(value), value)
     if isinstance(value, (dict, list, tuple, set)):

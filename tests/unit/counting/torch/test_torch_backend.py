@@ -193,9 +193,7 @@ def _untouched_state(model: nn.Module) -> dict[str, object]:
         "params": {k: (id(v), v.detach().clone()) for k, v in model.named_parameters()},
         "buffers": {k: v.clone() for k, v in model.named_buffers()},
         "grads": [p.grad for p in model.parameters()],
-        "hooks": [
-            (len(m._forward_hooks), len(m._forward_pre_hooks), len(m._backward_hooks)) for m in model.modules()
-        ],
+        "hooks": [(len(m._forward_hooks), len(m._forward_pre_hooks), len(m._backward_hooks)) for m in model.modules()],
     }
 
 

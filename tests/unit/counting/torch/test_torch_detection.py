@@ -286,9 +286,7 @@ def test_fake_count_is_the_upper_bound(name: str) -> None:
     assert op_costs(fake) == op_costs(count(model, x, execution="real"))
 
 
-@pytest.mark.parametrize(
-    "name", cases()
-)
+@pytest.mark.parametrize("name", cases())
 def test_fake_report_names_the_estimated_ops(name: str) -> None:
     model, x, expected = saturated(name)
     report = count(model, x)
@@ -366,9 +364,7 @@ BOUNDED_OPS = [
     # gt on 6 rows, all 6 rows of 4 kept
     pytest.param("aten.index", lambda x: x[x[:, 0] > 0] * 2, (GRID,), 6 + 24, id="bool_index"),
     # gt on 32 scores, all 32 labels kept
-    pytest.param(
-        "aten.index", known_labels_masked, (SCORES32,), 32 + 32, id="bool_index_known"
-    ),
+    pytest.param("aten.index", known_labels_masked, (SCORES32,), 32 + 32, id="bool_index_known"),
     pytest.param("aten._unique2", lambda x: torch.unique(x) * 2, (GRID,), 24, id="unique"),
     pytest.param("aten.unique_dim", lambda x: torch.unique(x, dim=0) * 2, (GRID,), 24, id="unique_dim"),
     pytest.param("aten.unique_consecutive", lambda x: torch.unique_consecutive(x) * 2, (GRID,), 24, id="consecutive"),

@@ -134,9 +134,15 @@ class MoeModel:
 
     def config(self, implementation: str | None = None, **overrides: Any) -> Any:
         kwargs: dict[str, Any] = {
-            "vocab_size": VOCAB, "hidden_size": HIDDEN, "intermediate_size": INTERMEDIATE, "num_hidden_layers": 2,
-            "num_attention_heads": HEADS, "num_key_value_heads": KV_HEADS, "num_experts_per_tok": TOP_K,
-            **self.extra, **overrides,
+            "vocab_size": VOCAB,
+            "hidden_size": HIDDEN,
+            "intermediate_size": INTERMEDIATE,
+            "num_hidden_layers": 2,
+            "num_attention_heads": HEADS,
+            "num_key_value_heads": KV_HEADS,
+            "num_experts_per_tok": TOP_K,
+            **self.extra,
+            **overrides,
         }
         if implementation is not None:
             kwargs["experts_implementation"] = implementation
@@ -153,31 +159,57 @@ class MoeModel:
 
 MODELS = {
     "mixtral": MoeModel(
-        transformers.MixtralConfig, transformers.MixtralForCausalLM, mixtral_macs, "intermediate_size",
+        transformers.MixtralConfig,
+        transformers.MixtralForCausalLM,
+        mixtral_macs,
+        "intermediate_size",
         {"num_local_experts": 4},
     ),
     # layer 1 is a dense MLP (mlp_only_layers), layer 0 routed experts + shared expert
     "qwen2_moe": MoeModel(
-        transformers.Qwen2MoeConfig, transformers.Qwen2MoeForCausalLM, qwen_moe_macs, "moe_intermediate_size",
+        transformers.Qwen2MoeConfig,
+        transformers.Qwen2MoeForCausalLM,
+        qwen_moe_macs,
+        "moe_intermediate_size",
         {"num_experts": 4, "moe_intermediate_size": 48, "shared_expert_intermediate_size": 40, "mlp_only_layers": [1]},
     ),
     # 8 experts; decoder_sparse_step=2 over 3 layers: only layer 1 is MoE; head_dim 16 (q is 64 wide, H is 32)
     "qwen3_moe": MoeModel(
-        transformers.Qwen3MoeConfig, transformers.Qwen3MoeForCausalLM, qwen_moe_macs, "moe_intermediate_size",
-        {"num_experts": 8, "moe_intermediate_size": 48, "head_dim": 16, "num_hidden_layers": 3,
-         "decoder_sparse_step": 2},
+        transformers.Qwen3MoeConfig,
+        transformers.Qwen3MoeForCausalLM,
+        qwen_moe_macs,
+        "moe_intermediate_size",
+        {
+            "num_experts": 8,
+            "moe_intermediate_size": 48,
+            "head_dim": 16,
+            "num_hidden_layers": 3,
+            "decoder_sparse_step": 2,
+        },
     ),
     # 3 layers: mamba+MoE, attention+MLP, mamba+MoE
     "jamba": MoeModel(
-        transformers.JambaConfig, transformers.JambaForCausalLM, jamba_macs, "intermediate_size",
-        {"num_experts": 4, "num_hidden_layers": 3, "attn_layer_period": 2, "attn_layer_offset": 1,
-         "expert_layer_period": 2, "expert_layer_offset": 0, "mamba_d_state": 8, "mamba_d_conv": 4,
-         "mamba_expand": 2},
+        transformers.JambaConfig,
+        transformers.JambaForCausalLM,
+        jamba_macs,
+        "intermediate_size",
+        {
+            "num_experts": 4,
+            "num_hidden_layers": 3,
+            "attn_layer_period": 2,
+            "attn_layer_offset": 1,
+            "expert_layer_period": 2,
+            "expert_layer_offset": 0,
+            "mamba_d_state": 8,
+            "mamba_d_conv": 4,
+            "mamba_expand": 2,
+        },
     ),
 }
 
 IMPLEMENTATIONS = [None, "batched_mm", "eager"]
 IMPLEMENTATION_IDS = ["default-grouped_mm", "batched_mm", "eager"]
+
 
 def fake_params() -> list[Any]:
     # every implementation counts in fake mode: grouped_mm in float32 through the bf16 meta fallback, the eager
@@ -192,7 +224,8 @@ def fake_params() -> list[Any]:
 def real_params() -> list[Any]:
     return [
         pytest.param(name, impl, id=f"{name}-{impl_id}")
-        for name in MODELS for impl, impl_id in zip(IMPLEMENTATIONS, IMPLEMENTATION_IDS)
+        for name in MODELS
+        for impl, impl_id in zip(IMPLEMENTATIONS, IMPLEMENTATION_IDS)
     ]
 
 
@@ -305,8 +338,15 @@ def _switch() -> tuple[torch.nn.Module, dict[str, Any]]:
     from transformers import SwitchTransformersConfig, SwitchTransformersEncoderModel
 
     config = SwitchTransformersConfig(
-        vocab_size=VOCAB, d_model=32, d_kv=8, d_ff=64, num_layers=2, num_heads=4, num_experts=4,
-        encoder_sparse_step=1, expert_capacity=64,
+        vocab_size=VOCAB,
+        d_model=32,
+        d_kv=8,
+        d_ff=64,
+        num_layers=2,
+        num_heads=4,
+        num_experts=4,
+        encoder_sparse_step=1,
+        expert_capacity=64,
     )
     return SwitchTransformersEncoderModel(config).eval(), {}
 
@@ -315,9 +355,18 @@ def _nllb() -> tuple[torch.nn.Module, dict[str, Any]]:
     from transformers import NllbMoeConfig, NllbMoeModel
 
     config = NllbMoeConfig(
-        vocab_size=VOCAB, d_model=32, encoder_layers=2, decoder_layers=2, encoder_attention_heads=4,
-        decoder_attention_heads=4, encoder_ffn_dim=64, decoder_ffn_dim=64, num_experts=4, encoder_sparse_step=1,
-        decoder_sparse_step=1, expert_capacity=64,
+        vocab_size=VOCAB,
+        d_model=32,
+        encoder_layers=2,
+        decoder_layers=2,
+        encoder_attention_heads=4,
+        decoder_attention_heads=4,
+        encoder_ffn_dim=64,
+        decoder_ffn_dim=64,
+        num_experts=4,
+        encoder_sparse_step=1,
+        decoder_sparse_step=1,
+        expert_capacity=64,
     )
     return NllbMoeModel(config).eval(), {"decoder_input_ids": True}
 

@@ -133,8 +133,9 @@ def test_op_without_formula_lands_in_skipped(fn: Callable[..., Any], op: str, ca
 # --- ops that should be free but are skipped ------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("name", ["aten.unsafe_split", "aten.unsafe_split_with_sizes", "aten.unsafe_chunk",
-                                  "aten._linalg_check_errors"])
+@pytest.mark.parametrize(
+    "name", ["aten.unsafe_split", "aten.unsafe_split_with_sizes", "aten.unsafe_chunk", "aten._linalg_check_errors"]
+)
 def test_should_be_free(name: str) -> None:
     assert TORCH_OPS.is_free(name)
 

@@ -125,7 +125,9 @@ def test_sdpa_math_path_flops_differ_only_in_where_the_scale_is_applied() -> Non
     assert decomposed.macs == fused.macs == 480
     # fused: scale per score, 60; math: scale per q and k element, 48 + 80 = 128: 1320 - 60 + 128 = 1388
     assert op_costs(decomposed) == {
-        "aten.mul": (2, 128, 0), "aten.bmm": (2, 960, 480), "aten._safe_softmax": (1, 300, 0),
+        "aten.mul": (2, 128, 0),
+        "aten.bmm": (2, 960, 480),
+        "aten._safe_softmax": (1, 300, 0),
     }
     assert decomposed.flops == fused.flops - 60 + 128 == 1388
 
@@ -149,7 +151,9 @@ def test_sdpa_math_path_with_mask_and_gqa() -> None:
     decomposed = run(math(sdpa(enable_gqa=True)), q, kv, kv)
     # k and v are repeated to 4 heads (free); scale q 96 + repeated k 160 = 256; bmm 960 MACs; softmax 300
     assert op_costs(decomposed) == {
-        "aten.mul": (2, 256, 0), "aten.bmm": (2, 1920, 960), "aten._safe_softmax": (1, 300, 0),
+        "aten.mul": (2, 256, 0),
+        "aten.bmm": (2, 1920, 960),
+        "aten._safe_softmax": (1, 300, 0),
     }
 
 
@@ -185,7 +189,8 @@ def test_efficient_and_flash_forward_kernels() -> None:
     # _flash_attention_forward takes [B, L, H, E]
     flash = count(
         Call(lambda q, k: aten._flash_attention_forward(q, k, k, None, None, 3, 5, 0.0, False, False)[0]),
-        q.transpose(1, 2), k.transpose(1, 2),
+        q.transpose(1, 2),
+        k.transpose(1, 2),
     )
     assert op_costs(flash) == {"aten._flash_attention_forward": (1, 660, 240)}
 
@@ -215,8 +220,11 @@ def test_attention_backward_formulas(op: str, layout: str) -> None:
 
 def test_fused_sdpa_variants_share_formulas() -> None:
     forward = TORCH_OPS.lookup(FUSED)
-    for alias in ("aten._scaled_dot_product_flash_attention", "aten._scaled_dot_product_cudnn_attention",
-                  "aten._scaled_dot_product_fused_attention_overrideable"):
+    for alias in (
+        "aten._scaled_dot_product_flash_attention",
+        "aten._scaled_dot_product_cudnn_attention",
+        "aten._scaled_dot_product_fused_attention_overrideable",
+    ):
         assert TORCH_OPS.lookup(alias) is forward
     backward = TORCH_OPS.lookup(FUSED + "_backward")
     assert TORCH_OPS.lookup("aten._scaled_dot_product_fused_attention_overrideable_backward") is backward

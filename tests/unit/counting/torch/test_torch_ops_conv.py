@@ -32,61 +32,116 @@ FORWARD = [
     pytest.param(
         # L_out = floor((11 + 2*1 - 2*(3-1) - 1) / 2) + 1 = 5; outputs 2*6*5 = 60; taps (4/2)*3 = 6
         # MACs 60*6 = 360, FLOPs 720 + 60 bias = 780
-        nn.Conv1d(4, 6, 3, stride=2, padding=1, dilation=2, groups=2), (2, 4, 11), 780, 360, id="conv1d-s2-p1-d2-g2",
+        nn.Conv1d(4, 6, 3, stride=2, padding=1, dilation=2, groups=2),
+        (2, 4, 11),
+        780,
+        360,
+        id="conv1d-s2-p1-d2-g2",
     ),
     pytest.param(
         # L_out = 11 - 3 + 1 = 9; outputs 2*6*9 = 108; taps 4*3 = 12: 1296 MACs, 2592 + 108 bias = 2700
-        nn.Conv1d(4, 6, 3), (2, 4, 11), 2700, 1296, id="conv1d-bias",
+        nn.Conv1d(4, 6, 3),
+        (2, 4, 11),
+        2700,
+        1296,
+        id="conv1d-bias",
     ),
     pytest.param(
         # depthwise: L_out = 8; outputs 4*8 = 32; taps (4/4)*3 = 3: 96 MACs
-        nn.Conv1d(4, 4, 3, groups=4, bias=False), (1, 4, 10), 192, 96, id="conv1d-depthwise",
+        nn.Conv1d(4, 4, 3, groups=4, bias=False),
+        (1, 4, 10),
+        192,
+        96,
+        id="conv1d-depthwise",
     ),
     pytest.param(
         # H_out = floor((8 + 2 - 2 - 1) / 2) + 1 = 4 = W_out; outputs 2*4*16 = 128; taps 3*9 = 27
         # MACs 128*27 = 3456; FLOPs 6912 + 128 = 7040
-        nn.Conv2d(3, 4, 3, stride=2, padding=1), (2, 3, 8, 8), 7040, 3456, id="conv2d-s2-p1-bias",
+        nn.Conv2d(3, 4, 3, stride=2, padding=1),
+        (2, 3, 8, 8),
+        7040,
+        3456,
+        id="conv2d-s2-p1-bias",
     ),
     pytest.param(
-        nn.Conv2d(3, 4, 3, stride=2, padding=1, bias=False), (2, 3, 8, 8), 6912, 3456, id="conv2d-s2-p1-nobias",
+        nn.Conv2d(3, 4, 3, stride=2, padding=1, bias=False),
+        (2, 3, 8, 8),
+        6912,
+        3456,
+        id="conv2d-s2-p1-nobias",
     ),
     pytest.param(
         # H_out = floor((7 + 2 - 1*(3-1) - 1) / 2) + 1 = 4; W_out = floor((7 - 2*(2-1) - 1) / 1) + 1 = 5
         # outputs 4*4*5 = 80; taps 3*3*2 = 18: 1440 MACs; 2880 + 80 = 2960
-        nn.Conv2d(3, 4, (3, 2), stride=(2, 1), padding=(1, 0), dilation=(1, 2)), (1, 3, 7, 7), 2960, 1440,
+        nn.Conv2d(3, 4, (3, 2), stride=(2, 1), padding=(1, 0), dilation=(1, 2)),
+        (1, 3, 7, 7),
+        2960,
+        1440,
         id="conv2d-rectangular-dilated",
     ),
     pytest.param(
         # grouped: 6 -> 4 channels in 2 groups: taps (6/2)*9 = 27; out 4*4*4 = 64: 1728 MACs
-        nn.Conv2d(6, 4, 3, groups=2, bias=False), (1, 6, 6, 6), 3456, 1728, id="conv2d-groups2",
+        nn.Conv2d(6, 4, 3, groups=2, bias=False),
+        (1, 6, 6, 6),
+        3456,
+        1728,
+        id="conv2d-groups2",
     ),
     pytest.param(
         # depthwise multiplier 2 (groups = in_channels = 4, 8 filters): out 8*4*4 = 128; taps 1*9: 1152 MACs
-        nn.Conv2d(4, 8, 3, groups=4, bias=False), (1, 4, 6, 6), 2304, 1152, id="conv2d-depthwise-x2",
+        nn.Conv2d(4, 8, 3, groups=4, bias=False),
+        (1, 4, 6, 6),
+        2304,
+        1152,
+        id="conv2d-depthwise-x2",
     ),
     pytest.param(
         # depthwise with bias: out 4*4*4 = 64, taps 9: 576 MACs; 1152 + 64 = 1216
-        nn.Conv2d(4, 4, 3, groups=4), (1, 4, 6, 6), 1216, 576, id="conv2d-depthwise-bias",
+        nn.Conv2d(4, 4, 3, groups=4),
+        (1, 4, 6, 6),
+        1216,
+        576,
+        id="conv2d-depthwise-bias",
     ),
     pytest.param(
         # padding="same" keeps 5x5: out 4*25 = 100, taps 27: 2700 MACs; 5400 + 100 = 5500
-        nn.Conv2d(3, 4, 3, padding="same"), (1, 3, 5, 5), 5500, 2700, id="conv2d-same",
+        nn.Conv2d(3, 4, 3, padding="same"),
+        (1, 3, 5, 5),
+        5500,
+        2700,
+        id="conv2d-same",
     ),
     pytest.param(
         # unbatched [C, H, W] costs as a batch of one: out 4*3*3 = 36, taps 27: 972 MACs; 1944 + 36 = 1980
-        nn.Conv2d(3, 4, 3), (3, 5, 5), 1980, 972, id="conv2d-unbatched",
+        nn.Conv2d(3, 4, 3),
+        (3, 5, 5),
+        1980,
+        972,
+        id="conv2d-unbatched",
     ),
     pytest.param(
         # D/H/W_out = floor((5 + 2 - 3) / 2) + 1 = 3: out 4*27 = 108; taps 2*27 = 54: 5832 MACs; 11664 + 108 = 11772
-        nn.Conv3d(2, 4, 3, stride=2, padding=1), (1, 2, 5, 5, 5), 11772, 5832, id="conv3d-s2-p1-bias",
+        nn.Conv3d(2, 4, 3, stride=2, padding=1),
+        (1, 2, 5, 5, 5),
+        11772,
+        5832,
+        id="conv3d-s2-p1-bias",
     ),
     pytest.param(
         # depthwise 3-D: out 4*2*2*2 = 32, taps 27: 864 MACs
-        nn.Conv3d(4, 4, 3, groups=4, bias=False), (1, 4, 4, 4, 4), 1728, 864, id="conv3d-depthwise",
+        nn.Conv3d(4, 4, 3, groups=4, bias=False),
+        (1, 4, 4, 4, 4),
+        1728,
+        864,
+        id="conv3d-depthwise",
     ),
     pytest.param(
         # dilation 2 in 3-D: out = 6 - 2*2 = 2 per dim -> 2*8 = 16 outputs (N=1, C_out=2); taps 3*27 = 81: 1296 MACs
-        nn.Conv3d(3, 2, 3, dilation=2, bias=False), (1, 3, 6, 6, 6), 2592, 1296, id="conv3d-dilated",
+        nn.Conv3d(3, 2, 3, dilation=2, bias=False),
+        (1, 3, 6, 6, 6),
+        2592,
+        1296,
+        id="conv3d-dilated",
     ),
 ]
 
@@ -110,36 +165,60 @@ TRANSPOSED = [
     pytest.param(
         # in: N*C_in*L = 2*4*5 = 40 elements, each scattered through (6/2)*3 = 9 taps: 360 MACs
         # L_out = (5-1)*2 + 3 + 1 = 12: bias 2*6*12 = 144; FLOPs 720 + 144 = 864
-        nn.ConvTranspose1d(4, 6, 3, stride=2, output_padding=1, groups=2), (2, 4, 5), 864, 360,
+        nn.ConvTranspose1d(4, 6, 3, stride=2, output_padding=1, groups=2),
+        (2, 4, 5),
+        864,
+        360,
         id="convT1d-s2-op1-g2",
     ),
     pytest.param(
-        nn.ConvTranspose1d(4, 6, 3, stride=2, output_padding=1, groups=2, bias=False), (2, 4, 5), 720, 360,
+        nn.ConvTranspose1d(4, 6, 3, stride=2, output_padding=1, groups=2, bias=False),
+        (2, 4, 5),
+        720,
+        360,
         id="convT1d-nobias",
     ),
     pytest.param(
         # in 4*5*5 = 100 elements * (6/2)*9 = 27 taps: 2700 MACs
         # H_out = (5-1)*2 - 2*1 + 3 + 1 = 10: bias 6*100 = 600; FLOPs 5400 + 600 = 6000
-        nn.ConvTranspose2d(4, 6, 3, stride=2, padding=1, output_padding=1, groups=2), (1, 4, 5, 5), 6000, 2700,
+        nn.ConvTranspose2d(4, 6, 3, stride=2, padding=1, output_padding=1, groups=2),
+        (1, 4, 5, 5),
+        6000,
+        2700,
         id="convT2d-s2-p1-op1-g2",
     ),
     pytest.param(
         # stride 2, no padding: H_out = (5-1)*2 + 3 = 11; the forward-conv formula on the output would give
         # 6*11*11 * 4*9 = 26136 MACs; input-based: 4*25 * 6*9 = 5400 MACs; bias 6*121 = 726 -> 10800 + 726 = 11526
-        nn.ConvTranspose2d(4, 6, 3, stride=2), (1, 4, 5, 5), 11526, 5400, id="convT2d-s2",
+        nn.ConvTranspose2d(4, 6, 3, stride=2),
+        (1, 4, 5, 5),
+        11526,
+        5400,
+        id="convT2d-s2",
     ),
     pytest.param(
         # dilation 2: H_out = (5-1)*2 - 2 + 2*2 + 1 + 1 = 12; MACs 4*25*6*9 = 5400; bias 6*144 = 864 -> 11664
-        nn.ConvTranspose2d(4, 6, 3, stride=2, padding=1, output_padding=1, dilation=2), (1, 4, 5, 5), 11664, 5400,
+        nn.ConvTranspose2d(4, 6, 3, stride=2, padding=1, output_padding=1, dilation=2),
+        (1, 4, 5, 5),
+        11664,
+        5400,
         id="convT2d-dilated",
     ),
     pytest.param(
         # depthwise transposed: in 4*9 = 36 elements * (4/4)*4 taps = 144 MACs
-        nn.ConvTranspose2d(4, 4, 2, stride=2, groups=4, bias=False), (1, 4, 3, 3), 288, 144, id="convT2d-depthwise",
+        nn.ConvTranspose2d(4, 4, 2, stride=2, groups=4, bias=False),
+        (1, 4, 3, 3),
+        288,
+        144,
+        id="convT2d-depthwise",
     ),
     pytest.param(
         # in 2*8 = 16 elements * 3*8 taps = 384 MACs; out 4^3 = 64 * 3 channels = 192 bias adds -> 768 + 192 = 960
-        nn.ConvTranspose3d(2, 3, 2, stride=2), (1, 2, 2, 2, 2), 960, 384, id="convT3d-s2",
+        nn.ConvTranspose3d(2, 3, 2, stride=2),
+        (1, 2, 2, 2, 2),
+        960,
+        384,
+        id="convT3d-s2",
     ),
 ]
 
@@ -168,7 +247,9 @@ def test_mkldnn_convolution_direct_call() -> None:
     aten = torch.ops.aten
     report = count(
         Call(lambda x, w: aten.mkldnn_convolution(x, w, None, [0, 0], [1, 1], [1, 1], 1)),
-        torch.randn(1, 3, 5, 5), torch.randn(4, 3, 3, 3), execution="real",  # no fake kernel for this op
+        torch.randn(1, 3, 5, 5),
+        torch.randn(4, 3, 3, 3),
+        execution="real",  # no fake kernel for this op
     )
     # out 4*3*3 = 36, taps 27: 972 MACs
     assert report.skipped == {}

@@ -113,7 +113,10 @@ def test_chained_arithmetic_with_scalars() -> None:
     # (x * 2 + 1) / 3 - y, y of shape [4]: 4 ops * 24
     report = run(lambda a, b: (a * 2 + 1) / 3 - b, x(), torch.randn(4))
     assert op_costs(report) == {
-        "aten.mul": (1, 24, 0), "aten.add": (1, 24, 0), "aten.div": (1, 24, 0), "aten.sub": (1, 24, 0),
+        "aten.mul": (1, 24, 0),
+        "aten.add": (1, 24, 0),
+        "aten.div": (1, 24, 0),
+        "aten.sub": (1, 24, 0),
     }
 
 
@@ -256,7 +259,10 @@ def test_composite_elementwise_ops() -> None:
     report = run(torch.isfinite, positive())
     assert report.flops == 96
     assert op_costs(report) == {
-        "aten.abs": (1, 24, 0), "aten.ne": (1, 24, 0), "aten.eq": (1, 24, 0), "aten.mul": (1, 24, 0),
+        "aten.abs": (1, 24, 0),
+        "aten.ne": (1, 24, 0),
+        "aten.eq": (1, 24, 0),
+        "aten.mul": (1, 24, 0),
     }
 
 
@@ -338,7 +344,9 @@ def test_einsum_style_reductions_and_normalize() -> None:
     # F.normalize over the last dim of [2, 3, 4]: norm 24, clamp_min on 6 norms, divide 24 -> 54
     report = run(lambda t: F.normalize(t, dim=-1), x())
     assert op_costs(report) == {
-        "aten.linalg_vector_norm": (1, 24, 0), "aten.clamp_min": (1, 6, 0), "aten.div": (1, 24, 0),
+        "aten.linalg_vector_norm": (1, 24, 0),
+        "aten.clamp_min": (1, 6, 0),
+        "aten.div": (1, 24, 0),
     }
 
 
@@ -404,7 +412,8 @@ def test_linspace_is_a_free_fill_like_arange(fill: Callable[..., Any], expected:
         (lambda t, s: t.scatter_add(0, torch.zeros(3, 4, dtype=torch.long), s), "aten.scatter_add"),
         (lambda t, s: t.scatter_reduce(0, torch.zeros(3, 4, dtype=torch.long), s, "amax"), "aten.scatter_reduce"),
         pytest.param(
-            lambda t, s: t.index_reduce(0, torch.tensor([0, 1, 0]), s, "prod"), "aten.index_reduce",
+            lambda t, s: t.index_reduce(0, torch.tensor([0, 1, 0]), s, "prod"),
+            "aten.index_reduce",
             marks=pytest.mark.filterwarnings("ignore:index_reduce"),
         ),
         (lambda t, s: t.index_put((torch.tensor([0, 1, 0]),), s, accumulate=True), "aten.index_put"),

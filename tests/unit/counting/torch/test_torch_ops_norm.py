@@ -39,42 +39,87 @@ def x() -> torch.Tensor:
 NORMS = [
     # batch norm, eval: running statistics, normalise 2 + weight 1 + bias 1 = 4 per element
     pytest.param(nn.BatchNorm2d(3), False, {"aten.native_batch_norm": (1, 4 * N, 0)}, id="batchnorm-eval"),
-    pytest.param(nn.BatchNorm2d(3, affine=False), False, {"aten.native_batch_norm": (1, 2 * N, 0)},
-                 id="batchnorm-eval-noaffine"),
+    pytest.param(
+        nn.BatchNorm2d(3, affine=False), False, {"aten.native_batch_norm": (1, 2 * N, 0)}, id="batchnorm-eval-noaffine"
+    ),
     # batch norm, train: statistics 4 + normalise 2 + affine 2 = 8 per element; plus num_batches_tracked += 1,
     # an `aten.add` of one element on the integer buffer
-    pytest.param(nn.BatchNorm2d(3), True, {"aten.native_batch_norm": (1, 8 * N, 0), "aten.add": (1, 1, 0)},
-                 id="batchnorm-train"),
-    pytest.param(nn.BatchNorm2d(3, affine=False), True,
-                 {"aten.native_batch_norm": (1, 6 * N, 0), "aten.add": (1, 1, 0)}, id="batchnorm-train-noaffine"),
+    pytest.param(
+        nn.BatchNorm2d(3), True, {"aten.native_batch_norm": (1, 8 * N, 0), "aten.add": (1, 1, 0)}, id="batchnorm-train"
+    ),
+    pytest.param(
+        nn.BatchNorm2d(3, affine=False),
+        True,
+        {"aten.native_batch_norm": (1, 6 * N, 0), "aten.add": (1, 1, 0)},
+        id="batchnorm-train-noaffine",
+    ),
     # without running statistics even eval mode normalises with the batch statistics: 8 per element
-    pytest.param(nn.BatchNorm2d(3, track_running_stats=False), False, {"aten.native_batch_norm": (1, 8 * N, 0)},
-                 id="batchnorm-no-running-stats-eval"),
+    pytest.param(
+        nn.BatchNorm2d(3, track_running_stats=False),
+        False,
+        {"aten.native_batch_norm": (1, 8 * N, 0)},
+        id="batchnorm-no-running-stats-eval",
+    ),
     # layer norm over the last dim: 8 per element in eval and train alike
     pytest.param(nn.LayerNorm(5), False, {"aten.native_layer_norm": (1, 8 * N, 0)}, id="layernorm-eval"),
     pytest.param(nn.LayerNorm(5), True, {"aten.native_layer_norm": (1, 8 * N, 0)}, id="layernorm-train"),
-    pytest.param(nn.LayerNorm(5, bias=False), False, {"aten.native_layer_norm": (1, 7 * N, 0)},
-                 id="layernorm-nobias"),
-    pytest.param(nn.LayerNorm((4, 5), elementwise_affine=False), False, {"aten.native_layer_norm": (1, 6 * N, 0)},
-                 id="layernorm-noaffine"),
+    pytest.param(nn.LayerNorm(5, bias=False), False, {"aten.native_layer_norm": (1, 7 * N, 0)}, id="layernorm-nobias"),
+    pytest.param(
+        nn.LayerNorm((4, 5), elementwise_affine=False),
+        False,
+        {"aten.native_layer_norm": (1, 6 * N, 0)},
+        id="layernorm-noaffine",
+    ),
     pytest.param(nn.GroupNorm(1, 3), False, {"aten.native_group_norm": (1, 8 * N, 0)}, id="groupnorm-eval"),
-    pytest.param(nn.GroupNorm(3, 3, affine=False), True, {"aten.native_group_norm": (1, 6 * N, 0)},
-                 id="groupnorm-train-noaffine"),
+    pytest.param(
+        nn.GroupNorm(3, 3, affine=False), True, {"aten.native_group_norm": (1, 6 * N, 0)}, id="groupnorm-train-noaffine"
+    ),
     # instance norm is batch norm with per-instance statistics (always, when there are no running statistics)
     pytest.param(nn.InstanceNorm2d(3), False, {"aten.native_batch_norm": (1, 6 * N, 0)}, id="instancenorm-eval"),
-    pytest.param(nn.InstanceNorm2d(3, affine=True), True, {"aten.native_batch_norm": (1, 8 * N, 0)},
-                 id="instancenorm-train-affine"),
+    pytest.param(
+        nn.InstanceNorm2d(3, affine=True),
+        True,
+        {"aten.native_batch_norm": (1, 8 * N, 0)},
+        id="instancenorm-train-affine",
+    ),
     # RMSNorm on the CPU is decomposed (rows = 2*3*4 = 24): x.pow(2) 120, mean 120, + eps 24 rows, rsqrt 24,
     # x * rstd 120, * weight 120 = 528
-    pytest.param(nn.RMSNorm(5), False,
-                 {"aten.pow": (1, N, 0), "aten.mean": (1, N, 0), "aten.add": (1, 24, 0), "aten.rsqrt": (1, 24, 0),
-                  "aten.mul": (2, 2 * N, 0)}, id="rmsnorm-eval"),
-    pytest.param(nn.RMSNorm(5), True,
-                 {"aten.pow": (1, N, 0), "aten.mean": (1, N, 0), "aten.add": (1, 24, 0), "aten.rsqrt": (1, 24, 0),
-                  "aten.mul": (2, 2 * N, 0)}, id="rmsnorm-train"),
-    pytest.param(nn.RMSNorm(5, elementwise_affine=False), False,
-                 {"aten.pow": (1, N, 0), "aten.mean": (1, N, 0), "aten.add": (1, 24, 0), "aten.rsqrt": (1, 24, 0),
-                  "aten.mul": (1, N, 0)}, id="rmsnorm-noaffine"),
+    pytest.param(
+        nn.RMSNorm(5),
+        False,
+        {
+            "aten.pow": (1, N, 0),
+            "aten.mean": (1, N, 0),
+            "aten.add": (1, 24, 0),
+            "aten.rsqrt": (1, 24, 0),
+            "aten.mul": (2, 2 * N, 0),
+        },
+        id="rmsnorm-eval",
+    ),
+    pytest.param(
+        nn.RMSNorm(5),
+        True,
+        {
+            "aten.pow": (1, N, 0),
+            "aten.mean": (1, N, 0),
+            "aten.add": (1, 24, 0),
+            "aten.rsqrt": (1, 24, 0),
+            "aten.mul": (2, 2 * N, 0),
+        },
+        id="rmsnorm-train",
+    ),
+    pytest.param(
+        nn.RMSNorm(5, elementwise_affine=False),
+        False,
+        {
+            "aten.pow": (1, N, 0),
+            "aten.mean": (1, N, 0),
+            "aten.add": (1, 24, 0),
+            "aten.rsqrt": (1, 24, 0),
+            "aten.mul": (1, N, 0),
+        },
+        id="rmsnorm-noaffine",
+    ),
 ]
 
 
@@ -110,18 +155,33 @@ def test_batch_norm_kernel_variants() -> None:
     ones, zeros = torch.ones(3), torch.zeros(3)
     cases = [
         # eval kernel: normalise 2 + affine 2 = 4 per element
-        (lambda v: aten._native_batch_norm_legit_no_training(v, ones, zeros, zeros, ones, 0.1, 1e-5)[0],
-         "aten._native_batch_norm_legit_no_training", 4 * 30),
+        (
+            lambda v: aten._native_batch_norm_legit_no_training(v, ones, zeros, zeros, ones, 0.1, 1e-5)[0],
+            "aten._native_batch_norm_legit_no_training",
+            4 * 30,
+        ),
         # training kernel without weight and bias: statistics 4 + normalise 2 = 6
-        (lambda v: aten._native_batch_norm_legit(v, None, None, zeros.clone(), ones.clone(), True, 0.1, 1e-5)[0],
-         "aten._native_batch_norm_legit", 6 * 30),
-        (lambda v: aten._native_batch_norm_legit(v, None, None, True, 0.1, 1e-5)[0],
-         "aten._native_batch_norm_legit", 6 * 30),
+        (
+            lambda v: aten._native_batch_norm_legit(v, None, None, zeros.clone(), ones.clone(), True, 0.1, 1e-5)[0],
+            "aten._native_batch_norm_legit",
+            6 * 30,
+        ),
+        (
+            lambda v: aten._native_batch_norm_legit(v, None, None, True, 0.1, 1e-5)[0],
+            "aten._native_batch_norm_legit",
+            6 * 30,
+        ),
         # the training-with-update kernel always computes statistics: 8 per element
-        (lambda v: aten._batch_norm_with_update(v, ones, zeros, zeros.clone(), ones.clone(), 0.1, 1e-5)[0],
-         "aten._batch_norm_with_update", 8 * 30),
-        (lambda v: aten._batch_norm_no_update(v, ones, zeros, zeros, ones, 0.1, 1e-5)[0],
-         "aten._batch_norm_no_update", 4 * 30),
+        (
+            lambda v: aten._batch_norm_with_update(v, ones, zeros, zeros.clone(), ones.clone(), 0.1, 1e-5)[0],
+            "aten._batch_norm_with_update",
+            8 * 30,
+        ),
+        (
+            lambda v: aten._batch_norm_no_update(v, ones, zeros, zeros, ones, 0.1, 1e-5)[0],
+            "aten._batch_norm_no_update",
+            4 * 30,
+        ),
     ]
     for fn, op, flops in cases:
         assert op_costs(run(fn, t)) == {op: (1, flops, 0)}
@@ -143,13 +203,23 @@ def test_fused_rms_norm_formula() -> None:
 
 def test_norm_kernel_aliases_share_formulas() -> None:
     batch = TORCH_OPS.lookup("aten.native_batch_norm")
-    for alias in ("aten._native_batch_norm_legit", "aten.cudnn_batch_norm", "aten.miopen_batch_norm",
-                  "aten._batch_norm_with_update", "aten._native_batch_norm_legit_functional"):
+    for alias in (
+        "aten._native_batch_norm_legit",
+        "aten.cudnn_batch_norm",
+        "aten.miopen_batch_norm",
+        "aten._batch_norm_with_update",
+        "aten._native_batch_norm_legit_functional",
+    ):
         assert TORCH_OPS.lookup(alias) is batch
     assert TORCH_OPS.lookup("aten.native_group_norm") is TORCH_OPS.lookup("aten.native_layer_norm")
     backward = TORCH_OPS.lookup("aten.native_batch_norm_backward")
-    for alias in ("aten.batch_norm_backward", "aten.native_layer_norm_backward", "aten.native_group_norm_backward",
-                  "aten.cudnn_batch_norm_backward", "aten.miopen_batch_norm_backward"):
+    for alias in (
+        "aten.batch_norm_backward",
+        "aten.native_layer_norm_backward",
+        "aten.native_group_norm_backward",
+        "aten.cudnn_batch_norm_backward",
+        "aten.miopen_batch_norm_backward",
+    ):
         assert TORCH_OPS.lookup(alias) is backward
 
 

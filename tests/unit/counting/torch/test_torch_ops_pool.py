@@ -38,14 +38,19 @@ POOLS = [
     # 6x6 -> 3x3: 2*9 = 18 outputs * 4
     pytest.param(nn.MaxPool2d(2), (1, 2, 6, 6), "aten.max_pool2d_with_indices", 72, id="maxpool2d"),
     # kernel (2, 3), stride 1, padding 1: H_out = 6 + 2 - 2 + 1 = 7, W_out = 6 + 2 - 3 + 1 = 6: 2*42 = 84 * 6 = 504
-    pytest.param(nn.MaxPool2d((2, 3), stride=1, padding=1), (1, 2, 6, 6), "aten.max_pool2d_with_indices", 504,
-                 id="maxpool2d-rect-pad"),
+    pytest.param(
+        nn.MaxPool2d((2, 3), stride=1, padding=1),
+        (1, 2, 6, 6),
+        "aten.max_pool2d_with_indices",
+        504,
+        id="maxpool2d-rect-pad",
+    ),
     # ceil_mode: (6 - 3) / 2 = 1.5 -> ceil 2, + 1 = 3 (floor would give 2): 2*9 = 18 outputs * 9 = 162
-    pytest.param(nn.MaxPool2d(3, 2, ceil_mode=True), (1, 2, 6, 6), "aten.max_pool2d_with_indices", 162,
-                 id="maxpool2d-ceil"),
+    pytest.param(
+        nn.MaxPool2d(3, 2, ceil_mode=True), (1, 2, 6, 6), "aten.max_pool2d_with_indices", 162, id="maxpool2d-ceil"
+    ),
     # dilation 2, kernel 2, stride 2: (6 - 2*(2-1) - 1) // 2 + 1 = 2: 2*4 = 8 outputs * 4 taps = 32
-    pytest.param(nn.MaxPool2d(2, dilation=2), (1, 2, 6, 6), "aten.max_pool2d_with_indices", 32,
-                 id="maxpool2d-dilated"),
+    pytest.param(nn.MaxPool2d(2, dilation=2), (1, 2, 6, 6), "aten.max_pool2d_with_indices", 32, id="maxpool2d-dilated"),
     # kernel 3, stride 2, padding 1: (6 + 2 - 3) // 2 + 1 = 3: 18 outputs * 9 (padding taps included) = 162
     pytest.param(nn.AvgPool2d(3, 2, 1), (1, 2, 6, 6), "aten.avg_pool2d", 162, id="avgpool2d-pad"),
     # 4^3 -> 2^3: 2*8 = 16 outputs * 8
@@ -146,20 +151,42 @@ POOL_BACKWARDS = [
     pytest.param(nn.MaxPool3d(2), (1, 2, 4, 4, 4), "aten.max_pool3d_with_indices_backward", 128, 16, id="max3d"),
     pytest.param(nn.AvgPool3d(2), (1, 2, 4, 4, 4), "aten.avg_pool3d_backward", 128, 16, id="avg3d"),
     # adaptive backwards reuse the forward windows: 336 / 288 as above
-    pytest.param(nn.AdaptiveAvgPool2d((3, 2)), (2, 3, 5, 7), "aten._adaptive_avg_pool2d_backward", 336, 36,
-                 id="adaptive-avg2d"),
-    pytest.param(nn.AdaptiveMaxPool2d((3, 2)), (2, 3, 5, 7), "aten.adaptive_max_pool2d_backward", 336, 36,
-                 id="adaptive-max2d"),
-    pytest.param(nn.AdaptiveAvgPool3d((2, 3, 2)), (1, 2, 5, 4, 3), "aten._adaptive_avg_pool3d_backward", 288, 24,
-                 id="adaptive-avg3d"),
-    pytest.param(nn.AdaptiveMaxPool3d((2, 3, 2)), (1, 2, 5, 4, 3), "aten.adaptive_max_pool3d_backward", 288, 24,
-                 id="adaptive-max3d"),
     pytest.param(
-        nn.AdaptiveAvgPool3d((2, 3, 2)), (2, 5, 4, 3), "aten._adaptive_avg_pool3d_backward", 288, 24,
+        nn.AdaptiveAvgPool2d((3, 2)), (2, 3, 5, 7), "aten._adaptive_avg_pool2d_backward", 336, 36, id="adaptive-avg2d"
+    ),
+    pytest.param(
+        nn.AdaptiveMaxPool2d((3, 2)), (2, 3, 5, 7), "aten.adaptive_max_pool2d_backward", 336, 36, id="adaptive-max2d"
+    ),
+    pytest.param(
+        nn.AdaptiveAvgPool3d((2, 3, 2)),
+        (1, 2, 5, 4, 3),
+        "aten._adaptive_avg_pool3d_backward",
+        288,
+        24,
+        id="adaptive-avg3d",
+    ),
+    pytest.param(
+        nn.AdaptiveMaxPool3d((2, 3, 2)),
+        (1, 2, 5, 4, 3),
+        "aten.adaptive_max_pool3d_backward",
+        288,
+        24,
+        id="adaptive-max3d",
+    ),
+    pytest.param(
+        nn.AdaptiveAvgPool3d((2, 3, 2)),
+        (2, 5, 4, 3),
+        "aten._adaptive_avg_pool3d_backward",
+        288,
+        24,
         id="adaptive-avg3d-unbatched",
     ),
     pytest.param(
-        nn.AdaptiveMaxPool3d((2, 3, 2)), (2, 5, 4, 3), "aten.adaptive_max_pool3d_backward", 288, 24,
+        nn.AdaptiveMaxPool3d((2, 3, 2)),
+        (2, 5, 4, 3),
+        "aten.adaptive_max_pool3d_backward",
+        288,
+        24,
         id="adaptive-max3d-unbatched",
     ),
 ]
@@ -175,6 +202,7 @@ def test_pool_backward(module: nn.Module, shape: tuple[int, ...], op: str, flops
 
 # --- interpolation ---------------------------------------------------------------------------------------------
 
+
 def interpolate(**options: Any) -> Callable[[torch.Tensor], torch.Tensor]:
     return lambda t: F.interpolate(t, **options)
 
@@ -184,8 +212,9 @@ X1, X2, X3 = (1, 2, 3), (1, 2, 3, 4), (1, 2, 2, 3, 4)
 INTERPOLATIONS = [
     # nearest is a gather: free, but the op is recognised (listed with zero cost, never skipped)
     pytest.param(interpolate(scale_factor=2, mode="nearest"), X2, "aten.upsample_nearest2d", 0, id="nearest2d"),
-    pytest.param(interpolate(scale_factor=2, mode="nearest-exact"), X2, "aten._upsample_nearest_exact2d", 0,
-                 id="nearest-exact2d"),
+    pytest.param(
+        interpolate(scale_factor=2, mode="nearest-exact"), X2, "aten._upsample_nearest_exact2d", 0, id="nearest-exact2d"
+    ),
     pytest.param(interpolate(scale_factor=2, mode="nearest"), X1, "aten.upsample_nearest1d", 0, id="nearest1d"),
     pytest.param(interpolate(scale_factor=2, mode="nearest"), X3, "aten.upsample_nearest3d", 0, id="nearest3d"),
     # linear: 3 -> 6, 1*2*6 = 12 outputs * (2*2 - 1 = 3) = 36
@@ -193,18 +222,34 @@ INTERPOLATIONS = [
     # bilinear: 3x4 -> 6x8, 2*48 = 96 outputs * (2*4 - 1 = 7) = 672
     pytest.param(interpolate(scale_factor=2, mode="bilinear"), X2, "aten.upsample_bilinear2d", 672, id="bilinear2d"),
     # explicit size 5x7, align_corners: 2*35 = 70 outputs * 7 = 490
-    pytest.param(interpolate(size=(5, 7), mode="bilinear", align_corners=True), X2, "aten.upsample_bilinear2d", 490,
-                 id="bilinear2d-size"),
+    pytest.param(
+        interpolate(size=(5, 7), mode="bilinear", align_corners=True),
+        X2,
+        "aten.upsample_bilinear2d",
+        490,
+        id="bilinear2d-size",
+    ),
     # bicubic: 96 outputs * (2*16 - 1 = 31) = 2976
     pytest.param(interpolate(scale_factor=2, mode="bicubic"), X2, "aten.upsample_bicubic2d", 2976, id="bicubic2d"),
     # antialiased kernels: same per-output cost as their plain mode
-    pytest.param(interpolate(scale_factor=2, mode="bilinear", antialias=True), X2, "aten._upsample_bilinear2d_aa",
-                 672, id="bilinear2d-aa"),
-    pytest.param(interpolate(scale_factor=2, mode="bicubic", antialias=True), X2, "aten._upsample_bicubic2d_aa",
-                 2976, id="bicubic2d-aa"),
+    pytest.param(
+        interpolate(scale_factor=2, mode="bilinear", antialias=True),
+        X2,
+        "aten._upsample_bilinear2d_aa",
+        672,
+        id="bilinear2d-aa",
+    ),
+    pytest.param(
+        interpolate(scale_factor=2, mode="bicubic", antialias=True),
+        X2,
+        "aten._upsample_bicubic2d_aa",
+        2976,
+        id="bicubic2d-aa",
+    ),
     # trilinear: 2x3x4 -> 4x6x8, 2*192 = 384 outputs * (2*8 - 1 = 15) = 5760
-    pytest.param(interpolate(scale_factor=2, mode="trilinear"), X3, "aten.upsample_trilinear3d", 5760,
-                 id="trilinear3d"),
+    pytest.param(
+        interpolate(scale_factor=2, mode="trilinear"), X3, "aten.upsample_trilinear3d", 5760, id="trilinear3d"
+    ),
 ]
 
 

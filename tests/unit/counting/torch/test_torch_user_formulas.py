@@ -115,8 +115,11 @@ def test_overriding_a_builtin_needs_override_and_is_undone_on_removal() -> None:
     model = nn.GELU()
     x = torch.randn(2, 5)
     builtin = count(model, x).flops
-    with pytest.raises(ValueError, match=r"^register_formula: torch op 'aten.gelu' has a built-in formula in the "
-                       r"torch backend; pass override=True to replace it$"):
+    with pytest.raises(
+        ValueError,
+        match=r"^register_formula: torch op 'aten.gelu' has a built-in formula in the "
+        r"torch backend; pass override=True to replace it$",
+    ):
         register_formula("aten.gelu", fused_gelu, backend="torch")
     with register_formula("aten.gelu", lambda args, out: (100, 0), backend="torch", override=True):
         assert count(model, x).flops == 100

@@ -41,4 +41,3 @@ def run(model: Any, *inputs: Any, macs_free: bool = False, **kwargs: Any) -> Rep
     if macs_free:
         assert report.macs == 0, f"expected no MACs, got {report.macs}: {fake}"
     return report
-
