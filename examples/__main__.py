@@ -8,7 +8,7 @@ import time
 import torch
 
 from pytest_flopbudget import count
-from pytest_flopbudget.reporters.table import format_layer_table
+from pytest_flopbudget.render.table import format_layer_table
 
 from .decoder import GPT, GPTConfig, Llama, LlamaConfig, gpt_inputs, llama_inputs
 from .resnet import resnet50

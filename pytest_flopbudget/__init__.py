@@ -6,7 +6,8 @@ backend is imported when `count()` first needs it, so the CLI starts fast and ON
 
 from __future__ import annotations
 
-from .budget import Budget, parse_quantity
+from pytest_flopbudget.config.budget import Budget, parse_quantity
+
 from .counting import count
 from .counting.formulas import Cost
 from .counting.user_formulas import register_formula

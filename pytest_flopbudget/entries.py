@@ -15,13 +15,14 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from .config import DEFAULT_DTYPE, InputSpec, ModelEntry
+from pytest_flopbudget.config.location import LocatedError, Location, Problem
+from pytest_flopbudget.config.pyproject import DEFAULT_DTYPE, InputSpec, ModelEntry
+
 from .errors import CountingError, FlopBudgetError
 from .report import Report
-from .source import LocatedError, Problem, Source
 
 
-def import_object(reference: str, root: Path, source: Source) -> Any:
+def import_object(reference: str, root: Path, source: Location) -> Any:
     """`"package.module:attr.attr"` -> the object, importing with `root` on `sys.path` as a user would expect."""
     module_name, _, attributes = reference.partition(":")
     root_text = str(root)
@@ -240,7 +241,7 @@ def _small(shape: Any) -> bool:
     return math.prod(shape) <= INPUT_LIMIT
 
 
-def _problem(source: Source, message: str) -> LocatedError:
+def _problem(source: Location, message: str) -> LocatedError:
     return LocatedError([Problem(source, message)])
 
 

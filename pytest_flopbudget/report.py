@@ -141,7 +141,8 @@ class Report(BothPhases):
     def __str__(self) -> str:
         """The per-layer table `flopbudget count` prints (depth 2), so `print(count(model, x))` shows where the
         compute goes; names from the model pass `safe_text` as every other output does."""
-        from .reporters.table import format_layer_table
+        from pytest_flopbudget.render.table import format_layer_table
+
         from .safe_text import safe_text
 
         mode = "training step (forward + backward)" if self.training else "inference"

@@ -15,13 +15,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .base_ref import BaseBaselines, BudgetChange, base_model_names, baseline_changes, budget_changes
-from .baseline import BaselineStore
-from .config import ModelEntry, Settings
+from pytest_flopbudget.config.location import Location, display_path
+from pytest_flopbudget.config.pyproject import ModelEntry, Settings
+from pytest_flopbudget.judge.base_ref import (
+    BaseBaselines,
+    BudgetChange,
+    base_model_names,
+    baseline_changes,
+    budget_changes,
+)
+from pytest_flopbudget.judge.baseline import BaselineStore
+from pytest_flopbudget.judge.verdict import FindingKind, Measurement, Verdict, judge, missing_baseline
+
 from .errors import BaselineError, FlopBudgetError
 from .report import Report
-from .source import Source, display_path
-from .verdict import FindingKind, Measurement, Verdict, judge, missing_baseline
 
 EXIT_OK = 0
 EXIT_OVER_BUDGET = 1
@@ -35,7 +42,7 @@ class ModelError:
 
     name: str
     message: str
-    origin: Source | None = None
+    origin: Location | None = None
     nodeid: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
@@ -44,7 +51,7 @@ class ModelError:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> ModelError:
-        origin = Source.from_dict(data["origin"]) if data.get("origin") is not None else None
+        origin = Location.from_dict(data["origin"]) if data.get("origin") is not None else None
         return cls(str(data["name"]), str(data["message"]), origin, data.get("nodeid"))
 
 
@@ -208,7 +215,7 @@ class Run:
     def find_stale(self, known: Sequence[str], *, complete: bool, note: str = "") -> None:
         """Baseline files that no model in `known` uses. `complete` says this run saw every model that owns a
         baseline (then an update removes the stale ones); otherwise they are only listed, with `note`."""
-        from .baseline import baseline_filename
+        from pytest_flopbudget.judge.baseline import baseline_filename
 
         used = {baseline_filename(name) for name in known}
         self._stale = [name for name in self.store.files() if name not in used]

@@ -14,18 +14,19 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TextIO
 
-from .. import recorded_count
-from ..baseline import BaselineStore
-from ..config import ModelEntry, Settings
-from ..count_cache import CACHE_DIR_NAME, CountCache, cache_enabled
+from pytest_flopbudget.cache import counter as recorded_count
+from pytest_flopbudget.cache.counter import CachedCounter, Counter, IsolatedCounter
+from pytest_flopbudget.cache.store import CACHE_DIR_NAME, CountCache, cache_enabled
+from pytest_flopbudget.config.location import display_path
+from pytest_flopbudget.config.pyproject import ModelEntry, Settings
+from pytest_flopbudget.judge.baseline import BaselineStore
+from pytest_flopbudget.render.formatting import CLI_UPDATE_HINT
+
 from ..errors import FlopBudgetError
-from ..formatting import CLI_UPDATE_HINT
-from ..recorded_count import CachedCounter, Counter, IsolatedCounter
 from ..reporters import terminal
 from ..run import Run, entry_nodeid
 from ..run import require_baseline as require_baseline_in
 from ..safe_text import json_safe
-from ..source import display_path
 from .progress import Progress
 from .project import load_project, select_models
 

@@ -14,12 +14,20 @@ import re
 from pathlib import Path
 from typing import Any, TextIO
 
-from ..budget import Budget
-from ..config import Inputs, InputSpec, ModelEntry, find_pyproject, is_onnx_target, is_reference
+from pytest_flopbudget.config.budget import Budget
+from pytest_flopbudget.config.location import Location, display_path
+from pytest_flopbudget.config.pyproject import (
+    Inputs,
+    InputSpec,
+    ModelEntry,
+    find_pyproject,
+    is_onnx_target,
+    is_reference,
+)
+
 from ..errors import CountingError
 from ..report import Report
 from ..safe_text import json_safe, safe_text
-from ..source import Source, display_path
 from .inputs import describe_inputs, parse_inputs
 from .progress import Progress
 from .project import UsageError, load_project, unknown_model
@@ -73,25 +81,25 @@ def run_count(request: CountRequest, out: TextIO, err: TextIO) -> int:
 
 def render(report: Report, entry: ModelEntry, request: CountRequest) -> str:
     """The text `flopbudget count` prints for `report` in `request.format`, ending in a newline."""
-    from ..baseline import dumps
+    from pytest_flopbudget.judge.baseline import dumps
 
     if request.format == "json":
         return json_safe(dumps(report))
     mode = "training step (forward + backward)" if report.training else "inference"
     title = f"{entry.name}: {describe_inputs(report.inputs)}; {mode}"
     if request.format in PICTURES:
-        from ..reporters import flame
+        from pytest_flopbudget.render import flame
 
         draw = flame.render_html if request.format == "html" else flame.render_svg
         return draw(report, metric=request.metric or "flops", title=title, name=entry.name, budget=entry.budget)
-    from ..reporters.table import format_layer_table
+    from pytest_flopbudget.render.table import format_layer_table
 
     return format_layer_table(report, depth=request.depth, title=title) + "\n"
 
 
 def write_output(path: str, text: str) -> None:
     """`--output PATH`: the whole text or nothing (a temp file beside it, then a rename); one line on failure."""
-    from ..baseline import write_atomic
+    from pytest_flopbudget.judge.baseline import write_atomic
 
     try:
         write_atomic(Path(path), safe_text(text))
@@ -120,7 +128,7 @@ def resolve_target(request: CountRequest) -> tuple[ModelEntry, Path]:
 def _entry(
     name: str, target: str, inputs: Inputs, training: bool, execution: str, method: str | None = None
 ) -> ModelEntry:
-    origin = Source(key=name)
+    origin = Location(key=name)
     return ModelEntry(
         name=name,
         target=target,
@@ -129,7 +137,7 @@ def _entry(
         source=origin,
         training=training,
         execution=execution,
-        sources={"target": origin, "inputs": Source(key="--input"), "method": Source(key="--method")},
+        sources={"target": origin, "inputs": Location(key="--input"), "method": Location(key="--method")},
         method=method or "forward",
     )
 
@@ -159,7 +167,7 @@ def _pyproject_entry(name: str, inputs: Inputs, request: CountRequest) -> tuple[
             changes["execution"] = request.execution
         if request.method:
             changes["method"] = request.method
-            changes["sources"] = {**entry.sources, "method": Source(key="--method")}
+            changes["sources"] = {**entry.sources, "method": Location(key="--method")}
     return dataclasses.replace(entry, **changes), settings.root
 
 

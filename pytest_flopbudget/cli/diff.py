@@ -5,16 +5,17 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TextIO
 
-from ..baseline import BaselineStore
-from ..config import ModelEntry, Settings
-from ..diff import DIFF_METRICS
+from pytest_flopbudget.config.pyproject import ModelEntry, Settings
+from pytest_flopbudget.judge.baseline import BaselineStore
+from pytest_flopbudget.judge.diff import DIFF_METRICS
+from pytest_flopbudget.judge.verdict import Verdict
+from pytest_flopbudget.render.formatting import format_pair, format_percent, format_value, metric_title
+
 from ..errors import BaselineError
-from ..formatting import format_pair, format_percent, format_value, metric_title
 from ..kinds import Metric
 from ..report import Report
 from ..reporters import terminal
 from ..run import EXIT_ERROR, EXIT_OK, Run
-from ..verdict import Verdict
 from .check import count_into
 from .project import load_project, select_models
 

@@ -22,11 +22,19 @@ from decimal import ROUND_CEILING, Decimal, InvalidOperation, localcontext
 from pathlib import Path
 from typing import TextIO
 
-from ..config import ModelEntry, Settings, find_pyproject, is_onnx_target, is_reference, parse_settings
+from pytest_flopbudget.config.location import display_path
+from pytest_flopbudget.config.pyproject import (
+    ModelEntry,
+    Settings,
+    find_pyproject,
+    is_onnx_target,
+    is_reference,
+    parse_settings,
+)
+from pytest_flopbudget.render.formatting import CLI_UPDATE_HINT, ceiling_above, format_value, plural
+
 from ..errors import CountingError
-from ..formatting import CLI_UPDATE_HINT, ceiling_above, format_value, plural
 from ..report import MAX_COUNT, Report
-from ..source import display_path
 from .count import CountRequest, command_line_hint, resolve_target
 from .progress import Progress
 from .project import UsageError

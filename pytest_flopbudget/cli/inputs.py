@@ -13,7 +13,8 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from ..config import DTYPES, Inputs, InputSpec, is_reference
+from pytest_flopbudget.config.pyproject import DTYPES, Inputs, InputSpec, is_reference
+
 from .project import UsageError
 
 GRAMMAR = (

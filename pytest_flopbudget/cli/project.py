@@ -11,9 +11,10 @@ import difflib
 from collections.abc import Sequence
 from pathlib import Path
 
-from ..config import ModelEntry, Settings, find_pyproject, load_settings
+from pytest_flopbudget.config.location import display_path
+from pytest_flopbudget.config.pyproject import ModelEntry, Settings, find_pyproject, load_settings
+
 from ..errors import ConfigError
-from ..source import display_path
 
 EXAMPLE_TABLE = (
     '[tool.flopbudget.models.NAME] with target = "package.module:factory", inputs = [[1, 3, 224, 224]] '
@@ -47,7 +48,7 @@ def load_project(pyproject: str | None, start: Path | None = None) -> Settings:
         path = found
     settings = load_settings(path)
     shown = display_path(str(settings.pyproject or path))
-    if settings.source.file is None:  # config.py leaves the Source empty when the table is absent
+    if settings.source.file is None:  # config.py leaves the Location empty when the table is absent
         raise UsageError(f"{shown} has no [tool.flopbudget] table: add {EXAMPLE_TABLE}")
     return settings
 

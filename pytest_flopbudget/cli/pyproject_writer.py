@@ -19,11 +19,12 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from pytest_flopbudget.config.budget import Budget
+from pytest_flopbudget.config.location import LocatedError, display_path
+from pytest_flopbudget.config.pyproject import DEFAULT_BASELINE_DIR, Inputs, InputSpec, Settings, parse_settings
+from pytest_flopbudget.config.toml_locator import locate_statements
+
 from ..atomic_file import real_target, write_atomic
-from ..budget import Budget
-from ..config import DEFAULT_BASELINE_DIR, Inputs, InputSpec, Settings, parse_settings
-from ..source import LocatedError, display_path
-from ..toml_locator import locate_statements
 from .project import UsageError
 
 #: A TOML bare key: the only model names `init` writes, so no table header ever needs quoting.

@@ -13,13 +13,22 @@ import os
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from ..base_ref import BudgetChange
-from ..diff import LayerChange
-from ..formatting import format_count, format_percent, format_value, layer_label, metric_title, plural, reason
+from pytest_flopbudget.config.location import Location
+from pytest_flopbudget.judge.base_ref import BudgetChange
+from pytest_flopbudget.judge.diff import LayerChange
+from pytest_flopbudget.judge.verdict import ERROR, WARNING, Finding, FindingKind, Verdict
+from pytest_flopbudget.render.formatting import (
+    format_count,
+    format_percent,
+    format_value,
+    layer_label,
+    metric_title,
+    plural,
+    reason,
+)
+
 from ..kinds import Metric
 from ..run import ModelError
-from ..source import Source
-from ..verdict import ERROR, WARNING, Finding, FindingKind, Verdict
 
 #: Findings about growth, shown with the layers that grew most.
 _LAYER_KINDS = (FindingKind.CEILING, FindingKind.INCREASE, FindingKind.GROWTH)
@@ -113,7 +122,7 @@ def from_unchecked(model: ModelError) -> Annotation:
 
     Its cost is unknown, which is worse than an overrun, so it sorts before every overrun.
     """
-    source = model.origin or Source()
+    source = model.origin or Location()
     return Annotation(
         level=ERROR,
         kind="unchecked",

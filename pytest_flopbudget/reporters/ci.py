@@ -15,8 +15,9 @@ import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from pytest_flopbudget.render.formatting import ANY_UPDATE_HINT
+
 from ..errors import ConfigError
-from ..formatting import ANY_UPDATE_HINT
 from ..run import RunResult
 from . import github, gitlab, json_report, markdown
 from .annotations import collect

@@ -15,7 +15,8 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 
-from ..formatting import plural
+from pytest_flopbudget.render.formatting import plural
+
 from ..safe_text import safe_line, visible
 from .annotations import Annotation, relative_path
 from .output import Findings, OutputContext

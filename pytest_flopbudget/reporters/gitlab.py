@@ -17,8 +17,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ..baseline import write_atomic
-from ..formatting import plural
+from pytest_flopbudget.judge.baseline import write_atomic
+from pytest_flopbudget.render.formatting import plural
+
 from ..safe_text import visible
 from .annotations import Annotation, relative_path
 from .output import Findings, OutputContext

@@ -15,14 +15,15 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from pytest_flopbudget.config.budget import METRICS
+from pytest_flopbudget.config.location import Location
+from pytest_flopbudget.judge.base_ref import BudgetChange
+from pytest_flopbudget.judge.baseline import write_atomic
+from pytest_flopbudget.judge.verdict import Finding, Verdict
+from pytest_flopbudget.render.formatting import plural, reason
+
 from .. import __version__
-from ..base_ref import BudgetChange
-from ..baseline import write_atomic
-from ..budget import METRICS
-from ..formatting import plural, reason
 from ..run import ModelError, RunResult
-from ..source import Source
-from ..verdict import Finding, Verdict
 from .annotations import relative_path
 from .output import Findings, OutputContext
 
@@ -139,12 +140,12 @@ def _change(change: BudgetChange, root: str | os.PathLike[str]) -> dict[str, Any
     }
 
 
-def _source(source: Source, root: str | os.PathLike[str]) -> dict[str, Any]:
+def _source(source: Location, root: str | os.PathLike[str]) -> dict[str, Any]:
     return _relative(source.to_dict(), root)
 
 
 def _relative(data: Any, root: str | os.PathLike[str]) -> Any:
-    """`data` with every Source's absolute `file` made relative to `root` (kept as is when outside it)."""
+    """`data` with every Location's absolute `file` made relative to `root` (kept as is when outside it)."""
     if isinstance(data, Mapping):
         out = {key: _relative(value, root) for key, value in data.items()}
         if {"file", "line", "key"} <= set(out) and isinstance(out["file"], str):

@@ -15,13 +15,14 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
-from ..base_ref import BudgetChange
-from ..baseline import write_atomic
-from ..budget import METRICS
-from ..formatting import format_count, format_percent, metric_title, plural, reason
+from pytest_flopbudget.config.budget import METRICS
+from pytest_flopbudget.judge.base_ref import BudgetChange
+from pytest_flopbudget.judge.baseline import write_atomic
+from pytest_flopbudget.judge.verdict import FindingKind, Verdict
+from pytest_flopbudget.render.formatting import format_count, format_percent, metric_title, plural, reason
+
 from ..run import ModelError, RunResult
 from ..safe_text import safe_text
-from ..verdict import FindingKind, Verdict
 from . import terminal
 from .annotations import relative_path
 from .output import Findings, OutputContext

@@ -11,8 +11,10 @@ import re
 import shlex
 from collections.abc import Iterable, Sequence
 
-from ..diff import LayerDiff, top_layers
-from ..formatting import (
+from pytest_flopbudget.config.location import Location
+from pytest_flopbudget.judge.diff import LayerDiff, top_layers
+from pytest_flopbudget.judge.verdict import Finding, FindingKind, Verdict
+from pytest_flopbudget.render.formatting import (
     PYTEST_UPDATE_HINT,
     ROOT_LABEL,
     ceiling_above,
@@ -23,10 +25,9 @@ from ..formatting import (
     plural,
     reason,
 )
+
 from ..kinds import Metric
 from ..run import RunResult
-from ..source import Source
-from ..verdict import Finding, FindingKind, Verdict
 
 TOP = 15
 
@@ -96,7 +97,7 @@ _MARKER_ARGUMENT = {"skipped": "max_skipped_ops", "max-skipped-ops": "max_skippe
 _MARKER_KEY = re.compile(r"flop_budget\((\w+)=\.\.\.\)$")
 
 
-def budget_edit(source: Source | None, metric: str, value: str, start: str | None = None) -> str:
+def budget_edit(source: Location | None, metric: str, value: str, start: str | None = None) -> str:
     """`set flops = "11.5M" at pyproject.toml:7 (tool.flopbudget.models.net)`, or for a marker budget
     `set flops="241" in the flop_budget marker at tests/test_net.py:5`: the line to edit and the value to write.
 

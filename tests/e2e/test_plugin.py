@@ -20,8 +20,8 @@ from tests.model_sources import MLP_CLASS
 torch = pytest.importorskip("torch")
 
 from pytest_flopbudget import count  # noqa: E402
-from pytest_flopbudget.baseline import dumps, read_baseline  # noqa: E402
-from pytest_flopbudget.formatting import format_pair, format_percent, format_value  # noqa: E402
+from pytest_flopbudget.judge.baseline import dumps, read_baseline  # noqa: E402
+from pytest_flopbudget.render.formatting import format_pair, format_percent, format_value  # noqa: E402
 
 MODELS = (
     """\
@@ -436,7 +436,7 @@ def test_fifty_updated_under_xdist_leave_fifty_valid_files(pytester: pytest.Pyte
         import os
 
         if "PYTEST_XDIST_WORKER" in os.environ:  # only the controller may write baselines
-            from pytest_flopbudget import baseline
+            from pytest_flopbudget.judge import baseline
 
             def refuse(*args, **kwargs):
                 raise AssertionError("an xdist worker wrote a baseline")

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_flopbudget.config import ModelEntry, load_settings
-from pytest_flopbudget.source import LocatedError
+from pytest_flopbudget.config.location import LocatedError
+from pytest_flopbudget.config.pyproject import ModelEntry, load_settings
 
 torch = pytest.importorskip("torch")
 

@@ -12,15 +12,15 @@ from typing import Any
 
 import pytest
 
-from pytest_flopbudget.config import ModelEntry, load_settings
+from pytest_flopbudget.config.pyproject import ModelEntry, load_settings
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 pytest.importorskip("diffusers")
 
 from pytest_flopbudget import count  # noqa: E402
+from pytest_flopbudget.config.location import LocatedError  # noqa: E402
 from pytest_flopbudget.entries import count_entry  # noqa: E402
-from pytest_flopbudget.source import LocatedError  # noqa: E402
 
 MODELS = """\
 import torch

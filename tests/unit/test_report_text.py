@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from pytest_flopbudget.render.table import format_layer_table
 from pytest_flopbudget.report import LayerCost, PhaseTotals, Report, SkippedOp
-from pytest_flopbudget.reporters.table import format_layer_table
 
 
 def report_of(layers: dict[str, LayerCost], **fields: object) -> Report:

@@ -7,15 +7,15 @@ from pathlib import Path
 
 import pytest
 
-from pytest_flopbudget.baseline import BaselineStore
-from pytest_flopbudget.budget import parse_budget
-from pytest_flopbudget.config import load_settings
+from pytest_flopbudget.config.budget import parse_budget
+from pytest_flopbudget.config.location import Location
+from pytest_flopbudget.config.pyproject import load_settings
 from pytest_flopbudget.errors import FlopBudgetError
+from pytest_flopbudget.judge.baseline import BaselineStore
+from pytest_flopbudget.judge.verdict import FindingKind, Measurement
 from pytest_flopbudget.report import LayerCost, PhaseTotals, Report
 from pytest_flopbudget.reporters import json_report
 from pytest_flopbudget.run import EXIT_ERROR, EXIT_OK, EXIT_OVER_BUDGET, ModelError, Run, RunResult, entry_nodeid
-from pytest_flopbudget.source import Source
-from pytest_flopbudget.verdict import FindingKind, Measurement
 
 
 def report(macs: int) -> Report:
@@ -23,8 +23,8 @@ def report(macs: int) -> Report:
 
 
 def measurement(name: str, macs: int, limit: str | None = None, nodeid: str | None = None) -> Measurement:
-    budget = parse_budget({"macs": limit} if limit else {}, {}, Source(key=name))
-    return Measurement(name, report(macs), budget, Source(key=name), nodeid)
+    budget = parse_budget({"macs": limit} if limit else {}, {}, Location(key=name))
+    return Measurement(name, report(macs), budget, Location(key=name), nodeid)
 
 
 def test_finish_judges_every_measurement_sorted(tmp_path: Path) -> None:
@@ -63,7 +63,7 @@ def test_count_records_an_entry_that_cannot_be_counted(tmp_path: Path) -> None:
 def test_workers_export_and_the_controller_merges(tmp_path: Path) -> None:
     worker = Run(BaselineStore(tmp_path))
     worker.record(measurement("a", 5, "10", nodeid="t.py::test_a"))
-    worker.record_error(ModelError("b", "it raised", Source("/p/pyproject.toml", 3, "b"), "pyproject.toml::b"))
+    worker.record_error(ModelError("b", "it raised", Location("/p/pyproject.toml", 3, "b"), "pyproject.toml::b"))
     controller = Run(BaselineStore(tmp_path))
     controller.merge(json.loads(json.dumps(worker.export())))  # what travels through workeroutput
     result = controller.finish()
@@ -118,7 +118,7 @@ def test_a_cache_mismatch_is_a_violation_on_its_model_and_fails_the_run(tmp_path
     (finding,) = result.failed[0].violations
     assert finding.kind == FindingKind.CACHE_MISMATCH
     assert finding.message == "its cached count differs from a fresh count: macs 4 cached, 5 counted"
-    assert finding.source == Source(key="a")  # the line declaring the model, for annotations
+    assert finding.source == Location(key="a")  # the line declaring the model, for annotations
     assert not result.passed and result.exit_code == EXIT_OVER_BUDGET  # 1, like an overrun: not unknown (2)
     document = json_report.results(result.verdicts, result.changes, result.errors, root=tmp_path)
     assert document["passed"] is False and document["counts"]["failed"] == 1

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 from main_in_process import run_main
 
-from pytest_flopbudget.budget import parse_quantity
 from pytest_flopbudget.cli.init import suggest_ceiling
-from pytest_flopbudget.formatting import ceiling_above
+from pytest_flopbudget.config.budget import parse_quantity
+from pytest_flopbudget.render.formatting import ceiling_above
 from pytest_flopbudget.report import MAX_COUNT
 
 onnx = pytest.importorskip("onnx")

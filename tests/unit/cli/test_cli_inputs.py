@@ -6,7 +6,7 @@ import pytest
 
 from pytest_flopbudget.cli.inputs import describe_inputs, parse_inputs
 from pytest_flopbudget.cli.project import UsageError
-from pytest_flopbudget.config import InputSpec
+from pytest_flopbudget.config.pyproject import InputSpec
 
 
 @pytest.mark.parametrize(

@@ -262,11 +262,11 @@ def test_check_update_then_pass_then_fail_on_a_widened_layer(project):
 
 def test_check_prints_what_the_plugin_prints(project):
     """The same functions make the text: compare with check.judge + reason + terminal.details directly."""
-    from pytest_flopbudget.baseline import BaselineStore
-    from pytest_flopbudget.config import load_settings
-    from pytest_flopbudget.formatting import reason
+    from pytest_flopbudget.config.pyproject import load_settings
+    from pytest_flopbudget.judge.baseline import BaselineStore
+    from pytest_flopbudget.judge.verdict import Measurement, judge
+    from pytest_flopbudget.render.formatting import reason
     from pytest_flopbudget.reporters import terminal
-    from pytest_flopbudget.verdict import Measurement, judge
 
     project.run("check", "--update", "mlp")
     project.widen()

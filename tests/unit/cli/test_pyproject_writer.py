@@ -22,7 +22,7 @@ from main_in_process import one_error_line, run_main
 from pytest_flopbudget.cli import init as init_module
 from pytest_flopbudget.cli.project import UsageError
 from pytest_flopbudget.cli.pyproject_writer import NewModel, plan_edit, toml_string
-from pytest_flopbudget.config import parse_settings
+from pytest_flopbudget.config.pyproject import parse_settings
 
 onnx = pytest.importorskip("onnx")
 

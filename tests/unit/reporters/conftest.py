@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from pytest_flopbudget.budget import parse_budget
-from pytest_flopbudget.config import Settings, load_settings
+from pytest_flopbudget.config.budget import parse_budget
+from pytest_flopbudget.config.location import Location
+from pytest_flopbudget.config.pyproject import Settings, load_settings
+from pytest_flopbudget.judge.verdict import Measurement, Verdict, evaluate
 from pytest_flopbudget.report import LayerCost, PhaseTotals, Report, SkippedOp
-from pytest_flopbudget.source import Source
-from pytest_flopbudget.verdict import Measurement, Verdict, evaluate
 
 
 def build_report(layers: dict[str, int], skipped: dict[str, int] | None = None, params: int | None = None) -> Report:
@@ -50,8 +50,8 @@ class Project:
         self, test_file: str, line: int, test: str, now: Report, baseline: Report | None = None, **budget: object
     ) -> Verdict:
         """As the plugin judges a marker: the budget's source is the test function's line."""
-        origin = Source(str(self.root / test_file), line, test)
-        sources = {slot: Source(origin.file, line, f"{test}: flop_budget({slot}=...)") for slot in budget}
+        origin = Location(str(self.root / test_file), line, test)
+        sources = {slot: Location(origin.file, line, f"{test}: flop_budget({slot}=...)") for slot in budget}
         name = f"tests.{test}"
         measurement = Measurement(name, now, parse_budget(budget, sources, origin), origin, f"{test_file}::{test}")
         return evaluate(measurement, baseline, baseline_file=f".flopbudget/{name}.json")

@@ -140,10 +140,10 @@ def test_real_counted_models_through_judge(tmp_path: Path) -> None:
     """count() on tiny torch models, a saved baseline, `judge`, then every output: the whole path for real."""
     torch = pytest.importorskip("torch")
     from pytest_flopbudget import count
-    from pytest_flopbudget.baseline import BaselineStore
-    from pytest_flopbudget.config import load_settings
-    from pytest_flopbudget.formatting import format_value
-    from pytest_flopbudget.verdict import Measurement, judge
+    from pytest_flopbudget.config.pyproject import load_settings
+    from pytest_flopbudget.judge.baseline import BaselineStore
+    from pytest_flopbudget.judge.verdict import Measurement, judge
+    from pytest_flopbudget.render.formatting import format_value
 
     (tmp_path / "pyproject.toml").write_text(
         '[tool.flopbudget.models.mlp]\ntarget = "m:mlp"\ninputs = [[1, 8]]\nflops = 100\n', encoding="utf-8"
@@ -172,7 +172,7 @@ def test_real_counted_models_through_judge(tmp_path: Path) -> None:
 def test_reporters_import_neither_pytest_nor_torch() -> None:
     code = (
         "import sys\n"
-        "import pytest_flopbudget.reporters.ci, pytest_flopbudget.base_ref\n"
+        "import pytest_flopbudget.reporters.ci, pytest_flopbudget.judge.base_ref\n"
         "bad = sorted(m for m in ('pytest', 'torch', '_pytest') if m in sys.modules)\n"
         "print(','.join(bad))\n"
     )

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from reporter_helpers import TWO_MODELS
 
-from pytest_flopbudget.base_ref import BudgetChange
+from pytest_flopbudget.judge.base_ref import BudgetChange
 from pytest_flopbudget.reporters.annotations import collect
 from pytest_flopbudget.reporters.github import command, escape_data, escape_property, workflow_commands
 from pytest_flopbudget.run import ModelError

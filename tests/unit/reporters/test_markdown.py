@@ -6,7 +6,7 @@ from pathlib import Path
 
 from reporter_helpers import RESNET_PARAMS, VIT, pyproject
 
-from pytest_flopbudget.base_ref import BudgetChange
+from pytest_flopbudget.judge.base_ref import BudgetChange
 from pytest_flopbudget.reporters.markdown import (
     MAX_BYTES,
     RESERVE,

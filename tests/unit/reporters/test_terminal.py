@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from pytest_flopbudget.budget import parse_budget
+from pytest_flopbudget.config.budget import parse_budget
+from pytest_flopbudget.config.location import Location
+from pytest_flopbudget.judge.verdict import Measurement, evaluate
 from pytest_flopbudget.report import LayerCost, PhaseTotals, Report, SkippedOp
 from pytest_flopbudget.reporters.terminal import accept_hint, details, diff_table, summary_lines
-from pytest_flopbudget.source import Source
-from pytest_flopbudget.verdict import Measurement, evaluate
 
 HINT = "`pytest --flopbudget-update`"
 CLI = "`flopbudget check --update`"
@@ -22,7 +22,7 @@ def make_report(layers: dict[str, int], inputs: list | None = None) -> Report:
 
 
 def verdict_for(now: Report, baseline: Report | None = None, name: str = "net", nodeid: str | None = None, **budget):
-    measurement = Measurement(name, now, parse_budget(budget, {}, Source(key=name)), Source(key=name), nodeid)
+    measurement = Measurement(name, now, parse_budget(budget, {}, Location(key=name)), Location(key=name), nodeid)
     return evaluate(measurement, baseline, baseline_file=f".flopbudget/{name}.json")
 
 
@@ -125,7 +125,7 @@ def test_summary_disambiguates_models_counted_twice() -> None:
 
 
 def pyproject_verdict(tmp_path, body: str, now: Report, baseline: Report | None = None, nodeid: str | None = None):
-    from pytest_flopbudget.config import load_settings
+    from pytest_flopbudget.config.pyproject import load_settings
 
     (tmp_path / "pyproject.toml").write_text(
         f'[tool.flopbudget.models.net]\ntarget = "m:net"\ninputs = [[1, 8]]\n{body}'
@@ -182,16 +182,16 @@ def test_under_a_base_ref_the_least_max_increase_that_passes_is_given(tmp_path) 
     verdict = pyproject_verdict(tmp_path, 'max-increase = "5%"\n', make_report({"a": 4}), make_report({"a": 3}))
     assert 'set max-increase = "100%"' in accept_hint(verdict, update_hint=CLI, base_ref="origin/main")
     # 3 -> 4 with MACs 1 -> 1 would need 33.4% (1/3 = 33.33...% rounded up)
+    from pytest_flopbudget.judge.verdict import ERROR, Finding, FindingKind
     from pytest_flopbudget.reporters.terminal import _increase_edit
-    from pytest_flopbudget.verdict import ERROR, Finding, FindingKind
 
     finding = Finding(ERROR, FindingKind.INCREASE, "", "flops", actual=4, baseline=3)
     assert _increase_edit(verdict, [finding], str(tmp_path)).startswith('set max-increase = "33.4%"')
 
 
 def test_a_marker_budget_names_the_marker_and_the_test(tmp_path) -> None:
-    origin = Source(str(tmp_path / "test_net.py"), 12, "test_net")
-    sources = {"macs": Source(origin.file, 12, "test_net: flop_budget(macs=...)")}
+    origin = Location(str(tmp_path / "test_net.py"), 12, "test_net")
+    sources = {"macs": Location(origin.file, 12, "test_net: flop_budget(macs=...)")}
     budget = parse_budget({"macs": "100"}, sources, origin)
     measurement = Measurement("net", make_report({"a": 400}), budget, origin, "test_net.py::test_net[a b]")
     verdict = evaluate(measurement, None)

@@ -18,8 +18,8 @@ from pytest_flopbudget.counting.onnx.backend import count_onnx  # noqa: E402
 from pytest_flopbudget.counting.onnx.consts import _BINARY  # noqa: E402
 from pytest_flopbudget.counting.onnx.names import ModulePaths, text  # noqa: E402
 from pytest_flopbudget.errors import CountingError  # noqa: E402
+from pytest_flopbudget.render.table import format_layer_table  # noqa: E402
 from pytest_flopbudget.report import Report  # noqa: E402
-from pytest_flopbudget.reporters.table import format_layer_table  # noqa: E402
 
 
 def _expanded(rank: int, op: str = "Relu", dim: int = 2**62) -> Any:
@@ -198,7 +198,7 @@ def test_a_700kb_node_name_counts_and_renders_in_seconds_and_bounded_memory(name
     `MAX_TREE_DEPTH` levels, and TorchScript scopes deeper than `MAX_STITCHED` are not stitched."""
     import tracemalloc
 
-    from pytest_flopbudget.reporters.flame import render_svg
+    from pytest_flopbudget.render.flame import render_svg
 
     model = _with_name(name)
     tracemalloc.start()

@@ -1,0 +1,337 @@
+"""Budget strings (`4.1G`, `300 MMACs`, `25.6M`, `2%`) and the `Budget` they make up.
+
+Budgets are written by people, copied from papers and read in code review, so the grammar is small and strict:
+decimal prefixes only, no lowercase `m` (milli or mega?), no binary `Gi`, no negative values. A value that is
+not understood is an error that quotes it, says where it came from and shows the grammar; it is never guessed.
+Parsing is exact (`4.1G` is 4_100_000_000, not 4_099_999_999) and bounded: budget text is ASCII, at most
+`MAX_TEXT` characters with an exponent within +-`MAX_EXPONENT`, checked before any number is built, so a hostile
+`1e10000000` costs no more than `1e9`; a count is at most `MAX_COUNT` (10^30) and a max-increase at most
+`MAX_PERCENT` percent, so every later step (reports, growth, `--base-ref`) works with ordinary numbers.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from decimal import Decimal
+from fractions import Fraction
+from typing import Any
+
+from pytest_flopbudget.config.location import LocatedError, Location, Problem
+from pytest_flopbudget.kinds import Metric
+from pytest_flopbudget.report import MAX_COUNT
+
+#: Decimal prefixes; `k` and `K` both mean 10^3 because both are common and neither is ambiguous.
+PREFIXES: dict[str, int] = {"k": 10**3, "K": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "P": 10**15}
+
+#: The metrics a budget can cap. `skipped` is the number of skipped op calls (ops with no formula).
+METRICS = tuple(Metric)
+
+#: Metrics that `max-increase` applies to (the skipped-op count has its own ceiling).
+GROWTH_METRICS = (Metric.FLOPS, Metric.MACS, Metric.PARAMS)
+
+_UNITS: dict[str, str] = {
+    "flop": "flops",
+    "flops": "flops",
+    "mac": "macs",
+    "macs": "macs",
+    "param": "params",
+    "params": "params",
+    "parameters": "params",
+}
+
+#: How each metric's unit is written in messages.
+UNIT_NAMES: dict[str, str] = {"flops": "FLOPs", "macs": "MACs", "params": "params", "skipped": "skipped op calls"}
+
+#: Units each slot accepts. In the flops slot a MAC unit turns the value into a MAC budget.
+_SLOT_UNITS: dict[str, tuple[str, ...]] = {
+    "flops": ("flops", "macs"),
+    "macs": ("macs",),
+    "params": ("params",),
+    "skipped": (),
+}
+
+#: The largest count a budget can hold: far above any model (a 10^12-parameter model at 10^6 tokens is ~10^18
+#: FLOPs) and small enough that every report, percentage and CI annotation handles it as an ordinary number.
+
+#: The largest max-increase, in percent: 1,000,000% lets a model grow 10,000-fold; anything above is no limit.
+MAX_PERCENT = 10**6
+
+#: The longest budget string (after stripping spaces); checked before parsing so validation stays linear.
+MAX_TEXT = 100
+
+#: The largest exponent (either sign) in `4.1e9`; 10^30 needs 30, and 100 leaves room for `0.0001e34`.
+MAX_EXPONENT = 100
+
+GRAMMAR = (
+    "write a non-negative number up to 10^30 in ASCII with an optional decimal prefix k/K, M, G, T, P "
+    "(10^3..10^15) and unit, e.g. 4.1G, 4.1e9, 8_200_000_000, '4.1 GFLOPs', '300 MMACs', '25.6M' (params)"
+)
+PERCENT_GRAMMAR = "write a non-negative percentage up to 1000000% such as '2%' or '0.5%'"
+
+# ASCII digits only: `\d` would also match Arabic-Indic or full-width digits.
+_NUMBER = re.compile(
+    r"(?P<mantissa>[0-9](?:_?[0-9])*(?:\.(?:[0-9](?:_?[0-9])*)?)?|\.[0-9](?:_?[0-9])*)(?:[eE](?P<exponent>[+-]?[0-9]+))?"
+)
+
+
+@dataclass(frozen=True)
+class Limit:
+    """A ceiling on one metric: `value` is the largest allowed count (inclusive); `text` is how it was written."""
+
+    metric: str
+    value: int
+    text: str
+    source: Location = field(default_factory=Location)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"metric": self.metric, "value": self.value, "text": self.text, "source": self.source.to_dict()}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Limit:
+        return cls(str(data["metric"]), int(data["value"]), str(data["text"]), Location.from_dict(data["source"]))
+
+
+@dataclass(frozen=True)
+class MaxIncrease:
+    """Largest allowed growth over the baseline, as a fraction (`2%` -> 0.02), for flops, macs and params."""
+
+    fraction: Decimal
+    text: str
+    source: Location = field(default_factory=Location)
+
+    def allows(self, baseline: int, now: int) -> bool:
+        """Exact: growth equal to the limit passes; any growth from a zero baseline fails."""
+        return Fraction(now - baseline) <= baseline * Fraction(self.fraction)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"fraction": str(self.fraction), "text": self.text, "source": self.source.to_dict()}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> MaxIncrease:
+        return cls(Decimal(str(data["fraction"])), str(data["text"]), Location.from_dict(data["source"]))
+
+
+@dataclass(frozen=True)
+class Budget:
+    """Ceilings per metric plus an optional max-increase; `source` is where the budget as a whole is declared."""
+
+    limits: Mapping[str, Limit] = field(default_factory=dict)
+    max_increase: MaxIncrease | None = None
+    source: Location | None = None
+
+    def limit(self, metric: str) -> Limit | None:
+        return self.limits.get(metric)
+
+    @property
+    def is_empty(self) -> bool:
+        return not self.limits and self.max_increase is None
+
+    def override(self, other: Budget) -> Budget:
+        """This budget with `other`'s limits replacing ours metric by metric (explicit marker args win)."""
+        limits = {**self.limits, **other.limits}
+        return Budget(
+            limits={m: limits[m] for m in METRICS if m in limits},
+            max_increase=other.max_increase if other.max_increase is not None else self.max_increase,
+            source=other.source or self.source,
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "limits": {m: lim.to_dict() for m, lim in self.limits.items()},
+            "max_increase": self.max_increase.to_dict() if self.max_increase else None,
+            "source": self.source.to_dict() if self.source else None,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Budget:
+        increase = data.get("max_increase")
+        source = data.get("source")
+        return cls(
+            limits={str(m): Limit.from_dict(v) for m, v in data.get("limits", {}).items()},
+            max_increase=MaxIncrease.from_dict(increase) if increase else None,
+            source=Location.from_dict(source) if source else None,
+        )
+
+
+def parse_quantity(value: Any, slot: str = "flops", source: Location | None = None) -> Limit:
+    """Parse one budget value written in the `slot` (`flops`, `macs`, `params` or `skipped`) into a `Limit`.
+
+    Accepts ints, finite floats and strings in the documented grammar. Fractional counts round down, since every
+    count is an integer: a ceiling of 1.5 allows 1. Raises `LocatedError` quoting the value and `source`.
+    """
+    if slot not in _SLOT_UNITS:
+        raise ValueError(f"unknown budget slot {slot!r}; expected one of {', '.join(METRICS)}")
+    source = source or Location()
+    metric, number = _parse(value, slot, source)
+    if metric == Metric.SKIPPED and number.denominator != 1:
+        raise _error(value, source, "a number of skipped op calls is a whole number", GRAMMAR)
+    text = value if isinstance(value, str) else repr(value)
+    return Limit(metric, int(number), text.strip(), source)
+
+
+def parse_increase(value: Any, source: Location | None = None) -> MaxIncrease:
+    """`"2%"` -> `MaxIncrease(Decimal("0.02"))`. A bare number is refused: is `2` two percent or 200 percent?"""
+    source = source or Location()
+    if not isinstance(value, str):
+        raise _error(value, source, "max-increase is a percentage string", PERCENT_GRAMMAR, what="a percentage")
+    text = _checked_text(value, source, PERCENT_GRAMMAR, "a percentage")
+    if text.startswith("-"):
+        raise _error(value, source, "it is negative", PERCENT_GRAMMAR, what="a percentage")
+    if not text.endswith("%"):
+        raise _error(value, source, "it has no '%' sign", PERCENT_GRAMMAR, what="a percentage")
+    match = _NUMBER.fullmatch(text[:-1].strip())
+    if not match:
+        raise _error(value, source, "no number before '%'", PERCENT_GRAMMAR, what="a percentage")
+    percent = _exact(match, value, source, PERCENT_GRAMMAR, "a percentage")
+    if percent > MAX_PERCENT:
+        raise _error(value, source, "it is more than 1000000%", PERCENT_GRAMMAR, what="a percentage")
+    mantissa, exponent = match["mantissa"].replace("_", ""), int(match["exponent"] or 0)
+    return MaxIncrease(Decimal(f"{mantissa}E{exponent - 2}"), text, source)  # exact, whatever the context
+
+
+def parse_budget(values: Mapping[str, Any], sources: Mapping[str, Location], origin: Location | None = None) -> Budget:
+    """A `Budget` from raw values keyed by slot (`flops`, `macs`, `params`, `skipped`, `max_increase`).
+
+    Every bad value is reported, not only the first. A value in the flops slot with a MAC unit is a MAC budget;
+    setting the same metric twice that way is an error.
+    """
+    problems: list[Problem] = []
+    limits: dict[str, Limit] = {}
+    increase: MaxIncrease | None = None
+    for slot, value in values.items():
+        if value is None:
+            continue
+        source = sources.get(slot, origin or Location())
+        try:
+            if slot == "max_increase":
+                increase = parse_increase(value, source)
+                continue
+            limit = parse_quantity(value, slot, source)
+        except LocatedError as exc:
+            problems.extend(exc.problems)
+            continue
+        if limit.metric in limits:
+            other = limits[limit.metric]
+            problems.append(
+                Problem(source, f"{limit.text!r} sets a {limit.metric} budget, but {other.text!r} already does")
+            )
+            continue
+        limits[limit.metric] = limit
+    if problems:
+        raise LocatedError(problems)
+    return Budget({m: limits[m] for m in METRICS if m in limits}, increase, origin)
+
+
+def _parse(value: Any, slot: str, source: Location) -> tuple[str, Fraction]:
+    """The metric and exact value of `value`, at most `MAX_COUNT`; never builds a number larger than that."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        raise _error(value, source, f"expected a number or a string, got {type(value).__name__}", GRAMMAR)
+    if isinstance(value, int):
+        if value < 0:
+            raise _error(value, source, "it is negative", GRAMMAR)
+        return _default_metric(slot), _bounded(Fraction(value), value, source)
+    if isinstance(value, float):
+        if not math.isfinite(value) or value < 0:
+            raise _error(value, source, "it is negative or not finite", GRAMMAR)
+        # repr: 4.1e9 means 4_100_000_000, not the binary float's exact value
+        return _default_metric(slot), _bounded(Fraction(Decimal(repr(value))), value, source)
+    text = _checked_text(value, source, GRAMMAR, "a budget")
+    if text.startswith("-"):
+        raise _error(value, source, "it is negative", GRAMMAR)
+    match = _NUMBER.match(text)
+    if not match:
+        raise _error(value, source, "it does not start with a number", GRAMMAR)
+    number = _exact(match, value, source, GRAMMAR, "a budget")
+    scale, metric = _suffix(text[match.end() :].strip(), slot, value, source)
+    return metric, _bounded(number * scale, value, source)
+
+
+def _checked_text(value: str, source: Location, grammar: str, what: str) -> str:
+    """`value` stripped, refused when too long or not ASCII (Arabic-Indic or full-width digits, no-break spaces)."""
+    text = value.strip()
+    if len(text) > MAX_TEXT:
+        raise _error(value, source, f"it is longer than {MAX_TEXT} characters", grammar, what=what)
+    if not value.isascii():
+        char = next(c for c in value if not c.isascii())
+        why = f"it contains the non-ASCII character {char!r} (U+{ord(char):04X}); only ASCII is accepted"
+        raise _error(value, source, why, grammar, what=what)
+    return text
+
+
+def _exact(match: re.Match[str], value: Any, source: Location, grammar: str, what: str) -> Fraction:
+    """The exact value of a `_NUMBER` match; the exponent is bounded first, so the result is never huge."""
+    exponent = int(match["exponent"] or 0)  # at most MAX_TEXT digits: linear
+    if abs(exponent) > MAX_EXPONENT:
+        why = f"its exponent is outside -{MAX_EXPONENT}..{MAX_EXPONENT}"
+        raise _error(value, source, why, grammar, what=what)
+    return Fraction(Decimal(match["mantissa"].replace("_", ""))) * Fraction(10) ** exponent
+
+
+def _bounded(number: Fraction, value: Any, source: Location) -> Fraction:
+    if number > MAX_COUNT:
+        raise _error(value, source, "it is more than 10^30, the largest budget", GRAMMAR)
+    return number
+
+
+def _suffix(suffix: str, slot: str, value: Any, source: Location) -> tuple[int, str]:
+    """Split `GFLOPs` into its prefix scale and metric; explain what is wrong with anything else."""
+    if not suffix:
+        return 1, _default_metric(slot)
+    unit = _unit(suffix, slot, value, source)
+    if unit is not None:
+        return 1, unit
+    head, rest = suffix[0], suffix[1:].strip()
+    if head in PREFIXES:
+        if not rest:
+            return PREFIXES[head], _default_metric(slot)
+        unit = _unit(rest, slot, value, source)
+        if unit is not None:
+            return PREFIXES[head], unit
+    if head == "m" and (not rest or rest.lower() in _UNITS):
+        raise _error(value, source, "lowercase 'm' would mean milli; write 'M' for 10^6", GRAMMAR)
+    if head in PREFIXES and rest[:1] == "i":
+        raise _error(
+            value, source, f"binary prefixes such as '{head}i' are not accepted; prefixes are decimal", GRAMMAR
+        )
+    raise _error(value, source, f"unknown prefix or unit {suffix!r}", GRAMMAR)
+
+
+def _unit(text: str, slot: str, value: Any, source: Location) -> str | None:
+    """The metric a unit names, None when `text` is not a unit; a unit that does not fit the slot is an error."""
+    metric = _UNITS.get(text.lower())
+    if metric is None:
+        return None
+    if metric not in _SLOT_UNITS[slot]:
+        allowed = " or ".join(UNIT_NAMES[u] for u in _SLOT_UNITS[slot]) or "no unit"
+        raise _error(value, source, f"a {_slot_name(slot)} budget takes {allowed}, not {text!r}", GRAMMAR)
+    return metric
+
+
+def _default_metric(slot: str) -> str:
+    return slot
+
+
+def _slot_name(slot: str) -> str:
+    return "max-skipped-ops" if slot == Metric.SKIPPED else slot
+
+
+def _error(value: Any, source: Location, why: str, grammar: str, what: str = "a budget") -> LocatedError:
+    return LocatedError([Problem(source, f"{shown(value)} is not {what}: {why}; {grammar}")])
+
+
+def shown(value: Any, limit: int = 60) -> str:
+    """`repr(value)` for a message, shortened when long: never more than about `limit` characters, never raising
+    (the repr of an int over 4300 digits raises ValueError; a 10 MB string should not fill the terminal)."""
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 4 * limit:
+        digits = int(value.bit_length() * math.log10(2)) + 1
+        return f"{'-' if value < 0 else ''}an integer of about {digits} digits"
+    if isinstance(value, str) and len(value) > limit:
+        return f"{value[: limit - 20]!r}... ({len(value)} characters)"
+    try:
+        text = repr(value)
+    except Exception:  # a message must not fail on a hostile __repr__
+        return f"a {type(value).__name__}"
+    return text if len(text) <= limit else f"{text[: limit - 20]}... ({type(value).__name__})"

@@ -1,0 +1,377 @@
+"""`[tool.flopbudget]` in pyproject.toml -> `Settings` with one `ModelEntry` per model.
+
+Validation is static (no torch, no imports of user code) and exhaustive: every problem in the file is collected
+and reported together, each as one line that names the file, the line and the key path, and says what is
+accepted. Importing targets and building inputs happens later, per model (see `targets.py`), because it needs
+torch and the user's code, and one broken model must not hide the others.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Union
+
+from pytest_flopbudget.config.budget import Budget, parse_budget, shown
+from pytest_flopbudget.config.location import LocatedError, Location, Problem
+from pytest_flopbudget.config.toml_locator import KeyPath, line_of, locate_keys
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on Python < 3.11 only
+    import tomli as tomllib
+
+DEFAULT_BASELINE_DIR = ".flopbudget"
+TABLE: KeyPath = ("tool", "flopbudget")
+
+PROJECT_KEYS = ("baseline-dir", "collect-models", "require-baseline", "models")
+#: pyproject key -> budget slot (see `budget.parse_budget`).
+BUDGET_KEYS = {
+    "flops": "flops",
+    "macs": "macs",
+    "params": "params",
+    "max-skipped-ops": "skipped",
+    "max-increase": "max_increase",
+}
+MODEL_KEYS = ("target", "inputs", "method", "training", "execution", *BUDGET_KEYS)
+INPUT_KEYS = ("shape", "dtype")
+EXECUTIONS = ("fake", "real")
+#: The dtype of a generated input whose dtype is not given and that is not token ids.
+DEFAULT_DTYPE = "float32"
+
+#: dtype names accepted for generated inputs (torch's names, checked here without importing torch).
+DTYPES = (
+    "float32", "float", "float16", "half", "bfloat16", "float64", "double",
+    "int64", "long", "int32", "int", "int16", "short", "int8", "uint8", "bool",
+    "complex64", "complex128",
+)  # fmt: skip
+
+#: A method name for `method = "decode"`: a Python identifier (checked against the model when it is loaded).
+METHOD = re.compile(r"[A-Za-z_]\w*")
+
+#: `package.module:attribute`, the one spelling of a Python object reference (targets, input functions).
+REFERENCE = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_][\w.]*")
+
+
+def is_reference(text: str) -> bool:
+    return REFERENCE.fullmatch(text.strip()) is not None
+
+
+TARGET_GRAMMAR = (
+    '"package.module:factory" (returning a torch.nn.Module, or the module itself) or a path to an .onnx file'
+)
+INPUTS_GRAMMAR = (
+    'a list of shapes such as [[1, 3, 224, 224]], tables such as {shape = [1, 16], dtype = "int64"}, '
+    'a table of name = shape, or "package.module:function" returning the example inputs'
+)
+
+
+@dataclass(frozen=True)
+class InputSpec:
+    """One generated input tensor: its shape (`()` for a 0-d scalar) and torch dtype name (zeros; counting looks at
+    shapes only).
+
+    `dtype=None` means the user gave none: the input is float32, unless the model shows it wants token ids (it
+    feeds an embedding, or it is a Hugging Face model's `input_ids`); see `input_roles.py`. A given dtype always
+    wins.
+    """
+
+    shape: tuple[int, ...]
+    dtype: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"shape": list(self.shape), "dtype": self.dtype or DEFAULT_DTYPE}
+
+
+#: Positional specs, named specs (keyword arguments, or ONNX input names), or a "module:callable" string.
+Inputs = Union[list[InputSpec], dict[str, InputSpec], str, None]
+
+
+@dataclass
+class ModelEntry:
+    """One `[tool.flopbudget.models.NAME]` table, validated; `sources` maps each key to where it is declared."""
+
+    name: str
+    target: str
+    inputs: Inputs
+    budget: Budget
+    source: Location
+    training: bool = False
+    execution: str = "fake"
+    sources: dict[str, Location] = field(default_factory=dict)
+    #: The model method counted (`method = "decode"`); `forward` is called through `model(...)` as usual.
+    method: str = "forward"
+    #: The table as written (what the count cache keys on, so a key added later is part of the key at once).
+    table: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def is_onnx(self) -> bool:
+        return is_onnx_target(self.target)
+
+    def source_of(self, key: str) -> Location:
+        return self.sources.get(key, self.source)
+
+
+@dataclass
+class Settings:
+    """The project's flopbudget configuration; an absent table gives defaults and no models."""
+
+    root: Path
+    pyproject: Path | None = None
+    baseline_dir: Path = field(default_factory=lambda: Path(DEFAULT_BASELINE_DIR))
+    collect_models: bool = True
+    #: A budgeted model without a committed baseline fails instead of warning; None = on when `CI` is set.
+    require_baseline: bool | None = None
+    models: dict[str, ModelEntry] = field(default_factory=dict)
+    source: Location = field(default_factory=Location)
+
+
+def is_onnx_target(target: str) -> bool:
+    return target.lower().endswith(".onnx")
+
+
+def find_pyproject(start: Path) -> Path | None:
+    """The nearest pyproject.toml at or above `start` (a file or directory)."""
+    start = start.resolve()
+    for directory in (start, *start.parents) if start.is_dir() else start.parents:
+        candidate = directory / "pyproject.toml"
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def load_settings(pyproject: Path | None, root: Path | None = None) -> Settings:
+    """Read and validate `pyproject`; None (no file) gives defaults rooted at `root`.
+
+    Raises `LocatedError` listing every problem in the file.
+    """
+    if pyproject is None:
+        base = (root or Path.cwd()).resolve()
+        return Settings(root=base, baseline_dir=base / DEFAULT_BASELINE_DIR)
+    pyproject = pyproject.resolve()
+    try:
+        text = pyproject.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise LocatedError([Problem(Location(str(pyproject)), f"cannot read the file: {exc}")]) from None
+    return parse_settings(text, pyproject)
+
+
+def parse_settings(text: str, pyproject: Path) -> Settings:
+    """Validate the text of `pyproject` (an absolute path, used for messages and as the project root)."""
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        match = re.search(r"\(at line (\d+)", str(exc))
+        line = int(match.group(1)) if match else None
+        message = re.sub(r"\s*\(at line \d+, column \d+\)", "", str(exc))
+        raise LocatedError([Problem(Location(str(pyproject), line), f"invalid TOML: {message}")]) from None
+    except (ValueError, RecursionError) as exc:  # a huge integer, arrays nested thousands deep: the reader gives up
+        detail = " ".join(str(exc).split())[:160] or type(exc).__name__
+        raise LocatedError([Problem(Location(str(pyproject)), f"cannot be read as TOML: {detail}")]) from None
+    try:
+        return _Validator(pyproject, locate_keys(text)).settings(data)
+    except RecursionError:
+        raise LocatedError([Problem(Location(str(pyproject)), "nested too deeply to validate")]) from None
+
+
+class _Validator:
+    """Collects problems while turning the parsed TOML into Settings; raises them all at the end."""
+
+    def __init__(self, pyproject: Path, lines: dict[KeyPath, int]) -> None:
+        self.pyproject = pyproject
+        self.lines = lines
+        self.problems: list[Problem] = []
+
+    def source(self, path: KeyPath) -> Location:
+        return Location(str(self.pyproject), line_of(self.lines, path), ".".join(_quote_key(p) for p in path))
+
+    def problem(self, path: KeyPath, message: str) -> None:
+        self.problems.append(Problem(self.source(path), message))
+
+    def settings(self, data: Mapping[str, Any]) -> Settings:
+        root = self.pyproject.parent
+        table = data.get("tool", {}).get("flopbudget") if isinstance(data.get("tool"), dict) else None
+        settings = Settings(root=root, pyproject=self.pyproject, baseline_dir=root / DEFAULT_BASELINE_DIR)
+        if table is None:
+            return settings
+        settings.source = self.source(TABLE)
+        if not isinstance(table, dict):
+            self.problem(TABLE, f"expected a table, got {_type_name(table)}")
+            raise LocatedError(self.problems)
+        self.unknown_keys(TABLE, table, PROJECT_KEYS)
+        baseline_dir = table.get("baseline-dir", DEFAULT_BASELINE_DIR)
+        if (
+            isinstance(baseline_dir, str)
+            and baseline_dir.strip()
+            and len(baseline_dir) <= 1024
+            and ("\0" not in baseline_dir)
+        ):
+            settings.baseline_dir = root / baseline_dir
+        else:
+            self.problem(
+                (*TABLE, "baseline-dir"),
+                f"expected a directory path string (at most 1024 characters, no NUL), got {shown(baseline_dir)}",
+            )
+        collect = table.get("collect-models", True)
+        if isinstance(collect, bool):
+            settings.collect_models = collect
+        else:
+            self.problem((*TABLE, "collect-models"), f"expected true or false, got {collect!r}")
+        require = table.get("require-baseline")
+        if require is None or isinstance(require, bool):
+            settings.require_baseline = require
+        else:
+            self.problem((*TABLE, "require-baseline"), f"expected true or false, got {require!r}")
+        models = table.get("models", {})
+        if isinstance(models, dict):
+            for name, entry in models.items():
+                model = self.model(name, entry)
+                if model is not None:
+                    settings.models[name] = model
+        else:
+            self.problem((*TABLE, "models"), f"expected a table of models, got {_type_name(models)}")
+        if self.problems:
+            raise LocatedError(sorted(self.problems, key=lambda p: p.source.line or 0))  # read top to bottom
+        return settings
+
+    def unknown_keys(self, path: KeyPath, table: Mapping[str, Any], known: tuple[str, ...]) -> None:
+        for key in table:
+            if key not in known:
+                close = difflib.get_close_matches(key, known, n=1) or difflib.get_close_matches(
+                    key.replace("_", "-"), known, n=1
+                )
+                hint = f"did you mean {close[0]!r}? " if close else ""
+                self.problem((*path, key), f"unknown key; {hint}expected one of: {', '.join(known)}")
+
+    def model(self, name: str, entry: Any) -> ModelEntry | None:
+        path = (*TABLE, "models", name)
+        if not isinstance(entry, dict):
+            self.problem(path, f"expected a table with target, inputs and budgets, got {_type_name(entry)}")
+            return None
+        before = len(self.problems)
+        self.unknown_keys(path, entry, MODEL_KEYS)
+        sources = {key: self.source((*path, key)) for key in entry}
+        target = self.target(path, entry.get("target"))
+        onnx = target is not None and is_onnx_target(target)
+        inputs = self.inputs((*path, "inputs"), entry.get("inputs"), onnx, required=target is not None and not onnx)
+        training = entry.get("training", False)
+        if not isinstance(training, bool):
+            self.problem((*path, "training"), f"expected true or false, got {training!r}")
+        elif training and onnx:
+            self.problem((*path, "training"), "training = true applies to PyTorch targets only, not to ONNX files")
+        execution = entry.get("execution", "fake")
+        if execution not in EXECUTIONS:
+            self.problem((*path, "execution"), f'expected "fake" or "real", got {execution!r}')
+        elif "execution" in entry and onnx:
+            self.problem((*path, "execution"), "execution applies to PyTorch targets only, not to ONNX files")
+        method = entry.get("method", "forward")
+        if not isinstance(method, str) or not METHOD.fullmatch(method):
+            self.problem((*path, "method"), f'expected a method name such as "decode", got {shown(method)}')
+        elif "method" in entry and onnx:
+            self.problem((*path, "method"), "method applies to PyTorch targets only, not to ONNX files")
+        budget = self.budget(path, entry, sources)
+        if len(self.problems) > before or target is None:
+            return None
+        return ModelEntry(
+            name=name,
+            target=target,
+            inputs=inputs,
+            budget=budget,
+            source=self.source(path),
+            training=bool(training),
+            execution=str(execution),
+            sources=sources,
+            method=str(method),
+            table=dict(entry),
+        )
+
+    def target(self, path: KeyPath, target: Any) -> str | None:
+        if target is None:
+            self.problem(path, f"missing key 'target': {TARGET_GRAMMAR}")
+        elif not isinstance(target, str) or not (is_reference(target) or is_onnx_target(target)):
+            self.problem((*path, "target"), f"{target!r} is not a target; expected {TARGET_GRAMMAR}")
+        else:
+            return target.strip()
+        return None
+
+    def inputs(self, path: KeyPath, value: Any, onnx: bool, required: bool) -> Inputs:
+        if value is None:
+            if required:
+                self.problem(path[:-1], f"missing key 'inputs': {INPUTS_GRAMMAR}")
+            return None
+        if isinstance(value, str):
+            if is_reference(value) and not onnx:
+                return value.strip()
+            if onnx:
+                self.problem(
+                    path, "an ONNX target takes a table of input name = shape, e.g. {input = [1, 3, 224, 224]}"
+                )
+            else:
+                self.problem(path, f'{value!r} is not a "module:function" reference; expected {INPUTS_GRAMMAR}')
+            return None
+        if isinstance(value, list):
+            if onnx:
+                self.problem(
+                    path, "an ONNX target takes a table of input name = shape, e.g. {input = [1, 3, 224, 224]}"
+                )
+                return None
+            specs = [self.input_spec((*path, str(i)), item, onnx) for i, item in enumerate(value)]
+            return [s for s in specs if s is not None]
+        if isinstance(value, dict):
+            named = {name: self.input_spec((*path, name), item, onnx) for name, item in value.items()}
+            return {name: spec for name, spec in named.items() if spec is not None}
+        self.problem(path, f"expected {INPUTS_GRAMMAR}; got {_type_name(value)}")
+        return None
+
+    def input_spec(self, path: KeyPath, value: Any, onnx: bool) -> InputSpec | None:
+        if isinstance(value, dict):
+            self.unknown_keys(path, value, INPUT_KEYS)
+            dtype = value.get("dtype")
+            if onnx and "dtype" in value:
+                self.problem((*path, "dtype"), "an ONNX graph declares its own input dtypes; give the shape only")
+            elif dtype is not None and dtype not in DTYPES:
+                self.problem((*path, "dtype"), f"unknown dtype {dtype!r}; expected one of: {', '.join(DTYPES)}")
+                return None
+            if "shape" not in value:
+                self.problem(path, "missing key 'shape' (a list of dimensions such as [1, 16])")
+                return None
+            shape = self.shape((*path, "shape"), value["shape"])
+            return InputSpec(shape, None if dtype is None else str(dtype)) if shape is not None else None
+        shape = self.shape(path, value)
+        return InputSpec(shape) if shape is not None else None
+
+    def shape(self, path: KeyPath, value: Any) -> tuple[int, ...] | None:
+        if isinstance(value, list) and all(isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in value):
+            return tuple(value)
+        self.problem(
+            path,
+            f"{value!r} is not a shape; expected a list of non-negative integers such as [1, 3, 224, 224] "
+            f"([] for a 0-d scalar)",
+        )
+        return None
+
+    def budget(self, path: KeyPath, entry: Mapping[str, Any], sources: dict[str, Location]) -> Budget:
+        values = {slot: entry[key] for key, slot in BUDGET_KEYS.items() if key in entry}
+        slot_sources = {slot: sources[key] for key, slot in BUDGET_KEYS.items() if key in entry}
+        try:
+            budget = parse_budget(values, slot_sources, self.source(path))
+        except LocatedError as exc:
+            self.problems.extend(exc.problems)
+            return Budget(source=self.source(path))
+        if not values:
+            self.problem(path, f"declares no budget; set at least one of: {', '.join(BUDGET_KEYS)}")
+        return budget
+
+
+def _quote_key(part: str) -> str:
+    """Key path components as TOML would need them written (`models."vit tiny".flops`)."""
+    return part if re.fullmatch(r"[A-Za-z0-9_-]+", part) else '"' + part.replace('"', '\\"') + '"'
+
+
+def _type_name(value: Any) -> str:
+    names = {dict: "a table", list: "an array", str: "a string", bool: "a boolean", int: "an integer"}
+    return names.get(type(value), type(value).__name__)

@@ -1,0 +1,325 @@
+"""Verdicts: a counted model judged against its budget and baseline, with its violations and warnings.
+
+This is the one place that decides pass or fail, shared by the pytest plugin and the `flopbudget check` CLI, so
+both agree to the FLOP. `evaluate` is pure (no I/O, no pytest, no torch); `judge` adds the baseline lookup.
+Findings carry the `Location` of the limit they concern so CI reporters can annotate the exact line declaring it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from pytest_flopbudget.config.budget import GROWTH_METRICS, METRICS, Budget
+from pytest_flopbudget.config.location import Location
+from pytest_flopbudget.errors import BaselineError
+from pytest_flopbudget.judge.baseline import BaselineSource
+from pytest_flopbudget.judge.diff import LayerDiff, diff_layers
+from pytest_flopbudget.kinds import Kind, Metric
+from pytest_flopbudget.render.formatting import ANY_UPDATE_HINT, format_pair, format_percent
+from pytest_flopbudget.report import Report
+
+
+class Severity(Kind):
+    ERROR = "error"
+    WARNING = "warning"
+
+
+class FindingKind(Kind):
+    """What a finding is about: over a ceiling, grew more than max-increase, grew within budget, ops not counted,
+    or the baseline file is unusable."""
+
+    CEILING = "ceiling"
+    INCREASE = "increase"
+    GROWTH = "growth"
+    SKIPPED = "skipped"
+    BASELINE = "baseline"
+    NO_BASELINE = "no baseline"
+    CACHE_MISMATCH = "cache mismatch"
+
+
+ERROR = Severity.ERROR
+WARNING = Severity.WARNING
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One judgement about a model, phrased as a clause without the model name.
+
+    `kind` is `ceiling` (over a limit), `increase` (grew more than max-increase), `growth` (grew, still within
+    budget), `skipped` (some ops could not be counted), `baseline` (the baseline file is unusable), `no baseline`
+    or `cache mismatch` (`--cache=verify`: the model's cached count would have answered differently).
+    """
+
+    severity: Severity
+    kind: FindingKind
+    message: str
+    metric: str | None = None
+    actual: int | None = None
+    limit: int | None = None
+    baseline: int | None = None
+    source: Location | None = None
+
+    @property
+    def rank(self) -> tuple[int, float]:
+        """Order within a severity, most important first: a ceiling before max-increase before the baseline
+        file (an unreadable baseline before all); growth before skipped ops; then by size (the relative excess),
+        so the worst overrun comes first."""
+        if self.kind == FindingKind.BASELINE:
+            return -1, 0.0  # nothing else about the model can be trusted until its baseline can be read
+        if self.kind == FindingKind.CEILING:
+            return 0, -_ratio(self.actual, self.limit)
+        if self.kind in (FindingKind.INCREASE, FindingKind.GROWTH):
+            return 1, -_ratio(self.actual, self.baseline)
+        if self.kind == FindingKind.SKIPPED:
+            return 2, -float(self.actual or 0)
+        if self.kind in (FindingKind.NO_BASELINE, FindingKind.CACHE_MISMATCH):
+            return 3, 0.0
+        return 4, 0.0
+
+
+def _ratio(actual: int | None, reference: int | None) -> float:
+    """(actual - reference) / reference; infinite from a zero reference, zero when either is unknown."""
+    if actual is None or reference is None:
+        return 0.0
+    if reference == 0:
+        return math.inf if actual > 0 else 0.0
+    return (actual - reference) / reference
+
+
+@dataclass
+class Measurement:
+    """A counted model and what it is held to: the unit that workers send and reporters list.
+
+    `name` keys the baseline file. `origin` is where the model is declared (its pyproject table or the test
+    function); `nodeid` is the pytest item that counted it, if any.
+    """
+
+    name: str
+    report: Report
+    budget: Budget = field(default_factory=Budget)
+    origin: Location = field(default_factory=Location)
+    nodeid: str | None = None
+    #: The test that counted it failed for another reason (an assertion after the count): never shown as "ok".
+    test_failed: bool = False
+    #: `--cache=verify`: how the model's cached count differs from this (fresh) count (`flops 356 cached, 712
+    #: counted`); a violation in every output, since a cache that answers wrongly lets a gate pass blind.
+    cache_mismatch: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "report": self.report.to_dict(),
+            "budget": self.budget.to_dict(),
+            "origin": self.origin.to_dict(),
+            "nodeid": self.nodeid,
+            "test_failed": self.test_failed,
+            "cache_mismatch": self.cache_mismatch,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Measurement:
+        return cls(
+            name=str(data["name"]),
+            report=Report.from_dict(data["report"]),
+            budget=Budget.from_dict(data["budget"]),
+            origin=Location.from_dict(data["origin"]),
+            nodeid=data.get("nodeid"),
+            test_failed=bool(data.get("test_failed", False)),
+            cache_mismatch=data.get("cache_mismatch"),
+        )
+
+
+@dataclass
+class Verdict:
+    """The outcome for one model: every finding, and the baseline it was compared with (if any)."""
+
+    measurement: Measurement
+    findings: list[Finding]
+    baseline: Report | None = None
+    baseline_file: str | None = None
+
+    @property
+    def name(self) -> str:
+        return self.measurement.name
+
+    @property
+    def report(self) -> Report:
+        return self.measurement.report
+
+    @property
+    def budget(self) -> Budget:
+        return self.measurement.budget
+
+    @property
+    def violations(self) -> list[Finding]:
+        """The findings that fail the model, worst first."""
+        return sorted((f for f in self.findings if f.severity == ERROR), key=lambda f: f.rank)
+
+    @property
+    def warnings(self) -> list[Finding]:
+        return [f for f in self.findings if f.severity == WARNING]
+
+    @property
+    def passed(self) -> bool:
+        return not self.violations
+
+    def value(self, metric: str) -> int:
+        return self.report.metric(metric)
+
+    def baseline_value(self, metric: str) -> int | None:
+        return self.baseline.metric(metric) if self.baseline is not None else None
+
+    def delta(self, metric: str) -> int | None:
+        """Change against the baseline; None without a baseline."""
+        old = self.baseline_value(metric)
+        return None if old is None else self.value(metric) - old
+
+    def usage(self, metric: str) -> float | None:
+        """Share of the ceiling used (1.0 = exactly at the limit); None when the metric has no ceiling."""
+        limit = self.budget.limit(metric)
+        if limit is None:
+            return None
+        now = self.value(metric)
+        if limit.value == 0:
+            return 0.0 if now == 0 else float("inf")
+        return now / limit.value
+
+    def highest_usage(self) -> tuple[str, float] | None:
+        """The metric closest to (or furthest over) its ceiling, for one-number summaries."""
+        used = [(m, u) for m in METRICS if (u := self.usage(m)) is not None]
+        return max(used, key=lambda item: item[1]) if used else None
+
+    def diff(self, metric: str) -> LayerDiff | None:
+        return diff_layers(self.baseline, self.report, metric) if self.baseline is not None else None
+
+    def failed_metrics(self) -> list[str]:
+        """Metrics with a violation, in budget order, for choosing which per-layer tables to show."""
+        failed = {f.metric for f in self.violations if f.metric}
+        return [m for m in METRICS if m in failed]
+
+
+def evaluate(
+    measurement: Measurement,
+    baseline: Report | None = None,
+    *,
+    baseline_file: str | None = None,
+    baseline_error: str | None = None,
+) -> Verdict:
+    """Check `measurement` against its budget and `baseline`. Limits are inclusive: equal to the limit passes.
+
+    `baseline_error` (an unreadable baseline file) is itself a violation: it must be fixed, not ignored; so is a
+    cached count that differs from the fresh one (`measurement.cache_mismatch`), on the line declaring the model.
+    """
+    report, budget = measurement.report, measurement.budget
+    findings: list[Finding] = []
+    if baseline_error:
+        origin = budget.source or measurement.origin
+        findings.append(Finding(ERROR, FindingKind.BASELINE, baseline_error, source=origin))
+    if measurement.cache_mismatch:
+        message = f"its cached count differs from a fresh count: {measurement.cache_mismatch}"
+        findings.append(Finding(ERROR, FindingKind.CACHE_MISMATCH, message, source=measurement.origin))
+    for metric in METRICS:
+        limit = budget.limit(metric)
+        now = report.metric(metric)
+        if limit is not None and now > limit.value:
+            old = baseline.metric(metric) if baseline is not None else None
+            message = _ceiling_message(metric, now, limit.value)
+            findings.append(
+                Finding(
+                    ERROR,
+                    FindingKind.CEILING,
+                    message,
+                    metric,
+                    actual=now,
+                    limit=limit.value,
+                    baseline=old,
+                    source=limit.source,
+                )
+            )
+    findings.extend(_growth_findings(measurement, baseline))
+    limit = budget.limit(Metric.SKIPPED)
+    if report.skipped_calls and (limit is None or report.skipped_calls <= limit.value):
+        ops = ", ".join(f"{op} x{calls}" for op, calls in report.skipped.items())
+        message = f"{report.skipped_calls} op calls were not counted ({ops})"
+        findings.append(
+            Finding(
+                WARNING,
+                FindingKind.SKIPPED,
+                message,
+                Metric.SKIPPED,
+                actual=report.skipped_calls,
+                limit=limit.value if limit else None,
+                source=budget.source or measurement.origin,
+            )
+        )
+    return Verdict(measurement, findings, baseline, baseline_file)
+
+
+def judge(measurement: Measurement, store: BaselineSource) -> Verdict:
+    """Evaluate against the stored baseline; an unreadable baseline file is a violation, never ignored."""
+    shown = store.display(measurement.name)
+    try:
+        baseline, error = store.load(measurement.name), None
+    except BaselineError as exc:
+        baseline, error = None, str(exc)
+    return evaluate(measurement, baseline, baseline_file=shown, baseline_error=error)
+
+
+def missing_baseline(measurement: Measurement, shown: str, *, required: bool) -> Finding:
+    """A budgeted model with no committed baseline: nothing to diff against and no growth gate, so it is said on
+    every output, and fails when baselines are required (`require-baseline`, on in CI by default)."""
+    message = f"no baseline ({shown}): run {ANY_UPDATE_HINT} and commit the baseline directory"
+    origin = measurement.budget.source or measurement.origin
+    return Finding(ERROR if required else WARNING, FindingKind.NO_BASELINE, message, source=origin)
+
+
+def _growth_findings(measurement: Measurement, baseline: Report | None) -> list[Finding]:
+    """Growth over max-increase is an error; other growth within the ceilings is a warning worth a look."""
+    if baseline is None:
+        return []
+    budget = measurement.budget
+    increase = budget.max_increase
+    findings = []
+    for metric in GROWTH_METRICS:
+        old = baseline.metric(metric)
+        now = measurement.report.metric(metric)
+        if now <= old:
+            continue
+        limit = budget.limit(metric)
+        shown_now, shown_old = format_pair(now, old, metric)
+        message = f"{shown_now} is {format_percent(now - old, old)} over baseline {shown_old}"
+        if increase is not None and not increase.allows(old, now):
+            allowed = int(old + old * increase.fraction)
+            message += f", more than max-increase {increase.text}"
+            findings.append(
+                Finding(
+                    ERROR,
+                    FindingKind.INCREASE,
+                    message,
+                    metric,
+                    actual=now,
+                    limit=allowed,
+                    baseline=old,
+                    source=increase.source,
+                )
+            )
+        elif limit is None or now <= limit.value:
+            source = increase.source if increase else (limit.source if limit else budget.source)
+            ceiling = limit.value if limit else None
+            findings.append(
+                Finding(
+                    WARNING, FindingKind.GROWTH, message, metric, actual=now, limit=ceiling, baseline=old,
+                    source=source or measurement.origin,
+                )
+            )  # fmt: skip
+    return findings
+
+
+def _ceiling_message(metric: str, now: int, limit: int) -> str:
+    shown_now, shown_limit = format_pair(now, limit, metric)
+    if limit == 0:
+        return f"{shown_now} > budget {shown_limit}"
+    return f"{shown_now} > budget {shown_limit} ({format_percent(now - limit, limit)})"

@@ -1,0 +1,351 @@
+"""The per-layer cost as a picture: an icicle graph of the module tree, as SVG or as an HTML page around it.
+
+A table answers "how much does each layer cost"; a picture answers "where does the compute go" at a glance, and
+is what people paste into a pull request or a design doc. The whole model is the top box, each module's children
+sit below it, and every box is as wide as its inclusive cost (its own ops plus its children's), so a box's
+children never reach past it and the gap beside them is the module's own work. Siblings keep the order the
+forward reached them, as in the table (`table.tree_order`).
+
+Three promises, each tested:
+
+* **self-contained**: no script, no external font, stylesheet or image; the HTML page forbids loading anything
+  (a Content-Security-Policy of `default-src 'none'`), so it can be attached to a CI run and opened offline.
+* **deterministic**: the same Report gives the same bytes (no clock, no random colours: a box's colour is a
+  checksum of its name, coordinates are exact integer arithmetic rounded once), so a committed picture only
+  changes when the model does.
+* **safe**: every name comes from a user's model, so each one is XML-escaped, made visible when it holds control
+  characters (`\\x1b`) and kept to one line; `##[` is written as `#&#35;[` so not even the raw bytes can be read
+  as a legacy runner command, and no line starts with anything but `<`. `safe_text` of the output is the output.
+
+Nothing here imports torch: the renderer reads a `Report`, which both backends produce.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+import unicodedata
+import zlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from pytest_flopbudget.config.budget import Budget
+from pytest_flopbudget.kinds import Metric
+from pytest_flopbudget.render.formatting import ROOT_LABEL, format_pair, format_value, metric_title, plural
+from pytest_flopbudget.render.table import tree_order
+from pytest_flopbudget.report import ROOT, Report, ancestors
+from pytest_flopbudget.safe_text import visible
+
+#: Metrics a picture can be drawn by (`skipped` is a count of calls, not a cost spread over layers).
+PICTURE_METRICS = ("flops", "macs", "params")
+
+WIDTH = 1200
+MARGIN = 10
+CHART = WIDTH - 2 * MARGIN
+ROW = 20
+FONT = 12
+#: A monospace stack of common system fonts (nothing is downloaded); labels are cut to fit assuming 0.6 em.
+FONTS = "DejaVu Sans Mono, Menlo, Consolas, Liberation Mono, monospace"
+#: The advance of one character of a 12 px monospace font (0.6 em), for truncating labels to their box.
+CHAR = 7.2
+#: Boxes narrower than this many hundredths of a pixel are not drawn (nor their children, which are narrower).
+MIN_WIDTH = 50
+BAR = 300
+SHOWN_SKIPPED = 5
+#: The HTML page may load and run nothing: only its own inline styles apply.
+CSP = "default-src 'none'; style-src 'unsafe-inline'"
+
+_STYLE = "g.layer:hover rect{stroke:#000;stroke-width:1.5}g.layer text{pointer-events:none}"
+
+#: Characters XML 1.0 forbids even as character references, and Unicode's non-characters; shown as `\\uXXXX`.
+_NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+
+
+@dataclass(frozen=True)
+class Box:
+    """One drawn module: `start`/`end` in hundredths of a pixel from the chart's left edge, `depth` its row."""
+
+    path: str
+    depth: int
+    value: int
+    start: int
+    end: int
+
+
+def render_svg(
+    report: Report,
+    *,
+    metric: str = "flops",
+    title: str = "",
+    name: str = "",
+    budget: Budget | None = None,
+) -> str:
+    """The picture as a standalone SVG document (UTF-8 text ending in a newline).
+
+    `title` heads the picture (default: the model's class name); `name` labels the top box (default: `title`'s
+    model, or `(model)`); `budget`, when it has ceilings, adds a bar per budgeted metric showing how much of it
+    the model uses.
+    """
+    if metric not in PICTURE_METRICS:
+        raise ValueError(f"unknown metric {metric!r}; expected one of {', '.join(PICTURE_METRICS)}")
+    title = title or report.model or ROOT_LABEL
+    name = name or report.model or ROOT_LABEL
+    body: list[str] = []
+    y = MARGIN + 16
+    body.append(_text(MARGIN, y, title, size=15, weight="bold"))
+    y += 20
+    totals = " · ".join(format_value(report.metric(m), m) for m in PICTURE_METRICS)
+    body.append(_text(MARGIN, y, f"{totals}; box width: inclusive {metric_title(metric)}", fill="#444"))
+    y += 8
+    for limit_metric in PICTURE_METRICS:
+        limit = budget.limit(limit_metric) if budget is not None else None
+        if limit is not None:
+            body.append(_budget_bar(y, report.metric(limit_metric), limit.value, limit_metric))
+            y += ROW + 2
+    y += 6 + FONT
+    skipped_limit = budget.limit(Metric.SKIPPED) if budget is not None else None
+    body.append(_skipped_line(y, report, skipped_limit.value if skipped_limit is not None else None))
+    if report.estimated_ops:
+        y += ROW - 2
+        calls = sum(op.calls for op in report.estimated_ops.values())
+        body.append(
+            _text(MARGIN, y, f"estimated: {plural(calls, 'op call')} sized by a data-dependent rule", fill="#8a5a00")
+        )
+    y += 10
+    boxes, hidden = layout(report, metric)
+    total = report.metric(metric)
+    for box in boxes:
+        body.append(_box(box, y, total, name, metric))
+    rows = max(box.depth for box in boxes) + 1
+    y += rows * ROW + 4 + FONT
+    note = f"hover a box for its full name and figures; {metric_title(metric)} are inclusive of children"
+    if hidden:
+        note += f"; {plural(hidden, 'layer')} narrower than {MIN_WIDTH / 100:g} px not drawn"
+    body.append(_text(MARGIN, y, note, fill="#666", size=11))
+    height = y + MARGIN
+    head = (
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{height}" viewBox="0 0 {WIDTH} {height}" '
+        f'font-family="{FONTS}" font-size="{FONT}">'
+    )
+    lines = [head, f"<title>{xml_text(title)}</title>", f"<style>{_STYLE}</style>",
+             f'<rect x="0" y="0" width="{WIDTH}" height="{height}" fill="#ffffff"/>', *body, "</svg>"]  # fmt: skip
+    return "\n".join(lines) + "\n"
+
+
+def render_html(
+    report: Report,
+    *,
+    metric: str = "flops",
+    title: str = "",
+    name: str = "",
+    budget: Budget | None = None,
+) -> str:
+    """`render_svg` inline in a minimal HTML page that may load nothing (no script is needed: hover is CSS)."""
+    svg = render_svg(report, metric=metric, title=title, name=name, budget=budget)
+    heading = xml_text(title or report.model or ROOT_LABEL)
+    return (
+        "\n".join(
+            [
+                "<!DOCTYPE html>",
+                '<html lang="en">',
+                "<head>",
+                '<meta charset="utf-8">',
+                f'<meta http-equiv="Content-Security-Policy" content="{CSP}">',
+                '<meta name="viewport" content="width=device-width, initial-scale=1">',
+                f"<title>flopbudget: {heading}</title>",
+                "<style>body{margin:16px;background:#fff;color:#222;font-family:monospace}"
+                "svg{max-width:100%;height:auto}</style>",
+                "</head>",
+                "<body>",
+                svg.rstrip("\n"),
+                "</body>",
+                "</html>",
+            ]
+        )
+        + "\n"
+    )
+
+
+def layout(report: Report, metric: str = "flops") -> tuple[list[Box], int]:
+    """The boxes to draw, depth first in forward order, and how many costed layers were too narrow to draw.
+
+    Positions are exact: a box spans `[start, end)` of its parent's cost, converted to hundredths of a pixel by
+    integer division rounded half up. Rounding is monotone, so a child never pokes out of its parent and two
+    siblings never overlap, whatever the magnitudes (counts go up to 10^30).
+    """
+    values, children = _tree(report, metric)
+    order = tree_order(report.layers)
+    total = values[ROOT]
+    boxes: list[Box] = []
+    stack: list[tuple[str, int, int]] = [(ROOT, 0, 0)]
+    while stack:
+        path, depth, offset = stack.pop()
+        value = values[path]
+        start, end = _scaled(offset, total), _scaled(offset + value, total)
+        if path == ROOT:
+            end = CHART * 100  # drawn full width even when the model costs nothing
+        elif end - start < MIN_WIDTH:
+            continue
+        boxes.append(Box(path, depth, value, start, end))
+        kids = sorted(
+            (child for child in children.get(path, ()) if values[child] > 0),
+            key=lambda child: (order.get(child, len(order)), child),
+        )
+        placed: list[tuple[str, int, int]] = []
+        for child in kids:
+            placed.append((child, depth + 1, offset))
+            offset += values[child]
+        stack.extend(reversed(placed))
+    drawn = {box.path for box in boxes}
+    hidden = sum(1 for path, value in values.items() if value > 0 and path not in drawn)
+    return boxes, hidden
+
+
+def xml_text(text: str) -> str:
+    """`text` for XML character data or a double-quoted attribute: one line, visible controls, escaped markup."""
+    shown = visible(str(text)).replace("\n", "\\x0a").replace("\t", "\\x09")
+    shown = _NOT_XML.sub(lambda m: f"\\u{ord(m.group()):04x}", shown)
+    return html.escape(shown, quote=True).replace("##[", "#&#35;[")
+
+
+def fit_label(candidates: Sequence[str], width: int) -> str:
+    """The first of `candidates` that fits in `width` hundredths of a pixel, else the last one cut with `…`;
+    empty when not even two characters fit."""
+    room = int((width / 100 - 6) / CHAR)
+    for text in candidates:
+        if _columns(text) <= room:
+            return text
+    if room < 2 or not candidates:
+        return ""
+    cut = ""
+    for char in candidates[-1]:
+        if _columns(cut + char) > room - 1:
+            break
+        cut += char
+    return cut + "…"
+
+
+# -- parts ---------------------------------------------------------------------------------------------------------
+
+
+def _tree(report: Report, metric: str) -> tuple[dict[str, int], dict[str, list[str]]]:
+    """Inclusive value of every module path and its ancestors, and each path's children.
+
+    The tree is `report.ancestors`'s: the parent of `a.b.c` is `a.b` (and of `a` the root), odd names (`.a`,
+    `a..b`) give each ancestor once, and a path deeper than the tree's limits hangs, under its full name, from
+    its deepest ancestor within them (so a 700 KB dotted name costs linear memory, not quadratic).
+    """
+    values: dict[str, int] = {ROOT: 0}
+    children: dict[str, list[str]] = {}
+    for path, value in report.layer_metric(metric).items():
+        parent = ROOT
+        for node in ancestors(path):
+            if node not in values:
+                values[node] = 0
+                children.setdefault(parent, []).append(node)
+            values[node] += value
+            parent = node
+    return values, children
+
+
+def _scaled(value: int, total: int) -> int:
+    """`value` of `total` as hundredths of a pixel of the chart, rounded half up, exactly."""
+    if total <= 0:
+        return 0
+    return (2 * CHART * 100 * value + total) // (2 * total)
+
+
+def _px(hundredths: int) -> str:
+    return f"{hundredths // 100}.{hundredths % 100:02d}"
+
+
+def _share(value: int, total: int) -> str:
+    if total <= 0:
+        return "0%"
+    percent = 100 * value / total
+    return f"{percent:.0f}%" if percent >= 9.95 or percent == 0 else f"{percent:.1f}%"
+
+
+def _box(box: Box, top: int, total: int, name: str, metric: str) -> str:
+    path = box.path
+    short = name if path == ROOT else (path.rsplit(".", 1)[-1] or path)
+    full = name if path == ROOT else path
+    figure = format_value(box.value, metric)
+    share = _share(box.value, total)
+    label = fit_label([f"{short} · {figure} · {share}", f"{short} · {figure}", short], box.end - box.start)
+    x, width, y = box.start + MARGIN * 100, box.end - box.start, top + box.depth * ROW
+    parts = [
+        f'<g class="layer" data-path="{xml_text(path)}" data-depth="{box.depth}">',
+        f"<title>{_tooltip(full, box, share, metric)}</title>",
+        f'<rect x="{_px(x)}" y="{y}" width="{_px(width)}" height="{ROW - 1}" fill="{_colour(path, short)}"/>',
+    ]
+    if label:
+        parts.append(f'<text x="{_px(x + 300)}" y="{y + 14}">{xml_text(label)}</text>')
+    parts.append("</g>")
+    return "".join(parts)
+
+
+def _tooltip(full: str, box: Box, share: str, metric: str) -> str:
+    first = xml_text(f"{full} · {format_value(box.value, metric)} · {share} of the model")
+    return f"{first}&#10;{box.value:,} {metric_title(metric)} (inclusive of children)"
+
+
+def _colour(path: str, short: str) -> str:
+    """A warm colour fixed by the layer's own name (`conv1` looks the same in every block); the model is grey."""
+    if path == ROOT:
+        return "#c8c8c8"
+    digest = zlib.crc32(short.encode("utf-8", "surrogatepass"))
+    red = 205 + digest % 50
+    green = 90 + (digest >> 8) % 140
+    blue = 40 + (digest >> 16) % 50
+    return f"#{red:02x}{green:02x}{blue:02x}"
+
+
+def _budget_bar(y: int, now: int, limit: int, metric: str) -> str:
+    """`[#####     ] 8.24 GFLOPs of 8.30 GFLOPs budget, 99.3%`, red when over."""
+    over = now > limit
+    shown_now, shown_limit = format_pair(now, limit, metric)
+    if limit == 0:
+        percent = "over" if over else "0.0%"
+        filled = BAR * 100 if over else 0
+    else:
+        percent = f"{100 * now / limit:.1f}%"
+        filled = min(BAR * 100, (2 * BAR * 100 * now + limit) // (2 * limit))
+    colour = "#d62728" if over else "#2ca02c"
+    text = f"{shown_now} of {shown_limit} budget, {percent}" + (" (over budget)" if over else "")
+    top = y + 2
+    return (
+        f'<g class="budget" data-metric="{metric}" data-over="{str(over).lower()}">'
+        f'<rect x="{MARGIN}" y="{top}" width="{BAR}" height="{ROW - 4}" fill="#e6e6e6"/>'
+        f'<rect x="{MARGIN}" y="{top}" width="{_px(filled)}" height="{ROW - 4}" fill="{colour}"/>'
+        + _text(MARGIN + BAR + 10, top + 12, text, fill="#d62728" if over else "#222")
+        + "</g>"
+    )
+
+
+def _skipped_line(y: int, report: Report, limit: int | None) -> str:
+    """The ops that were not counted (the totals are then a lower bound), and the model's ceiling on them."""
+    calls = report.skipped_calls
+    allowed = "" if limit is None else f" (budget: at most {limit})"
+    over = limit is not None and calls > limit
+    if not report.skipped_ops:
+        text = f"skipped ops: none{allowed}; the count is exact under the documented conventions"
+        return _text(MARGIN, y, text, fill="#444")
+    ops = sorted(report.skipped_ops.items(), key=lambda item: (-item[1].calls, item[0]))
+    named = ", ".join(f"{op} x{entry.calls}" for op, entry in ops[:SHOWN_SKIPPED])
+    more = f" and {len(ops) - SHOWN_SKIPPED} more" if len(ops) > SHOWN_SKIPPED else ""
+    text = (
+        f"skipped ops: {plural(calls, 'call')} not counted{allowed}{' OVER' if over else ''} ({named}{more}); "
+        "the totals are a lower bound"
+    )
+    return _text(MARGIN, y, text, fill="#d62728" if over or limit is None else "#8a5a00")
+
+
+def _text(x: int, y: int, text: str, *, fill: str = "#222", size: int = FONT, weight: str = "") -> str:
+    bold = f' font-weight="{weight}"' if weight else ""
+    return f'<text x="{x}" y="{y}" font-size="{size}" fill="{fill}"{bold}>{xml_text(text)}</text>'
+
+
+def _columns(text: str) -> int:
+    """Monospace columns `text` takes: East Asian wide and full-width characters take two."""
+    return sum(2 if unicodedata.east_asian_width(char) in "WF" else 1 for char in text)

@@ -1,0 +1,115 @@
+"""The per-layer table: what `flopbudget count` prints and what the examples job shows.
+
+Rows are modules in tree order, rolled up to a depth (a ResNet at depth 1 is stem, four stages and the head), with
+the cost of each module's whole subtree and its share of the model's FLOPs, so the table answers "where does the
+compute go" at the granularity the reader picked. Siblings appear in the order the forward first reached them
+(conv1, bn1, ..., layer4, fc), which is how a model is read; a Report read back from JSON has lost that order and
+falls back to natural name order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from pytest_flopbudget.render.formatting import ROOT_LABEL, format_count
+from pytest_flopbudget.report import ROOT, LayerCost, Report, ancestors
+
+
+def layer_sort_key(path: str) -> list[tuple[int, int | str]]:
+    """Natural order of dotted paths: `layer1.2` before `layer1.10`, a parent before its children."""
+    return [(0, int(part)) if part.isdigit() else (1, part) for part in path.split(".") if path]
+
+
+def tree_order(paths: Iterable[str]) -> dict[str, int]:
+    """Every path and ancestor -> its row index: depth-first, children in order of first appearance in `paths`.
+
+    A parent always comes before its children, and a subtree is never split by another module's rows.
+    """
+    # Siblings are dict keys (insertion-ordered sets): a list's `in` made 100,000 siblings quadratic.
+    children: dict[str, dict[str, None]] = {}
+    seen: set[str] = {ROOT}
+    for path in paths:
+        if path in seen:
+            continue
+        parent = ROOT
+        for node in ancestors(path):
+            if node == ROOT:
+                continue
+            if node not in seen:
+                seen.add(node)
+                children.setdefault(parent, {})[node] = None
+            parent = node
+    order: dict[str, int] = {}
+    stack = [ROOT]
+    while stack:
+        node = stack.pop()
+        order[node] = len(order)
+        stack.extend(reversed(children.get(node, {}).keys()))
+    return order
+
+
+def format_layer_table(report: Report, depth: int | None = 2, title: str = "") -> str:
+    inclusive = report.inclusive()
+    rows = [
+        (path, cost) for path, cost in inclusive.items() if path == ROOT or depth is None or path.count(".") < depth
+    ]
+    order = tree_order(report.layers)
+    rows.sort(key=lambda item: order[item[0]])
+    total_flops = report.flops or 1
+    lines = [title] if title else []
+    width = max([len(ROOT_LABEL)] + [len(_label(path)) for path, _ in rows])
+    header = f"{'layer':<{width}}  {'FLOPs':>9}  {'MACs':>9}  {'params':>9}  {'share':>6}"
+    lines += [header, "-" * len(header)]
+    for path, cost in rows:
+        lines.append(_row(_label(path), cost, total_flops, width))
+    lines.append("-" * len(header))
+    lines.append(_totals(report))
+    lines.extend(format_skipped(report))
+    return "\n".join(lines)
+
+
+#: The longest layer name a row shows whole; a longer one (a 700 KB ONNX node name) keeps its start and end
+#: around an ellipsis, so one name cannot widen every row of the table to its length.
+MAX_LABEL = 160
+
+
+def _label(path: str) -> str:
+    """The row's label: indented by the layer's depth in the tree (`ancestors`), its name cut to `MAX_LABEL`."""
+    if path == ROOT:
+        return ROOT_LABEL
+    depth = sum(1 for _ in ancestors(path)) - 1
+    name = path if len(path) <= MAX_LABEL else path[: MAX_LABEL // 2] + "…" + path[-(MAX_LABEL // 2 - 1) :]
+    return "  " * depth + name
+
+
+def _row(label: str, cost: LayerCost, total_flops: int, width: int) -> str:
+    share = 100 * cost.flops / total_flops  # int / int: exact and correctly rounded, whatever the magnitudes
+    return (
+        f"{label:<{width}}  {format_count(cost.flops):>9}  {format_count(cost.macs):>9}  "
+        f"{format_count(cost.params):>9}  {share:>5.1f}%"
+    )
+
+
+def _totals(report: Report) -> str:
+    text = (
+        f"total: {report.flops:,} FLOPs, {report.macs:,} MACs, {report.params:,} params"
+        f" ({format_count(report.flops, 'FLOPs')}, {format_count(report.macs, 'MACs')})"
+    )
+    if report.training:
+        text += (
+            f"; forward {format_count(report.forward.flops, 'FLOPs')},"
+            f" backward {format_count(report.backward.flops, 'FLOPs')}"
+        )
+    return text
+
+
+def format_skipped(report: Report) -> list[str]:
+    """Every op that was not counted, loudly: a count with skipped ops is a lower bound."""
+    if not report.skipped_ops:
+        return ["skipped ops: none (the count is exact under the documented conventions)"]
+    lines = [f"skipped ops: {report.skipped_calls} call(s) not counted, the totals are a lower bound:"]
+    for name, op in sorted(report.skipped_ops.items()):
+        where = ", ".join(sorted(p or ROOT_LABEL for p in op.layers)[:5])
+        more = f" (+{len(op.layers) - 5} more)" if len(op.layers) > 5 else ""
+        lines.append(f"  {name} x{op.calls} ({op.reason}) in {where}{more}")
+    return lines

@@ -1,0 +1,226 @@
+"""CountCache: a record is used only while its key and every fact under it hold; any damage is a miss."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import threading
+from pathlib import Path
+
+import pytest
+
+from pytest_flopbudget.cache import signing as record_signing
+from pytest_flopbudget.cache import store as count_cache
+from pytest_flopbudget.cache.dependencies import Dependencies, file_digest
+from pytest_flopbudget.cache.store import UNTRUSTED, CountCache, cache_enabled, entry_key
+from pytest_flopbudget.report import Report
+
+TABLE = {"target": "pkg.model:build", "inputs": [[1, 8]], "flops": "10k", "params": "1k"}
+KEY = bytes(range(32))
+OTHER_KEY = bytes(range(1, 33))
+
+
+def cache_in(directory: Path, key: bytes = KEY) -> CountCache:
+    return CountCache(directory, key)
+
+
+def report() -> Report:
+    return Report(model="small")  # a Report must add up (totals = sum of layers): an empty one does
+
+
+def test_ceilings_are_not_part_of_the_key_and_everything_that_counts_is(tmp_path: Path) -> None:
+    key = entry_key(TABLE, tmp_path)
+    assert entry_key({**TABLE, "flops": "20k", "max-increase": "2%", "max-skipped-ops": 0}, tmp_path) == key
+    for changed in ({"inputs": [[2, 8]]}, {"target": "pkg.model:other"}, {"training": True}, {"execution": "real"},
+                    {"method": "decode"}):  # fmt: skip
+        assert entry_key({**TABLE, **changed}, tmp_path) != key
+    assert entry_key(TABLE, tmp_path / "elsewhere") != key
+
+
+def test_a_saved_count_is_used_until_a_file_it_read_changes(tmp_path: Path) -> None:
+    model = tmp_path / "model.py"
+    model.write_text("WIDTH = 4\n")
+    cache = cache_in(tmp_path / ".flopbudget_cache")
+    deps = Dependencies(files={str(model): file_digest(str(model))})
+    cache.save("k", "small", report(), deps)
+    assert cache.lookup("k").report == report()
+    assert cache.lookup("other-key").report is None
+    model.write_text("WIDTH = 5\n")
+    again = cache_in(tmp_path / ".flopbudget_cache").lookup("k")  # the next run (a cache hashes once per run)
+    assert again.report is None and again.untrusted is None
+    assert (tmp_path / ".flopbudget_cache" / ".gitignore").read_text().splitlines()[-1] == "*"
+    assert (
+        (tmp_path / ".flopbudget_cache" / "CACHEDIR.TAG")
+        .read_text()
+        .startswith("Signature: 8a477f597d28d172789f06886806bc55")
+    )
+
+
+@pytest.mark.parametrize(
+    "damage",
+    ["truncated", "not json", "other format", "other key", "bad report", "bad dependencies", "too big", "directory"],
+)
+def test_a_damaged_record_is_a_miss(tmp_path: Path, damage: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    cache = cache_in(tmp_path)
+    cache.save("k", "small", report(), Dependencies())
+    path = cache.path_for("k")
+    data = json.loads(path.read_text())
+    del data["hmac-sha256"]
+
+    def signed(document: dict[str, object]) -> None:  # damage a valid signature covers: our bug, or another version
+        signature = record_signing.sign(KEY, count_cache.canonical(document))
+        path.write_text(json.dumps({**document, "hmac-sha256": signature}))
+
+    if damage == "truncated":
+        path.write_text(path.read_text()[:40])
+    elif damage == "not json":
+        path.write_bytes(b"\xff\x00 nonsense")
+    elif damage == "other format":
+        signed({**data, "format": 99})
+    elif damage == "other key":
+        signed({**data, "key": "j"})
+    elif damage == "bad report":
+        signed({**data, "report": {"flops": "many"}})
+    elif damage == "bad dependencies":
+        signed({**data, "dependencies": {"files": 3}})
+    elif damage == "too big":
+        monkeypatch.setattr(count_cache, "MAX_RECORD_BYTES", 10)
+    else:
+        path.unlink()
+        path.mkdir()
+    assert cache.lookup("k").report is None
+
+
+def test_an_unwritable_cache_is_one_warning_and_no_partial_file(tmp_path: Path) -> None:
+    blocker = tmp_path / "blocker"
+    blocker.write_text("")
+    cache = cache_in(blocker / "cache")
+    cache.save("k", "small", report(), Dependencies())
+    assert cache.write_error is not None and str(blocker / "cache") in cache.write_error
+    first = cache.write_error
+    cache.save("j", "other", report(), Dependencies())
+    assert cache.write_error == first
+    assert blocker.read_text() == ""
+
+
+def test_records_are_written_whole(tmp_path: Path) -> None:
+    cache = cache_in(tmp_path)
+    cache.save("k", "small", report(), Dependencies())
+    assert [p.name for p in cache.records.iterdir()] == ["k.json"]  # no temporary file left behind
+
+
+@pytest.mark.parametrize(
+    ("setting", "env", "expected"),
+    [
+        (None, {}, True),
+        (None, {"CI": "true"}, False),
+        (None, {"CI": "false"}, True),
+        (None, {"CI": "0"}, True),
+        (None, {"FLOPBUDGET_NO_CACHE": "1"}, False),
+        (None, {"FLOPBUDGET_NO_CACHE": "0"}, True),
+        (True, {"CI": "true"}, True),
+        (False, {}, False),
+    ],
+)
+def test_when_the_cache_is_on(setting: bool | None, env: dict[str, str], expected: bool) -> None:
+    assert cache_enabled(setting, env) is expected
+
+
+# -- records are believed only when this user wrote them here ----------------------------------------------------------
+
+
+def test_a_record_signed_with_another_key_is_untrusted_and_says_so(tmp_path: Path) -> None:
+    """A record from another machine (another key), or edited by hand, is a miss with a reason, never a hit."""
+    CountCache(tmp_path, OTHER_KEY).save("k", "small", report(), Dependencies())
+    found = cache_in(tmp_path).lookup("k")
+    assert found.report is None and found.untrusted == UNTRUSTED
+    cache = cache_in(tmp_path)
+    cache.save("k", "small", report(), Dependencies())
+    assert cache.lookup("k").report == report()
+    path = cache.path_for("k")
+    path.write_text(path.read_text().replace('"model": "small"', '"model": "smaIl"'))  # same length, one byte
+    assert cache_in(tmp_path).lookup("k") == count_cache.Lookup(None, UNTRUSTED)
+
+
+def test_an_unsigned_record_is_untrusted(tmp_path: Path) -> None:
+    """A record in the old, unsigned shape (what someone could write by hand or commit) is not believed."""
+    cache = cache_in(tmp_path)
+    cache.save("k", "small", report(), Dependencies())
+    path = cache.path_for("k")
+    data = json.loads(path.read_text())
+    del data["hmac-sha256"]
+    path.write_text(json.dumps(data))
+    assert cache_in(tmp_path).lookup("k").untrusted == UNTRUSTED
+
+
+def test_without_a_key_nothing_is_read_or_written(tmp_path: Path) -> None:
+    cache = CountCache(tmp_path / "c", key_error="count cache off: the key is damaged")
+    cache.save("k", "small", report(), Dependencies())
+    assert not (tmp_path / "c").exists()
+    assert cache.lookup("k").report is None
+    assert cache.write_error == "count cache off: the key is damaged"
+
+
+def test_a_fifo_in_place_of_a_record_is_a_miss_not_a_hang(tmp_path: Path) -> None:
+    cache = cache_in(tmp_path)
+    cache.save("k", "small", report(), Dependencies())
+    path = cache.path_for("k")
+    path.unlink()
+    os.mkfifo(path)
+    answers: list[object] = []
+    worker = threading.Thread(target=lambda: answers.append(cache.lookup("k")), daemon=True)
+    worker.start()
+    worker.join(timeout=10)
+    assert not worker.is_alive(), "lookup blocked on a FIFO"
+    assert answers == [count_cache.Lookup()]
+    cache.discard("k")  # not a regular file: left alone
+    assert stat.S_ISFIFO(os.lstat(path).st_mode)
+
+
+def test_discard_removes_a_record(tmp_path: Path) -> None:
+    cache = cache_in(tmp_path)
+    cache.save("k", "small", report(), Dependencies())
+    cache.discard("k")
+    assert not cache.path_for("k").exists()
+    cache.discard("k")  # and nothing there is fine
+
+
+# -- the key ---------------------------------------------------------------------------------------------------------
+
+
+def test_the_key_is_made_once_private_and_outside_the_project(tmp_path: Path) -> None:
+    path = record_signing.key_path({"XDG_CACHE_HOME": str(tmp_path / "xdg")})
+    assert path == tmp_path / "xdg" / "flopbudget" / "key"
+    key = record_signing.load_key(path)
+    assert len(key) == 32
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert record_signing.load_key(path) == key
+    assert [p.name for p in path.parent.iterdir()] == ["key"]  # no temporary file left
+    assert record_signing.key_path({"XDG_CACHE_HOME": "relative"}) == Path.home() / ".cache" / "flopbudget" / "key"
+
+
+@pytest.mark.parametrize("problem", ["readable by others", "damaged", "fifo", "directory"])
+def test_a_key_that_is_unsafe_or_unusable_turns_the_cache_off_with_one_line(tmp_path: Path, problem: str) -> None:
+    path = tmp_path / "flopbudget" / "key"
+    path.parent.mkdir()
+    if problem == "readable by others":
+        path.write_text("ab" * 32 + "\n")
+        path.chmod(0o644)
+    elif problem == "damaged":
+        path.write_text("not hex\n")
+        path.chmod(0o600)
+    elif problem == "fifo":
+        os.mkfifo(path, 0o600)
+    else:
+        path.mkdir()
+    cache = CountCache.for_user(tmp_path / "cache", {"XDG_CACHE_HOME": str(tmp_path)})
+    assert cache.key is None
+    assert cache.write_error is not None and cache.write_error.startswith("count cache off: ")
+    assert str(path) in cache.write_error and "\n" not in cache.write_error
+
+
+def test_a_key_that_cannot_be_made_turns_the_cache_off(tmp_path: Path) -> None:
+    (tmp_path / "flopbudget").write_text("a file where the key's directory would go")
+    cache = CountCache.for_user(tmp_path / "cache", {"XDG_CACHE_HOME": str(tmp_path)})
+    assert cache.key is None and f"count cache's key {tmp_path / 'flopbudget' / 'key'}" in (cache.write_error or "")

@@ -1,0 +1,87 @@
+"""The per-layer table of `flopbudget count`: row order, and time linear in the number of layers."""
+
+from __future__ import annotations
+
+import time
+
+from pytest_flopbudget.render.table import format_layer_table, tree_order
+from pytest_flopbudget.report import LayerCost, PhaseTotals, Report, ancestors
+
+
+def _report(layers: dict[str, LayerCost]) -> Report:
+    flops = sum(cost.flops for cost in layers.values())
+    macs = sum(cost.macs for cost in layers.values())
+    return Report(params=sum(c.params for c in layers.values()), layers=layers, forward=PhaseTotals(flops, macs))
+
+
+def test_tree_order_keeps_first_appearance_and_subtrees_together() -> None:
+    order = tree_order(["b.x", "a", "b.y", "a.z", "b.x.q", "c", "a"])
+    assert sorted(order, key=order.__getitem__) == ["", "b", "b.x", "b.x.q", "b.y", "a", "a.z", "c"]
+
+
+def test_ancestors_of_odd_paths() -> None:
+    assert list(ancestors("")) == [""]
+    assert list(ancestors("a.b.c")) == ["", "a", "a.b", "a.b.c"]
+    assert list(ancestors("a..b")) == ["", "a", "a.", "a..b"]
+    assert list(ancestors(".a")) == ["", ".a"]  # the root once: its inclusive cost counts `.a` once
+
+
+def test_a_leading_dot_does_not_count_the_root_twice() -> None:
+    from pytest_flopbudget.report import LayerCost, Report
+
+    report = Report(layers={".a": LayerCost(flops=5)})
+    assert report.inclusive()[""].flops == 5
+
+
+def test_100k_sibling_layers_format_in_a_few_seconds() -> None:
+    # 100,000 siblings under one parent: the sibling list used to be scanned once per layer (34 s for 40,000).
+    layers = {f"blocks.{i}": LayerCost(flops=2 * i, macs=i, params=1) for i in range(100_000)}
+    layers["head"] = LayerCost(flops=2, macs=1)
+    report = _report(layers)
+    start = time.perf_counter()
+    table = format_layer_table(report, depth=None)
+    elapsed = time.perf_counter() - start
+    assert elapsed < 8.0  # about 1.5 s
+    rows = [line.split()[0] for line in table.splitlines()[2:100_005]]
+    assert rows[:3] == ["(model)", "blocks", "blocks.0"] and rows[-2:] == ["blocks.99999", "head"]
+
+
+def test_inclusive_rolls_up_every_ancestor() -> None:
+    report = _report({"a.b": LayerCost(flops=4, macs=2), "a": LayerCost(flops=2, macs=1), "": LayerCost(flops=1)})
+    inclusive = report.inclusive()
+    assert {path: cost.flops for path, cost in inclusive.items()} == {"": 7, "a": 6, "a.b": 4}
+    assert report.layers["a.b"].flops == 4  # the layers themselves are untouched
+
+
+def test_the_layer_tree_is_cut_at_its_depth_and_name_limits() -> None:
+    from pytest_flopbudget.report import MAX_TREE_DEPTH, MAX_TREE_NAME
+
+    deep = ".".join(["m"] * 1000)  # 1000 levels: the first MAX_TREE_DEPTH ancestors, then the path itself
+    chain = list(ancestors(deep))
+    assert chain[1 : MAX_TREE_DEPTH + 1] == [".".join(["m"] * n) for n in range(1, MAX_TREE_DEPTH + 1)]
+    assert chain == ["", *chain[1 : MAX_TREE_DEPTH + 1], deep]
+    wide = "w" * (MAX_TREE_NAME + 1) + ".x.y"  # the first ancestor is already longer than MAX_TREE_NAME
+    assert list(ancestors(wide)) == ["", wide]
+    # the ancestors of an ancestor are the same chain cut short: still a tree
+    assert list(ancestors(chain[10])) == chain[:11]
+
+
+def test_a_700kb_dotted_layer_name_formats_in_linear_memory() -> None:
+    import tracemalloc
+
+    name = "a." * 350_000 + "relu"  # 700 KB, 350,001 levels: every prefix would be 122 GB of strings
+    report = _report({name: LayerCost(flops=8, macs=0), "head": LayerCost(flops=2, macs=1)})
+    tracemalloc.start()
+    try:
+        start = time.perf_counter()
+        inclusive = report.inclusive()
+        table = format_layer_table(report, depth=None)
+        elapsed = time.perf_counter() - start
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert elapsed < 5.0
+    assert peak < 100 * 2**20
+    assert inclusive[""].flops == 10 and inclusive[name].flops == 8 and inclusive["a"].flops == 8
+    assert len(table) < 50_000  # the name is shown cut (start…end), not padded into every row
+    assert "a.a.a" in table and "…" in table
