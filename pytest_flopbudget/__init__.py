@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pytest_flopbudget.config.budget import Budget, parse_quantity
 
-from .counting import count
+from .backends import count
 from .counting.formulas import Cost
 from .counting.user_formulas import register_formula
 from .errors import FlopBudgetError

@@ -165,7 +165,7 @@ class Run:
         model that cannot be counted is recorded as a `ModelError` and its `FlopBudgetError` re-raised, so the
         caller can fail its own item too."""
         if counter is None:
-            from .entries import count_entry
+            from .backends import count_entry
 
             counter = count_entry
         try:

@@ -52,7 +52,9 @@ def can_fork() -> bool:
 
 
 def _module_of(entry: ModelEntry) -> str:
-    return "" if entry.is_onnx else entry.target.partition(":")[0]
+    from pytest_flopbudget.backends import backend_for
+
+    return "" if backend_for(entry).files else entry.target.partition(":")[0]
 
 
 class IsolatedCounter:
@@ -107,7 +109,7 @@ class IsolatedCounter:
         with recorder if self.record else contextlib.nullcontext(), contextlib.suppress(Exception):
             import torch
 
-            from pytest_flopbudget.counting import count
+            from pytest_flopbudget.backends import count
 
             count(torch.nn.Sequential(torch.nn.Linear(2, 2), torch.nn.ReLU()), torch.zeros(1, 2))
         if self.record:
@@ -350,7 +352,7 @@ def _child(entry: ModelEntry, root: Path, write_end: int, shared: set[str] | Non
     (the modules the parent had loaded), what the count read is recorded too."""
     code = 0
     try:
-        from pytest_flopbudget.entries import count_entry
+        from pytest_flopbudget.backends import count_entry
 
         recorder = Recorder()
         with recorder if shared is not None else contextlib.nullcontext():

@@ -1,7 +1,7 @@
 """`flopbudget count TARGET`: the per-layer table (or the JSON Report) of one model.
 
 TARGET is whatever a user has at hand: `package.module:factory`, a path to an `.onnx` file, or the name of a
-`[tool.flopbudget.models]` entry. Each becomes a `ModelEntry` and is counted by `targets.count_entry`, the same
+`[tool.flopbudget.models]` entry. Each becomes a `ModelEntry` and is counted by `backends.count_entry`, the same
 function the pytest plugin uses for pyproject models, so inference models are counted in eval mode under no_grad
 and generated inputs are built the same way by both front ends.
 """
@@ -21,10 +21,9 @@ from pytest_flopbudget.config.pyproject import (
     InputSpec,
     ModelEntry,
     find_pyproject,
-    is_onnx_target,
-    is_reference,
 )
 
+from ..backends import Backend, backend_for, backend_for_target
 from ..errors import CountingError
 from ..report import Report
 from ..safe_text import json_safe, safe_text
@@ -59,7 +58,7 @@ PICTURES = ("svg", "html")
 def run_count(request: CountRequest, out: TextIO, err: TextIO) -> int:
     """Print the table, the JSON Report or the picture of `request.target`, or write it to `request.output`;
     errors are raised for `cli.main` to print."""
-    from ..entries import count_entry
+    from ..backends import count_entry
 
     if request.metric is not None and request.format not in PICTURES:
         raise UsageError(f"--metric sets what a picture shows; give it with --format svg or html, not {request.format}")
@@ -115,11 +114,12 @@ def resolve_target(request: CountRequest) -> tuple[ModelEntry, Path]:
     """
     target: str = request.target.strip()
     inputs = parse_inputs(request.input, request.dtype)
-    if is_onnx_target(target):
-        _onnx_only(request)
-        inputs = _onnx_inputs(target, inputs, Path.cwd())
+    backend = backend_for_target(target)
+    if backend is not None and backend.files:
+        _model_file_only(request)
+        inputs = _model_file_inputs(backend, target, inputs, Path.cwd())
         return _entry(target, target, inputs, training=False, execution="fake"), Path.cwd()
-    if is_reference(target):
+    if backend is not None:
         entry = _entry(target, target, inputs, request.training, request.execution or "fake", request.method)
         return entry, Path.cwd()
     return _pyproject_entry(target, inputs, request)
@@ -154,12 +154,13 @@ def _pyproject_entry(name: str, inputs: Inputs, request: CountRequest) -> tuple[
         shown = display_path(str(settings.pyproject))
         raise UsageError(f"{shown}: {unknown_model(name, settings)}; or give a package.module:factory or an .onnx path")
     changes: dict[str, Any] = {}
+    backend = backend_for(entry)
     if inputs is not None:
-        if entry.is_onnx:
-            inputs = _onnx_inputs(str(settings.root / entry.target), inputs, settings.root)
+        if backend.files:
+            inputs = _model_file_inputs(backend, str(settings.root / entry.target), inputs, settings.root)
         changes["inputs"] = inputs
-    if entry.is_onnx:
-        _onnx_only(request)
+    if backend.files:
+        _model_file_only(request)
     else:
         if request.training:
             changes["training"] = True
@@ -171,8 +172,9 @@ def _pyproject_entry(name: str, inputs: Inputs, request: CountRequest) -> tuple[
     return dataclasses.replace(entry, **changes), settings.root
 
 
-def _onnx_only(request: CountRequest) -> None:
-    """Options that only make sense for PyTorch: refused rather than ignored, so nobody trusts a wrong figure."""
+def _model_file_only(request: CountRequest) -> None:
+    """Options that only make sense for PyTorch, given for a model file (`Backend.files`, an ONNX graph): refused
+    rather than ignored, so nobody trusts a wrong figure."""
     given_flags = (
         ("--training", request.training),
         ("--dtype", request.dtype),
@@ -184,8 +186,9 @@ def _onnx_only(request: CountRequest) -> None:
             raise UsageError(f"{flag} applies to PyTorch models only; an ONNX graph fixes its own mode and dtypes")
 
 
-def _onnx_inputs(path: str, inputs: Inputs, root: Path) -> Inputs:
-    """ONNX inputs are bound by graph input name; positional shapes are matched to the graph inputs in order."""
+def _model_file_inputs(backend: Backend, path: str, inputs: Inputs, root: Path) -> Inputs:
+    """A model file's (an ONNX graph's) inputs are bound by input name; positional shapes are matched to the
+    `backend.input_names` of the file in order."""
     if inputs is None or isinstance(inputs, dict):
         if isinstance(inputs, dict) and any(spec.dtype not in (None, "float32") for spec in inputs.values()):
             raise UsageError("--input NAME=DIMS:DTYPE: an ONNX graph declares its own input dtypes; give shapes only")
@@ -194,7 +197,7 @@ def _onnx_inputs(path: str, inputs: Inputs, root: Path) -> Inputs:
         raise UsageError(f"--input {inputs}: an ONNX model takes shapes (--input NAME=1,3,224,224), not a function")
     if any(spec.dtype not in (None, "float32") for spec in inputs):
         raise UsageError("--input DIMS:DTYPE: an ONNX graph declares its own input dtypes; give shapes only")
-    names = _graph_input_names(path if os.path.isabs(path) else str(root / path))
+    names = backend.input_names(path if os.path.isabs(path) else str(root / path))
     if len(inputs) > len(names):
         raise UsageError(
             f"{len(inputs)} --input shapes for {len(names)} graph input(s) ({', '.join(names) or 'none'}); "
@@ -220,13 +223,3 @@ def command_line_hint(message: str) -> str:
     if not flags:
         return message
     return message[: match.start()] + " ".join(flags) + message[match.end() :]
-
-
-def _graph_input_names(path: str) -> list[str]:
-    """The graph's real inputs (initializers excluded), read without the weights."""
-    from ..counting.onnx.load import load_model
-
-    proto, _ = load_model(path)
-    graph = proto.graph
-    initializers = {t.name for t in graph.initializer} | {s.values.name for s in graph.sparse_initializer}
-    return [vi.name for vi in graph.input if vi.name not in initializers]

@@ -27,12 +27,12 @@ from pytest_flopbudget.config.pyproject import (
     ModelEntry,
     Settings,
     find_pyproject,
-    is_onnx_target,
     is_reference,
     parse_settings,
 )
 from pytest_flopbudget.render.formatting import CLI_UPDATE_HINT, ceiling_above, format_value, plural
 
+from ..backends import backend_for_target
 from ..errors import CountingError
 from ..report import MAX_COUNT, Report
 from .count import CountRequest, command_line_hint, resolve_target
@@ -140,13 +140,14 @@ def plan_models(request: InitRequest, root: Path) -> list[_Planned]:
     for target in request.targets:
         target = target.strip()
         folder = Path(target)
+        backend = backend_for_target(target)
         if not is_reference(target) and folder.is_dir():
             planned += _folder(request, folder, root)
-        elif is_onnx_target(target):
+        elif backend is not None and backend.files:
             if not Path(target).is_file():
                 raise UsageError(f"{target}: no such ONNX file")
-            planned.append(_onnx(request, Path(target), root, _valid_name(Path(target).stem)))
-        elif is_reference(target):
+            planned.append(_model_file(request, Path(target), root, _valid_name(Path(target).stem)))
+        elif backend is not None:
             if not request.input:
                 raise UsageError(
                     f"{target}: give the model's example inputs with --input, e.g. --input 1,3,224,224 (see "
@@ -176,10 +177,11 @@ def plan_models(request: InitRequest, root: Path) -> list[_Planned]:
 
 
 def _folder(request: InitRequest, folder: Path, root: Path) -> list[_Planned]:
-    """Every `.onnx` file below `folder` (hidden directories skipped), named by stem, or by path where stems clash."""
+    """Every model file (a file backend's target: `.onnx`) below `folder` (hidden directories skipped), named by stem,
+    or by path where stems clash."""
     files = sorted(
         path for path in folder.rglob("*")
-        if path.suffix.lower() == ".onnx" and path.is_file()
+        if _is_model_file(path) and path.is_file()
         and not any(part.startswith(".") for part in path.relative_to(folder).parts)
     )  # fmt: skip
     if not files:
@@ -189,11 +191,16 @@ def _folder(request: InitRequest, folder: Path, root: Path) -> list[_Planned]:
     for path in files:
         relative = path.relative_to(folder).with_suffix("")
         name = path.stem if stems.count(path.stem) == 1 else "_".join(relative.parts)
-        planned.append(_onnx(request, path, root, _valid_name(name)))
+        planned.append(_model_file(request, path, root, _valid_name(name)))
     return planned
 
 
-def _onnx(request: InitRequest, path: Path, root: Path, name: str) -> _Planned:
+def _is_model_file(path: Path) -> bool:
+    backend = backend_for_target(str(path))
+    return backend is not None and backend.files
+
+
+def _model_file(request: InitRequest, path: Path, root: Path, name: str) -> _Planned:
     entry, _ = resolve_target(_count_request(request, str(path)))
     absolute = path.resolve()
     try:
@@ -253,7 +260,7 @@ def _read_pyproject(given: str | None) -> tuple[Path, bytes | None, str | None]:
 
 
 def _count(planned: Sequence[_Planned], root: Path, err: TextIO) -> list[Report]:
-    from ..entries import count_entry
+    from ..backends import count_entry
 
     reports = []
     with Progress(len(planned), getattr(err, "raw", err)) as progress:

@@ -208,7 +208,7 @@ class FlopBudgetFixture:
                 f"flopbudget.count() was already called in {self._item.name}; a test checks one model: "
                 f"split it into one test per model or parametrize it"
             )
-        from pytest_flopbudget.counting import count
+        from pytest_flopbudget.backends import count
 
         try:
             report = count(model, *inputs, **kwargs)

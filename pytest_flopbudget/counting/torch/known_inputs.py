@@ -22,7 +22,7 @@ from torch.utils._pytree import tree_flatten
 from .data_dependent import _VALUE_SOURCES, VALUE_LIMIT, KnownValues, _is_fake, _tensors
 
 #: Integer and boolean example inputs up to this many elements (8 MiB of int64 token ids) keep their values: a copy
-#: of each is made, and pyproject entries build them as real zeros instead of meta tensors (entries.py).
+#: of each is made, and pyproject entries build them as real zeros instead of meta tensors (backends/torch_models.py).
 INPUT_LIMIT = min(1 << 20, VALUE_LIMIT)
 #: first arguments that make an op a candidate for `_from_plain`: a Python number or a plain (real) tensor
 _PLAIN = frozenset({torch.Tensor, int, float, bool})

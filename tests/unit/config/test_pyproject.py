@@ -301,7 +301,8 @@ def test_parse_settings_is_usable_on_text(tmp_path: Path) -> None:
 
 torch = pytest.importorskip("torch")
 
-from pytest_flopbudget.entries import build_inputs, count_entry, import_object, load_model  # noqa: E402
+from pytest_flopbudget.backends import count_entry  # noqa: E402
+from pytest_flopbudget.backends.torch_models import build_inputs, import_object, load_model  # noqa: E402
 
 MODELS = """\
 import torch

@@ -182,7 +182,7 @@ def test_core_modules_import_neither_pytest_nor_torch() -> None:
         "import sys\n"
         "import pytest_flopbudget.config.budget, pytest_flopbudget.config.pyproject, pytest_flopbudget.judge.baseline\n"
         "import pytest_flopbudget.judge.verdict, pytest_flopbudget.judge.diff\n"
-        "import pytest_flopbudget.entries, pytest_flopbudget.run\n"
+        "import pytest_flopbudget.backends, pytest_flopbudget.run\n"
         "import pytest_flopbudget.reporters.terminal\n"
         "bad = [m for m in ('torch', 'pytest', '_pytest') if m in sys.modules]\n"
         "assert not bad, bad\n"

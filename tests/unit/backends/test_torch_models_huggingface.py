@@ -19,8 +19,8 @@ pytest.importorskip("transformers")
 pytest.importorskip("diffusers")
 
 from pytest_flopbudget import count  # noqa: E402
+from pytest_flopbudget.backends import count_entry  # noqa: E402
 from pytest_flopbudget.config.location import LocatedError  # noqa: E402
-from pytest_flopbudget.entries import count_entry  # noqa: E402
 
 MODELS = """\
 import torch

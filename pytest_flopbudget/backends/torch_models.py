@@ -1,8 +1,9 @@
-"""Turn a `ModelEntry` into a counted Report: import the target, build the inputs, count.
+"""The PyTorch backend: a `package.module:factory` target is imported and called, and counted on fake tensors.
 
 This is where the user's code runs, so every failure is caught and rephrased as one line naming the pyproject
 key to fix (`pyproject.toml:5: tool.flopbudget.models.x.target: cannot import 'pkg.models': ...`). torch is
-imported only here and only for PyTorch targets, so an ONNX-only project never loads it.
+imported only inside the functions, and this backend's only when a PyTorch target is loaded or counted, so an
+ONNX-only project never loads it.
 """
 
 from __future__ import annotations
@@ -15,11 +16,60 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from pytest_flopbudget.config.location import LocatedError, Location, Problem
-from pytest_flopbudget.config.pyproject import DEFAULT_DTYPE, InputSpec, ModelEntry
+from pytest_flopbudget.config.location import Location
+from pytest_flopbudget.config.pyproject import DEFAULT_DTYPE, InputSpec, ModelEntry, is_reference
 
-from .errors import CountingError, FlopBudgetError
-from .report import Report
+from ..errors import CountingError
+from ..report import Report
+from .protocol import CountOptions, Loaded
+from .protocol import describe as _describe
+from .protocol import problem as _problem
+
+
+class TorchModels:
+    """`package.module:factory` targets and `torch.nn.Module` objects. Inference models are loaded and counted in
+    eval() under no_grad, as they would be served; training ones as they are."""
+
+    name = "torch"
+    files = False
+
+    def accepts(self, target: str) -> bool:
+        return is_reference(target)
+
+    def accepts_model(self, model: object) -> bool:
+        """Any object but a builtin value: torch is not imported to look, and `count_torch` names what is not a
+        module."""
+        return not (type(model).__module__.split(".")[0] in ("builtins",) or isinstance(model, (str, bytes)))
+
+    def load(self, entry: ModelEntry, root: Path) -> Loaded:
+        model = load_model(entry, root)
+        with contextlib.nullcontext() if entry.training else _inference(model):
+            args, kwargs = build_inputs(entry, root, model)
+        return Loaded(entry, model, args, kwargs)
+
+    def count(self, loaded: Loaded) -> Report:
+        entry = loaded.entry
+        options = CountOptions(training=entry.training, execution=entry.execution, method=entry.method)
+        with contextlib.nullcontext() if entry.training else _inference(loaded.model):
+            return self.count_model(loaded.model, loaded.args, dict(loaded.kwargs), options)
+
+    def count_model(self, model: Any, args: tuple[Any, ...], kwargs: dict[str, Any], options: CountOptions) -> Report:
+        from ..counting.torch.backend import count_torch
+
+        if options.inputs is not None:
+            kwargs["inputs"] = options.inputs
+        return count_torch(
+            model,
+            args,
+            kwargs,
+            training=options.training,
+            execution=options.execution,
+            loss_fn=options.loss_fn,
+            method=options.method,
+        )
+
+    def input_names(self, path: str) -> list[str]:
+        return []
 
 
 def import_object(reference: str, root: Path, source: Location) -> Any:
@@ -42,17 +92,12 @@ def import_object(reference: str, root: Path, source: Location) -> Any:
 
 
 def load_model(entry: ModelEntry, root: Path) -> Any:
-    """The nn.Module for a PyTorch target (calling a factory), or the resolved path of an .onnx target.
+    """The nn.Module of a PyTorch target (calling a factory).
 
     An object that holds its network in `.model` (Ultralytics' `YOLO`, Lightning-style wrappers) is unwrapped to
     it: that module is what runs. A `method` other than forward must be a method of the module.
     """
     source = entry.source_of("target")
-    if entry.is_onnx:
-        path = (root / entry.target).resolve()
-        if not path.is_file():
-            raise _problem(source, f"no such ONNX file: {path}")
-        return str(path)
     obj = import_object(entry.target, root, source)
     model = held_module(obj)
     if model is None:
@@ -88,7 +133,7 @@ def held_module(obj: Any) -> Any:
 
 
 def _check_method(entry: ModelEntry, model: Any) -> None:
-    from .counting.torch.backend import check_method
+    from ..counting.torch.backend import check_method
 
     try:
         check_method(model, entry.method)
@@ -144,7 +189,7 @@ def _typed_specs(entry: ModelEntry, model: Any) -> tuple[list[InputSpec], dict[s
     int64, others the model's float dtype. For any other model, an input whose first reader is an embedding
     lookup is int64 token ids, and the rest float32.
     """
-    from .counting.torch import input_roles as roles
+    from ..counting.torch import input_roles as roles
 
     assert entry.inputs is not None and not isinstance(entry.inputs, str)
     positional, named = _as_given(entry.inputs)
@@ -179,38 +224,6 @@ def _typed_specs(entry: ModelEntry, model: Any) -> tuple[list[InputSpec], dict[s
     )
 
 
-def count_entry(entry: ModelEntry, root: Path) -> Report:
-    """Count one configured model. Inference models run in eval() under no_grad, as they would be served.
-
-    Raises `LocatedError` for a bad target or inputs and `CountingError` (prefixed with the model's table) when
-    the model itself fails to run.
-    """
-    from .counting import count
-
-    model = load_model(entry, root)
-    if entry.is_onnx:
-        inputs = {name: list(s.shape) for name, s in entry.inputs.items()} if isinstance(entry.inputs, dict) else None
-        return _counted(entry, lambda: count(model, inputs=inputs))
-    method = entry.method
-    if entry.training:
-        args, kwargs = build_inputs(entry, root, model)
-        return _counted(
-            entry, lambda: count(model, *args, training=True, execution=entry.execution, method=method, **kwargs)
-        )
-    with _inference(model):
-        args, kwargs = build_inputs(entry, root, model)
-        return _counted(entry, lambda: count(model, *args, execution=entry.execution, method=method, **kwargs))
-
-
-def _counted(entry: ModelEntry, run: Any) -> Report:
-    try:
-        return run()
-    except FlopBudgetError as exc:
-        raise CountingError(f"{entry.source.where()}: {exc}") from None
-    except (Exception, SystemExit) as exc:  # a backend bug must still read as one line naming the model
-        raise CountingError(f"{entry.source.where()}: counting failed: {_describe(exc)}") from None
-
-
 @contextlib.contextmanager
 def _inference(model: Any) -> Iterator[None]:
     import torch
@@ -236,15 +249,6 @@ def _tensor(spec: InputSpec, device: str) -> Any:
 
 
 def _small(shape: Any) -> bool:
-    from .counting.torch.known_inputs import INPUT_LIMIT
+    from ..counting.torch.known_inputs import INPUT_LIMIT
 
     return math.prod(shape) <= INPUT_LIMIT
-
-
-def _problem(source: Location, message: str) -> LocatedError:
-    return LocatedError([Problem(source, message)])
-
-
-def _describe(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__

@@ -1,5 +1,5 @@
-"""What a model entry counts: dtypes decided by the model (token ids), Hugging Face main inputs, `.model` wrappers
-(Ultralytics' YOLO), `method = "decode"`, and 0-d inputs (a diffusion timestep)."""
+"""What the PyTorch backend counts for a model entry: dtypes decided by the model (token ids), Hugging Face main
+inputs, `.model` wrappers (Ultralytics' YOLO), `method = "decode"`, and 0-d inputs (a diffusion timestep)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,8 @@ from pytest_flopbudget.config.pyproject import ModelEntry, load_settings
 torch = pytest.importorskip("torch")
 
 from pytest_flopbudget import count  # noqa: E402
-from pytest_flopbudget.entries import build_inputs, count_entry, load_model  # noqa: E402
+from pytest_flopbudget.backends import count_entry  # noqa: E402
+from pytest_flopbudget.backends.torch_models import build_inputs, load_model  # noqa: E402
 
 MODELS = """\
 import torch
