@@ -7,8 +7,8 @@ Cold counts are timed in fresh child processes, ours and `FlopCounterMode`'s alt
 torch and building the same model first; "after build" times only the count (or the real forward under
 `FlopCounterMode`), "from start" the whole child. Sequential-scan models (Mamba, RWKV, Zamba from transformers'
 default configs, built on the meta device) report the seconds of a first count at sequence 128, under `no_grad` as
-the plugin and the CLI count a configured inference model (entries.py): the median of three fresh children, with
-the CPU seconds of the same children (the wall clock here includes other processes' load).
+the plugin and the CLI count a configured inference model (backends/torch_models.py): the median of three fresh
+children, with the CPU seconds of the same children (the wall clock here includes other processes' load).
 
 Machines here are noisy, so every figure that matters is a ratio of two timings taken in the same process, each
 the median of several repetitions after a warm-up. Memory figures come from child processes so that one case's

@@ -243,8 +243,8 @@ def xlm():
 def test_a_pyproject_entry_counts_xlm_in_fake_mode_as_in_real(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     """End to end from `[tool.flopbudget.models]`: the tool builds the token ids (zeros) and they are known values."""
     pytest.importorskip("transformers")
-    from pytest_flopbudget.config.pyproject import load_settings
     from pytest_flopbudget.backends import count_entry
+    from pytest_flopbudget.config.pyproject import load_settings
 
     (tmp_path / "fb_known_xlm.py").write_text(XLM_SOURCE)
     monkeypatch.syspath_prepend(str(tmp_path))
