@@ -23,7 +23,7 @@ from pytest_flopbudget.config.pyproject import (
     find_pyproject,
 )
 
-from ..backends import Backend, backend_for, backend_for_target
+from ..backends import Backend, backend_for, backend_for_target, count_entry
 from ..errors import CountingError
 from ..report import Report
 from ..safe_text import json_safe, safe_text
@@ -58,8 +58,6 @@ PICTURES = ("svg", "html")
 def run_count(request: CountRequest, out: TextIO, err: TextIO) -> int:
     """Print the table, the JSON Report or the picture of `request.target`, or write it to `request.output`;
     errors are raised for `cli.main` to print."""
-    from ..backends import count_entry
-
     if request.metric is not None and request.format not in PICTURES:
         raise UsageError(f"--metric sets what a picture shows; give it with --format svg or html, not {request.format}")
     entry, root = resolve_target(request)

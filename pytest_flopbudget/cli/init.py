@@ -32,7 +32,7 @@ from pytest_flopbudget.config.pyproject import (
 )
 from pytest_flopbudget.render.formatting import CLI_UPDATE_HINT, ceiling_above, format_value, plural
 
-from ..backends import backend_for_target
+from ..backends import backend_for_target, count_entry
 from ..errors import CountingError
 from ..report import MAX_COUNT, Report
 from .count import CountRequest, command_line_hint, resolve_target
@@ -260,8 +260,6 @@ def _read_pyproject(given: str | None) -> tuple[Path, bytes | None, str | None]:
 
 
 def _count(planned: Sequence[_Planned], root: Path, err: TextIO) -> list[Report]:
-    from ..backends import count_entry
-
     reports = []
     with Progress(len(planned), getattr(err, "raw", err)) as progress:
         for item in planned:
