@@ -30,9 +30,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pytest_flopbudget.atomic_file import write_atomic
 from pytest_flopbudget.cache import signing as record_signing
 from pytest_flopbudget.cache.dependencies import Dependencies
-from pytest_flopbudget.judge.baseline import write_atomic
 from pytest_flopbudget.report import Report
 
 CACHE_DIR_NAME = ".flopbudget_cache"
@@ -69,7 +69,7 @@ def cache_enabled(setting: bool | None, env: Mapping[str, str]) -> bool:
 
 def entry_key(table: Mapping[str, Any], root: Path) -> str:
     """The cache key of one model's count: its table without ceilings, and the process it would be counted in."""
-    from pytest_flopbudget import __version__
+    from pytest_flopbudget.version import __version__
 
     counted = {k: v for k, v in table.items() if k not in CEILING_KEYS}
     identity = {
