@@ -12,9 +12,13 @@ from .backends import count
 from .counting.formulas import Cost
 from .counting.user_formulas import register_formula
 from .errors import FlopBudgetError
-from .report import LayerCost, OpCost, PhaseTotals, Report, SkippedOp
+from .render.table import report_text
+from .report import LayerCost, OpCost, PhaseTotals, Report, SkippedOp, use_text_renderer
+from .version import __version__
 
-__version__ = "0.1.0"
+# `print(report)` draws the layer table: the package root connects the data type to its renderer, so that
+# report.py imports no presentation (render/ sits above it).
+use_text_renderer(report_text)
 
 __all__ = [
     "Budget",

@@ -1,4 +1,4 @@
-"""Write a whole file or nothing, and never replace what is not a regular file.
+"""Write a whole file or nothing, never replace what is not a regular file, and read only regular files.
 
 Every file this tool writes (baselines, `--output`, `--report` files, the count cache, `init`'s pyproject.toml)
 goes through `write_atomic`: the text goes to a temporary file beside the target, is flushed to disk, and is then
@@ -17,6 +17,12 @@ A rename replaces whatever has the name, so the target is looked at first:
   (`gl-code-quality.json -> ~/.ssh/authorized_keys`) cannot make a CI report or a cache record land elsewhere.
   A caller that means to edit the link's target (`init` editing a symlinked pyproject.toml) passes
   `real_target(path)`, the end of the chain of links, each relative one taken from its own link's directory.
+
+Every file this tool reads that a user or another process could have replaced with something else (a baseline,
+`init`'s pyproject.toml, a count-cache record or key, a file a cached count depended on) is opened by
+`open_regular_file` or read by `read_regular_file`: a FIFO, a socket, a device or a directory is refused before
+it is opened and again on the open descriptor (it may be swapped in between), which is opened non-blocking, so a
+FIFO never hangs a run and `/dev/zero` is never read for ever; `read_regular_file` reads at most a given size.
 """
 
 from __future__ import annotations
@@ -28,8 +34,17 @@ import stat
 import tempfile
 import time
 from pathlib import Path
+from typing import BinaryIO, Callable
 
-__all__ = ["NotRegularFileError", "real_target", "write_atomic", "write_bytes_atomic"]
+__all__ = [
+    "FileTooLargeError",
+    "NotRegularFileError",
+    "open_regular_file",
+    "read_regular_file",
+    "real_target",
+    "write_atomic",
+    "write_bytes_atomic",
+]
 
 
 #: How long a write to a FIFO waits for a reader to open it before it fails, rather than blocking for ever.
@@ -37,7 +52,12 @@ FIFO_READER_WAIT = 5.0
 
 
 class NotRegularFileError(OSError):
-    """The target exists and is something no file should replace: a directory, a socket or a block device."""
+    """The path is not a regular file where one is needed: a target no file should replace (a directory, a socket
+    or a block device), or a file to read that is a FIFO, a socket, a device or a directory."""
+
+
+class FileTooLargeError(OSError):
+    """The file to read holds more bytes than its reader's limit."""
 
 
 def write_atomic(path: Path, text: str) -> None:
@@ -89,6 +109,45 @@ def real_target(path: Path) -> Path:
     return current
 
 
+def open_regular_file(path: str | os.PathLike[str], *, follow_symlinks: bool = True) -> BinaryIO:
+    """`path` opened for binary reading if it is a regular file, else `NotRegularFileError` (see the module
+    docstring); the `OSError` of `stat` or `open` otherwise (`FileNotFoundError`, `PermissionError`, ...).
+    With `follow_symlinks=False` a symbolic link is not followed: opening it fails (`ELOOP`)."""
+    info = os.stat(path, follow_symlinks=follow_symlinks)
+    if not stat.S_ISREG(info.st_mode) and not stat.S_ISLNK(info.st_mode):  # a link: the open below refuses it
+        raise NotRegularFileError(errno.EINVAL, f"not a regular file ({_kind(info.st_mode)})")
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_BINARY", 0)
+    flags |= getattr(os, "O_CLOEXEC", 0) | (0 if follow_symlinks else getattr(os, "O_NOFOLLOW", 0))
+    fd = os.open(path, flags)
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):  # swapped in between the two looks
+            raise NotRegularFileError(errno.EINVAL, f"not a regular file ({_kind(info.st_mode)})")
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def read_regular_file(
+    path: str | os.PathLike[str],
+    limit: int,
+    *,
+    follow_symlinks: bool = True,
+    check: Callable[[os.stat_result], None] | None = None,
+) -> bytes:
+    """The bytes of the regular file `path`, at most `limit` of them: `FileTooLargeError` when it holds more (only
+    `limit + 1` bytes are ever read), `NotRegularFileError` and the other `OSError`s as `open_regular_file`.
+    `check`, if given, sees the open file's status before a byte is read and may raise (an owner check)."""
+    with open_regular_file(path, follow_symlinks=follow_symlinks) as file:
+        if check is not None:
+            check(os.fstat(file.fileno()))
+        data = file.read(limit + 1)
+    if len(data) > limit:
+        raise FileTooLargeError(errno.EFBIG, f"larger than {limit} bytes")
+    return data
+
+
 def _write_in_place(path: Path, data: bytes) -> None:
     """A device or FIFO: opened for writing as it is (never created, truncated or renamed) and written whole.
 
@@ -135,6 +194,10 @@ def _kind(mode: int) -> str:
         return "a socket"
     if stat.S_ISBLK(mode):
         return "a block device"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO"
+    if stat.S_ISCHR(mode):
+        return "a character device"
     return "a special file"
 
 

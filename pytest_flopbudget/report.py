@@ -9,13 +9,25 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 #: Bumped when the JSON layout changes incompatibly; baselines carry it so a foreign file is recognised.
 REPORT_FORMAT = "pytest-flopbudget/report/1"
 
 #: The root module (ops that ran directly in the model's own forward, or outside any module).
 ROOT = ""
+
+#: Draws a Report as the text `str(report)` returns (see `use_text_renderer`).
+_text_renderer: Callable[[Report], str] | None = None
+
+
+def use_text_renderer(renderer: Callable[[Report], str]) -> None:
+    """Make `str(report)` return `renderer(report)`. The data type imports no presentation (render/ draws
+    Reports, so it sits above this module): the package root, which every import of this module runs first,
+    plugs in `render.table.report_text`."""
+    global _text_renderer
+    _text_renderer = renderer
+
 
 CONVENTIONS: dict[str, str] = {
     "mac": "1 multiply-accumulate of conv, transposed conv, linear, matmul, einsum or attention",
@@ -140,14 +152,8 @@ class Report(BothPhases):
 
     def __str__(self) -> str:
         """The per-layer table `flopbudget count` prints (depth 2), so `print(count(model, x))` shows where the
-        compute goes; names from the model pass `safe_text` as every other output does."""
-        from pytest_flopbudget.render.table import format_layer_table
-
-        from .safe_text import safe_text
-
-        mode = "training step (forward + backward)" if self.training else "inference"
-        title = f"{self.model or 'model'} ({self.backend}, {mode})"
-        return safe_text(format_layer_table(self, title=title))
+        compute goes: drawn by the renderer the package root plugs in (`use_text_renderer`), the repr without one."""
+        return repr(self) if _text_renderer is None else _text_renderer(self)
 
     def __repr__(self) -> str:
         """One line: a Report holds every layer, and a repr of thousands of layers helps nobody in a debugger."""

@@ -45,6 +45,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from pytest_flopbudget.atomic_file import open_regular_file
 from pytest_flopbudget.cache import native_readers
 from pytest_flopbudget.cache.uncacheable_events import (
     SYSTEM_LIBRARY_ROOTS,
@@ -817,7 +818,7 @@ def _target_digest(path: str) -> str:
         return NOT_REGULAR + next((kind for test, kind in _KINDS if test(info.st_mode)), "of an unknown kind")
     digest = hashlib.sha256()
     try:
-        with _open_regular(path) as file:
+        with open_regular_file(path) as file:
             while chunk := file.read(1 << 20):
                 digest.update(chunk)
     except FileNotFoundError:
@@ -825,20 +826,6 @@ def _target_digest(path: str) -> str:
     except OSError:
         return "unreadable"
     return digest.hexdigest()
-
-
-def _open_regular(path: str) -> Any:
-    """Open `path` for reading only if it is a regular file: opened without blocking (a FIFO swapped in after a
-    check cannot hang us), then checked on the open descriptor."""
-    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
-    fd = os.open(path, flags)
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise OSError(f"{path}: not a regular file")
-        return os.fdopen(fd, "rb")
-    except BaseException:
-        os.close(fd)
-        raise
 
 
 def listing_digest(path: str) -> str:
@@ -911,10 +898,10 @@ def _distributions(files: Iterable[str], roots: tuple[str, ...]) -> set[str]:
 def _top_level_names(dist_info: str) -> set[str]:
     names: set[str] = set()
     with contextlib.suppress(OSError, UnicodeDecodeError):
-        with _open_regular(os.path.join(dist_info, "top_level.txt")) as file:
+        with open_regular_file(os.path.join(dist_info, "top_level.txt")) as file:
             names.update(line.strip() for line in file.read().decode("utf-8").splitlines() if line.strip())
         return names
-    with contextlib.suppress(OSError, UnicodeDecodeError), _open_regular(os.path.join(dist_info, "RECORD")) as file:
+    with contextlib.suppress(OSError, UnicodeDecodeError), open_regular_file(os.path.join(dist_info, "RECORD")) as file:
         for line in file.read().decode("utf-8").splitlines():
             first = line.split(",", 1)[0].split("/", 1)[0]
             if first and not first.endswith((".dist-info", ".data")) and first != "..":

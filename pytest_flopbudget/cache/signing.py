@@ -19,9 +19,10 @@ import hashlib
 import hmac
 import os
 import secrets
-import stat
 from collections.abc import Mapping
 from pathlib import Path
+
+from pytest_flopbudget.atomic_file import FileTooLargeError, NotRegularFileError, read_regular_file
 
 KEY_BYTES = 32
 
@@ -52,25 +53,23 @@ def load_key(path: Path) -> bytes:
 
 
 def _read(path: Path) -> bytes:
-    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0)
-    try:
-        fd = os.open(path, flags)
-    except FileNotFoundError:
-        raise
-    except OSError as exc:
-        raise KeyProblem(f"cannot read the count cache's key {path}: {exc.strerror or exc}") from None
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise KeyProblem(f"the count cache's key {path} is not a regular file")
+    def private(info: os.stat_result) -> None:
         if hasattr(os, "getuid") and (info.st_uid != os.getuid() or info.st_mode & 0o077):
             raise KeyProblem(
                 f"the count cache's key {path} is readable or writable by others (or not yours): "
                 "delete it and a new one is made"
             )
-        raw = os.read(fd, 4 * KEY_BYTES + 1)
-    finally:
-        os.close(fd)
+
+    try:
+        raw = read_regular_file(path, 4 * KEY_BYTES + 1, follow_symlinks=False, check=private)
+    except FileNotFoundError:
+        raise
+    except NotRegularFileError:
+        raise KeyProblem(f"the count cache's key {path} is not a regular file") from None
+    except FileTooLargeError:
+        raw = b""  # no key is that long: damaged
+    except OSError as exc:
+        raise KeyProblem(f"cannot read the count cache's key {path}: {exc.strerror or exc}") from None
     text = raw.decode("ascii", "replace").strip()
     try:
         key = bytes.fromhex(text)

@@ -30,9 +30,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pytest_flopbudget.atomic_file import read_regular_file, write_atomic
 from pytest_flopbudget.cache import signing as record_signing
 from pytest_flopbudget.cache.dependencies import Dependencies
-from pytest_flopbudget.judge.baseline import write_atomic
 from pytest_flopbudget.report import Report
 
 CACHE_DIR_NAME = ".flopbudget_cache"
@@ -69,7 +69,7 @@ def cache_enabled(setting: bool | None, env: Mapping[str, str]) -> bool:
 
 def entry_key(table: Mapping[str, Any], root: Path) -> str:
     """The cache key of one model's count: its table without ceilings, and the process it would be counted in."""
-    from pytest_flopbudget import __version__
+    from pytest_flopbudget.version import __version__
 
     counted = {k: v for k, v in table.items() if k not in CEILING_KEYS}
     identity = {
@@ -147,9 +147,7 @@ class CountCache:
             return None
         try:
             raw = read_regular_file(self.path_for(key), MAX_RECORD_BYTES)
-        except OSError:
-            return None
-        if raw is None:  # not a regular file (a FIFO, a device, a directory) or too big
+        except OSError:  # missing, unreadable, not a regular file (a FIFO, a device, a directory) or too big
             return None
         try:
             data = json.loads(raw)
@@ -206,18 +204,3 @@ def canonical(data: Mapping[str, Any]) -> bytes:
     """The bytes a record's signature covers: its JSON with sorted keys, ASCII only, so that reading and writing
     it again gives the same bytes."""
     return json.dumps(data, sort_keys=True, ensure_ascii=True, separators=(",", ":")).encode("ascii")
-
-
-def read_regular_file(path: Path, limit: int) -> bytes | None:
-    """At most `limit` bytes of `path` if it is a regular file, else None (a FIFO, socket or device would block or
-    never end; it is opened non-blocking and checked before a byte is read). Raises OSError when it cannot be
-    opened (missing, unreadable)."""
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return None
-        with os.fdopen(fd, "rb", closefd=False) as file:
-            raw = file.read(limit + 1)
-    finally:
-        os.close(fd)
-    return None if len(raw) > limit else raw

@@ -17,9 +17,9 @@ import sys
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
-from .. import __version__
 from ..errors import FlopBudgetError
 from ..safe_text import SafeStream, one_line, safe_line, safe_text
+from ..version import __version__
 
 PROG = "flopbudget"
 

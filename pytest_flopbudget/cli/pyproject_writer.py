@@ -24,7 +24,7 @@ from pytest_flopbudget.config.location import LocatedError, display_path
 from pytest_flopbudget.config.pyproject import DEFAULT_BASELINE_DIR, Inputs, InputSpec, Settings, parse_settings
 from pytest_flopbudget.config.toml_locator import locate_statements
 
-from ..atomic_file import real_target, write_atomic
+from ..atomic_file import FileTooLargeError, NotRegularFileError, read_regular_file, real_target, write_atomic
 from .project import UsageError
 
 #: A TOML bare key: the only model names `init` writes, so no table header ever needs quoting.
@@ -168,17 +168,13 @@ def read_pyproject_bytes(path: Path, shown: str) -> bytes | None:
     if not stat.S_ISREG(info.st_mode):
         raise UsageError(f"{shown}: not a regular file (a FIFO, a device or a socket); give a pyproject.toml file")
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
-                     | getattr(os, "O_BINARY", 0))  # fmt: skip
-        with os.fdopen(fd, "rb") as handle:
-            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):  # swapped between the two looks
-                raise UsageError(f"{shown}: not a regular file; give a pyproject.toml file")
-            data = handle.read(MAX_BYTES + 1)
+        return read_regular_file(path, MAX_BYTES)
+    except NotRegularFileError:  # swapped between the two looks
+        raise UsageError(f"{shown}: not a regular file; give a pyproject.toml file") from None
+    except FileTooLargeError:
+        raise UsageError(f"{shown}: larger than {MAX_BYTES // 2**20} MiB; that is not a pyproject.toml") from None
     except OSError as exc:
         raise UsageError(f"{shown}: cannot read the file: {exc.strerror or exc}") from None
-    if len(data) > MAX_BYTES:
-        raise UsageError(f"{shown}: larger than {MAX_BYTES // 2**20} MiB; that is not a pyproject.toml")
-    return data
 
 
 @contextlib.contextmanager

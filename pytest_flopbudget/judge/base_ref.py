@@ -20,6 +20,7 @@ from pytest_flopbudget.config.budget import Budget, Limit
 from pytest_flopbudget.config.location import LocatedError, Location
 from pytest_flopbudget.config.pyproject import BUDGET_KEYS, ModelEntry, Settings, parse_settings
 from pytest_flopbudget.errors import BaselineError, FlopBudgetError
+from pytest_flopbudget.git import git_said, run_git
 from pytest_flopbudget.judge.baseline import MAX_BYTES, BaselineSource, baseline_filename, parse_baseline
 from pytest_flopbudget.judge.verdict import Measurement
 from pytest_flopbudget.kinds import ChangeKind
@@ -280,19 +281,12 @@ def _budget_text(budget: Budget) -> str:
 
 def _run(directory: Path, *args: str) -> subprocess.CompletedProcess[str]:
     try:
-        return subprocess.run(
-            ["git", "-C", str(directory), *args],
-            capture_output=True,
-            text=True,
-            encoding="utf-8",
-            errors="replace",
-            check=False,
-        )
+        return run_git(directory, *args)
     except FileNotFoundError:
         raise BaseRefError("--base-ref needs git, and git is not installed or not on PATH") from None
 
 
 def _raise(ref: str, what: str, result: subprocess.CompletedProcess[str]) -> NoReturn:
     """Raise `BaseRefError` with `what` and git's own first line, which often says why."""
-    said = next((line.strip() for line in result.stderr.splitlines() if line.strip()), "")
+    said = git_said(result)
     raise BaseRefError(f"--base-ref {ref}: {what}" + (f" (git: {said})" if said else ""))

@@ -14,11 +14,10 @@ import itertools
 import json
 import os
 import re
-import stat
 from pathlib import Path
 from typing import Protocol
 
-from pytest_flopbudget.atomic_file import write_atomic
+from pytest_flopbudget.atomic_file import FileTooLargeError, NotRegularFileError, read_regular_file, write_atomic
 from pytest_flopbudget.config.location import display_path
 from pytest_flopbudget.errors import BaselineError
 from pytest_flopbudget.report import Report
@@ -127,20 +126,15 @@ def _read_file(path: str | os.PathLike[str], shown: str) -> str:
     """The text of a regular file of at most MAX_BYTES: a FIFO, a device (a symlink to /dev/zero), a directory or
     a socket is refused before it is read, and a FIFO is opened without blocking, so nothing hangs."""
     try:
-        if not stat.S_ISREG(os.stat(path).st_mode):
-            raise _error(shown, f"not a regular file; {_FOREIGN}")
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
-                     | getattr(os, "O_BINARY", 0))  # fmt: skip
-        with os.fdopen(fd, "rb") as handle:
-            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):  # replaced between the two looks
-                raise _error(shown, f"not a regular file; {_FOREIGN}")
-            data = handle.read(MAX_BYTES + 1)
+        data = read_regular_file(path, MAX_BYTES)
+    except NotRegularFileError:
+        raise _error(shown, f"not a regular file; {_FOREIGN}") from None
+    except FileTooLargeError:
+        raise _error(shown, f"the baseline is larger than {MAX_BYTES // 2**20} MiB; {_FOREIGN}") from None
     except FileNotFoundError:
         raise _error(shown, "no such baseline file") from None
     except OSError as exc:
         raise _error(shown, f"cannot read the baseline: {exc.strerror or exc}") from None
-    if len(data) > MAX_BYTES:
-        raise _error(shown, f"the baseline is larger than {MAX_BYTES // 2**20} MiB; {_FOREIGN}")
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:

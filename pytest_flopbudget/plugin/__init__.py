@@ -24,9 +24,10 @@ from pytest_flopbudget.config.location import Location
 from pytest_flopbudget.config.pyproject import ModelEntry, Settings, load_settings
 from pytest_flopbudget.errors import FlopBudgetError
 from pytest_flopbudget.judge.baseline import BaselineStore
+from pytest_flopbudget.judge.reason import reason
 from pytest_flopbudget.judge.verdict import Measurement, Verdict
 from pytest_flopbudget.plugin.marker_source import closest_marker, marker_line
-from pytest_flopbudget.render.formatting import PYTEST_UPDATE_HINT, reason
+from pytest_flopbudget.render.formatting import PYTEST_UPDATE_HINT
 from pytest_flopbudget.report import Report
 from pytest_flopbudget.reporters import ci, terminal
 from pytest_flopbudget.run import ModelError, Run, RunResult, require_baseline

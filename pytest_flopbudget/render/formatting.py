@@ -1,16 +1,11 @@
 """Every figure and phrase the outputs share, in one place: counts with decimal prefixes (k, M, G, T, P) as budgets
-are written, metric values and titles, percentages, plurals, and the one-line failure reason, so the terminal,
-the CLI and every CI output print the same words."""
+are written, metric values and titles, percentages and plurals, so the terminal, the CLI and every CI output print
+the same figures. Phrasing a verdict is the judge's (`judge.reason`): this module knows nothing of verdicts."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from pytest_flopbudget.config.budget import UNIT_NAMES
 from pytest_flopbudget.kinds import Metric
-
-if TYPE_CHECKING:
-    from pytest_flopbudget.judge.verdict import Verdict
 
 PREFIXES = (("P", 10**15), ("T", 10**12), ("G", 10**9), ("M", 10**6), ("k", 10**3))
 
@@ -59,30 +54,6 @@ def format_percent(delta: int, base: int) -> str:
     if percent == 0 or abs(percent) >= 0.1:
         return f"{percent:+.1f}%"
     return f"{percent:+.2g}%"
-
-
-def reason(verdict: Verdict) -> str:
-    """The one-line failure reason, the worst violation first and the others named, never repeated:
-    `resnet50: 8.52 GFLOPs > budget 8.30 GFLOPs (+2.7%); baseline 8.18 GFLOPs (+1 more: MACs)`."""
-    violations = verdict.violations
-    if not violations:
-        return f"{verdict.name}: within budget"
-    first = violations[0]
-    text = f"{verdict.name}: {first.message}"
-    if first.kind == "ceiling" and first.baseline is not None and first.metric is not None:
-        text += f"; baseline {format_value(first.baseline, first.metric)}"
-    rest = violations[1:]
-    if rest:
-        names = ", ".join(dict.fromkeys(_clause_name(f.kind, f.metric) for f in rest))
-        text += f" (+{len(rest)} more: {names})"
-    return text
-
-
-def _clause_name(kind: str, metric: str | None) -> str:
-    """`FLOPs` for a ceiling, `FLOPs growth` for max-increase, `baseline` for an unreadable file."""
-    if metric is None:
-        return str(kind)
-    return f"{metric_title(metric)} growth" if kind == "increase" else metric_title(metric)
 
 
 #: How each metric is named in tables and annotations (the unit names budgets are written with).

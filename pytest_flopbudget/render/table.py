@@ -13,6 +13,7 @@ from collections.abc import Iterable
 
 from pytest_flopbudget.render.formatting import ROOT_LABEL, format_count
 from pytest_flopbudget.report import ROOT, LayerCost, Report, ancestors
+from pytest_flopbudget.safe_text import safe_text
 
 
 def layer_sort_key(path: str) -> list[tuple[int, int | str]]:
@@ -46,6 +47,14 @@ def tree_order(paths: Iterable[str]) -> dict[str, int]:
         order[node] = len(order)
         stack.extend(reversed(children.get(node, {}).keys()))
     return order
+
+
+def report_text(report: Report) -> str:
+    """`str(report)`: the table `flopbudget count` prints (depth 2) under a title naming the model, backend and
+    mode; names from the model pass `safe_text` as every other output does."""
+    mode = "training step (forward + backward)" if report.training else "inference"
+    title = f"{report.model or 'model'} ({report.backend}, {mode})"
+    return safe_text(format_layer_table(report, title=title))
 
 
 def format_layer_table(report: Report, depth: int | None = 2, title: str = "") -> str:

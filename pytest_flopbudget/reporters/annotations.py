@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pytest_flopbudget.config.location import Location
 from pytest_flopbudget.judge.base_ref import BudgetChange
 from pytest_flopbudget.judge.diff import LayerChange
+from pytest_flopbudget.judge.reason import reason
 from pytest_flopbudget.judge.verdict import ERROR, WARNING, Finding, FindingKind, Verdict
 from pytest_flopbudget.render.formatting import (
     format_count,
@@ -24,7 +25,6 @@ from pytest_flopbudget.render.formatting import (
     layer_label,
     metric_title,
     plural,
-    reason,
 )
 
 from ..kinds import Metric

@@ -19,11 +19,12 @@ from pytest_flopbudget.config.budget import METRICS
 from pytest_flopbudget.config.location import Location
 from pytest_flopbudget.judge.base_ref import BudgetChange
 from pytest_flopbudget.judge.baseline import write_atomic
+from pytest_flopbudget.judge.reason import reason
 from pytest_flopbudget.judge.verdict import Finding, Verdict
-from pytest_flopbudget.render.formatting import plural, reason
+from pytest_flopbudget.render.formatting import plural
 
-from .. import __version__
 from ..run import ModelError, RunResult
+from ..version import __version__
 from .annotations import relative_path
 from .output import Findings, OutputContext
 

@@ -18,8 +18,9 @@ from pathlib import Path
 from pytest_flopbudget.config.budget import METRICS
 from pytest_flopbudget.judge.base_ref import BudgetChange
 from pytest_flopbudget.judge.baseline import write_atomic
+from pytest_flopbudget.judge.reason import reason
 from pytest_flopbudget.judge.verdict import FindingKind, Verdict
-from pytest_flopbudget.render.formatting import format_count, format_percent, metric_title, plural, reason
+from pytest_flopbudget.render.formatting import format_count, format_percent, metric_title, plural
 
 from ..run import ModelError, RunResult
 from ..safe_text import safe_text

@@ -13,6 +13,7 @@ from collections.abc import Iterable, Sequence
 
 from pytest_flopbudget.config.location import Location
 from pytest_flopbudget.judge.diff import LayerDiff, top_layers
+from pytest_flopbudget.judge.reason import reason
 from pytest_flopbudget.judge.verdict import Finding, FindingKind, Verdict
 from pytest_flopbudget.render.formatting import (
     PYTEST_UPDATE_HINT,
@@ -23,7 +24,6 @@ from pytest_flopbudget.render.formatting import (
     layer_label,
     metric_title,
     plural,
-    reason,
 )
 
 from ..kinds import Metric

@@ -1,4 +1,5 @@
-"""`write_atomic`: a whole file or nothing, and never a rename onto what is not a regular file.
+"""`write_atomic`: a whole file or nothing, and never a rename onto what is not a regular file; `read_regular_file`:
+only a regular file is read, at most a given size, and a FIFO or a device never hangs the reader.
 
 We run as root here, so a rename onto `/dev/null` would succeed and replace the device node: every test that
 writes to a device asserts that it is still a character device afterwards.
@@ -13,7 +14,14 @@ from pathlib import Path
 
 import pytest
 
-from pytest_flopbudget.atomic_file import NotRegularFileError, real_target, write_atomic
+from pytest_flopbudget.atomic_file import (
+    FileTooLargeError,
+    NotRegularFileError,
+    open_regular_file,
+    read_regular_file,
+    real_target,
+    write_atomic,
+)
 
 needs_dev = pytest.mark.skipif(not os.path.exists("/dev/null") or not os.path.exists("/dev/full"), reason="Linux")
 
@@ -143,3 +151,86 @@ def test_a_fifo_nobody_reads_is_an_error_soon_not_a_hang(tmp_path: Path, monkeyp
         write_atomic(fifo, "nobody listens\n")
     assert exc.value.errno == 6  # ENXIO: no reader
     assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
+
+
+# --- reading: only regular files ------------------------------------------------------------------------------
+
+
+def test_read_regular_file_reads_a_file_up_to_its_limit(tmp_path: Path) -> None:
+    path = tmp_path / "f"
+    path.write_bytes(b"12345")
+    assert read_regular_file(path, 5) == b"12345"
+    assert read_regular_file(str(path), 100) == b"12345"
+    with pytest.raises(FileTooLargeError):
+        read_regular_file(path, 4)
+
+
+def test_read_regular_file_refuses_a_fifo_without_hanging(tmp_path: Path) -> None:
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)  # no writer: a plain open for reading would block for ever
+    with pytest.raises(NotRegularFileError, match="a FIFO"):
+        read_regular_file(fifo, 10)
+
+
+def test_a_fifo_swapped_in_after_the_first_look_is_refused_on_the_open_descriptor(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    regular = os.stat(__file__)
+    monkeypatch.setattr(os, "stat", lambda path, **_: regular)  # the first look saw a regular file
+    with pytest.raises(NotRegularFileError):
+        read_regular_file(fifo, 10)
+
+
+@needs_dev
+def test_a_device_is_refused_before_it_is_read(tmp_path: Path) -> None:
+    link = tmp_path / "baseline.json"
+    link.symlink_to("/dev/zero")  # a plain read would never end
+    with pytest.raises(NotRegularFileError, match="a character device"):
+        read_regular_file(link, 10)
+
+
+def test_a_directory_is_not_read(tmp_path: Path) -> None:
+    with pytest.raises(NotRegularFileError, match="a directory"):
+        read_regular_file(tmp_path, 10)
+
+
+def test_a_missing_file_is_file_not_found(tmp_path: Path) -> None:
+    with pytest.raises(FileNotFoundError):
+        read_regular_file(tmp_path / "missing", 10)
+
+
+def test_a_symlink_is_followed_unless_told_not_to(tmp_path: Path) -> None:
+    (tmp_path / "target").write_bytes(b"key")
+    link = tmp_path / "link"
+    link.symlink_to("target")
+    assert read_regular_file(link, 10) == b"key"
+    with pytest.raises(OSError) as exc:
+        read_regular_file(link, 10, follow_symlinks=False)
+    assert not isinstance(exc.value, NotRegularFileError)  # the open refuses it (ELOOP), as O_NOFOLLOW does
+
+
+def test_check_sees_the_open_files_status_before_it_is_read(tmp_path: Path) -> None:
+    path = tmp_path / "key"
+    path.write_bytes(b"secret")
+    path.chmod(0o644)
+    seen: list[int] = []
+
+    def private(info: os.stat_result) -> None:
+        seen.append(stat.S_IMODE(info.st_mode))
+        if info.st_mode & 0o077:
+            raise PermissionError("readable by others")
+
+    with pytest.raises(PermissionError, match="readable by others"):
+        read_regular_file(path, 10, check=private)
+    path.chmod(0o600)
+    assert read_regular_file(path, 10, check=private) == b"secret"
+    assert seen == [0o644, 0o600]
+
+
+def test_open_regular_file_streams_a_file_of_any_size(tmp_path: Path) -> None:
+    path = tmp_path / "big"
+    path.write_bytes(b"x" * (3 << 20))
+    with open_regular_file(path) as file:
+        assert sum(len(chunk) for chunk in iter(lambda: file.read(1 << 20), b"")) == 3 << 20

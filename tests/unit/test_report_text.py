@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from pytest_flopbudget.render.table import format_layer_table
 from pytest_flopbudget.report import LayerCost, PhaseTotals, Report, SkippedOp
 
@@ -59,3 +61,15 @@ def test_repr_is_one_short_line_whatever_the_size() -> None:
     assert repr(report_of({}, model="a\nb\u202e")) == (
         "Report(model='a\\nb\\u202e', backend='torch', training=False, flops=0, macs=0, params=0, layers=0)"
     )
+
+
+def test_str_is_drawn_by_the_renderer_the_package_root_plugs_in(monkeypatch: pytest.MonkeyPatch) -> None:
+    """report.py imports no presentation: `str()` uses `render.table.report_text`, wired by the package root;
+    without a renderer it is the one-line repr."""
+    from pytest_flopbudget import report as report_module
+    from pytest_flopbudget.render.table import report_text
+
+    report = report_of({"fc": LayerCost(flops=10, macs=5, params=1)}, model="M")
+    assert str(report) == report_text(report)
+    monkeypatch.setattr(report_module, "_text_renderer", None)
+    assert str(report) == repr(report)

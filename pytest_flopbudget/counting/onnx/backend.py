@@ -276,7 +276,7 @@ def _describe_input(onnx: Any, vi: Any, shapes: dict[str, tuple[int, ...]]) -> d
 
 
 def _versions(onnx: Any, proto: Any) -> dict[str, str]:
-    from ... import __version__
+    from ...version import __version__
 
     opsets = ",".join(f"{text(entry.domain) or 'ai.onnx'}:{entry.version}" for entry in proto.opset_import)
     producer = f"{text(proto.producer_name)} {text(proto.producer_version)}".strip()

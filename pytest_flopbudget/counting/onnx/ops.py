@@ -20,6 +20,7 @@ from ..formulas import Cost
 from ..registry import FormulaRegistry
 from .names import text
 from .node import NodeContext, UnknownShape
+from .shapes import broadcast
 from .validate import check_conv_groups
 
 ONNX_OPS: FormulaRegistry[tuple[str, str]] = FormulaRegistry("onnx")
@@ -39,14 +40,6 @@ def register_free(*ops: str, domain: str = "") -> None:
 
 
 # --- matrix products -------------------------------------------------------------------------------------------
-
-
-def broadcast(a: Sequence[int], b: Sequence[int]) -> tuple[int, ...]:
-    """numpy broadcasting of two batch shapes (the shapes were already validated by shape inference)."""
-    rank = max(len(a), len(b))
-    a = (1,) * (rank - len(a)) + tuple(a)
-    b = (1,) * (rank - len(b)) + tuple(b)
-    return tuple(x if y == 1 else y for x, y in zip(a, b))
 
 
 def matmul_shapes(a: Sequence[int], b: Sequence[int]) -> Cost:

@@ -217,14 +217,20 @@ def _ms_gqa_shape(n: NodeContext) -> list[tuple[int, ...]]:
     return [(q[0], q[1], heads * head)]
 
 
+def broadcast(a: Sequence[int], b: Sequence[int]) -> tuple[int, ...]:
+    """numpy broadcasting of two batch shapes (the shapes were already validated by shape inference)."""
+    rank = max(len(a), len(b))
+    a = (1,) * (rank - len(a)) + tuple(a)
+    b = (1,) * (rank - len(b)) + tuple(b)
+    return tuple(x if y == 1 else y for x, y in zip(a, b))
+
+
 def _ms_matmul_shape(n: NodeContext) -> list[tuple[int, ...]]:
     a, b = list(n.input_shape(0)), list(n.input_shape(1))
     if n.attr("transA", 0):
         a[-1], a[-2] = a[-2], a[-1]
     if n.attr("transB", 0):
         b[-1], b[-2] = b[-2], b[-1]
-    from .ops import broadcast
-
     batch = broadcast(a[:-2], b[:-2])
     return [(*batch, a[-2], b[-1])]
 
@@ -270,8 +276,6 @@ def _ms_global_pool_shape(n: NodeContext) -> list[tuple[int, ...]]:
 
 def _ms_broadcast_shape(first: int, second: int) -> Callable[[NodeContext], list[tuple[int, ...]]]:
     def rule(n: NodeContext) -> list[tuple[int, ...]]:
-        from .ops import broadcast
-
         return [broadcast(n.input_shape(first), n.input_shape(second))]
 
     return rule

@@ -694,7 +694,7 @@ def _describe(value: Any) -> Any:
 
 
 def _tool_version() -> dict[str, str]:
-    from ... import __version__
+    from ...version import __version__
 
     return {"pytest-flopbudget": __version__}
 

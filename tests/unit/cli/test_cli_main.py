@@ -264,8 +264,8 @@ def test_check_prints_what_the_plugin_prints(project):
     """The same functions make the text: compare with check.judge + reason + terminal.details directly."""
     from pytest_flopbudget.config.pyproject import load_settings
     from pytest_flopbudget.judge.baseline import BaselineStore
+    from pytest_flopbudget.judge.reason import reason
     from pytest_flopbudget.judge.verdict import Measurement, judge
-    from pytest_flopbudget.render.formatting import reason
     from pytest_flopbudget.reporters import terminal
 
     project.run("check", "--update", "mlp")

@@ -11,8 +11,9 @@ import pytest
 from pytest_flopbudget.config.budget import parse_budget
 from pytest_flopbudget.config.location import Location
 from pytest_flopbudget.judge.baseline import BaselineStore
+from pytest_flopbudget.judge.reason import reason
 from pytest_flopbudget.judge.verdict import Measurement, evaluate, judge
-from pytest_flopbudget.render.formatting import format_pair, format_percent, format_value, reason
+from pytest_flopbudget.render.formatting import format_pair, format_percent, format_value
 from pytest_flopbudget.report import LayerCost, PhaseTotals, Report, SkippedOp
 
 
