@@ -36,9 +36,10 @@ EXIT_ERROR = 2
 
 
 @dataclass(frozen=True)
-class ModelError:
+class Unchecked:
     """A model that could not be counted (its target does not import, its inputs are wrong, it raised): an error
-    in every output, never a silently missing row."""
+    in every output, never a silently missing row. "Unchecked" is its one name, in code as in the outputs (the
+    JSON `unchecked` list, the `unchecked` annotation kind, "not checked" in the terminal)."""
 
     name: str
     message: str
@@ -50,7 +51,7 @@ class ModelError:
         return {"name": self.name, "message": self.message, "origin": origin, "nodeid": self.nodeid}
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> ModelError:
+    def from_dict(cls, data: Mapping[str, Any]) -> Unchecked:
         origin = Location.from_dict(data["origin"]) if data.get("origin") is not None else None
         return cls(str(data["name"]), str(data["message"]), origin, data.get("nodeid"))
 
@@ -60,7 +61,7 @@ class RunResult:
     """Everything one run found: what every reporter (terminal, GitHub, GitLab, JSON, Markdown) reads."""
 
     verdicts: list[Verdict] = field(default_factory=list)
-    errors: list[ModelError] = field(default_factory=list)
+    unchecked: list[Unchecked] = field(default_factory=list)
     changes: list[BudgetChange] = field(default_factory=list)
     update: bool = False
     written: list[str] = field(default_factory=list)
@@ -92,7 +93,7 @@ class RunResult:
 
     @property
     def passed(self) -> bool:
-        return not self.failed and not self.errors
+        return not self.failed and not self.unchecked
 
     @property
     def updated(self) -> list[str]:
@@ -106,7 +107,7 @@ class RunResult:
         An update records the current state, so an overrun does not fail it; a baseline it could not write does,
         and so does a cached count that disagreed with a fresh one (1, like an overrun).
         """
-        if self.errors or self.update_errors or self.unreadable:
+        if self.unchecked or self.update_errors or self.unreadable:
             return EXIT_ERROR
         if (self.failed and not self.update) or self.miscached:
             return EXIT_OVER_BUDGET
@@ -136,7 +137,7 @@ class Run:
         self.base_models = base_models
         self.require_baseline = require_baseline
         self.measurements: list[Measurement] = []
-        self.errors: list[ModelError] = []
+        self.unchecked: list[Unchecked] = []
         self._stale: list[str] = []
         self._stale_complete = False
         self._stale_note = ""
@@ -162,7 +163,7 @@ class Run:
         counter: Callable[[ModelEntry, Path], Report] | None = None,
     ) -> Measurement:
         """Count one configured model (with `counter`, e.g. the count cache's, else `count_entry`) and record it; a
-        model that cannot be counted is recorded as a `ModelError` and its `FlopBudgetError` re-raised, so the
+        model that cannot be counted is recorded as `Unchecked` and its `FlopBudgetError` re-raised, so the
         caller can fail its own item too."""
         if counter is None:
             from .entries import count_entry
@@ -171,7 +172,7 @@ class Run:
         try:
             report = counter(entry, root)
         except FlopBudgetError as exc:
-            self.errors.append(ModelError(entry.name, str(exc), entry.source, nodeid))
+            self.unchecked.append(Unchecked(entry.name, str(exc), entry.source, nodeid))
             raise
         measurement = Measurement(entry.name, report, entry.budget, entry.source, nodeid)
         self.measurements.append(measurement)
@@ -180,8 +181,8 @@ class Run:
     def record(self, measurement: Measurement) -> None:
         self.measurements.append(measurement)
 
-    def record_error(self, error: ModelError) -> None:
-        self.errors.append(error)
+    def record_unchecked(self, error: Unchecked) -> None:
+        self.unchecked.append(error)
 
     def judge(self, measurement: Measurement) -> Verdict:
         verdict = judge(measurement, self.base if self.base is not None else self.store)
@@ -203,12 +204,12 @@ class Run:
     def export(self) -> dict[str, Any]:
         return {
             "measurements": [m.to_dict() for m in self.measurements],
-            "errors": [e.to_dict() for e in self.errors],
+            "unchecked": [e.to_dict() for e in self.unchecked],
         }
 
     def merge(self, data: Mapping[str, Any]) -> None:
         self.measurements.extend(Measurement.from_dict(item) for item in data.get("measurements", []))
-        self.errors.extend(ModelError.from_dict(item) for item in data.get("errors", []))
+        self.unchecked.extend(Unchecked.from_dict(item) for item in data.get("unchecked", []))
 
     # -- what comes out ---------------------------------------------------------------------------------------------
 
@@ -231,7 +232,7 @@ class Run:
             changes.extend(baseline_changes(measurements, self.base, self.store, self.base_models))
         result = RunResult(
             verdicts=[self.judge(m) for m in measurements],
-            errors=sorted(self.errors, key=lambda e: (e.name, e.nodeid or "")),
+            unchecked=sorted(self.unchecked, key=lambda e: (e.name, e.nodeid or "")),
             changes=changes,
             update=self.update,
             baseline_dir=display_path(str(self.store.directory)),

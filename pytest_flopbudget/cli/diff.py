@@ -48,8 +48,8 @@ def diff_models(entries: Sequence[ModelEntry], settings: Settings, out: TextIO, 
             status = EXIT_ERROR
             continue
         blocks.append(format_diff(Verdict(measurement, [], baseline, shown)))
-    if run.errors:
-        blocks.extend(f"error: {e.message}" for e in run.errors)
+    if run.unchecked:
+        blocks.extend(f"error: {e.message}" for e in run.unchecked)
         status = EXIT_ERROR
     if blocks:
         out.write("\n\n".join(blocks) + "\n")

@@ -29,7 +29,7 @@ from pytest_flopbudget.plugin.marker_source import closest_marker, marker_line
 from pytest_flopbudget.render.formatting import PYTEST_UPDATE_HINT, reason
 from pytest_flopbudget.report import Report
 from pytest_flopbudget.reporters import ci, terminal
-from pytest_flopbudget.run import ModelError, Run, RunResult, require_baseline
+from pytest_flopbudget.run import Unchecked, Run, RunResult, require_baseline
 from pytest_flopbudget.safe_text import SafeStream, one_line, safe_text
 
 UPDATE_HINT = PYTEST_UPDATE_HINT
@@ -439,7 +439,7 @@ class FlopBudgetPlugin:
         if problem is not None:
             self.lost_worker = True
             message = f"xdist worker {worker} {problem}; the models it counted are not checked"
-            self.run.record_error(ModelError(f"xdist worker {worker}", message))
+            self.run.record_unchecked(Unchecked(f"xdist worker {worker}", message))
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         if self.is_worker:
@@ -457,7 +457,7 @@ class FlopBudgetPlugin:
             # the same words as the CLI, every line through safe_text but our own escaped commands
             emitted = ci.emit(result, self.report_specs, stream=SafeStream(sys.stdout))
             result.update_errors.extend(emitted.errors)
-        if (result.update_errors or result.errors) and session.exitstatus == pytest.ExitCode.OK:
+        if (result.update_errors or result.unchecked) and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
     def pytest_deselected(self, items: list[pytest.Item]) -> None:
@@ -509,7 +509,7 @@ class FlopBudgetPlugin:
         them."""
         if self._narrowed(session):
             return
-        known = [m.name for m in self.run.measurements] + [e.name for e in self.run.errors]
+        known = [m.name for m in self.run.measurements] + [e.name for e in self.run.unchecked]
         known += list(self.settings.models) + sorted(self.owners)
         self.run.find_stale(known, complete=True, note="a whole-suite `pytest --flopbudget-update` removes them")
 
@@ -519,8 +519,8 @@ class FlopBudgetPlugin:
             return
         lines = terminal.run_summary(result)
         # errors no test item shows (an xdist worker whose results were lost) are printed here
-        lines = [f"error: {e.message}" for e in result.errors if e.nodeid is None] + lines
-        if not (result.verdicts or result.update_errors or result.errors or result.stale or result.removed):
+        lines = [f"error: {e.message}" for e in result.unchecked if e.nodeid is None] + lines
+        if not (result.verdicts or result.update_errors or result.unchecked or result.stale or result.removed):
             return
         terminalreporter.write_sep("-", "flopbudget")
         for line in lines:  # a name may hold a newline: every resulting line is made inert

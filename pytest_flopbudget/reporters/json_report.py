@@ -23,7 +23,7 @@ from pytest_flopbudget.judge.verdict import Finding, Verdict
 from pytest_flopbudget.render.formatting import plural, reason
 
 from .. import __version__
-from ..run import ModelError, RunResult
+from ..run import Unchecked, RunResult
 from .annotations import relative_path
 from .output import Findings, OutputContext
 
@@ -33,7 +33,7 @@ RESULTS_FORMAT = "pytest-flopbudget/results/1"
 def results(
     verdicts: Sequence[Verdict],
     changes: Sequence[BudgetChange] = (),
-    unchecked: Sequence[ModelError] = (),
+    unchecked: Sequence[Unchecked] = (),
     *,
     root: str | os.PathLike[str],
 ) -> dict[str, Any]:
@@ -63,7 +63,7 @@ def write_results(
     verdicts: Sequence[Verdict],
     path: str | os.PathLike[str],
     changes: Sequence[BudgetChange] = (),
-    unchecked: Sequence[ModelError] = (),
+    unchecked: Sequence[Unchecked] = (),
     *,
     root: str | os.PathLike[str],
 ) -> None:
@@ -73,7 +73,7 @@ def write_results(
 
 def dumps_results(result: RunResult, *, root: str | os.PathLike[str]) -> str:
     """The text `write_results` writes for one run (what `flopbudget check --format json` prints)."""
-    return _text(results(result.verdicts, result.changes, result.errors, root=root))
+    return _text(results(result.verdicts, result.changes, result.unchecked, root=root))
 
 
 def _text(data: dict[str, Any]) -> str:
@@ -164,5 +164,5 @@ class JsonOutput:
     def write(self, findings: Findings, path: str | None, context: OutputContext) -> list[str]:
         assert path is not None
         result = findings.result
-        write_results(result.verdicts, path, result.changes, result.errors, root=context.root)
+        write_results(result.verdicts, path, result.changes, result.unchecked, root=context.root)
         return [f"JSON results: {path} ({plural(len(result.verdicts), 'model')})"]

@@ -21,7 +21,7 @@ from pytest_flopbudget.judge.baseline import write_atomic
 from pytest_flopbudget.judge.verdict import FindingKind, Verdict
 from pytest_flopbudget.render.formatting import format_count, format_percent, metric_title, plural, reason
 
-from ..run import ModelError, RunResult
+from ..run import Unchecked, RunResult
 from ..safe_text import safe_text
 from . import terminal
 from .annotations import relative_path
@@ -46,7 +46,7 @@ _MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]|~])")
 def summary(
     verdicts: Sequence[Verdict],
     changes: Sequence[BudgetChange] = (),
-    unchecked: Sequence[ModelError] = (),
+    unchecked: Sequence[Unchecked] = (),
     *,
     update_hint: str,
     workspace: str | os.PathLike[str] | None = None,
@@ -172,7 +172,7 @@ def cell(text: str) -> str:
 # -- parts -----------------------------------------------------------------------------------------------------------
 
 
-def _headline(verdicts: Sequence[Verdict], changes: Sequence[BudgetChange], unchecked: Sequence[ModelError]) -> str:
+def _headline(verdicts: Sequence[Verdict], changes: Sequence[BudgetChange], unchecked: Sequence[Unchecked]) -> str:
     counted = len(verdicts)
     miscached = [v for v in verdicts if any(f.kind == FindingKind.CACHE_MISMATCH for f in v.violations)]
     failed = sum(1 for v in verdicts if any(f.kind != FindingKind.CACHE_MISMATCH for f in v.violations))
@@ -212,7 +212,7 @@ def _changes_section(changes: Sequence[BudgetChange], workspace: str | os.PathLi
     return lines
 
 
-def _unchecked_section(unchecked: Sequence[ModelError]) -> list[str]:
+def _unchecked_section(unchecked: Sequence[Unchecked]) -> list[str]:
     lines = ["**Not checked** (the model could not be counted, so its budget is unknown):", ""]
     lines.extend(f"- {STATUS['fail']} {cell(model.name)}: {cell(model.message)}" for model in unchecked)
     lines.append("")
@@ -302,7 +302,7 @@ def summary_of(
 ) -> str:  # fmt: skip
     """`summary` of one run's result."""
     return summary(
-        result.verdicts, result.changes, result.errors, update_hint=update_hint, workspace=workspace,
+        result.verdicts, result.changes, result.unchecked, update_hint=update_hint, workspace=workspace,
         max_bytes=max_bytes, base_ref=result.base_ref,
     )  # fmt: skip
 

@@ -28,7 +28,7 @@ class Findings:
 
     @property
     def empty(self) -> bool:
-        return not (self.result.verdicts or self.result.changes or self.result.errors)
+        return not (self.result.verdicts or self.result.changes or self.result.unchecked)
 
 
 @dataclass(frozen=True)

@@ -216,9 +216,9 @@ def run_summary(result: RunResult, *, errors_inline: bool = True) -> list[str]:
         lines = summary_lines(result.verdicts, updated=result.updated, update_errors=errors)
     elif errors:
         lines = list(errors)
-    if result.errors:
-        names = ", ".join(e.name for e in result.errors)
-        lines.append(f"{plural(len(result.errors), 'model')} not checked: {names}")
+    if result.unchecked:
+        names = ", ".join(e.name for e in result.unchecked)
+        lines.append(f"{plural(len(result.unchecked), 'model')} not checked: {names}")
     if result.update:
         removed = f", {len(result.removed)} stale removed" if result.removed else ""
         lines.append(
@@ -236,7 +236,7 @@ def run_summary(result: RunResult, *, errors_inline: bool = True) -> list[str]:
 
 def error_lines(result: RunResult) -> list[str]:
     """Every error of the run, one line each: models that could not be counted, baselines not written."""
-    return [e.message for e in result.errors] + [line.removeprefix("flopbudget: ") for line in result.update_errors]
+    return [e.message for e in result.unchecked] + [line.removeprefix("flopbudget: ") for line in result.update_errors]
 
 
 def run_text(result: RunResult, *, update_hint: str) -> str:

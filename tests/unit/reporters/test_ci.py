@@ -18,7 +18,7 @@ from pytest_flopbudget.reporters.ci import (
     parse_spec,
     resolve_specs,
 )
-from pytest_flopbudget.run import ModelError, RunResult
+from pytest_flopbudget.run import Unchecked, RunResult
 
 PYPROJECT = pyproject(RESNET)
 GITHUB = {"GITHUB_ACTIONS": "true"}
@@ -182,7 +182,7 @@ def test_reporters_import_neither_pytest_nor_torch() -> None:
 
 def test_unchecked_models_are_reported_even_without_verdicts(make_project, tmp_path: Path) -> None:
     project = make_project(PYPROJECT)
-    broken = ModelError("resnet", "it raised", project.settings.models["resnet"].source)
+    broken = Unchecked("resnet", "it raised", project.settings.models["resnet"].source)
     out = io.StringIO()
     env = {"GITHUB_STEP_SUMMARY": str(tmp_path / "s.md")}
     result = emit(RunResult(errors=[broken]), [ReportSpec("github")], env=env, stream=out, workspace=project.root)
