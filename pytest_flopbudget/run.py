@@ -138,6 +138,7 @@ class Run:
         self.require_baseline = require_baseline
         self.measurements: list[Measurement] = []
         self.unchecked: list[Unchecked] = []
+        self._verdicts: dict[int, Verdict] = {}
         self._stale: list[str] = []
         self._stale_complete = False
         self._stale_note = ""
@@ -185,6 +186,15 @@ class Run:
         self.unchecked.append(error)
 
     def judge(self, measurement: Measurement) -> Verdict:
+        """The verdict on `measurement`, judged the first time it is asked for and kept: the test that counted it
+        (which must fail where it ran) and `finish` (every output) read the same verdict, judged once. Judging
+        waits for the first ask because the CLI's counter adds a cache mismatch to the measurement after counting."""
+        verdict = self._verdicts.get(id(measurement))  # the verdict holds its measurement: the id stays unique
+        if verdict is None:
+            verdict = self._verdicts[id(measurement)] = self._judge(measurement)
+        return verdict
+
+    def _judge(self, measurement: Measurement) -> Verdict:
         verdict = judge(measurement, self.base if self.base is not None else self.store)
         if not self.update and not measurement.budget.is_empty and not self.store.exists(measurement.name):
             shown = self.store.display(measurement.name)
@@ -224,8 +234,8 @@ class Run:
         self._stale_note = note
 
     def finish(self) -> RunResult:
-        """Judge every measurement (against the baselines as they were before this run) and, on update, write
-        the baselines; the result is sorted so every front end lists the same models in the same order."""
+        """The verdict on every measurement (judged against the baselines as they were before this run, each once:
+        a verdict a test already asked for is reused) and, on update, write the baselines; the result is sorted so every front end lists the same models in the same order."""
         measurements = sorted(self.measurements, key=lambda m: (m.name, m.nodeid or ""))
         changes = list(self.changes)
         if self.base is not None:

@@ -29,7 +29,7 @@ from pytest_flopbudget.plugin.marker_source import closest_marker, marker_line
 from pytest_flopbudget.render.formatting import PYTEST_UPDATE_HINT, reason
 from pytest_flopbudget.report import Report
 from pytest_flopbudget.reporters import ci, terminal
-from pytest_flopbudget.run import Unchecked, Run, RunResult, require_baseline
+from pytest_flopbudget.run import Run, RunResult, Unchecked, require_baseline
 from pytest_flopbudget.safe_text import SafeStream, one_line, safe_text
 
 UPDATE_HINT = PYTEST_UPDATE_HINT

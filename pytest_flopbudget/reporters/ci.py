@@ -134,7 +134,7 @@ def emit(
     env = os.environ if env is None else env
     out = sys.stdout if stream is None else stream
     emitted = EmitResult()
-    findings = Findings(result, collect(result.verdicts, result.changes, result.errors))
+    findings = Findings(result, collect(result.verdicts, result.changes, result.unchecked))
     for spec in specs:
         output = OUTPUTS[spec.kind]
         context = OutputContext(_root(output.workspace_variables, workspace, env), env, out, update_hint)

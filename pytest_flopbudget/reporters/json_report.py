@@ -23,7 +23,7 @@ from pytest_flopbudget.judge.verdict import Finding, Verdict
 from pytest_flopbudget.render.formatting import plural, reason
 
 from .. import __version__
-from ..run import Unchecked, RunResult
+from ..run import RunResult, Unchecked
 from .annotations import relative_path
 from .output import Findings, OutputContext
 

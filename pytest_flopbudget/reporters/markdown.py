@@ -21,7 +21,7 @@ from pytest_flopbudget.judge.baseline import write_atomic
 from pytest_flopbudget.judge.verdict import FindingKind, Verdict
 from pytest_flopbudget.render.formatting import format_count, format_percent, metric_title, plural, reason
 
-from ..run import Unchecked, RunResult
+from ..run import RunResult, Unchecked
 from ..safe_text import safe_text
 from . import terminal
 from .annotations import relative_path

@@ -15,7 +15,7 @@ from pytest_flopbudget.judge.baseline import BaselineStore
 from pytest_flopbudget.judge.verdict import FindingKind, Measurement
 from pytest_flopbudget.report import LayerCost, PhaseTotals, Report
 from pytest_flopbudget.reporters import json_report
-from pytest_flopbudget.run import EXIT_ERROR, EXIT_OK, EXIT_OVER_BUDGET, Unchecked, Run, RunResult, entry_nodeid
+from pytest_flopbudget.run import EXIT_ERROR, EXIT_OK, EXIT_OVER_BUDGET, Run, RunResult, Unchecked, entry_nodeid
 
 
 def report(macs: int) -> Report:
@@ -37,6 +37,21 @@ def test_finish_judges_every_measurement_sorted(tmp_path: Path) -> None:
     assert result.exit_code == EXIT_OVER_BUDGET and not result.passed
 
 
+def test_each_measurement_is_judged_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The verdict a test asked for is the one `finish` reports: judged once, not again at the end."""
+    run = Run(BaselineStore(tmp_path))
+    over = measurement("a", 50, "10")
+    early = run.judge(over)
+    run.record(over)
+    run.record(measurement("b", 5, "10"))
+    calls: list[str] = []
+    judge = Run._judge
+    monkeypatch.setattr(Run, "_judge", lambda self, m: calls.append(m.name) or judge(self, m))
+    result = run.finish()
+    assert result.verdicts[0] is early and run.judge(over) is early
+    assert calls == ["b"]
+
+
 def test_a_model_error_is_kept_and_wins_the_exit_code(tmp_path: Path) -> None:
     run = Run(BaselineStore(tmp_path))
     run.record(measurement("a", 50, "10"))
@@ -55,7 +70,7 @@ def test_count_records_an_entry_that_cannot_be_counted(tmp_path: Path) -> None:
     entry = settings.models["gone"]
     with pytest.raises(FlopBudgetError, match="cannot import 'no_such_module_here'"):
         run.count(entry, tmp_path, entry_nodeid(entry, tmp_path))
-    (error,) = run.finish().errors
+    (error,) = run.finish().unchecked
     assert (error.name, error.nodeid) == ("gone", "pyproject.toml::gone")
     assert error.origin is not None and error.origin.line == 1  # the model's table, for the annotation
 

@@ -18,7 +18,7 @@ from pytest_flopbudget.reporters.ci import (
     parse_spec,
     resolve_specs,
 )
-from pytest_flopbudget.run import Unchecked, RunResult
+from pytest_flopbudget.run import RunResult, Unchecked
 
 PYPROJECT = pyproject(RESNET)
 GITHUB = {"GITHUB_ACTIONS": "true"}
@@ -185,7 +185,7 @@ def test_unchecked_models_are_reported_even_without_verdicts(make_project, tmp_p
     broken = Unchecked("resnet", "it raised", project.settings.models["resnet"].source)
     out = io.StringIO()
     env = {"GITHUB_STEP_SUMMARY": str(tmp_path / "s.md")}
-    result = emit(RunResult(errors=[broken]), [ReportSpec("github")], env=env, stream=out, workspace=project.root)
+    result = emit(RunResult(unchecked=[broken]), [ReportSpec("github")], env=env, stream=out, workspace=project.root)
     assert result.written == ["GitHub job summary"]
     assert out.getvalue() == (
         "\n::error file=pyproject.toml,line=3,title=flopbudget%3A resnet not checked::resnet: not checked: it raised\n"
