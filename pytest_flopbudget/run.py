@@ -17,6 +17,7 @@ from typing import Any
 
 from pytest_flopbudget.config.location import Location, display_path
 from pytest_flopbudget.config.pyproject import ModelEntry, Settings
+from pytest_flopbudget.front_ends import CLI, FrontEnd
 from pytest_flopbudget.judge.base_ref import (
     BaseBaselines,
     BudgetChange,
@@ -75,6 +76,8 @@ class RunResult:
     removed: list[str] = field(default_factory=list)
     #: Why stale files were listed but not removed (the run could not see every model), if so.
     stale_note: str = ""
+    #: Who started the run: the words of the update hint, and whether failures were shown with their tests.
+    front_end: FrontEnd = CLI
 
     @property
     def failed(self) -> list[Verdict]:
@@ -126,11 +129,13 @@ class Run:
         base: BaseBaselines | None = None,
         base_models: set[str] | None = None,
         require_baseline: bool = False,
+        front_end: FrontEnd = CLI,
     ) -> None:
         """`store` is the working tree's baseline directory (what an update writes). With `base` (`--base-ref`)
         every model is judged against the baseline at the base ref instead, and what the change did to the
-        baselines is reported with the budget changes."""
+        baselines is reported with the budget changes. `front_end` is who started the run, for its outputs."""
         self.store = store
+        self.front_end = front_end
         self.update = update
         self.changes = list(changes)
         self.base = base
@@ -247,6 +252,7 @@ class Run:
             update=self.update,
             baseline_dir=display_path(str(self.store.directory)),
             base_ref=self.base_ref,
+            front_end=self.front_end,
         )
         if self.update:
             self._write_baselines(measurements, result)

@@ -26,13 +26,13 @@ from pytest_flopbudget.errors import FlopBudgetError
 from pytest_flopbudget.judge.baseline import BaselineStore
 from pytest_flopbudget.judge.verdict import Measurement, Verdict
 from pytest_flopbudget.plugin.marker_source import closest_marker, marker_line
-from pytest_flopbudget.render.formatting import PYTEST_UPDATE_HINT, reason
+from pytest_flopbudget.front_ends import PYTEST
+from pytest_flopbudget.render.formatting import reason
 from pytest_flopbudget.report import Report
 from pytest_flopbudget.reporters import ci, terminal
 from pytest_flopbudget.run import Run, RunResult, Unchecked, require_baseline
 from pytest_flopbudget.safe_text import SafeStream, one_line, safe_text
 
-UPDATE_HINT = PYTEST_UPDATE_HINT
 SECTION = "flopbudget per-layer diff"
 _WORKER_KEY = "flopbudget_run"
 _COLLECTION_KEY = "collection"
@@ -245,7 +245,8 @@ class FlopBudgetPlugin:
         self.is_worker = hasattr(config, "workerinput")
         option_required = config.getoption("flopbudget_require_baseline")
         setting = settings.require_baseline if option_required is None else option_required
-        self.run = Run(self.store, update=self.update, require_baseline=require_baseline(setting, os.environ))
+        required = require_baseline(setting, os.environ)
+        self.run = Run(self.store, update=self.update, require_baseline=required, front_end=PYTEST)
         self.deselected = 0
         self.collect_errors = 0
         #: Models the collected tests own (under xdist: every worker's), and whether a worker's results were lost.
@@ -366,7 +367,7 @@ class FlopBudgetPlugin:
                 )
             )
         if report.passed and self.run.fails(verdict):
-            details = terminal.details(verdict, update_hint=UPDATE_HINT, base_ref=self.run.base_ref)
+            details = terminal.details(verdict, update_hint=self.run.front_end.update_hint, base_ref=self.run.base_ref)
             _fail(report, _test_reason(item, verdict), details)
 
     def _marker_budget(self, item: pytest.Item, marker: pytest.Mark, origin: Location) -> tuple[str, Budget]:
@@ -409,7 +410,7 @@ class FlopBudgetPlugin:
             raise _Failure(str(exc)) from None
         verdict = self.run.judge(measurement)
         if self.run.fails(verdict):
-            details = terminal.details(verdict, update_hint=UPDATE_HINT, base_ref=self.run.base_ref)
+            details = terminal.details(verdict, update_hint=self.run.front_end.update_hint, base_ref=self.run.base_ref)
             raise _Failure(reason(verdict), details)
 
     # -- end of session: workers send, the controller writes baselines and reports --------------------------------
@@ -517,15 +518,25 @@ class FlopBudgetPlugin:
         result = self.result
         if self.is_worker or result is None:
             return
-        lines = terminal.run_summary(result)
-        # errors no test item shows (an xdist worker whose results were lost) are printed here
-        lines = [f"error: {e.message}" for e in result.unchecked if e.nodeid is None] + lines
-        if not (result.verdicts or result.update_errors or result.unchecked or result.stale or result.removed):
+        ci.emit(result, [ci.TERMINAL], stream=_SummarySection(terminalreporter))
+
+
+class _SummarySection:
+    """The terminal output's stream under pytest: a `flopbudget` rule before the first text (no text, no rule), and
+    every line made inert (a model's name may hold a newline or a control character)."""
+
+    def __init__(self, terminalreporter: Any) -> None:
+        self._reporter = terminalreporter
+        self._started = False
+
+    def write(self, text: str) -> None:
+        if not text:
             return
-        terminalreporter.write_sep("-", "flopbudget")
-        for line in lines:  # a name may hold a newline: every resulting line is made inert
-            for part in safe_text(line).split("\n"):
-                terminalreporter.write_line(part)
+        if not self._started:
+            self._reporter.write_sep("-", "flopbudget")
+            self._started = True
+        for line in safe_text(text.removesuffix("\n")).split("\n"):
+            self._reporter.write_line(line)
 
 
 # -- pyproject items -------------------------------------------------------------------------------------------------

@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 
+from pytest_flopbudget.front_ends import ANY_UPDATE_HINT
 from pytest_flopbudget.render.formatting import plural
 
 from ..safe_text import safe_line, visible
@@ -137,7 +138,7 @@ class GitHubOutput:
         room = markdown.room_left(summary_path)
         if room < markdown.MIN_ROOM:
             return ["GitHub job summary skipped: this step's summary is already at GitHub's limit"]
-        text = markdown.summary_of(findings.result, update_hint=context.update_hint, workspace=context.root,
+        text = markdown.summary_of(findings.result, update_hint=ANY_UPDATE_HINT, workspace=context.root,
                                    max_bytes=room)  # fmt: skip
         markdown.append_step_summary(summary_path, text)
         return ["GitHub job summary"]

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from pytest_flopbudget.config.budget import METRICS
 from pytest_flopbudget.judge.base_ref import BudgetChange
+from pytest_flopbudget.front_ends import ANY_UPDATE_HINT
 from pytest_flopbudget.judge.baseline import write_atomic
 from pytest_flopbudget.judge.verdict import FindingKind, Verdict
 from pytest_flopbudget.render.formatting import format_count, format_percent, metric_title, plural, reason
@@ -314,6 +315,6 @@ class MarkdownOutput:
 
     def write(self, findings: Findings, path: str | None, context: OutputContext) -> list[str]:
         assert path is not None
-        text = summary_of(findings.result, update_hint=context.update_hint, workspace=context.root)
+        text = summary_of(findings.result, update_hint=ANY_UPDATE_HINT, workspace=context.root)
         write_atomic(Path(path), text)
         return [f"Markdown summary: {path}"]

@@ -1,6 +1,7 @@
 """The interface every CI and file output implements, and what it is given.
 
-One run gives one `RunResult`; the annotations (what to say about which model, in order of importance) are
+One run gives one `RunResult`; every output reads it through this interface, the terminal text as much as the CI
+files, and `reporters/ci.py` dispatches them. The annotations (what to say about which model, in order of importance) are
 derived from it once and shared, so the GitHub lines, the GitLab issues and the Markdown summary never disagree.
 """
 
@@ -33,12 +34,14 @@ class Findings:
 
 @dataclass(frozen=True)
 class OutputContext:
-    """Where an output writes and how it names things: `root` is the directory paths are made relative to."""
+    """Where an output writes: `root` is the directory paths are made relative to, `stream` where text goes
+    (stdout), `errors` where a front end's error lines go (stderr). Who started the run, and so how a hint names
+    the update command, is the result's `front_end`."""
 
     root: str
     env: Mapping[str, str]
     stream: SupportsWrite
-    update_hint: str
+    errors: SupportsWrite
 
 
 class Output(Protocol):
