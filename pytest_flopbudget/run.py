@@ -240,7 +240,8 @@ class Run:
 
     def finish(self) -> RunResult:
         """The verdict on every measurement (judged against the baselines as they were before this run, each once:
-        a verdict a test already asked for is reused) and, on update, write the baselines; the result is sorted so every front end lists the same models in the same order."""
+        a verdict a test already asked for is reused) and, on update, write the baselines; the result is sorted
+        so every front end lists the same models in the same order."""
         measurements = sorted(self.measurements, key=lambda m: (m.name, m.nodeid or ""))
         changes = list(self.changes)
         if self.base is not None:

@@ -23,10 +23,10 @@ from pytest_flopbudget.config.budget import Budget, parse_budget
 from pytest_flopbudget.config.location import Location
 from pytest_flopbudget.config.pyproject import ModelEntry, Settings, load_settings
 from pytest_flopbudget.errors import FlopBudgetError
+from pytest_flopbudget.front_ends import PYTEST
 from pytest_flopbudget.judge.baseline import BaselineStore
 from pytest_flopbudget.judge.verdict import Measurement, Verdict
 from pytest_flopbudget.plugin.marker_source import closest_marker, marker_line
-from pytest_flopbudget.front_ends import PYTEST
 from pytest_flopbudget.render.formatting import reason
 from pytest_flopbudget.report import Report
 from pytest_flopbudget.reporters import ci, terminal

@@ -67,6 +67,7 @@ class ReportSpec:
 TERMINAL = ReportSpec("terminal")
 LAYER_DIFF = ReportSpec("diff")
 
+
 @dataclass
 class EmitResult:
     """What `emit` did: `written` are one-line notes for the terminal, `errors` outputs that failed."""

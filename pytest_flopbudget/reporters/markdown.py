@@ -16,8 +16,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from pytest_flopbudget.config.budget import METRICS
-from pytest_flopbudget.judge.base_ref import BudgetChange
 from pytest_flopbudget.front_ends import ANY_UPDATE_HINT
+from pytest_flopbudget.judge.base_ref import BudgetChange
 from pytest_flopbudget.judge.baseline import write_atomic
 from pytest_flopbudget.judge.verdict import FindingKind, Verdict
 from pytest_flopbudget.render.formatting import format_count, format_percent, metric_title, plural, reason

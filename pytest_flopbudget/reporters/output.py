@@ -1,8 +1,9 @@
 """The interface every CI and file output implements, and what it is given.
 
 One run gives one `RunResult`; every output reads it through this interface, the terminal text as much as the CI
-files, and `reporters/ci.py` dispatches them. The annotations (what to say about which model, in order of importance) are
-derived from it once and shared, so the GitHub lines, the GitLab issues and the Markdown summary never disagree.
+files, and `reporters/ci.py` dispatches them. The annotations (what to say about which model, in order of
+importance) are derived from it once and shared, so the GitHub lines, the GitLab issues and the Markdown summary
+never disagree.
 """
 
 from __future__ import annotations
