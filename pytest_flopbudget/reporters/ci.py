@@ -70,9 +70,9 @@ LAYER_DIFF = ReportSpec("diff")
 
 @dataclass
 class EmitResult:
-    """What `emit` did: `written` are one-line notes for the terminal, `errors` outputs that failed."""
+    """What `emit` could not do: one `flopbudget: error:` line per output that failed. (What each output wrote is
+    not listed: the paths are the user's own `--report` arguments, and no front end ever printed such notes.)"""
 
-    written: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
 
     @property
@@ -146,7 +146,7 @@ def emit(
         output = OUTPUTS[spec.kind]
         context = OutputContext(_root(output.workspace_variables, workspace, env), env, out, err)
         try:
-            emitted.written.extend(output.write(findings, spec.path, context))
+            output.write(findings, spec.path, context)
         except OSError as exc:
             why = exc.strerror or str(exc) or type(exc).__name__
             emitted.errors.append(f"flopbudget: error: cannot write the {spec.kind} report {spec}: {why}")

@@ -20,7 +20,7 @@ from pytest_flopbudget.config.location import Location
 from pytest_flopbudget.judge.base_ref import BudgetChange
 from pytest_flopbudget.judge.baseline import write_atomic
 from pytest_flopbudget.judge.verdict import Finding, Verdict
-from pytest_flopbudget.render.formatting import plural, reason
+from pytest_flopbudget.render.formatting import reason
 
 from .. import __version__
 from ..run import RunResult, Unchecked
@@ -161,8 +161,7 @@ class JsonOutput:
 
     workspace_variables = ("GITHUB_WORKSPACE", "CI_PROJECT_DIR")
 
-    def write(self, findings: Findings, path: str | None, context: OutputContext) -> list[str]:
+    def write(self, findings: Findings, path: str | None, context: OutputContext) -> None:
         assert path is not None
         result = findings.result
         write_results(result.verdicts, path, result.changes, result.unchecked, root=context.root)
-        return [f"JSON results: {path} ({plural(len(result.verdicts), 'model')})"]

@@ -23,11 +23,10 @@ class LayerDiffOutput:
 
     workspace_variables: tuple[str, ...] = ()
 
-    def write(self, findings: Findings, path: str | None, context: OutputContext) -> list[str]:
+    def write(self, findings: Findings, path: str | None, context: OutputContext) -> None:
         blocks = diff_blocks(findings.result)
         if blocks:
             context.stream.write("\n\n".join(blocks) + "\n")
-        return []
 
 
 def diff_blocks(result: RunResult) -> list[str]:

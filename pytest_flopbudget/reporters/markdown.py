@@ -313,8 +313,7 @@ class MarkdownOutput:
 
     workspace_variables = ("GITHUB_WORKSPACE", "CI_PROJECT_DIR")
 
-    def write(self, findings: Findings, path: str | None, context: OutputContext) -> list[str]:
+    def write(self, findings: Findings, path: str | None, context: OutputContext) -> None:
         assert path is not None
         text = summary_of(findings.result, update_hint=ANY_UPDATE_HINT, workspace=context.root)
         write_atomic(Path(path), text)
-        return [f"Markdown summary: {path}"]

@@ -46,12 +46,12 @@ class OutputContext:
 
 
 class Output(Protocol):
-    """One output kind (`github`, `gitlab:PATH`, ...): writes `findings`, returns one-line notes of what it wrote,
-    raises OSError when it cannot write."""
+    """One output kind (`github`, `gitlab:PATH`, the terminal text, ...): writes `findings`, raises OSError when it
+    cannot write."""
 
     @property
     def workspace_variables(self) -> Sequence[str]:
         """Environment variables naming the CI checkout that paths in this output are relative to, in order."""
         ...
 
-    def write(self, findings: Findings, path: str | None, context: OutputContext) -> list[str]: ...
+    def write(self, findings: Findings, path: str | None, context: OutputContext) -> None: ...

@@ -48,19 +48,18 @@ class TerminalOutput:
 
     workspace_variables: tuple[str, ...] = ()
 
-    def write(self, findings: Findings, path: str | None, context: OutputContext) -> list[str]:
+    def write(self, findings: Findings, path: str | None, context: OutputContext) -> None:
         result = findings.result
         if result.front_end.shows_failures:
             lines = pytest_summary(result)
             if lines:
                 context.stream.write("\n".join(lines) + "\n")
-            return []
+            return
         context.stream.write(run_text(result))
         for line in error_lines(result):
             context.errors.write(f"flopbudget: error: {line}\n")
         for change in result.changes:
             context.stream.write(f"{change}\n")
-        return []
 
 
 def pytest_summary(result: RunResult) -> list[str]:
