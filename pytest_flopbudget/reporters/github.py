@@ -15,7 +15,6 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 
-from pytest_flopbudget.front_ends import ANY_UPDATE_HINT
 from pytest_flopbudget.render.formatting import plural
 
 from ..safe_text import safe_line, visible
@@ -138,6 +137,5 @@ class GitHubOutput:
         room = markdown.room_left(summary_path)
         if room < markdown.MIN_ROOM:  # this step's summary is already at GitHub's limit: leave it alone
             return
-        text = markdown.summary_of(findings.result, update_hint=ANY_UPDATE_HINT, workspace=context.root,
-                                   max_bytes=room)  # fmt: skip
+        text = markdown.summary_of(findings.result, workspace=context.root, max_bytes=room)
         markdown.append_step_summary(summary_path, text)

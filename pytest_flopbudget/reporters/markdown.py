@@ -298,12 +298,13 @@ def _longest_backtick_run(text: str) -> int:
 
 
 def summary_of(
-    result: RunResult, *, update_hint: str, workspace: str | os.PathLike[str] | None = None,
+    result: RunResult, *, workspace: str | os.PathLike[str] | None = None,
     max_bytes: int = MAX_BYTES - RESERVE,
 ) -> str:  # fmt: skip
-    """`summary` of one run's result."""
+    """`summary` of one run's result. A summary is read on the web, whichever front end wrote it: its hints name
+    both update commands, so the same run gives the same summary from either."""
     return summary(
-        result.verdicts, result.changes, result.unchecked, update_hint=update_hint, workspace=workspace,
+        result.verdicts, result.changes, result.unchecked, update_hint=ANY_UPDATE_HINT, workspace=workspace,
         max_bytes=max_bytes, base_ref=result.base_ref,
     )  # fmt: skip
 
@@ -315,5 +316,5 @@ class MarkdownOutput:
 
     def write(self, findings: Findings, path: str | None, context: OutputContext) -> None:
         assert path is not None
-        text = summary_of(findings.result, update_hint=ANY_UPDATE_HINT, workspace=context.root)
+        text = summary_of(findings.result, workspace=context.root)
         write_atomic(Path(path), text)
