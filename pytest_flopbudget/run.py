@@ -3,9 +3,10 @@
 The pytest plugin and the `flopbudget` CLI used to keep their own count -> judge -> baseline -> report pipelines,
 and they disagreed (a model whose target did not import was an error in one JSON report and missing from the
 other). Both now feed one `Run`: the CLI counts its entries in a loop, pytest counts one entry per item (and the
-fixture adds what marker tests count), xdist workers export what they recorded and the controller merges it. Then
-`finish()` judges every measurement, writes baselines on update, and returns the one `RunResult` every reporter
-reads. Nothing here prints or knows about pytest or argparse.
+fixture adds what marker tests count), xdist workers export what they recorded and the controller merges it. Each
+measurement is judged once (when its test asks, else in `finish()`); `finish()` writes baselines on update and
+returns the one `RunResult` every output reads, with the `FrontEnd` that started the run. Nothing here prints or
+knows about pytest or argparse.
 """
 
 from __future__ import annotations
@@ -118,7 +119,7 @@ class RunResult:
 
 
 class Run:
-    """Collects the measurements and model errors of one run, from any number of places, then judges them once."""
+    """Collects the measurements and unchecked models of one run, from any number of places, then judges them once."""
 
     def __init__(
         self,

@@ -104,7 +104,7 @@ def count_into(
             counter.fork_guard = progress.drawing
         for entry in entries:
             progress.start(entry.name)
-            with contextlib.suppress(FlopBudgetError):  # recorded in the run as a Unchecked
+            with contextlib.suppress(FlopBudgetError):  # recorded in the run as Unchecked
                 measurement = run.count(entry, settings.root, entry_nodeid(entry, settings.root), counter)
                 if isinstance(counter, CachedCounter):
                     measurement.cache_mismatch = counter.mismatch_of(entry.name)

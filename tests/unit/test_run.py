@@ -52,7 +52,7 @@ def test_each_measurement_is_judged_once(tmp_path: Path, monkeypatch: pytest.Mon
     assert calls == ["b"]
 
 
-def test_a_model_error_is_kept_and_wins_the_exit_code(tmp_path: Path) -> None:
+def test_an_unchecked_model_is_kept_and_wins_the_exit_code(tmp_path: Path) -> None:
     run = Run(BaselineStore(tmp_path))
     run.record(measurement("a", 50, "10"))
     run.record_unchecked(Unchecked("broken", "cannot import 'x'"))
