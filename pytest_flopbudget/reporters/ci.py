@@ -148,6 +148,8 @@ def emit(
         try:
             output.write(findings, spec.path, context)
         except OSError as exc:
+            if spec in (TERMINAL, LAYER_DIFF):
+                raise  # the front end's own streams: its handling applies (a reader gone, a full device)
             why = exc.strerror or str(exc) or type(exc).__name__
             emitted.errors.append(f"flopbudget: error: cannot write the {spec.kind} report {spec}: {why}")
     return emitted

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import io
 
+import pytest
+
 from pytest_flopbudget.config.budget import parse_budget
 from pytest_flopbudget.config.location import Location
 from pytest_flopbudget.front_ends import CLI as CLI_FRONT_END
@@ -235,3 +237,13 @@ def test_pytest_terminal_text_is_the_summary_alone() -> None:
     assert out.splitlines()[0] == "error: xdist worker gw1 sent no results"  # no test shows it: said first
     assert reason(over) not in out and err == ""  # the failure was shown with its test
     assert terminal_text(RunResult(front_end=PYTEST)) == ("", "")  # nothing to say: nothing at all
+
+
+def test_a_terminal_that_cannot_be_written_is_the_front_ends_to_handle() -> None:
+    class Gone(io.StringIO):
+        def write(self, text: str) -> int:
+            raise BrokenPipeError("the reader has gone")
+
+    over = verdict_for(make_report({"a": 30}), make_report({"a": 10}), flops=20)
+    with pytest.raises(BrokenPipeError):
+        emit(RunResult([over], front_end=CLI_FRONT_END), [TERMINAL], env={}, stream=Gone(), errors=io.StringIO())
