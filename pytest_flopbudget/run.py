@@ -3,9 +3,10 @@
 The pytest plugin and the `flopbudget` CLI used to keep their own count -> judge -> baseline -> report pipelines,
 and they disagreed (a model whose target did not import was an error in one JSON report and missing from the
 other). Both now feed one `Run`: the CLI counts its entries in a loop, pytest counts one entry per item (and the
-fixture adds what marker tests count), xdist workers export what they recorded and the controller merges it. Then
-`finish()` judges every measurement, writes baselines on update, and returns the one `RunResult` every reporter
-reads. Nothing here prints or knows about pytest or argparse.
+fixture adds what marker tests count), xdist workers export what they recorded and the controller merges it. Each
+measurement is judged once (when its test asks, else in `finish()`); `finish()` writes baselines on update and
+returns the one `RunResult` every output reads, with the `FrontEnd` that started the run. Nothing here prints or
+knows about pytest or argparse.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Any
 
 from pytest_flopbudget.config.location import Location, display_path
 from pytest_flopbudget.config.pyproject import ModelEntry, Settings
+from pytest_flopbudget.front_ends import CLI, FrontEnd
 from pytest_flopbudget.judge.base_ref import (
     BaseBaselines,
     BudgetChange,
@@ -36,9 +38,10 @@ EXIT_ERROR = 2
 
 
 @dataclass(frozen=True)
-class ModelError:
+class Unchecked:
     """A model that could not be counted (its target does not import, its inputs are wrong, it raised): an error
-    in every output, never a silently missing row."""
+    in every output, never a silently missing row. "Unchecked" is its one name, in code as in the outputs (the
+    JSON `unchecked` list, the `unchecked` annotation kind, "not checked" in the terminal)."""
 
     name: str
     message: str
@@ -50,7 +53,7 @@ class ModelError:
         return {"name": self.name, "message": self.message, "origin": origin, "nodeid": self.nodeid}
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> ModelError:
+    def from_dict(cls, data: Mapping[str, Any]) -> Unchecked:
         origin = Location.from_dict(data["origin"]) if data.get("origin") is not None else None
         return cls(str(data["name"]), str(data["message"]), origin, data.get("nodeid"))
 
@@ -60,7 +63,7 @@ class RunResult:
     """Everything one run found: what every reporter (terminal, GitHub, GitLab, JSON, Markdown) reads."""
 
     verdicts: list[Verdict] = field(default_factory=list)
-    errors: list[ModelError] = field(default_factory=list)
+    unchecked: list[Unchecked] = field(default_factory=list)
     changes: list[BudgetChange] = field(default_factory=list)
     update: bool = False
     written: list[str] = field(default_factory=list)
@@ -74,6 +77,8 @@ class RunResult:
     removed: list[str] = field(default_factory=list)
     #: Why stale files were listed but not removed (the run could not see every model), if so.
     stale_note: str = ""
+    #: Who started the run: the words of the update hint, and whether failures were shown with their tests.
+    front_end: FrontEnd = CLI
 
     @property
     def failed(self) -> list[Verdict]:
@@ -92,7 +97,7 @@ class RunResult:
 
     @property
     def passed(self) -> bool:
-        return not self.failed and not self.errors
+        return not self.failed and not self.unchecked
 
     @property
     def updated(self) -> list[str]:
@@ -106,7 +111,7 @@ class RunResult:
         An update records the current state, so an overrun does not fail it; a baseline it could not write does,
         and so does a cached count that disagreed with a fresh one (1, like an overrun).
         """
-        if self.errors or self.update_errors or self.unreadable:
+        if self.unchecked or self.update_errors or self.unreadable:
             return EXIT_ERROR
         if (self.failed and not self.update) or self.miscached:
             return EXIT_OVER_BUDGET
@@ -114,7 +119,7 @@ class RunResult:
 
 
 class Run:
-    """Collects the measurements and model errors of one run, from any number of places, then judges them once."""
+    """Collects the measurements and unchecked models of one run, from any number of places, then judges them once."""
 
     def __init__(
         self,
@@ -125,18 +130,21 @@ class Run:
         base: BaseBaselines | None = None,
         base_models: set[str] | None = None,
         require_baseline: bool = False,
+        front_end: FrontEnd = CLI,
     ) -> None:
         """`store` is the working tree's baseline directory (what an update writes). With `base` (`--base-ref`)
         every model is judged against the baseline at the base ref instead, and what the change did to the
-        baselines is reported with the budget changes."""
+        baselines is reported with the budget changes. `front_end` is who started the run, for its outputs."""
         self.store = store
+        self.front_end = front_end
         self.update = update
         self.changes = list(changes)
         self.base = base
         self.base_models = base_models
         self.require_baseline = require_baseline
         self.measurements: list[Measurement] = []
-        self.errors: list[ModelError] = []
+        self.unchecked: list[Unchecked] = []
+        self._verdicts: dict[int, Verdict] = {}
         self._stale: list[str] = []
         self._stale_complete = False
         self._stale_note = ""
@@ -162,7 +170,7 @@ class Run:
         counter: Callable[[ModelEntry, Path], Report] | None = None,
     ) -> Measurement:
         """Count one configured model (with `counter`, e.g. the count cache's, else `count_entry`) and record it; a
-        model that cannot be counted is recorded as a `ModelError` and its `FlopBudgetError` re-raised, so the
+        model that cannot be counted is recorded as `Unchecked` and its `FlopBudgetError` re-raised, so the
         caller can fail its own item too."""
         if counter is None:
             from .backends import count_entry
@@ -171,7 +179,7 @@ class Run:
         try:
             report = counter(entry, root)
         except FlopBudgetError as exc:
-            self.errors.append(ModelError(entry.name, str(exc), entry.source, nodeid))
+            self.unchecked.append(Unchecked(entry.name, str(exc), entry.source, nodeid))
             raise
         measurement = Measurement(entry.name, report, entry.budget, entry.source, nodeid)
         self.measurements.append(measurement)
@@ -180,10 +188,19 @@ class Run:
     def record(self, measurement: Measurement) -> None:
         self.measurements.append(measurement)
 
-    def record_error(self, error: ModelError) -> None:
-        self.errors.append(error)
+    def record_unchecked(self, error: Unchecked) -> None:
+        self.unchecked.append(error)
 
     def judge(self, measurement: Measurement) -> Verdict:
+        """The verdict on `measurement`, judged the first time it is asked for and kept: the test that counted it
+        (which must fail where it ran) and `finish` (every output) read the same verdict, judged once. Judging
+        waits for the first ask because the CLI's counter adds a cache mismatch to the measurement after counting."""
+        verdict = self._verdicts.get(id(measurement))  # the verdict holds its measurement: the id stays unique
+        if verdict is None:
+            verdict = self._verdicts[id(measurement)] = self._judge(measurement)
+        return verdict
+
+    def _judge(self, measurement: Measurement) -> Verdict:
         verdict = judge(measurement, self.base if self.base is not None else self.store)
         if not self.update and not measurement.budget.is_empty and not self.store.exists(measurement.name):
             shown = self.store.display(measurement.name)
@@ -203,12 +220,12 @@ class Run:
     def export(self) -> dict[str, Any]:
         return {
             "measurements": [m.to_dict() for m in self.measurements],
-            "errors": [e.to_dict() for e in self.errors],
+            "unchecked": [e.to_dict() for e in self.unchecked],
         }
 
     def merge(self, data: Mapping[str, Any]) -> None:
         self.measurements.extend(Measurement.from_dict(item) for item in data.get("measurements", []))
-        self.errors.extend(ModelError.from_dict(item) for item in data.get("errors", []))
+        self.unchecked.extend(Unchecked.from_dict(item) for item in data.get("unchecked", []))
 
     # -- what comes out ---------------------------------------------------------------------------------------------
 
@@ -223,19 +240,21 @@ class Run:
         self._stale_note = note
 
     def finish(self) -> RunResult:
-        """Judge every measurement (against the baselines as they were before this run) and, on update, write
-        the baselines; the result is sorted so every front end lists the same models in the same order."""
+        """The verdict on every measurement (judged against the baselines as they were before this run, each once:
+        a verdict a test already asked for is reused) and, on update, write the baselines; the result is sorted
+        so every front end lists the same models in the same order."""
         measurements = sorted(self.measurements, key=lambda m: (m.name, m.nodeid or ""))
         changes = list(self.changes)
         if self.base is not None:
             changes.extend(baseline_changes(measurements, self.base, self.store, self.base_models))
         result = RunResult(
             verdicts=[self.judge(m) for m in measurements],
-            errors=sorted(self.errors, key=lambda e: (e.name, e.nodeid or "")),
+            unchecked=sorted(self.unchecked, key=lambda e: (e.name, e.nodeid or "")),
             changes=changes,
             update=self.update,
             baseline_dir=display_path(str(self.store.directory)),
             base_ref=self.base_ref,
+            front_end=self.front_end,
         )
         if self.update:
             self._write_baselines(measurements, result)

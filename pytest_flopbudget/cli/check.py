@@ -19,11 +19,10 @@ from pytest_flopbudget.cache.counter import CachedCounter, Counter, IsolatedCoun
 from pytest_flopbudget.cache.store import CACHE_DIR_NAME, CountCache, cache_enabled
 from pytest_flopbudget.config.location import display_path
 from pytest_flopbudget.config.pyproject import ModelEntry, Settings
+from pytest_flopbudget.front_ends import CLI
 from pytest_flopbudget.judge.baseline import BaselineStore
-from pytest_flopbudget.render.formatting import CLI_UPDATE_HINT
 
 from ..errors import FlopBudgetError
-from ..reporters import terminal
 from ..run import Run, entry_nodeid
 from ..run import require_baseline as require_baseline_in
 from ..safe_text import json_safe
@@ -62,7 +61,7 @@ def run_check(
     entries = select_models(settings, names)
     setting = settings.require_baseline if require_baseline is None else require_baseline
     require = require_baseline_in(setting, os.environ)
-    run = Run(BaselineStore(settings.baseline_dir), update=update, require_baseline=require)
+    run = Run(BaselineStore(settings.baseline_dir), update=update, require_baseline=require, front_end=CLI)
     # No stale baselines here: a file no pyproject model uses may be a marker test's, which only a whole pytest run
     # sees; listing it on every commit would be a warning about what this command cannot judge.
     if base_ref:
@@ -78,12 +77,7 @@ def run_check(
         _report_cache(counter, len(entries), err)
         mismatches = counter.mismatches
     result = run.finish()  # a mismatch is a violation on its model's verdict: every output, and the exit code
-    changes = result.changes
-    out.write(terminal.run_text(result, update_hint=CLI_UPDATE_HINT))
-    for line in terminal.error_lines(result):
-        err.write(f"flopbudget: error: {line}\n")
-    for change in changes:
-        out.write(f"{change}\n")
+    ci.emit(result, [ci.TERMINAL], stream=out, errors=err)
     for name, difference in mismatches:
         err.write(f"flopbudget: error: {name}: its cached count differs from a fresh count: {difference}\n")
     if format == "json":
@@ -110,7 +104,7 @@ def count_into(
             counter.fork_guard = progress.drawing
         for entry in entries:
             progress.start(entry.name)
-            with contextlib.suppress(FlopBudgetError):  # recorded in the run as a ModelError
+            with contextlib.suppress(FlopBudgetError):  # recorded in the run as Unchecked
                 measurement = run.count(entry, settings.root, entry_nodeid(entry, settings.root), counter)
                 if isinstance(counter, CachedCounter):
                     measurement.cache_mismatch = counter.mismatch_of(entry.name)

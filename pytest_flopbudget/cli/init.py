@@ -30,7 +30,8 @@ from pytest_flopbudget.config.pyproject import (
     is_reference,
     parse_settings,
 )
-from pytest_flopbudget.render.formatting import CLI_UPDATE_HINT, ceiling_above, format_value, plural
+from pytest_flopbudget.front_ends import CLI_UPDATE_HINT
+from pytest_flopbudget.render.formatting import ceiling_above, format_value, plural
 
 from ..backends import backend_for_target, count_entry
 from ..errors import CountingError

@@ -15,10 +15,11 @@ from typing import Any
 from pytest_flopbudget.config.budget import GROWTH_METRICS, METRICS, Budget
 from pytest_flopbudget.config.location import Location
 from pytest_flopbudget.errors import BaselineError
+from pytest_flopbudget.front_ends import ANY_UPDATE_HINT
 from pytest_flopbudget.judge.baseline import BaselineSource
 from pytest_flopbudget.judge.diff import LayerDiff, diff_layers
 from pytest_flopbudget.kinds import Kind, Metric
-from pytest_flopbudget.render.formatting import ANY_UPDATE_HINT, format_pair, format_percent
+from pytest_flopbudget.render.formatting import format_pair, format_percent
 from pytest_flopbudget.report import Report
 
 

@@ -59,11 +59,6 @@ def format_percent(delta: int, base: int) -> str:
 #: How each metric is named in tables and annotations (the unit names budgets are written with).
 METRIC_TITLES = UNIT_NAMES
 
-#: The command that records new baselines, as each front end tells it.
-CLI_UPDATE_HINT = "`flopbudget check --update`"
-PYTEST_UPDATE_HINT = "`pytest --flopbudget-update`"
-ANY_UPDATE_HINT = f"{CLI_UPDATE_HINT} or {PYTEST_UPDATE_HINT}"
-
 
 def metric_title(metric: str | None) -> str:
     return METRIC_TITLES.get(metric or "", metric or "")

@@ -28,7 +28,7 @@ from pytest_flopbudget.render.formatting import (
 )
 
 from ..kinds import Metric
-from ..run import ModelError
+from ..run import Unchecked
 
 #: Findings about growth, shown with the layers that grew most.
 _LAYER_KINDS = (FindingKind.CEILING, FindingKind.INCREASE, FindingKind.GROWTH)
@@ -68,7 +68,7 @@ class Annotation:
 
 
 def collect(
-    verdicts: Iterable[Verdict], changes: Iterable[BudgetChange] = (), unchecked: Iterable[ModelError] = ()
+    verdicts: Iterable[Verdict], changes: Iterable[BudgetChange] = (), unchecked: Iterable[Unchecked] = ()
 ) -> list[Annotation]:
     """Every annotation for `verdicts`, `changes` and `unchecked` models, errors first, most important first."""
     found = [annotation for verdict in verdicts for annotation in from_verdict(verdict)]
@@ -117,7 +117,7 @@ def from_change(change: BudgetChange) -> Annotation:
     )
 
 
-def from_unchecked(model: ModelError) -> Annotation:
+def from_unchecked(model: Unchecked) -> Annotation:
     """A model that could not be checked at all (its target does not import, it raised): an error first of all.
 
     Its cost is unknown, which is worse than an overrun, so it sorts before every overrun.

@@ -15,20 +15,21 @@ import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from pytest_flopbudget.render.formatting import ANY_UPDATE_HINT
-
 from ..errors import ConfigError
 from ..run import RunResult
-from . import github, gitlab, json_report, markdown
+from . import github, gitlab, json_report, layer_diff, markdown, terminal
 from .annotations import collect
 from .output import Findings, Output, OutputContext, SupportsWrite
 
-#: Every output by spec kind: one module each, all written through the `Output` interface.
+#: Every output by kind: one module each, all written through the `Output` interface. A front end asks for the
+#: terminal text (`TERMINAL`) and `flopbudget diff` for its per-layer diff (`LAYER_DIFF`); users pick the others.
 OUTPUTS: dict[str, Output] = {
     "github": github.GitHubOutput(),
     "gitlab": gitlab.GitLabOutput(),
     "json": json_report.JsonOutput(),
     "markdown": markdown.MarkdownOutput(),
+    "terminal": terminal.TerminalOutput(),
+    "diff": layer_diff.LayerDiffOutput(),
 }
 
 #: Spec kinds that take a path (`gitlab:PATH`) and those that must not.
@@ -40,7 +41,6 @@ SPEC_HELP = (
     "json:PATH (full results), markdown:PATH (the summary as a file), none (no github output on GitHub Actions, "
     "where it is on by default)"
 )
-DEFAULT_UPDATE_HINT = ANY_UPDATE_HINT
 
 
 __all__ = [
@@ -63,11 +63,16 @@ class ReportSpec:
         return f"{self.kind}:{self.path}" if self.path is not None else self.kind
 
 
+#: The outputs a front end asks for itself (no `--report` spec names them).
+TERMINAL = ReportSpec("terminal")
+LAYER_DIFF = ReportSpec("diff")
+
+
 @dataclass
 class EmitResult:
-    """What `emit` did: `written` are one-line notes for the terminal, `errors` outputs that failed."""
+    """What `emit` could not do: one `flopbudget: error:` line per output that failed. (What each output wrote is
+    not listed: the paths are the user's own `--report` arguments, and no front end ever printed such notes.)"""
 
-    written: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
 
     @property
@@ -119,12 +124,13 @@ def emit(
     workspace: str | os.PathLike[str] | None = None,
     env: Mapping[str, str] | None = None,
     stream: SupportsWrite | None = None,
-    update_hint: str = DEFAULT_UPDATE_HINT,
+    errors: SupportsWrite | None = None,
 ) -> EmitResult:
     """Produce every output in `specs` for one run's result: its verdicts, its `--base-ref` budget changes and
     the models that could not be counted (errors in every output, not silently missing rows).
 
-    `github` prints workflow commands to `stream` (default: stdout) and appends the job summary to
+    `terminal` prints the run's text to `stream` (default: stdout) and its error lines to `errors` (default:
+    stderr). `github` prints workflow commands to `stream` and appends the job summary to
     `$GITHUB_STEP_SUMMARY` when that is set; the file kinds write their PATH (relative to the current
     directory). Paths inside reports are relative to `workspace`, by default `GITHUB_WORKSPACE` (GitHub),
     `CI_PROJECT_DIR` (GitLab), or the current directory. With nothing to report at all, `github` stays silent
@@ -133,14 +139,17 @@ def emit(
     """
     env = os.environ if env is None else env
     out = sys.stdout if stream is None else stream
+    err = sys.stderr if errors is None else errors
     emitted = EmitResult()
-    findings = Findings(result, collect(result.verdicts, result.changes, result.errors))
+    findings = Findings(result, collect(result.verdicts, result.changes, result.unchecked))
     for spec in specs:
         output = OUTPUTS[spec.kind]
-        context = OutputContext(_root(output.workspace_variables, workspace, env), env, out, update_hint)
+        context = OutputContext(_root(output.workspace_variables, workspace, env), env, out, err)
         try:
-            emitted.written.extend(output.write(findings, spec.path, context))
+            output.write(findings, spec.path, context)
         except OSError as exc:
+            if spec in (TERMINAL, LAYER_DIFF):
+                raise  # the front end's own streams: its handling applies (a reader gone, a full device)
             why = exc.strerror or str(exc) or type(exc).__name__
             emitted.errors.append(f"flopbudget: error: cannot write the {spec.kind} report {spec}: {why}")
     return emitted

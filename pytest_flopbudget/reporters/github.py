@@ -113,11 +113,11 @@ class GitHubOutput:
 
     workspace_variables = ("GITHUB_WORKSPACE",)
 
-    def write(self, findings: Findings, path: str | None, context: OutputContext) -> list[str]:
+    def write(self, findings: Findings, path: str | None, context: OutputContext) -> None:
         from . import markdown
 
         if findings.empty:
-            return []
+            return
         lines = workflow_commands(findings.annotations, workspace=context.root)
         if lines:
             # A command is only recognised at the start of a line, and the caller's output may end mid-line
@@ -133,11 +133,9 @@ class GitHubOutput:
                     stream.write(safe_line(line) + "\n")
         summary_path = context.env.get("GITHUB_STEP_SUMMARY")
         if not summary_path:
-            return []
+            return
         room = markdown.room_left(summary_path)
-        if room < markdown.MIN_ROOM:
-            return ["GitHub job summary skipped: this step's summary is already at GitHub's limit"]
-        text = markdown.summary_of(findings.result, update_hint=context.update_hint, workspace=context.root,
-                                   max_bytes=room)  # fmt: skip
+        if room < markdown.MIN_ROOM:  # this step's summary is already at GitHub's limit: leave it alone
+            return
+        text = markdown.summary_of(findings.result, workspace=context.root, max_bytes=room)
         markdown.append_step_summary(summary_path, text)
-        return ["GitHub job summary"]

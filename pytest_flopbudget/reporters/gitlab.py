@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Any
 
 from pytest_flopbudget.judge.baseline import write_atomic
-from pytest_flopbudget.render.formatting import plural
 
 from ..safe_text import visible
 from .annotations import Annotation, relative_path
@@ -115,7 +114,6 @@ class GitLabOutput:
 
     workspace_variables = ("CI_PROJECT_DIR",)
 
-    def write(self, findings: Findings, path: str | None, context: OutputContext) -> list[str]:
+    def write(self, findings: Findings, path: str | None, context: OutputContext) -> None:
         assert path is not None
-        n = write_code_quality(findings.annotations, path, root=context.root)
-        return [f"GitLab Code Quality report: {path} ({plural(n, 'issue')})"]
+        write_code_quality(findings.annotations, path, root=context.root)

@@ -21,9 +21,8 @@ from pytest_flopbudget.judge.base_ref import BudgetChange
 from pytest_flopbudget.judge.baseline import write_atomic
 from pytest_flopbudget.judge.reason import reason
 from pytest_flopbudget.judge.verdict import Finding, Verdict
-from pytest_flopbudget.render.formatting import plural
 
-from ..run import ModelError, RunResult
+from ..run import RunResult, Unchecked
 from ..version import __version__
 from .annotations import relative_path
 from .output import Findings, OutputContext
@@ -34,7 +33,7 @@ RESULTS_FORMAT = "pytest-flopbudget/results/1"
 def results(
     verdicts: Sequence[Verdict],
     changes: Sequence[BudgetChange] = (),
-    unchecked: Sequence[ModelError] = (),
+    unchecked: Sequence[Unchecked] = (),
     *,
     root: str | os.PathLike[str],
 ) -> dict[str, Any]:
@@ -64,7 +63,7 @@ def write_results(
     verdicts: Sequence[Verdict],
     path: str | os.PathLike[str],
     changes: Sequence[BudgetChange] = (),
-    unchecked: Sequence[ModelError] = (),
+    unchecked: Sequence[Unchecked] = (),
     *,
     root: str | os.PathLike[str],
 ) -> None:
@@ -74,7 +73,7 @@ def write_results(
 
 def dumps_results(result: RunResult, *, root: str | os.PathLike[str]) -> str:
     """The text `write_results` writes for one run (what `flopbudget check --format json` prints)."""
-    return _text(results(result.verdicts, result.changes, result.errors, root=root))
+    return _text(results(result.verdicts, result.changes, result.unchecked, root=root))
 
 
 def _text(data: dict[str, Any]) -> str:
@@ -162,8 +161,7 @@ class JsonOutput:
 
     workspace_variables = ("GITHUB_WORKSPACE", "CI_PROJECT_DIR")
 
-    def write(self, findings: Findings, path: str | None, context: OutputContext) -> list[str]:
+    def write(self, findings: Findings, path: str | None, context: OutputContext) -> None:
         assert path is not None
         result = findings.result
-        write_results(result.verdicts, path, result.changes, result.errors, root=context.root)
-        return [f"JSON results: {path} ({plural(len(result.verdicts), 'model')})"]
+        write_results(result.verdicts, path, result.changes, result.unchecked, root=context.root)

@@ -16,13 +16,14 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from pytest_flopbudget.config.budget import METRICS
+from pytest_flopbudget.front_ends import ANY_UPDATE_HINT
 from pytest_flopbudget.judge.base_ref import BudgetChange
 from pytest_flopbudget.judge.baseline import write_atomic
 from pytest_flopbudget.judge.reason import reason
 from pytest_flopbudget.judge.verdict import FindingKind, Verdict
 from pytest_flopbudget.render.formatting import format_count, format_percent, metric_title, plural
 
-from ..run import ModelError, RunResult
+from ..run import RunResult, Unchecked
 from ..safe_text import safe_text
 from . import terminal
 from .annotations import relative_path
@@ -47,7 +48,7 @@ _MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]|~])")
 def summary(
     verdicts: Sequence[Verdict],
     changes: Sequence[BudgetChange] = (),
-    unchecked: Sequence[ModelError] = (),
+    unchecked: Sequence[Unchecked] = (),
     *,
     update_hint: str,
     workspace: str | os.PathLike[str] | None = None,
@@ -173,7 +174,7 @@ def cell(text: str) -> str:
 # -- parts -----------------------------------------------------------------------------------------------------------
 
 
-def _headline(verdicts: Sequence[Verdict], changes: Sequence[BudgetChange], unchecked: Sequence[ModelError]) -> str:
+def _headline(verdicts: Sequence[Verdict], changes: Sequence[BudgetChange], unchecked: Sequence[Unchecked]) -> str:
     counted = len(verdicts)
     miscached = [v for v in verdicts if any(f.kind == FindingKind.CACHE_MISMATCH for f in v.violations)]
     failed = sum(1 for v in verdicts if any(f.kind != FindingKind.CACHE_MISMATCH for f in v.violations))
@@ -213,7 +214,7 @@ def _changes_section(changes: Sequence[BudgetChange], workspace: str | os.PathLi
     return lines
 
 
-def _unchecked_section(unchecked: Sequence[ModelError]) -> list[str]:
+def _unchecked_section(unchecked: Sequence[Unchecked]) -> list[str]:
     lines = ["**Not checked** (the model could not be counted, so its budget is unknown):", ""]
     lines.extend(f"- {STATUS['fail']} {cell(model.name)}: {cell(model.message)}" for model in unchecked)
     lines.append("")
@@ -298,12 +299,13 @@ def _longest_backtick_run(text: str) -> int:
 
 
 def summary_of(
-    result: RunResult, *, update_hint: str, workspace: str | os.PathLike[str] | None = None,
+    result: RunResult, *, workspace: str | os.PathLike[str] | None = None,
     max_bytes: int = MAX_BYTES - RESERVE,
 ) -> str:  # fmt: skip
-    """`summary` of one run's result."""
+    """`summary` of one run's result. A summary is read on the web, whichever front end wrote it: its hints name
+    both update commands, so the same run gives the same summary from either."""
     return summary(
-        result.verdicts, result.changes, result.errors, update_hint=update_hint, workspace=workspace,
+        result.verdicts, result.changes, result.unchecked, update_hint=ANY_UPDATE_HINT, workspace=workspace,
         max_bytes=max_bytes, base_ref=result.base_ref,
     )  # fmt: skip
 
@@ -313,8 +315,7 @@ class MarkdownOutput:
 
     workspace_variables = ("GITHUB_WORKSPACE", "CI_PROJECT_DIR")
 
-    def write(self, findings: Findings, path: str | None, context: OutputContext) -> list[str]:
+    def write(self, findings: Findings, path: str | None, context: OutputContext) -> None:
         assert path is not None
-        text = summary_of(findings.result, update_hint=context.update_hint, workspace=context.root)
+        text = summary_of(findings.result, workspace=context.root)
         write_atomic(Path(path), text)
-        return [f"Markdown summary: {path}"]

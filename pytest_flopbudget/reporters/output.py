@@ -1,7 +1,9 @@
 """The interface every CI and file output implements, and what it is given.
 
-One run gives one `RunResult`; the annotations (what to say about which model, in order of importance) are
-derived from it once and shared, so the GitHub lines, the GitLab issues and the Markdown summary never disagree.
+One run gives one `RunResult`; every output reads it through this interface, the terminal text as much as the CI
+files, and `reporters/ci.py` dispatches them. The annotations (what to say about which model, in order of
+importance) are derived from it once and shared, so the GitHub lines, the GitLab issues and the Markdown summary
+never disagree.
 """
 
 from __future__ import annotations
@@ -28,26 +30,28 @@ class Findings:
 
     @property
     def empty(self) -> bool:
-        return not (self.result.verdicts or self.result.changes or self.result.errors)
+        return not (self.result.verdicts or self.result.changes or self.result.unchecked)
 
 
 @dataclass(frozen=True)
 class OutputContext:
-    """Where an output writes and how it names things: `root` is the directory paths are made relative to."""
+    """Where an output writes: `root` is the directory paths are made relative to, `stream` where text goes
+    (stdout), `errors` where a front end's error lines go (stderr). Who started the run, and so how a hint names
+    the update command, is the result's `front_end`."""
 
     root: str
     env: Mapping[str, str]
     stream: SupportsWrite
-    update_hint: str
+    errors: SupportsWrite
 
 
 class Output(Protocol):
-    """One output kind (`github`, `gitlab:PATH`, ...): writes `findings`, returns one-line notes of what it wrote,
-    raises OSError when it cannot write."""
+    """One output kind (`github`, `gitlab:PATH`, the terminal text, ...): writes `findings`, raises OSError when it
+    cannot write."""
 
     @property
     def workspace_variables(self) -> Sequence[str]:
         """Environment variables naming the CI checkout that paths in this output are relative to, in order."""
         ...
 
-    def write(self, findings: Findings, path: str | None, context: OutputContext) -> list[str]: ...
+    def write(self, findings: Findings, path: str | None, context: OutputContext) -> None: ...

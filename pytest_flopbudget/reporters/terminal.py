@@ -1,6 +1,7 @@
 """Terminal text for verdicts: the failure details (per-layer diff) and the end-of-run summary table.
 
-Pure string building shared by the pytest plugin and the CLI; the caller decides where it goes. The layout
+String building shared by the pytest plugin and the CLI, and `TerminalOutput`, the run's terminal text as an
+`Output` like the CI files: each front end asks `reporters.ci` for it and says only where it goes. The layout
 follows what a reviewer scans for: the layers that changed most, the totals, then how to act (how to create or
 refresh a baseline). Tables are collapsed to the top rows so a large model never floods a CI log.
 """
@@ -12,11 +13,11 @@ import shlex
 from collections.abc import Iterable, Sequence
 
 from pytest_flopbudget.config.location import Location
+from pytest_flopbudget.front_ends import PYTEST_UPDATE_HINT
 from pytest_flopbudget.judge.diff import LayerDiff, top_layers
 from pytest_flopbudget.judge.reason import reason
 from pytest_flopbudget.judge.verdict import Finding, FindingKind, Verdict
 from pytest_flopbudget.render.formatting import (
-    PYTEST_UPDATE_HINT,
     ROOT_LABEL,
     ceiling_above,
     format_count,
@@ -28,13 +29,45 @@ from pytest_flopbudget.render.formatting import (
 
 from ..kinds import Metric
 from ..run import RunResult
+from .output import Findings, OutputContext
 
 TOP = 15
 
 __all__ = [
-    "ROOT_LABEL", "TOP", "details", "diff_table", "reason", "run_summary", "run_text", "summary_lines",
-    "top_layers_table",
+    "ROOT_LABEL", "TOP", "TerminalOutput", "baseline_notes", "details", "diff_table", "reason", "run_summary",
+    "run_text", "summary_lines", "top_layers_table",
 ]  # fmt: skip
+
+
+class TerminalOutput:
+    """The run's terminal text, as its front end shows it. The CLI prints every failure with its per-layer diff,
+    the growth warnings and the summary to the stream, its errors to the error stream, then the `--base-ref`
+    budget changes; pytest has shown each failure with its test, so it gets the summary alone (errors inline, and
+    first the errors no test shows, such as an xdist worker's lost results), and nothing when there is nothing
+    to say."""
+
+    workspace_variables: tuple[str, ...] = ()
+
+    def write(self, findings: Findings, path: str | None, context: OutputContext) -> None:
+        result = findings.result
+        if result.front_end.shows_failures:
+            lines = pytest_summary(result)
+            if lines:
+                context.stream.write("\n".join(lines) + "\n")
+            return
+        context.stream.write(run_text(result))
+        for line in error_lines(result):
+            context.errors.write(f"flopbudget: error: {line}\n")
+        for change in result.changes:
+            context.stream.write(f"{change}\n")
+
+
+def pytest_summary(result: RunResult) -> list[str]:
+    """The end-of-session block under pytest: `run_summary` (errors inline) after the errors no test item shows,
+    or nothing at all for a session without a counted model, an error or a baseline to mention."""
+    if not (result.verdicts or result.update_errors or result.unchecked or result.stale or result.removed):
+        return []
+    return [f"error: {e.message}" for e in result.unchecked if e.nodeid is None] + run_summary(result)
 
 
 def details(
@@ -62,7 +95,7 @@ def details(
     if verdict.baseline is None and not any(f.kind == FindingKind.BASELINE for f in verdict.violations):
         lines.append(f"no baseline for {verdict.name} yet ({baseline_shown}); run {update_hint} to create it")
     elif verdict.baseline is not None:
-        lines.extend(_baseline_notes(verdict))
+        lines.extend(baseline_notes(verdict))
     hint = accept_hint(verdict, update_hint=update_hint, base_ref=base_ref, start=start)
     if hint:
         lines.append(hint)
@@ -216,9 +249,9 @@ def run_summary(result: RunResult, *, errors_inline: bool = True) -> list[str]:
         lines = summary_lines(result.verdicts, updated=result.updated, update_errors=errors)
     elif errors:
         lines = list(errors)
-    if result.errors:
-        names = ", ".join(e.name for e in result.errors)
-        lines.append(f"{plural(len(result.errors), 'model')} not checked: {names}")
+    if result.unchecked:
+        names = ", ".join(e.name for e in result.unchecked)
+        lines.append(f"{plural(len(result.unchecked), 'model')} not checked: {names}")
     if result.update:
         removed = f", {len(result.removed)} stale removed" if result.removed else ""
         lines.append(
@@ -236,16 +269,16 @@ def run_summary(result: RunResult, *, errors_inline: bool = True) -> list[str]:
 
 def error_lines(result: RunResult) -> list[str]:
     """Every error of the run, one line each: models that could not be counted, baselines not written."""
-    return [e.message for e in result.errors] + [line.removeprefix("flopbudget: ") for line in result.update_errors]
+    return [e.message for e in result.unchecked] + [line.removeprefix("flopbudget: ") for line in result.update_errors]
 
 
-def run_text(result: RunResult, *, update_hint: str) -> str:
+def run_text(result: RunResult) -> str:
     """The CLI's stdout for a run: each failure (reason line and per-layer diff, as pytest shows it), growth
     warnings, then `run_summary`; the errors (`error_lines`) go to stderr."""
     blocks: list[str] = []
     if not result.update:  # an update records the new state: its overruns are in the summary, not failures
         for verdict in result.failed:
-            detail = details(verdict, update_hint=update_hint, base_ref=result.base_ref)
+            detail = details(verdict, update_hint=result.front_end.update_hint, base_ref=result.base_ref)
             blocks.append(reason(verdict) + ("\n" + detail if detail else ""))
     # Growth within the ceilings is worth a look; on a failed model the reason and the diff already say it all.
     warnings = [f"{v.name}: warning: {f.message}" for v in result.verdicts if v.passed for f in v.warnings]
@@ -357,7 +390,7 @@ def _skipped_lines(verdict: Verdict) -> list[str]:
     return lines
 
 
-def _baseline_notes(verdict: Verdict) -> list[str]:
+def baseline_notes(verdict: Verdict) -> list[str]:
     """Say so when the baseline was counted differently: a diff across input shapes is not like for like."""
     notes = []
     old, new = verdict.baseline, verdict.report

@@ -15,7 +15,7 @@ from pytest_flopbudget.judge.baseline import BaselineStore
 from pytest_flopbudget.judge.verdict import FindingKind, Measurement
 from pytest_flopbudget.report import LayerCost, PhaseTotals, Report
 from pytest_flopbudget.reporters import json_report
-from pytest_flopbudget.run import EXIT_ERROR, EXIT_OK, EXIT_OVER_BUDGET, ModelError, Run, RunResult, entry_nodeid
+from pytest_flopbudget.run import EXIT_ERROR, EXIT_OK, EXIT_OVER_BUDGET, Run, RunResult, Unchecked, entry_nodeid
 
 
 def report(macs: int) -> Report:
@@ -37,12 +37,27 @@ def test_finish_judges_every_measurement_sorted(tmp_path: Path) -> None:
     assert result.exit_code == EXIT_OVER_BUDGET and not result.passed
 
 
-def test_a_model_error_is_kept_and_wins_the_exit_code(tmp_path: Path) -> None:
+def test_each_measurement_is_judged_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The verdict a test asked for is the one `finish` reports: judged once, not again at the end."""
+    run = Run(BaselineStore(tmp_path))
+    over = measurement("a", 50, "10")
+    early = run.judge(over)
+    run.record(over)
+    run.record(measurement("b", 5, "10"))
+    calls: list[str] = []
+    judge = Run._judge
+    monkeypatch.setattr(Run, "_judge", lambda self, m: calls.append(m.name) or judge(self, m))
+    result = run.finish()
+    assert result.verdicts[0] is early and run.judge(over) is early
+    assert calls == ["b"]
+
+
+def test_an_unchecked_model_is_kept_and_wins_the_exit_code(tmp_path: Path) -> None:
     run = Run(BaselineStore(tmp_path))
     run.record(measurement("a", 50, "10"))
-    run.record_error(ModelError("broken", "cannot import 'x'"))
+    run.record_unchecked(Unchecked("broken", "cannot import 'x'"))
     result = run.finish()
-    assert [e.name for e in result.errors] == ["broken"]
+    assert [e.name for e in result.unchecked] == ["broken"]
     assert result.exit_code == EXIT_ERROR
 
 
@@ -55,7 +70,7 @@ def test_count_records_an_entry_that_cannot_be_counted(tmp_path: Path) -> None:
     entry = settings.models["gone"]
     with pytest.raises(FlopBudgetError, match="cannot import 'no_such_module_here'"):
         run.count(entry, tmp_path, entry_nodeid(entry, tmp_path))
-    (error,) = run.finish().errors
+    (error,) = run.finish().unchecked
     assert (error.name, error.nodeid) == ("gone", "pyproject.toml::gone")
     assert error.origin is not None and error.origin.line == 1  # the model's table, for the annotation
 
@@ -63,12 +78,12 @@ def test_count_records_an_entry_that_cannot_be_counted(tmp_path: Path) -> None:
 def test_workers_export_and_the_controller_merges(tmp_path: Path) -> None:
     worker = Run(BaselineStore(tmp_path))
     worker.record(measurement("a", 5, "10", nodeid="t.py::test_a"))
-    worker.record_error(ModelError("b", "it raised", Location("/p/pyproject.toml", 3, "b"), "pyproject.toml::b"))
+    worker.record_unchecked(Unchecked("b", "it raised", Location("/p/pyproject.toml", 3, "b"), "pyproject.toml::b"))
     controller = Run(BaselineStore(tmp_path))
     controller.merge(json.loads(json.dumps(worker.export())))  # what travels through workeroutput
     result = controller.finish()
     assert [(v.name, v.measurement.nodeid) for v in result.verdicts] == [("a", "t.py::test_a")]
-    assert result.errors == worker.errors
+    assert result.unchecked == worker.unchecked
 
 
 def test_update_writes_baselines_and_does_not_fail_on_budgets(tmp_path: Path) -> None:
@@ -120,7 +135,7 @@ def test_a_cache_mismatch_is_a_violation_on_its_model_and_fails_the_run(tmp_path
     assert finding.message == "its cached count differs from a fresh count: macs 4 cached, 5 counted"
     assert finding.source == Location(key="a")  # the line declaring the model, for annotations
     assert not result.passed and result.exit_code == EXIT_OVER_BUDGET  # 1, like an overrun: not unknown (2)
-    document = json_report.results(result.verdicts, result.changes, result.errors, root=tmp_path)
+    document = json_report.results(result.verdicts, result.changes, result.unchecked, root=tmp_path)
     assert document["passed"] is False and document["counts"]["failed"] == 1
     entry = next(model for model in document["models"] if model["name"] == "a")
     assert entry["passed"] is False and entry["reason"] == f"a: {finding.message}"

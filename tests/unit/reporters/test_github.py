@@ -10,7 +10,7 @@ from reporter_helpers import TWO_MODELS
 from pytest_flopbudget.judge.base_ref import BudgetChange
 from pytest_flopbudget.reporters.annotations import collect
 from pytest_flopbudget.reporters.github import command, escape_data, escape_property, workflow_commands
-from pytest_flopbudget.run import ModelError
+from pytest_flopbudget.run import Unchecked
 
 PYPROJECT = TWO_MODELS
 
@@ -149,7 +149,7 @@ def test_cap_is_configurable(make_project, make_report, limit: int) -> None:
 def test_unchecked_model_is_the_first_error(make_project, make_report) -> None:
     project = make_project(PYPROJECT)
     overrun = project.verdict("resnet", make_report({"a": 5000}))
-    broken = ModelError("vit", "cannot import 'pkg': ModuleNotFoundError: No module named 'pkg'",
+    broken = Unchecked("vit", "cannot import 'pkg': ModuleNotFoundError: No module named 'pkg'",
                        project.settings.models["vit"].source)  # fmt: skip
     assert workflow_commands(collect([overrun], unchecked=[broken]), workspace=project.root)[0] == (
         "::error file=pyproject.toml,line=9,title=flopbudget%3A vit not checked::"

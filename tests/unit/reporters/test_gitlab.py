@@ -17,7 +17,7 @@ from reporter_helpers import TWO_MODELS
 from pytest_flopbudget.judge.base_ref import BudgetChange
 from pytest_flopbudget.reporters.annotations import collect
 from pytest_flopbudget.reporters.gitlab import code_quality, fingerprint_of, write_code_quality
-from pytest_flopbudget.run import ModelError
+from pytest_flopbudget.run import Unchecked
 
 SEVERITIES = {"info", "minor", "major", "critical", "blocker"}
 PYPROJECT = TWO_MODELS
@@ -118,7 +118,7 @@ def test_written_file_is_an_array_even_when_empty(tmp_path: Path, make_project, 
 
 def test_unchecked_model_is_a_critical_issue(make_project) -> None:
     project = make_project(PYPROJECT)
-    broken = ModelError("vit", "it raised", project.settings.models["vit"].source)
+    broken = Unchecked("vit", "it raised", project.settings.models["vit"].source)
     (issue,) = code_quality(collect([], unchecked=[broken]), root=project.root)
     assert_gitlab_format([issue])
     assert (issue["check_name"], issue["severity"], issue["description"]) == (

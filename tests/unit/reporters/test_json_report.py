@@ -12,7 +12,7 @@ from pytest_flopbudget.config.budget import Budget
 from pytest_flopbudget.judge.base_ref import BudgetChange
 from pytest_flopbudget.report import Report
 from pytest_flopbudget.reporters.json_report import RESULTS_FORMAT, results, write_results
-from pytest_flopbudget.run import ModelError
+from pytest_flopbudget.run import Unchecked
 
 PYPROJECT = pyproject(
     RESNET_PARAMS,
@@ -91,7 +91,7 @@ def test_written_file_is_strict_deterministic_json(make_project, make_report, tm
 def test_unchecked_models_are_listed_and_fail(make_project, make_report) -> None:
     project = make_project(PYPROJECT)
     entry = project.settings.models["zero"]
-    unchecked = ModelError("zero", "cannot import 'pkg': ModuleNotFoundError", entry.source)
+    unchecked = Unchecked("zero", "cannot import 'pkg': ModuleNotFoundError", entry.source)
     data = results([project.verdict("resnet", make_report({"a": 5}))], unchecked=[unchecked], root=project.root)
     assert data["passed"] is False
     assert data["counts"]["unchecked"] == 1 and data["counts"]["errors"] == 1

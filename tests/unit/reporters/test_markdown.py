@@ -16,7 +16,7 @@ from pytest_flopbudget.reporters.markdown import (
     summary,
     usage_bar,
 )
-from pytest_flopbudget.run import ModelError
+from pytest_flopbudget.run import Unchecked
 
 HINT = "`flopbudget check --update`"
 PYPROJECT = pyproject(
@@ -164,7 +164,7 @@ def test_append_counts_what_the_step_already_wrote(tmp_path: Path) -> None:
 
 def test_unchecked_models_head_the_summary(make_project, make_report) -> None:
     project = make_project(PYPROJECT)
-    broken = ModelError("a|b <i>x</i>", "it raised RuntimeError: boom", None)
+    broken = Unchecked("a|b <i>x</i>", "it raised RuntimeError: boom", None)
     text = summary([project.verdict("vit", make_report({"a": 1500}))], unchecked=[broken], update_hint=HINT)
     assert text.splitlines()[:5] == [
         "### flopbudget: ❌ 1 not checked, 1 model within budget",

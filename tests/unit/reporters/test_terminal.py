@@ -2,11 +2,20 @@
 
 from __future__ import annotations
 
+import io
+
+import pytest
+
 from pytest_flopbudget.config.budget import parse_budget
 from pytest_flopbudget.config.location import Location
+from pytest_flopbudget.front_ends import CLI as CLI_FRONT_END
+from pytest_flopbudget.front_ends import PYTEST
 from pytest_flopbudget.judge.verdict import Measurement, evaluate
+from pytest_flopbudget.render.formatting import reason
 from pytest_flopbudget.report import LayerCost, PhaseTotals, Report, SkippedOp
+from pytest_flopbudget.reporters.ci import TERMINAL, emit
 from pytest_flopbudget.reporters.terminal import accept_hint, details, diff_table, summary_lines
+from pytest_flopbudget.run import RunResult, Unchecked
 
 HINT = "`pytest --flopbudget-update`"
 CLI = "`flopbudget check --update`"
@@ -200,3 +209,41 @@ def test_a_marker_budget_names_the_marker_and_the_test(tmp_path) -> None:
         'to accept: set macs="200" in the flop_budget marker at test_net.py:12; '
         "then run `pytest --flopbudget-update 'test_net.py::test_net[a b]'` and commit both"
     )
+
+
+# -- the terminal text as an Output ---------------------------------------------------------------------------------
+
+
+def terminal_text(result: RunResult) -> tuple[str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    emitted = emit(result, [TERMINAL], env={}, stream=out, errors=err)
+    assert emitted.ok
+    return out.getvalue(), err.getvalue()
+
+
+def test_the_cli_terminal_text_has_every_failure_and_its_errors_on_the_error_stream() -> None:
+    over = verdict_for(make_report({"a": 30}), make_report({"a": 10}), flops=20)
+    broken = Unchecked("broken", "cannot import 'x'")
+    out, err = terminal_text(RunResult([over], [broken], front_end=CLI_FRONT_END))
+    assert out.startswith(reason(over) + "\n") and "then run `flopbudget check --update net`" in out
+    assert "1 model not checked: broken" in out
+    assert err == "flopbudget: error: cannot import 'x'\n"
+
+
+def test_pytest_terminal_text_is_the_summary_alone() -> None:
+    over = verdict_for(make_report({"a": 30}), make_report({"a": 10}), flops=20)
+    lost = Unchecked("xdist worker gw1", "xdist worker gw1 sent no results")
+    out, err = terminal_text(RunResult([over], [lost], front_end=PYTEST))
+    assert out.splitlines()[0] == "error: xdist worker gw1 sent no results"  # no test shows it: said first
+    assert reason(over) not in out and err == ""  # the failure was shown with its test
+    assert terminal_text(RunResult(front_end=PYTEST)) == ("", "")  # nothing to say: nothing at all
+
+
+def test_a_terminal_that_cannot_be_written_is_the_front_ends_to_handle() -> None:
+    class Gone(io.StringIO):
+        def write(self, text: str) -> int:
+            raise BrokenPipeError("the reader has gone")
+
+    over = verdict_for(make_report({"a": 30}), make_report({"a": 10}), flops=20)
+    with pytest.raises(BrokenPipeError):
+        emit(RunResult([over], front_end=CLI_FRONT_END), [TERMINAL], env={}, stream=Gone(), errors=io.StringIO())

@@ -1,0 +1,76 @@
+"""The `flopbudget` fixture: a test counts one model with it; the test's marker is checked when the test ends."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from pytest_flopbudget.config.budget import Budget
+from pytest_flopbudget.errors import FlopBudgetError
+from pytest_flopbudget.judge.baseline import BaselineStore
+from pytest_flopbudget.plugin.names import default_name, item_location
+from pytest_flopbudget.plugin.state import ITEM, SESSION, ItemState
+from pytest_flopbudget.report import Report
+
+
+@pytest.fixture
+def flopbudget(request: pytest.FixtureRequest) -> FlopBudgetFixture:
+    """Count a model for this test: `flopbudget.count(model, *inputs, **kw)` returns the Report.
+
+    The test's `@pytest.mark.flop_budget(...)` is checked when the test finishes; the count is listed in the
+    summary and written as a baseline by `--flopbudget-update`.
+    """
+    return FlopBudgetFixture(request.node, request.config.stash[SESSION].store)
+
+
+class FlopBudgetFixture:
+    """The `flopbudget` fixture: one count per test, checked against the test's marker when it finishes."""
+
+    def __init__(self, item: pytest.Item, store: BaselineStore) -> None:
+        self._item = item
+        self._store = store
+
+    @property
+    def name(self) -> str:
+        """The model's name: the marker's `name=`, else derived from the test id; it names the baseline file."""
+        return self._state.name
+
+    @property
+    def budget(self) -> Budget | None:
+        return self._state.budget
+
+    @property
+    def report(self) -> Report | None:
+        return self._state.report
+
+    @property
+    def baseline(self) -> Report | None:
+        """The saved baseline for this model, if any (raises `BaselineError` for a corrupt file)."""
+        return self._store.load(self.name)
+
+    def count(self, model: Any, *inputs: Any, **kwargs: Any) -> Report:
+        """`pytest_flopbudget.count(model, *inputs, **kwargs)`, recorded for this test."""
+        __tracebackhide__ = True
+        state = self._state
+        if state.report is not None:
+            raise FlopBudgetError(
+                f"flopbudget.count() was already called in {self._item.name}; a test checks one model: "
+                f"split it into one test per model or parametrize it"
+            )
+        from pytest_flopbudget.backends import count
+
+        try:
+            report = count(model, *inputs, **kwargs)
+        except FlopBudgetError as exc:
+            raise exc.with_traceback(None) from None
+        state.report = report
+        return report
+
+    @property
+    def _state(self) -> ItemState:
+        state = self._item.stash.get(ITEM, None)
+        if state is None:
+            state = ItemState(default_name(self._item.nodeid), item_location(self._item))
+            self._item.stash[ITEM] = state
+        return state

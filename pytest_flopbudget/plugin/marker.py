@@ -1,0 +1,96 @@
+"""The `flop_budget` marker: its signature (for `--markers` and for errors) and the budget a test's marker sets.
+
+The marker's arguments are bound to a real signature, so a typo (`flop=`) fails with the signature users write,
+and every limit keeps the line of the decorator (or `pytest.param`) that set it, for the "to accept" hint.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Mapping
+from typing import Any
+
+import pytest
+
+from pytest_flopbudget.config.budget import Budget, parse_budget
+from pytest_flopbudget.config.location import Location
+from pytest_flopbudget.config.pyproject import ModelEntry
+from pytest_flopbudget.errors import FlopBudgetError
+from pytest_flopbudget.plugin.failures import Failure
+from pytest_flopbudget.plugin.marker_source import closest_marker, marker_line
+from pytest_flopbudget.plugin.names import default_name
+
+
+def flop_budget(
+    flops: Any = None,
+    *,
+    macs: Any = None,
+    params: Any = None,
+    max_skipped_ops: Any = None,
+    max_increase: Any = None,
+    name: str | None = None,
+) -> None:
+    """fail the test when the model it counts with the `flopbudget` fixture exceeds these inclusive ceilings
+    ('4.1G', '300 MMACs', '25.6M', max_increase='2%'); name= reuses [tool.flopbudget.models.NAME]."""
+
+
+_SIGNATURE = inspect.signature(flop_budget)
+#: `(flops=None, *, macs=None, ...)` without annotations: what users write, for the help line and for errors.
+_MARKER_SIGNATURE = _SIGNATURE.replace(
+    parameters=[p.replace(annotation=inspect.Parameter.empty) for p in _SIGNATURE.parameters.values()],
+    return_annotation=inspect.Signature.empty,
+)
+_MARKER_SLOTS = {
+    "flops": "flops",
+    "macs": "macs",
+    "params": "params",
+    "max_skipped_ops": "skipped",
+    "max_increase": "max_increase",
+}
+MARKER_HELP = f"flop_budget{_MARKER_SIGNATURE}: {' '.join((flop_budget.__doc__ or '').split())}"
+
+
+def marker_budget(
+    item: pytest.Item, marker: pytest.Mark, origin: Location, models: Mapping[str, ModelEntry]
+) -> tuple[str, Budget]:
+    """The model name and budget `marker` sets on `item` (a `name=` of `models` lends its pyproject budget, which
+    the marker's own limits override); raises `Failure` for a marker that cannot be checked as written."""
+    try:
+        bound = _MARKER_SIGNATURE.bind(*marker.args, **marker.kwargs)
+    except TypeError as exc:
+        takes = f"the marker takes flop_budget{_MARKER_SIGNATURE}"
+        raise Failure(f"{origin.where()}: flop_budget: {exc}; {takes}") from None
+    arguments = dict(bound.arguments)
+    name = arguments.pop("name", None)
+    if name is not None and (not isinstance(name, str) or not name.strip()):
+        raise Failure(f"{origin.where()}: flop_budget(name={name!r}): expected a non-empty model name")
+    values = {_MARKER_SLOTS[key]: value for key, value in arguments.items()}
+    line = marker_line(origin.file, origin.line, marker) or origin.line  # the decorator or pytest.param to edit
+    sources = {
+        _MARKER_SLOTS[key]: Location(origin.file, line, f"{item.name}: flop_budget({key}=...)") for key in arguments
+    }
+    try:
+        budget = parse_budget(values, sources, Location(origin.file, line, origin.key))
+    except FlopBudgetError as exc:
+        raise Failure(str(exc)) from None
+    entry = models.get(name) if name else None
+    if entry is not None:
+        budget = entry.budget.override(budget)
+    if budget.is_empty:
+        known = ", ".join(sorted(models)) or "none"
+        hint = f"; name={name!r} is not in [tool.flopbudget.models] (known: {known})" if name else ""
+        raise Failure(
+            f"{origin.where()}: flop_budget sets no limit{hint}; give flops, macs, params, max_skipped_ops "
+            f"or max_increase, or name= a model of [tool.flopbudget.models]"
+        )
+    return name or default_name(item.nodeid), budget
+
+
+def owned_model(item: pytest.Item) -> str | None:
+    """The model a collected test owns (its marker's `name=`, else the name from its node id) when it has the
+    marker or uses the fixture, whether or not it then counts: a skipped test still owns its baseline."""
+    marker = closest_marker(item)
+    if marker is None and "flopbudget" not in getattr(item, "fixturenames", ()):
+        return None
+    name = marker.kwargs.get("name") if marker is not None else None
+    return name if isinstance(name, str) and name.strip() else default_name(item.nodeid)
