@@ -7,16 +7,33 @@ fixture, the hooks and the items find the same keys without importing each other
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 import pytest
 
 from pytest_flopbudget.config.budget import Budget
 from pytest_flopbudget.config.location import Location
+from pytest_flopbudget.config.pyproject import Settings
+from pytest_flopbudget.judge.baseline import BaselineStore
 from pytest_flopbudget.report import Report
+from pytest_flopbudget.run import Run
 
-if TYPE_CHECKING:
-    from pytest_flopbudget.plugin.session import FlopBudgetSession
+
+class SessionState(Protocol):
+    """What the items, the fixture and the xdist transport ask of the session (`session.FlopBudgetSession`),
+    named here so that they need not import the module that imports them."""
+
+    config: pytest.Config
+    settings: Settings
+    store: BaselineStore
+    run: Run
+    owners: set[str]
+    deselected: int
+    lost_worker: bool
+
+    def run_model(self, item: Any) -> None: ...
+
+    def narrowed(self, session: pytest.Session) -> str: ...
 
 
 @dataclass
@@ -29,5 +46,5 @@ class ItemState:
     report: Report | None = None
 
 
-SESSION: pytest.StashKey[FlopBudgetSession] = pytest.StashKey()
+SESSION: pytest.StashKey[SessionState] = pytest.StashKey()
 ITEM = pytest.StashKey[ItemState]()

@@ -16,7 +16,7 @@ import pytest
 from pytest_flopbudget.run import Unchecked
 
 if TYPE_CHECKING:
-    from pytest_flopbudget.plugin.session import FlopBudgetSession
+    from pytest_flopbudget.plugin.state import SessionState
 
 _WORKER_KEY = "flopbudget_run"
 _COLLECTION_KEY = "collection"
@@ -30,7 +30,7 @@ def is_worker(config: pytest.Config) -> bool:
 class WorkerExport:
     """Registered on xdist workers only: sends the worker's run to the controller when its session ends."""
 
-    def __init__(self, session: FlopBudgetSession) -> None:
+    def __init__(self, session: SessionState) -> None:
         self.session = session
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
@@ -43,7 +43,7 @@ class WorkerExport:
         state.config.workeroutput[_WORKER_KEY] = payload  # type: ignore[attr-defined]
 
 
-def receive(state: FlopBudgetSession, node: Any, error: Any) -> None:
+def receive(state: SessionState, node: Any, error: Any) -> None:
     """Controller: merge what the worker `node` recorded into `state`'s run; a worker whose results did not
     arrive makes the run narrowed (nothing is judged stale) and its models unchecked."""
     worker = str(getattr(node, "workerinput", {}).get("workerid", "?"))

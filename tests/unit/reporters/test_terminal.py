@@ -10,8 +10,8 @@ from pytest_flopbudget.config.budget import parse_budget
 from pytest_flopbudget.config.location import Location
 from pytest_flopbudget.front_ends import CLI as CLI_FRONT_END
 from pytest_flopbudget.front_ends import PYTEST
+from pytest_flopbudget.judge.reason import reason
 from pytest_flopbudget.judge.verdict import Measurement, evaluate
-from pytest_flopbudget.render.formatting import reason
 from pytest_flopbudget.report import LayerCost, PhaseTotals, Report, SkippedOp
 from pytest_flopbudget.reporters.ci import TERMINAL, emit
 from pytest_flopbudget.reporters.terminal import accept_hint, details, diff_table, summary_lines
