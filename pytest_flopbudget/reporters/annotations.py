@@ -27,7 +27,7 @@ from pytest_flopbudget.render.formatting import (
     plural,
 )
 
-from ..kinds import Metric
+from ..metrics import Metric
 from ..run import ModelError
 
 #: Findings about growth, shown with the layers that grew most.
@@ -49,7 +49,7 @@ class Annotation:
     level: str
     kind: str
     model: str
-    metric: str | None
+    metric: str | None  # the metric of a finding, the setting of a budget change
     title: str
     message: str
     details: tuple[str, ...] = ()
@@ -196,9 +196,9 @@ def _title(name: str, finding: Finding) -> str:
     return f"flopbudget: {name} {titles.get(finding.kind, finding.kind)}"
 
 
-def _layer_hint(verdict: Verdict, metric: str | None) -> tuple[str, ...]:
+def _layer_hint(verdict: Verdict, metric: Metric | None) -> tuple[str, ...]:
     """`largest layer changes: layer4.2.conv2 +231M (+100.0%), fc +4.10M (added); 3 more`, or nothing."""
-    if metric is None or metric == Metric.SKIPPED:
+    if metric is None or not metric.counted:
         return ()
     diff = verdict.diff(metric)
     if diff is None or not diff.changes:
