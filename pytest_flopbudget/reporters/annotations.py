@@ -29,6 +29,7 @@ from pytest_flopbudget.render.formatting import (
 
 from ..metrics import Metric
 from ..run import ModelError
+from ..units import SI, PrefixSystem
 
 #: Findings about growth, shown with the layers that grew most.
 _LAYER_KINDS = (FindingKind.CEILING, FindingKind.INCREASE, FindingKind.GROWTH)
@@ -154,8 +155,8 @@ def relative_path(file: str | None, root: str | os.PathLike[str]) -> str | None:
     return None
 
 
-def signed_count(value: int) -> str:
-    return ("+" if value > 0 else "") + format_count(value)
+def signed_count(value: int, prefixes: PrefixSystem = SI) -> str:
+    return ("+" if value > 0 else "") + format_count(value, prefixes=prefixes)
 
 
 # -- helpers ---------------------------------------------------------------------------------------------------------
@@ -204,7 +205,7 @@ def _layer_hint(verdict: Verdict, metric: Metric | None) -> tuple[str, ...]:
     if diff is None or not diff.changes:
         return ()
     shown, rest = diff.top(HINT_LAYERS)
-    parts = [f"{layer_label(c.path)} {signed_count(c.delta)} ({_change_note(c)})" for c in shown]
+    parts = [f"{layer_label(c.path)} {signed_count(c.delta, metric.prefixes)} ({_change_note(c)})" for c in shown]
     line = f"largest {metric_title(metric)} changes by layer: " + ", ".join(parts)
     if rest:
         line += f"; {plural(len(rest), 'more changed layer')}"

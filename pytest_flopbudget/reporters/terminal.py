@@ -27,8 +27,9 @@ from pytest_flopbudget.render.formatting import (
     plural,
 )
 
-from ..metrics import FLOPS, METRICS, SKIPPED, Metric
+from ..metrics import FLOPS, METRICS, SKIPPED, Metric, by_name
 from ..run import RunResult
+from ..units import SI, PrefixSystem
 
 TOP = 15
 
@@ -161,6 +162,7 @@ def update_command(verdict: Verdict, update_hint: str) -> str:
 def diff_table(diff: LayerDiff, *, top: int = TOP) -> list[str]:
     """`layer | baseline | now | delta` rows, largest |delta| first, then the rest collapsed, then the total."""
     shown, rest = diff.top(top)
+    prefixes = by_name(diff.metric).prefixes
     rows = [("layer", "baseline", "now", "delta")]
     for change in shown:
         note = {"added": "added", "removed": "removed"}.get(change.status)
@@ -169,24 +171,24 @@ def diff_table(diff: LayerDiff, *, top: int = TOP) -> list[str]:
         rows.append(
             (
                 layer_label(change.path),
-                _figure(change.baseline),
-                _figure(change.now),
-                f"{_signed(change.delta)} ({note})",
+                _figure(change.baseline, prefixes),
+                _figure(change.now, prefixes),
+                f"{_signed(change.delta, prefixes)} ({note})",
             )
         )
     if not shown:
         rows.append(("(no layer changed)", "", "", ""))
     total = (
         "total",
-        _figure(diff.baseline_total),
-        _figure(diff.now_total),
-        f"{_signed(diff.delta)} ({format_percent(diff.delta, diff.baseline_total)})",
+        _figure(diff.baseline_total, prefixes),
+        _figure(diff.now_total, prefixes),
+        f"{_signed(diff.delta, prefixes)} ({format_percent(diff.delta, diff.baseline_total)})",
     )
     widths = _widths([*rows, total])
     lines = _table(rows, right=(1, 2, 3), widths=widths)
     if rest:
         delta = sum(change.delta for change in rest)
-        lines.append(f"  ... {plural(len(rest), 'more changed layer')} ({_signed(delta)})")
+        lines.append(f"  ... {plural(len(rest), 'more changed layer')} ({_signed(delta, prefixes)})")
     lines.extend(_table([rows[0], total], right=(1, 2, 3), widths=widths)[1:])
     return lines
 
@@ -196,10 +198,11 @@ def top_layers_table(verdict: Verdict, metric: Metric, *, top: int = TOP) -> lis
     total = verdict.report.metric(metric)
     entries = top_layers(verdict.report, metric, top)
     rows = [("layer", metric_title(metric), "share")]
+    prefixes = by_name(metric).prefixes
     for path, value in entries:
-        rows.append((layer_label(path), _figure(value), f"{100.0 * value / total:.1f}%" if total else ""))
+        rows.append((layer_label(path), _figure(value, prefixes), f"{100.0 * value / total:.1f}%" if total else ""))
     rest = sum(1 for value in verdict.report.layer_metric(metric).values() if value) - len(entries)
-    total_row = ("total", _figure(total), "100.0%" if total else "")
+    total_row = ("total", _figure(total, prefixes), "100.0%" if total else "")
     widths = _widths([*rows, total_row])
     lines = _table(rows, right=(1, 2), widths=widths)
     if rest > 0:
@@ -386,12 +389,12 @@ def _inputs(inputs: list) -> str:
     return "[" + ", ".join(parts) + "]"
 
 
-def _figure(value: int | None) -> str:
-    return "-" if value is None else format_count(value)
+def _figure(value: int | None, prefixes: PrefixSystem = SI) -> str:
+    return "-" if value is None else format_count(value, prefixes=prefixes)
 
 
-def _signed(value: int) -> str:
-    return ("+" if value > 0 else "") + format_count(value)
+def _signed(value: int, prefixes: PrefixSystem = SI) -> str:
+    return ("+" if value > 0 else "") + format_count(value, prefixes=prefixes)
 
 
 def _widths(rows: Sequence[Sequence[str]]) -> list[int]:
