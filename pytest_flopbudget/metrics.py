@@ -12,7 +12,7 @@ every reporter iterate over `METRICS`.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING
 
 from pytest_flopbudget.units import SI, PrefixSystem
@@ -43,6 +43,7 @@ class Metric(str):
     whole: bool
     growth: bool
     scope: str
+    conventions: Mapping[str, str]
     _of_report: Callable[[Report], int] | None
     _of_layer: Callable[[LayerCost], int] | None
 
@@ -99,6 +100,7 @@ def define(
     scope: str = PER_OP,
     of_report: Callable[[Report], int] | None = None,
     of_layer: Callable[[LayerCost], int] | None = None,
+    conventions: Mapping[str, str] | None = None,
 ) -> Metric:
     """A metric named `name` (also its pyproject key and marker argument unless given), shown as `label` (also
     its table column's heading unless `column` is given).
@@ -106,7 +108,8 @@ def define(
     `units` are the words a budget may end with (`GFLOPs`); `slot_units` the metrics whose units its slot accepts
     (itself unless given); `symbol` is printed after the prefix (`GFLOPs`), `word` after the figure (`25.6M
     params`), and a `whole` count prints exactly with a plural (`3 skipped op calls`). A `DERIVED` metric gives
-    `of_report` and `of_layer`.
+    `of_report` and `of_layer`. `conventions` are what every report says about how it is counted (its JSON's
+    `conventions`, keyed as there).
     """
     metric = Metric.__new__(Metric, name)
     metric.key = key or name
@@ -123,6 +126,7 @@ def define(
     metric.scope = scope
     metric._of_report = of_report
     metric._of_layer = of_layer
+    metric.conventions = dict(conventions or {})
     return metric
 
 
@@ -191,9 +195,31 @@ def _skipped_in_layer(layer: LayerCost) -> int:
     return sum(layer.skipped.values())
 
 
-FLOPS = define("flops", label="FLOPs", units=("flop", "flops"), slot_units=("flops", "macs"), symbol="FLOPs")
-MACS = define("macs", label="MACs", units=("mac", "macs"), symbol="MACs")
-PARAMS = define("params", label="params", units=("param", "params", "parameters"), word="params", scope=PER_LAYER)
+FLOPS = define(
+    "flops",
+    label="FLOPs",
+    units=("flop", "flops"),
+    slot_units=("flops", "macs"),
+    symbol="FLOPs",
+    conventions={
+        "flops": "2 per MAC plus bias adds, elementwise ops, activations, norms, softmax, pooling and reductions"
+    },
+)
+MACS = define(
+    "macs",
+    label="MACs",
+    units=("mac", "macs"),
+    symbol="MACs",
+    conventions={"mac": "1 multiply-accumulate of conv, transposed conv, linear, matmul, einsum or attention"},
+)
+PARAMS = define(
+    "params",
+    label="params",
+    units=("param", "params", "parameters"),
+    word="params",
+    scope=PER_LAYER,
+    conventions={"params": "unique parameters (tied weights counted once), buffers excluded"},
+)
 #: The op calls that could not be counted; its own ceiling, no growth rule.
 SKIPPED = define(
     "skipped",
@@ -207,6 +233,7 @@ SKIPPED = define(
     scope=DERIVED,
     of_report=_skipped_calls,
     of_layer=_skipped_in_layer,
+    conventions={"skipped": "ops with compute but no formula count as zero and are listed in skipped"},
 )
 
 #: Every metric, in the order outputs list them.

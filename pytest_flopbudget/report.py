@@ -34,12 +34,10 @@ def use_text_renderer(renderer: Callable[[Report], str]) -> None:
     _text_renderer = renderer
 
 
+#: How a report counts: each metric's own conventions (`metrics.py`), then those of the counting as a whole.
 CONVENTIONS: dict[str, str] = {
-    "mac": "1 multiply-accumulate of conv, transposed conv, linear, matmul, einsum or attention",
-    "flops": "2 per MAC plus bias adds, elementwise ops, activations, norms, softmax, pooling and reductions",
-    "params": "unique parameters (tied weights counted once), buffers excluded",
+    **{key: text for metric in METRICS for key, text in metric.conventions.items()},
     "causal_attention": "dense: a causal mask does not reduce the QK^T and AV matmuls",
-    "skipped": "ops with compute but no formula count as zero and are listed in skipped",
     "data_dependent": (
         "fake mode: routing indices are invented balanced round-robin (exact for top-k routing without token "
         "dropping); other data-dependent sizes count at their upper bound; both listed in estimated"
