@@ -13,12 +13,35 @@ every reporter iterate over `METRICS`.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from pytest_flopbudget.units import SI, PrefixSystem
 
-if TYPE_CHECKING:
-    from pytest_flopbudget.report import LayerCost, Report
+
+# What a metric reads its figures from: the shape of `report.Report` and `report.LayerCost`, which sit above this
+# module (a definition knows where its figure lives, not the types that hold it).
+class PhaseFigures(Protocol):
+    def get(self, metric: Metric) -> int: ...
+
+
+class LayerFigures(PhaseFigures, Protocol):
+    @property
+    def skipped(self) -> Mapping[str, int]: ...
+
+
+class ReportFigures(Protocol):
+    @property
+    def forward(self) -> PhaseFigures: ...
+
+    @property
+    def backward(self) -> PhaseFigures: ...
+
+    @property
+    def layers(self) -> Mapping[str, LayerFigures]: ...
+
+    @property
+    def skipped_calls(self) -> int: ...
+
 
 #: Counted per op call, per phase (forward, backward): held by every `OpCost`, `LayerCost` and `PhaseTotals`.
 PER_OP = "op"
@@ -44,8 +67,8 @@ class Metric(str):
     growth: bool
     scope: str
     conventions: Mapping[str, str]
-    _of_report: Callable[[Report], int] | None
-    _of_layer: Callable[[LayerCost], int] | None
+    _of_report: Callable[[ReportFigures], int] | None
+    _of_layer: Callable[[LayerFigures], int] | None
 
     def __repr__(self) -> str:
         return str.__repr__(self)
@@ -62,7 +85,7 @@ class Metric(str):
         """Stored in a Report's layers and JSON (per op or per layer), not derived from something else."""
         return self.scope != DERIVED
 
-    def of_report(self, report: Report) -> int:
+    def of_report(self, report: ReportFigures) -> int:
         """The model's total."""
         if self._of_report is not None:
             return self._of_report(report)
@@ -70,7 +93,7 @@ class Metric(str):
             return report.forward.get(self) + report.backward.get(self)
         return sum(layer.get(self) for layer in report.layers.values())
 
-    def of_layer(self, layer: LayerCost) -> int:
+    def of_layer(self, layer: LayerFigures) -> int:
         """One layer's figure, exclusive of its children."""
         return self._of_layer(layer) if self._of_layer is not None else layer.get(self)
 
@@ -98,8 +121,8 @@ def define(
     whole: bool = False,
     growth: bool = True,
     scope: str = PER_OP,
-    of_report: Callable[[Report], int] | None = None,
-    of_layer: Callable[[LayerCost], int] | None = None,
+    of_report: Callable[[ReportFigures], int] | None = None,
+    of_layer: Callable[[LayerFigures], int] | None = None,
     conventions: Mapping[str, str] | None = None,
 ) -> Metric:
     """A metric named `name` (also its pyproject key and marker argument unless given), shown as `label` (also
@@ -187,11 +210,11 @@ class Registry:
         return tuple(metric for metric in self._metrics if metric.growth)
 
 
-def _skipped_calls(report: Report) -> int:
+def _skipped_calls(report: ReportFigures) -> int:
     return report.skipped_calls
 
 
-def _skipped_in_layer(layer: LayerCost) -> int:
+def _skipped_in_layer(layer: LayerFigures) -> int:
     return sum(layer.skipped.values())
 
 

@@ -44,7 +44,6 @@ def format_percent(delta: int, base: int) -> str:
     return f"{percent:+.2g}%"
 
 
-
 #: The command that records new baselines, as each front end tells it.
 CLI_UPDATE_HINT = "`flopbudget check --update`"
 PYTEST_UPDATE_HINT = "`pytest --flopbudget-update`"
