@@ -14,9 +14,10 @@ import pytest
 from pytest_flopbudget.config.budget import parse_budget, parse_quantity
 from pytest_flopbudget.config.location import LocatedError, Location
 from pytest_flopbudget.config.pyproject import BUDGET_KEYS
+from pytest_flopbudget.judge.reason import reason
 from pytest_flopbudget.judge.verdict import Measurement, evaluate
 from pytest_flopbudget.metrics import FLOPS, MACS, METRICS, PARAMS, PER_OP, SKIPPED, Metric, by_name, define
-from pytest_flopbudget.render.formatting import format_value, metric_title, reason
+from pytest_flopbudget.render.formatting import format_value, metric_title
 from pytest_flopbudget.report import LayerCost, PhaseTotals, Report
 from pytest_flopbudget.reporters import json_report, markdown, terminal
 from pytest_flopbudget.units import BINARY, SI
