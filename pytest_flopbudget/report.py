@@ -11,8 +11,13 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from pytest_flopbudget.metrics import FLOPS, MACS, METRICS, PARAMS, Metric, by_name
+
 #: Bumped when the JSON layout changes incompatibly; baselines carry it so a foreign file is recognised.
-REPORT_FORMAT = "pytest-flopbudget/report/1"
+#: 2: each layer's and op's figures sit under `metrics`, keyed by metric name.
+REPORT_FORMAT = "pytest-flopbudget/report/2"
+#: The first layout (one field per metric in each layer and op): still read, so committed baselines stay valid.
+REPORT_FORMAT_1 = "pytest-flopbudget/report/1"
 
 #: The root module (ops that ran directly in the model's own forward, or outside any module).
 ROOT = ""
@@ -29,12 +34,10 @@ def use_text_renderer(renderer: Callable[[Report], str]) -> None:
     _text_renderer = renderer
 
 
+#: How a report counts: each metric's own conventions (`metrics.py`), then those of the counting as a whole.
 CONVENTIONS: dict[str, str] = {
-    "mac": "1 multiply-accumulate of conv, transposed conv, linear, matmul, einsum or attention",
-    "flops": "2 per MAC plus bias adds, elementwise ops, activations, norms, softmax, pooling and reductions",
-    "params": "unique parameters (tied weights counted once), buffers excluded",
+    **{key: text for metric in METRICS for key, text in metric.conventions.items()},
     "causal_attention": "dense: a causal mask does not reduce the QK^T and AV matmuls",
-    "skipped": "ops with compute but no formula count as zero and are listed in skipped",
     "data_dependent": (
         "fake mode: routing indices are invented balanced round-robin (exact for top-k routing without token "
         "dropping); other data-dependent sizes count at their upper bound; both listed in estimated"
@@ -42,60 +45,117 @@ CONVENTIONS: dict[str, str] = {
 }
 
 
-@dataclass
-class OpCost:
-    """How often one op ran inside a layer and what it cost."""
+class Figures:
+    """Counts keyed by metric (`values`), zeros left out so that equal costs compare equal however they were built.
 
-    calls: int = 0
-    flops: int = 0
-    macs: int = 0
+    `flops`, `macs` and `params` read the usual metrics; `get` and `add` work for any metric in `metrics.METRICS`.
+    """
 
-    def add(self, other: OpCost) -> None:
-        self.calls += other.calls
-        self.flops += other.flops
-        self.macs += other.macs
+    values: dict[Metric, int]
+
+    def __init__(self, values: Mapping[Metric, int] | Mapping[str, int] | None = None, **counts: int) -> None:
+        self.values = {}
+        for name, amount in (*(values or {}).items(), *counts.items()):
+            self.add(name if isinstance(name, Metric) else by_name(name), amount)
+
+    def get(self, metric: Metric) -> int:
+        return self.values.get(metric, 0)
+
+    def add(self, metric: Metric, amount: int) -> None:
+        if amount:
+            self.values[metric] = self.values.get(metric, 0) + amount
+
+    def add_all(self, values: Mapping[Metric, int], times: int = 1) -> None:
+        for metric, amount in values.items():
+            self.add(metric, amount * times)
+
+    @property
+    def flops(self) -> int:
+        return self.get(FLOPS)
+
+    @property
+    def macs(self) -> int:
+        return self.get(MACS)
 
 
-@dataclass
-class LayerCost:
-    """Cost of one module, exclusive of its children; `params` are the module's own (recurse=False)."""
+class OpCost(Figures):
+    """How often one op ran inside a layer and what it cost (its per-op metrics)."""
 
-    flops: int = 0
-    macs: int = 0
-    params: int = 0
-    ops: dict[str, OpCost] = field(default_factory=dict)
-    skipped: dict[str, int] = field(default_factory=dict)
+    def __init__(
+        self, calls: int = 0, values: Mapping[Metric, int] | Mapping[str, int] | None = None, **counts: int
+    ) -> None:
+        super().__init__(values, **counts)
+        self.calls = calls
 
-    def add_op(self, op: str, flops: int, macs: int, calls: int = 1) -> None:
-        self.flops += flops
-        self.macs += macs
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, OpCost) and (self.calls, self.values) == (other.calls, other.values)
+
+    def __repr__(self) -> str:
+        return f"OpCost(calls={self.calls}, values={self.values})"
+
+    def add_cost(self, other: OpCost, times: int = 1) -> None:
+        self.calls += other.calls * times
+        self.add_all(other.values, times)
+
+
+class LayerCost(Figures):
+    """Cost of one module, exclusive of its children: its per-op metrics summed over its ops, and its per-layer
+    metrics (`params` are the module's own, recurse=False)."""
+
+    def __init__(
+        self,
+        values: Mapping[Metric, int] | Mapping[str, int] | None = None,
+        ops: dict[str, OpCost] | None = None,
+        skipped: dict[str, int] | None = None,
+        **counts: int,
+    ) -> None:
+        super().__init__(values, **counts)
+        self.ops: dict[str, OpCost] = ops if ops is not None else {}
+        self.skipped: dict[str, int] = skipped if skipped is not None else {}
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, LayerCost) and (self.values, self.ops, self.skipped) == (
+            other.values,
+            other.ops,
+            other.skipped,
+        )
+
+    def __repr__(self) -> str:
+        return f"LayerCost(values={self.values}, ops={self.ops}, skipped={self.skipped})"
+
+    @property
+    def params(self) -> int:
+        return self.get(PARAMS)
+
+    def add_op(self, op: str, values: Mapping[Metric, int], calls: int = 1) -> None:
+        """`calls` runs of `op` that cost `values` together (per-op metrics, keyed by metric)."""
+        self.add_all(values)
         known = self.ops.get(op)
         if known is None:
-            self.ops[op] = OpCost(calls, flops, macs)
+            self.ops[op] = OpCost(calls, values)
         else:
             known.calls += calls
-            known.flops += flops
-            known.macs += macs
+            known.add_all(values)
 
     def add_skipped(self, op: str, calls: int = 1) -> None:
         self.skipped[op] = self.skipped.get(op, 0) + calls
 
     def merge(self, other: LayerCost) -> None:
-        self.flops += other.flops
-        self.macs += other.macs
-        self.params += other.params
+        self.add_all(other.values)
         for name, cost in other.ops.items():
-            self.ops.setdefault(name, OpCost()).add(cost)
+            self.ops.setdefault(name, OpCost()).add_cost(cost)
         for name, calls in other.skipped.items():
             self.add_skipped(name, calls)
 
 
-@dataclass
-class PhaseTotals:
-    """FLOPs and MACs of one phase of a training step (forward or backward)."""
+class PhaseTotals(Figures):
+    """The per-op metrics of one phase of a training step (forward or backward)."""
 
-    flops: int = 0
-    macs: int = 0
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, PhaseTotals) and self.values == other.values
+
+    def __repr__(self) -> str:
+        return f"PhaseTotals(values={self.values})"
 
 
 class BothPhases:
@@ -104,13 +164,20 @@ class BothPhases:
     forward: PhaseTotals
     backward: PhaseTotals
 
+    def phases_total(self, metric: Metric) -> int:
+        return self.forward.get(metric) + self.backward.get(metric)
+
+    def totals(self) -> dict[Metric, int]:
+        """Every per-op metric over both phases, in the registry's order."""
+        return {metric: self.phases_total(metric) for metric in METRICS.per_op}
+
     @property
     def flops(self) -> int:
-        return self.forward.flops + self.backward.flops
+        return self.phases_total(FLOPS)
 
     @property
     def macs(self) -> int:
-        return self.forward.macs + self.backward.macs
+        return self.phases_total(MACS)
 
 
 @dataclass
@@ -133,9 +200,12 @@ class EstimatedOp:
 
 @dataclass
 class Report(BothPhases):
-    """What a model costs, per layer and in total, and how that was counted."""
+    """What a model costs, per layer and in total, and how that was counted.
 
-    params: int = 0
+    Each metric's total is read through its definition (`metric(...)`): per-op metrics from the phases, per-layer
+    ones (params) as the sum of the layers.
+    """
+
     layers: dict[str, LayerCost] = field(default_factory=dict)
     forward: PhaseTotals = field(default_factory=PhaseTotals)
     backward: PhaseTotals = field(default_factory=PhaseTotals)
@@ -166,6 +236,18 @@ class Report(BothPhases):
         )
 
     @property
+    def flops(self) -> int:
+        return FLOPS.of_report(self)
+
+    @property
+    def macs(self) -> int:
+        return MACS.of_report(self)
+
+    @property
+    def params(self) -> int:
+        return PARAMS.of_report(self)
+
+    @property
     def skipped(self) -> dict[str, int]:
         """Op name -> calls for every op that was not counted; empty means the count is exact."""
         return {name: op.calls for name, op in sorted(self.skipped_ops.items())}
@@ -181,26 +263,21 @@ class Report(BothPhases):
         totals: dict[str, OpCost] = {}
         for cost in self.layers.values():
             for name, op in cost.ops.items():
-                totals.setdefault(name, OpCost()).add(op)
+                totals.setdefault(name, OpCost()).add_cost(op)
         return dict(sorted(totals.items()))
 
     @property
     def skipped_calls(self) -> int:
         return sum(op.calls for op in self.skipped_ops.values())
 
-    def metric(self, metric: str) -> int:
-        """The total of one budget metric: `flops`, `macs`, `params` or `skipped` (op calls not counted)."""
-        if metric == "skipped":
-            return self.skipped_calls
-        if metric in ("flops", "macs", "params"):
-            return int(getattr(self, metric))
-        raise ValueError(f"unknown metric {metric!r}; expected flops, macs, params or skipped")
+    def metric(self, metric: Metric) -> int:
+        """The total of one budget metric (`flops`, `macs`, `params`, `skipped`: op calls not counted, ...)."""
+        return by_name(metric).of_report(self)
 
-    def layer_metric(self, metric: str) -> dict[str, int]:
+    def layer_metric(self, metric: Metric) -> dict[str, int]:
         """One metric per layer (exclusive of children); `skipped` counts op calls."""
-        if metric == "skipped":
-            return {path: sum(cost.skipped.values()) for path, cost in self.layers.items()}
-        return {path: int(getattr(cost, metric)) for path, cost in self.layers.items()}
+        definition = by_name(metric)
+        return {path: definition.of_layer(cost) for path, cost in self.layers.items()}
 
     def tree(self, depth: int | None = None) -> dict[str, LayerCost]:
         """Costs rolled up to module paths at most `depth` components deep (inclusive of children).
@@ -231,7 +308,7 @@ class Report(BothPhases):
             "model": self.model,
             "training": self.training,
             "inputs": self.inputs,
-            "totals": {"flops": self.flops, "macs": self.macs, "params": self.params},
+            "totals": {metric: metric.of_report(self) for metric in METRICS.counted},
             "forward": _phase_dict(self.forward),
             "backward": _phase_dict(self.backward),
             "layers": {path: _layer_dict(cost) for path, cost in sorted(self.layers.items())},
@@ -262,17 +339,23 @@ class Report(BothPhases):
         if not isinstance(data, Mapping):
             raise ValueError("a report must be a JSON object")
         fmt = data.get("format")
-        if fmt != REPORT_FORMAT:
+        if fmt not in (REPORT_FORMAT, REPORT_FORMAT_1):
             raise ValueError(f"format is {_show(fmt)}, expected {REPORT_FORMAT!r}")
         data = _object(data, "the report")
-        totals = _counts(_get(data, "totals", ""), "totals", ("flops", "macs", "params"))
-        forward = _counts(_get(data, "forward", ""), "forward", ("flops", "macs"))
-        backward = _counts(_get(data, "backward", ""), "backward", ("flops", "macs"))
+        # The first layout knew flops, macs and params; the current one holds every counted metric.
+        counted: tuple[Metric, ...] = METRICS.counted if fmt == REPORT_FORMAT else _FORMAT_1_METRICS
+        per_op = tuple(m for m in counted if m in METRICS.per_op)
+        layer_from = _layer_from if fmt == REPORT_FORMAT else _layer_from_1
+        totals = _counts(_get(data, "totals", ""), "totals", counted)
+        forward = _counts(_get(data, "forward", ""), "forward", per_op)
+        backward = _counts(_get(data, "backward", ""), "backward", per_op)
         report = cls(
-            params=totals["params"],
-            layers={key: _layer_from(value, f"layers[{_show(key)}]") for key, value in _items(data, "layers")},
-            forward=PhaseTotals(forward["flops"], forward["macs"]),
-            backward=PhaseTotals(backward["flops"], backward["macs"]),
+            layers={
+                key: layer_from(value, f"layers[{_show(key)}]", counted, per_op)
+                for key, value in _items(data, "layers")
+            },
+            forward=PhaseTotals(forward),
+            backward=PhaseTotals(backward),
             skipped_ops={
                 key: SkippedOp(*_listed_op(value, f"skipped[{_show(key)}]", "reason"))
                 for key, value in _items(data, "skipped")
@@ -294,12 +377,12 @@ class Report(BothPhases):
                 key: _str(value, f"versions[{_show(key)}]") for key, value in _items(data, "versions", required=False)
             },
         )
-        if (totals["flops"], totals["macs"]) != (report.flops, report.macs):
+        if any(totals[metric] != report.phases_total(metric) for metric in per_op):
             raise ValueError("totals do not match the forward and backward phases")
         # A hand-edited total that no longer equals the sum of its layers would judge a model by a number that was
         # never counted: such a file is unreadable, not a baseline.
-        for metric in ("flops", "macs", "params"):
-            layers = sum(int(getattr(cost, metric)) for cost in report.layers.values())
+        for metric in counted:
+            layers = sum(cost.get(metric) for cost in report.layers.values())
             if layers != totals[metric]:
                 raise ValueError(f"total {metric} {totals[metric]} is not the sum of its layers ({layers})")
         return report
@@ -338,35 +421,72 @@ def ancestors(path: str) -> Iterable[str]:
         yield path
 
 
+#: The metrics of the `report/1` layout, each a field of every layer (and, per op, flops and macs).
+_FORMAT_1_METRICS = (FLOPS, MACS, PARAMS)
+
+
 def _phase_dict(phase: PhaseTotals) -> dict[str, int]:
-    return {"flops": phase.flops, "macs": phase.macs}
+    return {metric: phase.get(metric) for metric in METRICS.per_op}
 
 
 def _layer_dict(cost: LayerCost) -> dict[str, Any]:
     return {
-        "flops": cost.flops,
-        "macs": cost.macs,
-        "params": cost.params,
-        "ops": {name: {"calls": op.calls, "flops": op.flops, "macs": op.macs} for name, op in sorted(cost.ops.items())},
+        "metrics": {metric: cost.get(metric) for metric in METRICS.counted},
+        "ops": {
+            name: {"calls": op.calls, "metrics": {metric: op.get(metric) for metric in METRICS.per_op}}
+            for name, op in sorted(cost.ops.items())
+        },
         "skipped": dict(sorted(cost.skipped.items())),
     }
 
 
-def _layer_from(data: object, where: str) -> LayerCost:
+def _layer_from(data: object, where: str, counted: tuple[str, ...], per_op: tuple[str, ...]) -> LayerCost:
+    """A layer of the current layout: `{"metrics": {...}, "ops": {op: {"calls": n, "metrics": {...}}}, ...}`."""
     layer = _object(data, where)
+    ops: dict[str, OpCost] = {}
+    for key, value in _items(layer, "ops", where):
+        at = f"{where}.ops[{_show(key)}]"
+        op = _object(value, at)
+        ops[key] = OpCost(
+            _count(_get(op, "calls", at), f"{at}.calls"),
+            _known_counts(_get(op, "metrics", at), f"{at}.metrics", per_op),
+        )
     return LayerCost(
-        flops=_count(_get(layer, "flops", where), f"{where}.flops"),
-        macs=_count(_get(layer, "macs", where), f"{where}.macs"),
-        params=_count(_get(layer, "params", where), f"{where}.params"),
-        ops={
-            key: OpCost(**_counts(value, f"{where}.ops[{_show(key)}]", ("calls", "flops", "macs")))
-            for key, value in _items(layer, "ops", where)
-        },
-        skipped={
-            key: _count(value, f"{where}.skipped[{_show(key)}]")
-            for key, value in _items(layer, "skipped", where, required=False)
-        },
+        _known_counts(_get(layer, "metrics", where), f"{where}.metrics", counted),
+        ops=ops,
+        skipped=_skipped_from(layer, where),
     )
+
+
+def _layer_from_1(data: object, where: str, counted: tuple[str, ...], per_op: tuple[str, ...]) -> LayerCost:
+    """A layer of the `report/1` layout: `{"flops": n, "macs": n, "params": n, "ops": {op: {"calls": n, ...}}}`."""
+    layer = _object(data, where)
+    ops: dict[str, OpCost] = {}
+    for key, value in _items(layer, "ops", where):
+        figures = _counts(value, f"{where}.ops[{_show(key)}]", ("calls", *per_op))
+        ops[key] = OpCost(figures.pop("calls"), figures)
+    return LayerCost(
+        {metric: _count(_get(layer, metric, where), f"{where}.{metric}") for metric in counted},
+        ops=ops,
+        skipped=_skipped_from(layer, where),
+    )
+
+
+def _skipped_from(layer: Mapping[str, Any], where: str) -> dict[str, int]:
+    return {
+        key: _count(value, f"{where}.skipped[{_show(key)}]")
+        for key, value in _items(layer, "skipped", where, required=False)
+    }
+
+
+def _known_counts(value: object, where: str, names: tuple[str, ...]) -> dict[str, int]:
+    """The counts `names` of the object `value`, every one required; a metric this version does not know is an
+    error, not ignored, so that a file from a later version is never judged on part of its figures."""
+    data = _object(value, where)
+    for name in data:
+        if name not in names:
+            raise ValueError(f"{where} has an unknown metric {_show(name)}")
+    return _counts(data, where, names)
 
 
 #: The largest count a report may hold: far beyond any model (10^30 FLOPs is a million years of an exaflop machine),

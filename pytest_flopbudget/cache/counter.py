@@ -42,6 +42,7 @@ from pytest_flopbudget.cache.store import CountCache, Lookup, entry_key
 from pytest_flopbudget.config.location import display_path
 from pytest_flopbudget.config.pyproject import ModelEntry
 from pytest_flopbudget.errors import CountingError, FlopBudgetError
+from pytest_flopbudget.metrics import METRICS
 from pytest_flopbudget.report import Report
 
 Counter = Callable[[ModelEntry, Path], Report]
@@ -284,7 +285,7 @@ def report_difference(cached: Report, fresh: Report) -> str | None:
     old, new = _plain(cached.to_dict()), _plain(fresh.to_dict())
     if old == new:
         return None
-    for name in ("flops", "macs", "params"):
+    for name in METRICS.counted:
         if old["totals"][name] != new["totals"][name]:
             return f"{name} {old['totals'][name]} cached, {new['totals'][name]} counted"
     return _first_difference(old, new, "")

@@ -33,10 +33,11 @@ from typing import Any
 from pytest_flopbudget.atomic_file import read_regular_file, write_atomic
 from pytest_flopbudget.cache import signing as record_signing
 from pytest_flopbudget.cache.dependencies import Dependencies
+from pytest_flopbudget.metrics import METRICS
 from pytest_flopbudget.report import Report
 
 CACHE_DIR_NAME = ".flopbudget_cache"
-FORMAT = 2  # 2: signed records (`record_signing`)
+FORMAT = 3  # 2: signed records (`record_signing`); 3: reports in the `report/2` layout (keyed by metric)
 #: The key of a record's signature: an HMAC-SHA256 of `canonical(record without it)`.
 SIGNATURE = "hmac-sha256"
 #: Why a record that is there was not believed (printed as `NAME: cached count not trusted: ...`).
@@ -50,7 +51,7 @@ CACHEDIR_TAG = (
 )
 GITIGNORE = "# Created by pytest-flopbudget automatically.\n*\n"
 #: Keys of a model's table that judge a count but do not change it: editing a ceiling must not recount.
-CEILING_KEYS = frozenset({"flops", "macs", "params", "max-skipped-ops", "max-increase"})
+CEILING_KEYS = frozenset({*(metric.key for metric in METRICS), "max-increase"})
 
 
 def cache_enabled(setting: bool | None, env: Mapping[str, str]) -> bool:

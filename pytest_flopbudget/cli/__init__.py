@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from typing import Any, NoReturn
 
 from ..errors import FlopBudgetError
+from ..metrics import METRICS, by_name
 from ..safe_text import SafeStream, one_line, safe_line, safe_text
 from ..version import __version__
 
@@ -181,7 +182,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     count.add_argument(
         "--metric",
-        choices=("flops", "macs", "params"),
+        choices=tuple(str(metric) for metric in METRICS.counted),
         help="what the box widths of --format svg/html show (default flops)",
     )
     count.add_argument("-o", "--output", metavar="PATH", help="write to PATH (atomically) instead of stdout")
@@ -337,9 +338,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _count(args: argparse.Namespace) -> int:
     from .count import CountRequest, run_count
 
+    metric = by_name(args.metric) if args.metric else None
     request = CountRequest(
         target=args.target, input=args.input, dtype=args.dtype, training=args.training, execution=args.execution,
-        method=args.method, depth=args.depth, format=args.format, pyproject=args.pyproject, metric=args.metric,
+        method=args.method, depth=args.depth, format=args.format, pyproject=args.pyproject, metric=metric,
         output=args.output,
     )  # fmt: skip
     return run_count(request, _out(), _err())

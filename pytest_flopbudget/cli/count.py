@@ -25,6 +25,7 @@ from pytest_flopbudget.config.pyproject import (
 
 from ..backends import Backend, backend_for, backend_for_target, count_entry
 from ..errors import CountingError
+from ..metrics import FLOPS, Metric
 from ..report import Report
 from ..safe_text import json_safe, safe_text
 from .inputs import describe_inputs, parse_inputs
@@ -46,7 +47,7 @@ class CountRequest:
     format: str = "table"
     pyproject: str | None = None
     #: What the boxes of an svg or html picture show (flops by default); refused with another format.
-    metric: str | None = None
+    metric: Metric | None = None
     #: Write the output to this file (atomically) instead of stdout.
     output: str | None = None
 
@@ -88,7 +89,7 @@ def render(report: Report, entry: ModelEntry, request: CountRequest) -> str:
         from pytest_flopbudget.render import flame
 
         draw = flame.render_html if request.format == "html" else flame.render_svg
-        return draw(report, metric=request.metric or "flops", title=title, name=entry.name, budget=entry.budget)
+        return draw(report, metric=request.metric or FLOPS, title=title, name=entry.name, budget=entry.budget)
     from pytest_flopbudget.render.table import format_layer_table
 
     return format_layer_table(report, depth=request.depth, title=title) + "\n"

@@ -31,6 +31,7 @@ from pytest_flopbudget.config.pyproject import (
     parse_settings,
 )
 from pytest_flopbudget.front_ends import CLI_UPDATE_HINT
+from pytest_flopbudget.metrics import FLOPS, PARAMS
 from pytest_flopbudget.render.formatting import ceiling_above, format_value, plural
 
 from ..backends import backend_for_target, count_entry
@@ -294,8 +295,9 @@ def _new_model(item: _Planned, report: Report, headroom: Decimal) -> NewModel:
 def _summary(model: NewModel, report: Report) -> str:
     """`flops = "1.23M" (count 1.20 MFLOPs), params = "4.57k" (count 4.48k params), max-skipped-ops = 0`."""
     parts = []
-    for key, metric in (("flops", "flops"), ("params", "params")):
-        parts.append(f'{key} = "{model.ceilings[key]}" (count {format_value(report.metric(metric), metric)})')
+    for metric in (FLOPS, PARAMS):
+        count = format_value(report.metric(metric), metric)
+        parts.append(f'{metric.key} = "{model.ceilings[metric.key]}" (count {count})')
     skipped = report.skipped_calls
     note = f" ({plural(skipped, 'op call')} not counted: `flopbudget count` lists them)" if skipped else ""
     parts.append(f"max-skipped-ops = {skipped}{note}")

@@ -1,7 +1,8 @@
 """Budget strings (`4.1G`, `300 MMACs`, `25.6M`, `2%`) and the `Budget` they make up.
 
 Budgets are written by people, copied from papers and read in code review, so the grammar is small and strict:
-decimal prefixes only, no lowercase `m` (milli or mega?), no binary `Gi`, no negative values. A value that is
+the metric's prefixes only (decimal for FLOPs, MACs and params: no binary `Gi`), no lowercase `m` (milli or
+mega?), no negative values. A value that is
 not understood is an error that quotes it, says where it came from and shows the grammar; it is never guessed.
 Parsing is exact (`4.1G` is 4_100_000_000, not 4_099_999_999) and bounded: budget text is ASCII, at most
 `MAX_TEXT` characters with an exponent within +-`MAX_EXPONENT`, checked before any number is built, so a hostile
@@ -20,38 +21,9 @@ from fractions import Fraction
 from typing import Any
 
 from pytest_flopbudget.config.location import LocatedError, Location, Problem
-from pytest_flopbudget.kinds import Metric
+from pytest_flopbudget.metrics import METRICS, Metric, by_name
 from pytest_flopbudget.report import MAX_COUNT
-
-#: Decimal prefixes; `k` and `K` both mean 10^3 because both are common and neither is ambiguous.
-PREFIXES: dict[str, int] = {"k": 10**3, "K": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "P": 10**15}
-
-#: The metrics a budget can cap. `skipped` is the number of skipped op calls (ops with no formula).
-METRICS = tuple(Metric)
-
-#: Metrics that `max-increase` applies to (the skipped-op count has its own ceiling).
-GROWTH_METRICS = (Metric.FLOPS, Metric.MACS, Metric.PARAMS)
-
-_UNITS: dict[str, str] = {
-    "flop": "flops",
-    "flops": "flops",
-    "mac": "macs",
-    "macs": "macs",
-    "param": "params",
-    "params": "params",
-    "parameters": "params",
-}
-
-#: How each metric's unit is written in messages.
-UNIT_NAMES: dict[str, str] = {"flops": "FLOPs", "macs": "MACs", "params": "params", "skipped": "skipped op calls"}
-
-#: Units each slot accepts. In the flops slot a MAC unit turns the value into a MAC budget.
-_SLOT_UNITS: dict[str, tuple[str, ...]] = {
-    "flops": ("flops", "macs"),
-    "macs": ("macs",),
-    "params": ("params",),
-    "skipped": (),
-}
+from pytest_flopbudget.units import SI, PrefixSystem
 
 #: The largest count a budget can hold: far above any model (a 10^12-parameter model at 10^6 tokens is ~10^18
 #: FLOPs) and small enough that every report, percentage and CI annotation handles it as an ordinary number.
@@ -66,8 +38,8 @@ MAX_TEXT = 100
 MAX_EXPONENT = 100
 
 GRAMMAR = (
-    "write a non-negative number up to 10^30 in ASCII with an optional decimal prefix k/K, M, G, T, P "
-    "(10^3..10^15) and unit, e.g. 4.1G, 4.1e9, 8_200_000_000, '4.1 GFLOPs', '300 MMACs', '25.6M' (params)"
+    f"write a non-negative number up to 10^30 in ASCII with an optional {SI.description} "
+    "and unit, e.g. 4.1G, 4.1e9, 8_200_000_000, '4.1 GFLOPs', '300 MMACs', '25.6M' (params)"
 )
 PERCENT_GRAMMAR = "write a non-negative percentage up to 1000000% such as '2%' or '0.5%'"
 
@@ -81,7 +53,7 @@ _NUMBER = re.compile(
 class Limit:
     """A ceiling on one metric: `value` is the largest allowed count (inclusive); `text` is how it was written."""
 
-    metric: str
+    metric: Metric
     value: int
     text: str
     source: Location = field(default_factory=Location)
@@ -91,7 +63,9 @@ class Limit:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Limit:
-        return cls(str(data["metric"]), int(data["value"]), str(data["text"]), Location.from_dict(data["source"]))
+        return cls(
+            by_name(str(data["metric"])), int(data["value"]), str(data["text"]), Location.from_dict(data["source"])
+        )
 
 
 @dataclass(frozen=True)
@@ -118,11 +92,11 @@ class MaxIncrease:
 class Budget:
     """Ceilings per metric plus an optional max-increase; `source` is where the budget as a whole is declared."""
 
-    limits: Mapping[str, Limit] = field(default_factory=dict)
+    limits: Mapping[Metric, Limit] = field(default_factory=dict)
     max_increase: MaxIncrease | None = None
     source: Location | None = None
 
-    def limit(self, metric: str) -> Limit | None:
+    def limit(self, metric: Metric) -> Limit | None:
         return self.limits.get(metric)
 
     @property
@@ -150,7 +124,7 @@ class Budget:
         increase = data.get("max_increase")
         source = data.get("source")
         return cls(
-            limits={str(m): Limit.from_dict(v) for m, v in data.get("limits", {}).items()},
+            limits={by_name(str(m)): Limit.from_dict(v) for m, v in data.get("limits", {}).items()},
             max_increase=MaxIncrease.from_dict(increase) if increase else None,
             source=Location.from_dict(source) if source else None,
         )
@@ -162,12 +136,13 @@ def parse_quantity(value: Any, slot: str = "flops", source: Location | None = No
     Accepts ints, finite floats and strings in the documented grammar. Fractional counts round down, since every
     count is an integer: a ceiling of 1.5 allows 1. Raises `LocatedError` quoting the value and `source`.
     """
-    if slot not in _SLOT_UNITS:
+    slot_metric = METRICS.get(slot)
+    if slot_metric is None:
         raise ValueError(f"unknown budget slot {slot!r}; expected one of {', '.join(METRICS)}")
     source = source or Location()
-    metric, number = _parse(value, slot, source)
-    if metric == Metric.SKIPPED and number.denominator != 1:
-        raise _error(value, source, "a number of skipped op calls is a whole number", GRAMMAR)
+    metric, number = _parse(value, slot_metric, source)
+    if metric.whole and number.denominator != 1:
+        raise _error(value, source, f"a number of {metric.label} is a whole number", grammar(metric.prefixes))
     text = value if isinstance(value, str) else repr(value)
     return Limit(metric, int(number), text.strip(), source)
 
@@ -199,7 +174,7 @@ def parse_budget(values: Mapping[str, Any], sources: Mapping[str, Location], ori
     setting the same metric twice that way is an error.
     """
     problems: list[Problem] = []
-    limits: dict[str, Limit] = {}
+    limits: dict[Metric, Limit] = {}
     increase: MaxIncrease | None = None
     for slot, value in values.items():
         if value is None:
@@ -225,28 +200,34 @@ def parse_budget(values: Mapping[str, Any], sources: Mapping[str, Location], ori
     return Budget({m: limits[m] for m in METRICS if m in limits}, increase, origin)
 
 
-def _parse(value: Any, slot: str, source: Location) -> tuple[str, Fraction]:
+def grammar(prefixes: PrefixSystem) -> str:
+    """The budget grammar for a metric written with `prefixes` (`GRAMMAR` for the decimal ones)."""
+    return GRAMMAR if prefixes == SI else GRAMMAR.replace(SI.description, prefixes.description)
+
+
+def _parse(value: Any, slot: Metric, source: Location) -> tuple[Metric, Fraction]:
     """The metric and exact value of `value`, at most `MAX_COUNT`; never builds a number larger than that."""
+    rules = grammar(slot.prefixes)
     if isinstance(value, bool) or not isinstance(value, (int, float, str)):
-        raise _error(value, source, f"expected a number or a string, got {type(value).__name__}", GRAMMAR)
+        raise _error(value, source, f"expected a number or a string, got {type(value).__name__}", rules)
     if isinstance(value, int):
         if value < 0:
-            raise _error(value, source, "it is negative", GRAMMAR)
-        return _default_metric(slot), _bounded(Fraction(value), value, source)
+            raise _error(value, source, "it is negative", rules)
+        return slot, _bounded(Fraction(value), value, source, rules)
     if isinstance(value, float):
         if not math.isfinite(value) or value < 0:
-            raise _error(value, source, "it is negative or not finite", GRAMMAR)
+            raise _error(value, source, "it is negative or not finite", rules)
         # repr: 4.1e9 means 4_100_000_000, not the binary float's exact value
-        return _default_metric(slot), _bounded(Fraction(Decimal(repr(value))), value, source)
-    text = _checked_text(value, source, GRAMMAR, "a budget")
+        return slot, _bounded(Fraction(Decimal(repr(value))), value, source, rules)
+    text = _checked_text(value, source, rules, "a budget")
     if text.startswith("-"):
-        raise _error(value, source, "it is negative", GRAMMAR)
+        raise _error(value, source, "it is negative", rules)
     match = _NUMBER.match(text)
     if not match:
-        raise _error(value, source, "it does not start with a number", GRAMMAR)
-    number = _exact(match, value, source, GRAMMAR, "a budget")
+        raise _error(value, source, "it does not start with a number", rules)
+    number = _exact(match, value, source, rules, "a budget")
     scale, metric = _suffix(text[match.end() :].strip(), slot, value, source)
-    return metric, _bounded(number * scale, value, source)
+    return metric, _bounded(number * scale, value, source, rules)
 
 
 def _checked_text(value: str, source: Location, grammar: str, what: str) -> str:
@@ -270,52 +251,46 @@ def _exact(match: re.Match[str], value: Any, source: Location, grammar: str, wha
     return Fraction(Decimal(match["mantissa"].replace("_", ""))) * Fraction(10) ** exponent
 
 
-def _bounded(number: Fraction, value: Any, source: Location) -> Fraction:
+def _bounded(number: Fraction, value: Any, source: Location, rules: str = GRAMMAR) -> Fraction:
     if number > MAX_COUNT:
-        raise _error(value, source, "it is more than 10^30, the largest budget", GRAMMAR)
+        raise _error(value, source, "it is more than 10^30, the largest budget", rules)
     return number
 
 
-def _suffix(suffix: str, slot: str, value: Any, source: Location) -> tuple[int, str]:
-    """Split `GFLOPs` into its prefix scale and metric; explain what is wrong with anything else."""
+def _suffix(suffix: str, slot: Metric, value: Any, source: Location) -> tuple[int, Metric]:
+    """Split `GFLOPs` into its prefix scale and metric with the slot's prefix system; explain what is wrong with
+    anything else."""
     if not suffix:
-        return 1, _default_metric(slot)
+        return 1, slot
     unit = _unit(suffix, slot, value, source)
     if unit is not None:
         return 1, unit
-    head, rest = suffix[0], suffix[1:].strip()
-    if head in PREFIXES:
+    for scale, rest in slot.prefixes.split(suffix):
+        rest = rest.strip()
         if not rest:
-            return PREFIXES[head], _default_metric(slot)
+            return scale, slot
         unit = _unit(rest, slot, value, source)
         if unit is not None:
-            return PREFIXES[head], unit
-    if head == "m" and (not rest or rest.lower() in _UNITS):
-        raise _error(value, source, "lowercase 'm' would mean milli; write 'M' for 10^6", GRAMMAR)
-    if head in PREFIXES and rest[:1] == "i":
-        raise _error(
-            value, source, f"binary prefixes such as '{head}i' are not accepted; prefixes are decimal", GRAMMAR
-        )
-    raise _error(value, source, f"unknown prefix or unit {suffix!r}", GRAMMAR)
+            return scale, unit
+    head, rest = suffix[0], suffix[1:].strip()
+    rules = grammar(slot.prefixes)
+    if head == "m" and (not rest or METRICS.by_unit(rest) is not None):
+        raise _error(value, source, "lowercase 'm' would mean milli; write 'M' for 10^6", rules)
+    if SI.scale(head) is not None and rest[:1] == "i" and slot.prefixes.scale(f"{head}i") is None:
+        raise _error(value, source, f"binary prefixes such as '{head}i' are not accepted; prefixes are decimal", rules)
+    raise _error(value, source, f"unknown prefix or unit {suffix!r}", rules)
 
 
-def _unit(text: str, slot: str, value: Any, source: Location) -> str | None:
+def _unit(text: str, slot: Metric, value: Any, source: Location) -> Metric | None:
     """The metric a unit names, None when `text` is not a unit; a unit that does not fit the slot is an error."""
-    metric = _UNITS.get(text.lower())
+    metric = METRICS.by_unit(text)
     if metric is None:
         return None
-    if metric not in _SLOT_UNITS[slot]:
-        allowed = " or ".join(UNIT_NAMES[u] for u in _SLOT_UNITS[slot]) or "no unit"
-        raise _error(value, source, f"a {_slot_name(slot)} budget takes {allowed}, not {text!r}", GRAMMAR)
+    if metric not in slot.slot_units:
+        allowed = " or ".join(by_name(u).label for u in slot.slot_units) or "no unit"
+        why = f"a {slot.key} budget takes {allowed}, not {text!r}"
+        raise _error(value, source, why, grammar(slot.prefixes))
     return metric
-
-
-def _default_metric(slot: str) -> str:
-    return slot
-
-
-def _slot_name(slot: str) -> str:
-    return "max-skipped-ops" if slot == Metric.SKIPPED else slot
 
 
 def _error(value: Any, source: Location, why: str, grammar: str, what: str = "a budget") -> LocatedError:

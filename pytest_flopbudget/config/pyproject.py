@@ -19,6 +19,7 @@ from typing import Any, Union
 from pytest_flopbudget.config.budget import Budget, parse_budget, shown
 from pytest_flopbudget.config.location import LocatedError, Location, Problem
 from pytest_flopbudget.config.toml_locator import KeyPath, line_of, locate_keys
+from pytest_flopbudget.metrics import METRICS
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -29,14 +30,8 @@ DEFAULT_BASELINE_DIR = ".flopbudget"
 TABLE: KeyPath = ("tool", "flopbudget")
 
 PROJECT_KEYS = ("baseline-dir", "collect-models", "require-baseline", "models")
-#: pyproject key -> budget slot (see `budget.parse_budget`).
-BUDGET_KEYS = {
-    "flops": "flops",
-    "macs": "macs",
-    "params": "params",
-    "max-skipped-ops": "skipped",
-    "max-increase": "max_increase",
-}
+#: pyproject key -> budget slot (see `budget.parse_budget`): each metric's `key`, then max-increase.
+BUDGET_KEYS = {**{metric.key: str(metric) for metric in METRICS}, "max-increase": "max_increase"}
 MODEL_KEYS = ("target", "inputs", "method", "training", "execution", *BUDGET_KEYS)
 INPUT_KEYS = ("shape", "dtype")
 EXECUTIONS = ("fake", "real")

@@ -11,6 +11,8 @@ from collections.abc import Sequence
 from math import ceil, floor, prod
 from typing import NamedTuple
 
+from ..metrics import FLOPS, MACS, Metric
+
 
 class Cost(NamedTuple):
     flops: int
@@ -23,6 +25,10 @@ class Cost(NamedTuple):
 
     def times(self, n: int) -> Cost:
         return Cost(self.flops * n, self.macs * n)
+
+    def values(self) -> dict[Metric, int]:
+        """The figures keyed by metric, as a `Tally` adds them."""
+        return {FLOPS: self.flops, MACS: self.macs}
 
 
 #: A call that costs nothing this time (dropout in inference, nearest interpolation): still recorded as a call.

@@ -10,10 +10,11 @@ them as plain strings (`SkippedOp.reason`), so they must not change.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..metrics import Metric
 from ..report import BothPhases, EstimatedOp, LayerCost, PhaseTotals, SkippedOp
 from .formulas import Cost
 
@@ -47,13 +48,17 @@ class Tally(BothPhases):
 
     def add(self, path: str, op: str, cost: Cost, calls: int = 1, *, backward: bool = False) -> None:
         """`calls` runs of `op` in layer `path` that cost `cost` together, in the forward or the backward pass."""
+        self.add_values(path, op, cost.values(), calls, backward=backward)
+
+    def add_values(
+        self, path: str, op: str, values: Mapping[Metric, int], calls: int = 1, *, backward: bool = False
+    ) -> None:
+        """`add` with the figures keyed by metric (`{"flops": 6, "macs": 3}`)."""
         layer = self.layers.get(path)
         if layer is None:  # not setdefault: a LayerCost per op would be built and dropped (this runs for every op)
             layer = self.layers[path] = LayerCost()
-        layer.add_op(op, cost.flops, cost.macs, calls)
-        phase = self.backward if backward else self.forward
-        phase.flops += cost.flops
-        phase.macs += cost.macs
+        layer.add_op(op, values, calls)
+        (self.backward if backward else self.forward).add_all(values)
 
     def skip(self, path: str, op: str, reason: str, calls: int = 1) -> None:
         """`calls` runs of `op` in layer `path` that could not be priced; the first reason given for `op` stays."""
@@ -71,10 +76,9 @@ class Tally(BothPhases):
         for path, layer in other.layers.items():
             target = self.layers.setdefault(path, LayerCost())
             for op, cost in layer.ops.items():
-                target.add_op(op, cost.flops * times, cost.macs * times, cost.calls * times)
+                target.add_op(op, {metric: value * times for metric, value in cost.values.items()}, cost.calls * times)
         for mine, theirs in ((self.forward, other.forward), (self.backward, other.backward)):
-            mine.flops += theirs.flops * times
-            mine.macs += theirs.macs * times
+            mine.add_all(theirs.values, times)
         self.merge_skipped(other, times)
         for op, estimated in other.estimated.items():
             entry = self.estimated.setdefault(op, EstimatedOp(rule=estimated.rule))
@@ -90,7 +94,7 @@ class Tally(BothPhases):
                 self.layers.setdefault(path, LayerCost()).add_skipped(op, calls * times)
 
     def report_fields(self) -> dict[str, Any]:
-        """The `Report` fields this tally fills: `Report(params=..., **tally.report_fields(), ...)`."""
+        """The `Report` fields this tally fills: `Report(**tally.report_fields(), ...)`."""
         return {
             "layers": self.layers,
             "forward": self.forward,

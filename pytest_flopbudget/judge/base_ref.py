@@ -22,10 +22,26 @@ from pytest_flopbudget.config.pyproject import BUDGET_KEYS, ModelEntry, Settings
 from pytest_flopbudget.errors import BaselineError, FlopBudgetError
 from pytest_flopbudget.git import git_said, run_git
 from pytest_flopbudget.judge.baseline import MAX_BYTES, BaselineSource, baseline_filename, parse_baseline
-from pytest_flopbudget.judge.verdict import Measurement
-from pytest_flopbudget.kinds import ChangeKind
+from pytest_flopbudget.judge.verdict import Kind, Measurement
+from pytest_flopbudget.metrics import Metric
 from pytest_flopbudget.render.formatting import format_percent
 from pytest_flopbudget.report import Report
+
+
+class ChangeKind(Kind):
+    """How a pull request changed a budget, as `--base-ref` reports it."""
+
+    RAISED = "raised"
+    REMOVED = "removed"
+    #: `[tool.flopbudget]` at the base ref does not validate, so nothing could be compared.
+    UNREADABLE = "unreadable"
+    #: The change rewrote the model's baseline file: the comparison uses the base's, so growth stays visible.
+    BASELINE_CHANGED = "baseline changed"
+    #: The change deleted the model's baseline file.
+    BASELINE_DELETED = "baseline deleted"
+    #: The model is new in this change: there is nothing at the base to compare it with.
+    MODEL_ADDED = "added"
+
 
 RAISED = ChangeKind.RAISED
 REMOVED = ChangeKind.REMOVED
@@ -34,8 +50,6 @@ BASELINE_CHANGED = ChangeKind.BASELINE_CHANGED
 BASELINE_DELETED = ChangeKind.BASELINE_DELETED
 MODEL_ADDED = ChangeKind.MODEL_ADDED
 
-#: metric -> the pyproject key that usually sets it (a MAC budget may also sit in the `flops` key).
-_KEY_OF = {slot: key for key, slot in BUDGET_KEYS.items()}
 _FETCH_HINT = (
     "fetch it first (in GitHub Actions: actions/checkout with fetch-depth: 0; elsewhere: git fetch origin <branch>)"
 )
@@ -265,10 +279,10 @@ def _compare_model(old: ModelEntry, new: ModelEntry, ref: str) -> list[BudgetCha
     return changes
 
 
-def _setting(limit: Limit, metric: str) -> str:
+def _setting(limit: Limit, metric: Metric) -> str:
     """The pyproject key as written (`flops` for `flops = "4 GMACs"`), else the usual key of `metric`."""
     key = limit.source.key.rpartition(".")[2]
-    return key if key in BUDGET_KEYS else _KEY_OF.get(metric, metric)
+    return key if key in BUDGET_KEYS else metric.key
 
 
 def _budget_text(budget: Budget) -> str:

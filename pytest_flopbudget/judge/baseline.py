@@ -216,8 +216,10 @@ class BaselineStore:
     def save(self, name: str, report: Report) -> bool:
         """Write the baseline for `name`; returns False when the file already holds exactly this Report.
 
-        An existing file that is not a valid baseline is left alone and raises `BaselineError`: it may be
-        someone else's data, and replacing it silently would lose it.
+        A file in an older layout (`report/1`) that holds exactly this Report is left as it is: an update rewrites
+        a baseline when its count changed, never only to change its layout, so upgrading the tool does not touch
+        every committed baseline. An existing file that is not a valid baseline is left alone and raises
+        `BaselineError`: it may be someone else's data, and replacing it silently would lose it.
         """
         path = self.path_for(name)
         text = dumps(report)
@@ -228,8 +230,7 @@ class BaselineStore:
         shown = self.display(name)
         if _present(path, shown):
             existing = _read_file(path, shown)  # read once: equal means nothing to do, else it must be ours
-            if existing == text:
+            if existing == text or dumps(parse_baseline(existing, shown)) == text:
                 return False
-            parse_baseline(existing, shown)
         write_atomic(path, text)
         return True

@@ -10,14 +10,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from pytest_flopbudget.kinds import Metric
+from pytest_flopbudget.metrics import FLOPS, METRICS, Metric
 from pytest_flopbudget.report import Report
 
-#: The metrics a per-layer diff is shown for.
-DIFF_METRICS = tuple(Metric)
+#: The metrics a per-layer diff is shown for: every one, in the registry's order.
+DIFF_METRICS = METRICS
 
 
-def metric_value(report: Report, metric: str) -> int:
+def metric_value(report: Report, metric: Metric) -> int:
     """The report's total for one metric (kept for callers; `Report.metric` is the accessor)."""
     return report.metric(metric)
 
@@ -54,7 +54,7 @@ class LayerChange:
 class LayerDiff:
     """Every changed layer for one metric, largest absolute change first, and the two totals."""
 
-    metric: str
+    metric: Metric
     changes: tuple[LayerChange, ...]
     baseline_total: int
     now_total: int
@@ -75,7 +75,7 @@ class LayerDiff:
         return sum(1 for change in self.changes if change.status == status)
 
 
-def diff_layers(baseline: Report, now: Report, metric: str = "flops") -> LayerDiff:
+def diff_layers(baseline: Report, now: Report, metric: Metric = FLOPS) -> LayerDiff:
     """Compare `now` with `baseline` layer by layer on `metric`; unchanged layers are left out."""
     old = baseline.layer_metric(metric)
     new = now.layer_metric(metric)
@@ -88,7 +88,7 @@ def diff_layers(baseline: Report, now: Report, metric: str = "flops") -> LayerDi
     return LayerDiff(metric, tuple(changes), baseline.metric(metric), now.metric(metric))
 
 
-def top_layers(report: Report, metric: str = "flops", n: int = 15) -> list[tuple[str, int]]:
+def top_layers(report: Report, metric: Metric = FLOPS, n: int = 15) -> list[tuple[str, int]]:
     """The `n` most expensive layers on `metric` (exclusive costs), for a failure with no baseline to diff."""
     values = [(path, value) for path, value in report.layer_metric(metric).items() if value]
     values.sort(key=lambda item: (-item[1], item[0]))

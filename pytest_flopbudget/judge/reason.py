@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from pytest_flopbudget.judge.verdict import Verdict
+from pytest_flopbudget.metrics import Metric
 from pytest_flopbudget.render.formatting import format_value, metric_title
 
 
@@ -24,7 +25,7 @@ def reason(verdict: Verdict) -> str:
     return text
 
 
-def _clause_name(kind: str, metric: str | None) -> str:
+def _clause_name(kind: str, metric: Metric | None) -> str:
     """`FLOPs` for a ceiling, `FLOPs growth` for max-increase, `baseline` for an unreadable file."""
     if metric is None:
         return str(kind)

@@ -10,17 +10,31 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from enum import Enum
 from typing import Any
 
-from pytest_flopbudget.config.budget import GROWTH_METRICS, METRICS, Budget
+from pytest_flopbudget.config.budget import Budget
 from pytest_flopbudget.config.location import Location
 from pytest_flopbudget.errors import BaselineError
 from pytest_flopbudget.front_ends import ANY_UPDATE_HINT
 from pytest_flopbudget.judge.baseline import BaselineSource
 from pytest_flopbudget.judge.diff import LayerDiff, diff_layers
-from pytest_flopbudget.kinds import Kind, Metric
+from pytest_flopbudget.metrics import METRICS, SKIPPED, Metric, by_name
 from pytest_flopbudget.render.formatting import format_pair, format_percent
 from pytest_flopbudget.report import Report
+
+
+class Kind(str, Enum):
+    """A str enum that compares, hashes, prints and serialises as its value: code names each kind once (a typo in
+    `FindingKind.SKIPED` fails at import), while JSON and equality with plain strings are unchanged."""
+
+    __hash__ = str.__hash__
+
+    def __str__(self) -> str:
+        return str(self.value)
+
+    def __format__(self, spec: str) -> str:
+        return format(str(self.value), spec)
 
 
 class Severity(Kind):
@@ -57,11 +71,15 @@ class Finding:
     severity: Severity
     kind: FindingKind
     message: str
-    metric: str | None = None
+    metric: Metric | None = None
     actual: int | None = None
     limit: int | None = None
     baseline: int | None = None
     source: Location | None = None
+
+    def __post_init__(self) -> None:
+        if self.metric is not None:  # a plain name becomes its definition (a Finding may come from JSON or a test)
+            object.__setattr__(self, "metric", by_name(self.metric))
 
     @property
     def rank(self) -> tuple[int, float]:
@@ -167,18 +185,18 @@ class Verdict:
     def passed(self) -> bool:
         return not self.violations
 
-    def value(self, metric: str) -> int:
+    def value(self, metric: Metric) -> int:
         return self.report.metric(metric)
 
-    def baseline_value(self, metric: str) -> int | None:
+    def baseline_value(self, metric: Metric) -> int | None:
         return self.baseline.metric(metric) if self.baseline is not None else None
 
-    def delta(self, metric: str) -> int | None:
+    def delta(self, metric: Metric) -> int | None:
         """Change against the baseline; None without a baseline."""
         old = self.baseline_value(metric)
         return None if old is None else self.value(metric) - old
 
-    def usage(self, metric: str) -> float | None:
+    def usage(self, metric: Metric) -> float | None:
         """Share of the ceiling used (1.0 = exactly at the limit); None when the metric has no ceiling."""
         limit = self.budget.limit(metric)
         if limit is None:
@@ -193,10 +211,10 @@ class Verdict:
         used = [(m, u) for m in METRICS if (u := self.usage(m)) is not None]
         return max(used, key=lambda item: item[1]) if used else None
 
-    def diff(self, metric: str) -> LayerDiff | None:
+    def diff(self, metric: Metric) -> LayerDiff | None:
         return diff_layers(self.baseline, self.report, metric) if self.baseline is not None else None
 
-    def failed_metrics(self) -> list[str]:
+    def failed_metrics(self) -> list[Metric]:
         """Metrics with a violation, in budget order, for choosing which per-layer tables to show."""
         failed = {f.metric for f in self.violations if f.metric}
         return [m for m in METRICS if m in failed]
@@ -241,7 +259,7 @@ def evaluate(
                 )
             )
     findings.extend(_growth_findings(measurement, baseline))
-    limit = budget.limit(Metric.SKIPPED)
+    limit = budget.limit(SKIPPED)
     if report.skipped_calls and (limit is None or report.skipped_calls <= limit.value):
         ops = ", ".join(f"{op} x{calls}" for op, calls in report.skipped.items())
         message = f"{report.skipped_calls} op calls were not counted ({ops})"
@@ -250,7 +268,7 @@ def evaluate(
                 WARNING,
                 FindingKind.SKIPPED,
                 message,
-                Metric.SKIPPED,
+                SKIPPED,
                 actual=report.skipped_calls,
                 limit=limit.value if limit else None,
                 source=budget.source or measurement.origin,
@@ -284,7 +302,7 @@ def _growth_findings(measurement: Measurement, baseline: Report | None) -> list[
     budget = measurement.budget
     increase = budget.max_increase
     findings = []
-    for metric in GROWTH_METRICS:
+    for metric in METRICS.growth:
         old = baseline.metric(metric)
         now = measurement.report.metric(metric)
         if now <= old:
@@ -319,7 +337,7 @@ def _growth_findings(measurement: Measurement, baseline: Report | None) -> list[
     return findings
 
 
-def _ceiling_message(metric: str, now: int, limit: int) -> str:
+def _ceiling_message(metric: Metric, now: int, limit: int) -> str:
     shown_now, shown_limit = format_pair(now, limit, metric)
     if limit == 0:
         return f"{shown_now} > budget {shown_limit}"

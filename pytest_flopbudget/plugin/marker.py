@@ -16,6 +16,7 @@ from pytest_flopbudget.config.budget import Budget, parse_budget
 from pytest_flopbudget.config.location import Location
 from pytest_flopbudget.config.pyproject import ModelEntry
 from pytest_flopbudget.errors import FlopBudgetError
+from pytest_flopbudget.metrics import METRICS
 from pytest_flopbudget.plugin.failures import Failure
 from pytest_flopbudget.plugin.marker_source import closest_marker, marker_line
 from pytest_flopbudget.plugin.names import default_name
@@ -40,13 +41,8 @@ _MARKER_SIGNATURE = _SIGNATURE.replace(
     parameters=[p.replace(annotation=inspect.Parameter.empty) for p in _SIGNATURE.parameters.values()],
     return_annotation=inspect.Signature.empty,
 )
-_MARKER_SLOTS = {
-    "flops": "flops",
-    "macs": "macs",
-    "params": "params",
-    "max_skipped_ops": "skipped",
-    "max_increase": "max_increase",
-}
+#: marker argument -> budget slot (see `budget.parse_budget`): each metric's `argument`, then max_increase.
+_MARKER_SLOTS = {**{metric.argument: str(metric) for metric in METRICS}, "max_increase": "max_increase"}
 MARKER_HELP = f"flop_budget{_MARKER_SIGNATURE}: {' '.join((flop_budget.__doc__ or '').split())}"
 
 
@@ -80,7 +76,8 @@ def marker_budget(
         known = ", ".join(sorted(models)) or "none"
         hint = f"; name={name!r} is not in [tool.flopbudget.models] (known: {known})" if name else ""
         raise Failure(
-            f"{origin.where()}: flop_budget sets no limit{hint}; give flops, macs, params, max_skipped_ops "
+            f"{origin.where()}: flop_budget sets no limit{hint}; give "
+            f"{', '.join(metric.argument for metric in METRICS)} "
             f"or max_increase, or name= a model of [tool.flopbudget.models]"
         )
     return name or default_name(item.nodeid), budget

@@ -30,14 +30,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from pytest_flopbudget.config.budget import Budget
-from pytest_flopbudget.kinds import Metric
+from pytest_flopbudget.metrics import FLOPS, METRICS, SKIPPED, Metric
 from pytest_flopbudget.render.formatting import ROOT_LABEL, format_pair, format_value, metric_title, plural
 from pytest_flopbudget.render.table import tree_order
 from pytest_flopbudget.report import ROOT, Report, ancestors
 from pytest_flopbudget.safe_text import visible
-
-#: Metrics a picture can be drawn by (`skipped` is a count of calls, not a cost spread over layers).
-PICTURE_METRICS = ("flops", "macs", "params")
 
 WIDTH = 1200
 MARGIN = 10
@@ -75,7 +72,7 @@ class Box:
 def render_svg(
     report: Report,
     *,
-    metric: str = "flops",
+    metric: Metric = FLOPS,
     title: str = "",
     name: str = "",
     budget: Budget | None = None,
@@ -86,24 +83,26 @@ def render_svg(
     model, or `(model)`); `budget`, when it has ceilings, adds a bar per budgeted metric showing how much of it
     the model uses.
     """
-    if metric not in PICTURE_METRICS:
-        raise ValueError(f"unknown metric {metric!r}; expected one of {', '.join(PICTURE_METRICS)}")
+    # Only counted metrics spread over layers (`skipped` is a count of calls, not a cost).
+    pictured = METRICS.counted
+    if metric not in pictured:
+        raise ValueError(f"unknown metric {metric!r}; expected one of {', '.join(pictured)}")
     title = title or report.model or ROOT_LABEL
     name = name or report.model or ROOT_LABEL
     body: list[str] = []
     y = MARGIN + 16
     body.append(_text(MARGIN, y, title, size=15, weight="bold"))
     y += 20
-    totals = " · ".join(format_value(report.metric(m), m) for m in PICTURE_METRICS)
+    totals = " · ".join(format_value(report.metric(m), m) for m in pictured)
     body.append(_text(MARGIN, y, f"{totals}; box width: inclusive {metric_title(metric)}", fill="#444"))
     y += 8
-    for limit_metric in PICTURE_METRICS:
+    for limit_metric in pictured:
         limit = budget.limit(limit_metric) if budget is not None else None
         if limit is not None:
             body.append(_budget_bar(y, report.metric(limit_metric), limit.value, limit_metric))
             y += ROW + 2
     y += 6 + FONT
-    skipped_limit = budget.limit(Metric.SKIPPED) if budget is not None else None
+    skipped_limit = budget.limit(SKIPPED) if budget is not None else None
     body.append(_skipped_line(y, report, skipped_limit.value if skipped_limit is not None else None))
     if report.estimated_ops:
         y += ROW - 2
@@ -135,7 +134,7 @@ def render_svg(
 def render_html(
     report: Report,
     *,
-    metric: str = "flops",
+    metric: Metric = FLOPS,
     title: str = "",
     name: str = "",
     budget: Budget | None = None,
@@ -166,7 +165,7 @@ def render_html(
     )
 
 
-def layout(report: Report, metric: str = "flops") -> tuple[list[Box], int]:
+def layout(report: Report, metric: Metric = FLOPS) -> tuple[list[Box], int]:
     """The boxes to draw, depth first in forward order, and how many costed layers were too narrow to draw.
 
     Positions are exact: a box spans `[start, end)` of its parent's cost, converted to hundredths of a pixel by
@@ -228,7 +227,7 @@ def fit_label(candidates: Sequence[str], width: int) -> str:
 # -- parts ---------------------------------------------------------------------------------------------------------
 
 
-def _tree(report: Report, metric: str) -> tuple[dict[str, int], dict[str, list[str]]]:
+def _tree(report: Report, metric: Metric) -> tuple[dict[str, int], dict[str, list[str]]]:
     """Inclusive value of every module path and its ancestors, and each path's children.
 
     The tree is `report.ancestors`'s: the parent of `a.b.c` is `a.b` (and of `a` the root), odd names (`.a`,
@@ -266,7 +265,7 @@ def _share(value: int, total: int) -> str:
     return f"{percent:.0f}%" if percent >= 9.95 or percent == 0 else f"{percent:.1f}%"
 
 
-def _box(box: Box, top: int, total: int, name: str, metric: str) -> str:
+def _box(box: Box, top: int, total: int, name: str, metric: Metric) -> str:
     path = box.path
     short = name if path == ROOT else (path.rsplit(".", 1)[-1] or path)
     full = name if path == ROOT else path
@@ -285,7 +284,7 @@ def _box(box: Box, top: int, total: int, name: str, metric: str) -> str:
     return "".join(parts)
 
 
-def _tooltip(full: str, box: Box, share: str, metric: str) -> str:
+def _tooltip(full: str, box: Box, share: str, metric: Metric) -> str:
     first = xml_text(f"{full} · {format_value(box.value, metric)} · {share} of the model")
     return f"{first}&#10;{box.value:,} {metric_title(metric)} (inclusive of children)"
 
@@ -301,7 +300,7 @@ def _colour(path: str, short: str) -> str:
     return f"#{red:02x}{green:02x}{blue:02x}"
 
 
-def _budget_bar(y: int, now: int, limit: int, metric: str) -> str:
+def _budget_bar(y: int, now: int, limit: int, metric: Metric) -> str:
     """`[#####     ] 8.24 GFLOPs of 8.30 GFLOPs budget, 99.3%`, red when over."""
     over = now > limit
     shown_now, shown_limit = format_pair(now, limit, metric)

@@ -1,42 +1,30 @@
-"""Every figure and phrase the outputs share, in one place: counts with decimal prefixes (k, M, G, T, P) as budgets
-are written, metric values and titles, percentages and plurals, so the terminal, the CLI and every CI output print
-the same figures. Phrasing a verdict is the judge's (`judge.reason`): this module knows nothing of verdicts."""
+"""Every figure and phrase the outputs share, in one place: counts with prefixes as budgets are written (the
+`units` prefix systems), metric values and titles (from the `metrics` definitions), percentages and plurals, so the
+terminal, the CLI and every CI output print the same figures. Phrasing a verdict is the judge's (`judge.reason`):
+this module knows nothing of verdicts."""
 
 from __future__ import annotations
 
-from pytest_flopbudget.config.budget import UNIT_NAMES
-from pytest_flopbudget.kinds import Metric
-
-PREFIXES = (("P", 10**15), ("T", 10**12), ("G", 10**9), ("M", 10**6), ("k", 10**3))
+from pytest_flopbudget.metrics import METRICS, Metric, by_name
+from pytest_flopbudget.units import SI, PrefixSystem
 
 
-def format_count(value: float, unit: str = "", digits: int = 3) -> str:
+def format_count(value: float, unit: str = "", digits: int = 3, prefixes: PrefixSystem = SI) -> str:
     """`8178368512` -> `8.18G`; `format_count(8.18e9, "FLOPs")` -> `8.18 GFLOPs`. Keeps `digits` significant digits."""
-    sign = "-" if value < 0 else ""
-    magnitude = abs(value)
-    for prefix, scale in PREFIXES:
-        if magnitude >= scale:
-            text = _significant(magnitude / scale, digits)
-            return f"{sign}{text} {prefix}{unit}" if unit else f"{sign}{text}{prefix}"
-    text = _significant(magnitude, digits) if magnitude != int(magnitude) else str(int(magnitude))
-    return f"{sign}{text} {unit}" if unit else f"{sign}{text}"
+    return prefixes.format(value, unit, digits)
 
 
-def _significant(number: float, digits: int) -> str:
-    whole = len(str(int(number))) if number >= 1 else 1
-    return f"{number:.{max(digits - whole, 0)}f}"
+def format_value(value: int, metric: Metric, digits: int = 3) -> str:
+    """`8.52 GFLOPs`, `2.05 GMACs`, `25.6M params`, `3 skipped op calls`: as the metric's definition prints it."""
+    return by_name(metric).format_value(value, digits)
 
 
-def format_value(value: int, metric: str, digits: int = 3) -> str:
-    """`8.52 GFLOPs`, `2.05 GMACs`, `25.6M params`, `3 skipped op calls`."""
-    if metric == "params":
-        return f"{format_count(value, digits=digits)} params"
-    if metric == Metric.SKIPPED:
-        return f"{plural(value, 'skipped op call')}"
-    return format_count(value, "FLOPs" if metric == "flops" else "MACs", digits=digits)
+def format_figure(value: int, metric: Metric) -> str:
+    """A figure in a table column headed by the metric: `8.18G`, `25.6M`; an exact count (`3`) for whole ones."""
+    return str(value) if metric.whole else format_count(value, prefixes=metric.prefixes)
 
 
-def format_pair(a: int, b: int, metric: str) -> tuple[str, str]:
+def format_pair(a: int, b: int, metric: Metric) -> tuple[str, str]:
     """Format two values with enough digits that different values never print the same (8.301G vs 8.300G)."""
     digits = 3
     while True:
@@ -56,12 +44,10 @@ def format_percent(delta: int, base: int) -> str:
     return f"{percent:+.2g}%"
 
 
-#: How each metric is named in tables and annotations (the unit names budgets are written with).
-METRIC_TITLES = UNIT_NAMES
-
-
-def metric_title(metric: str | None) -> str:
-    return METRIC_TITLES.get(metric or "", metric or "")
+def metric_title(metric: Metric | None) -> str:
+    """How a metric is named in tables and annotations (`FLOPs`, `skipped op calls`); an unknown name as given."""
+    definition = METRICS.get(metric or "")
+    return definition.label if definition is not None else metric or ""
 
 
 def plural(count: int, word: str, many: str | None = None) -> str:
@@ -78,27 +64,7 @@ def layer_label(path: str) -> str:
     return path or ROOT_LABEL
 
 
-def ceiling_above(value: int, digits: int = 3) -> str:
+def ceiling_above(value: int, digits: int = 3, prefixes: PrefixSystem = SI) -> str:
     """A budget string just above `value`: the count rounded *up* to `digits` significant digits, in the budget
     grammar (`8523456789` -> `8.53G`, `240` -> `240`), so a suggested ceiling never fails the count it came from."""
-    from decimal import ROUND_CEILING, Context, Decimal
-
-    from pytest_flopbudget.config.budget import PREFIXES
-
-    if value < 1000:
-        return str(value)
-    exact = Context(prec=len(str(value)) + 1)  # the default 28 digits would round a longer count, maybe down
-    bigger = ""
-    for prefix, scale in sorted(PREFIXES.items(), key=lambda item: -item[1]):
-        if prefix == "K":
-            continue
-        if value >= scale:
-            mantissa = exact.divide(Decimal(value), Decimal(scale))
-            whole = len(str(int(mantissa)))
-            step = Decimal(1).scaleb(-max(digits - whole, 0))
-            rounded = mantissa.quantize(step, rounding=ROUND_CEILING)
-            if rounded >= 1000 and bigger:
-                return f"1{bigger}"  # 999.9996k rounds up to 1000k: that is 1M
-            return f"{rounded.normalize():f}{prefix}"
-        bigger = prefix
-    return str(value)
+    return prefixes.ceiling_above(value, digits)

@@ -27,8 +27,9 @@ from pytest_flopbudget.render.formatting import (
     plural,
 )
 
-from ..kinds import Metric
+from ..metrics import Metric
 from ..run import Unchecked
+from ..units import SI, PrefixSystem
 
 #: Findings about growth, shown with the layers that grew most.
 _LAYER_KINDS = (FindingKind.CEILING, FindingKind.INCREASE, FindingKind.GROWTH)
@@ -49,7 +50,7 @@ class Annotation:
     level: str
     kind: str
     model: str
-    metric: str | None
+    metric: str | None  # the metric of a finding, the setting of a budget change
     title: str
     message: str
     details: tuple[str, ...] = ()
@@ -154,8 +155,8 @@ def relative_path(file: str | None, root: str | os.PathLike[str]) -> str | None:
     return None
 
 
-def signed_count(value: int) -> str:
-    return ("+" if value > 0 else "") + format_count(value)
+def signed_count(value: int, prefixes: PrefixSystem = SI) -> str:
+    return ("+" if value > 0 else "") + format_count(value, prefixes=prefixes)
 
 
 # -- helpers ---------------------------------------------------------------------------------------------------------
@@ -196,15 +197,15 @@ def _title(name: str, finding: Finding) -> str:
     return f"flopbudget: {name} {titles.get(finding.kind, finding.kind)}"
 
 
-def _layer_hint(verdict: Verdict, metric: str | None) -> tuple[str, ...]:
+def _layer_hint(verdict: Verdict, metric: Metric | None) -> tuple[str, ...]:
     """`largest layer changes: layer4.2.conv2 +231M (+100.0%), fc +4.10M (added); 3 more`, or nothing."""
-    if metric is None or metric == Metric.SKIPPED:
+    if metric is None or not metric.counted:
         return ()
     diff = verdict.diff(metric)
     if diff is None or not diff.changes:
         return ()
     shown, rest = diff.top(HINT_LAYERS)
-    parts = [f"{layer_label(c.path)} {signed_count(c.delta)} ({_change_note(c)})" for c in shown]
+    parts = [f"{layer_label(c.path)} {signed_count(c.delta, metric.prefixes)} ({_change_note(c)})" for c in shown]
     line = f"largest {metric_title(metric)} changes by layer: " + ", ".join(parts)
     if rest:
         line += f"; {plural(len(rest), 'more changed layer')}"

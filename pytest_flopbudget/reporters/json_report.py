@@ -15,12 +15,12 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from pytest_flopbudget.config.budget import METRICS
 from pytest_flopbudget.config.location import Location
 from pytest_flopbudget.judge.base_ref import BudgetChange
 from pytest_flopbudget.judge.baseline import write_atomic
 from pytest_flopbudget.judge.reason import reason
 from pytest_flopbudget.judge.verdict import Finding, Verdict
+from pytest_flopbudget.metrics import METRICS, Metric
 
 from ..run import RunResult, Unchecked
 from ..version import __version__
@@ -101,7 +101,7 @@ def model_entry(verdict: Verdict, *, root: str | os.PathLike[str]) -> dict[str, 
 # -- helpers ---------------------------------------------------------------------------------------------------------
 
 
-def _figures(verdict: Verdict, metric: str) -> dict[str, Any]:
+def _figures(verdict: Verdict, metric: Metric) -> dict[str, Any]:
     limit = verdict.budget.limit(metric)
     usage = verdict.usage(metric)
     return {

@@ -11,7 +11,7 @@ from pytest_flopbudget.judge.diff import DIFF_METRICS
 from pytest_flopbudget.judge.verdict import FindingKind, Verdict
 from pytest_flopbudget.render.formatting import format_pair, format_percent, format_value, metric_title
 
-from ..kinds import Metric
+from ..metrics import METRICS, Metric
 from ..report import Report
 from ..run import RunResult
 from .output import Findings, OutputContext
@@ -59,10 +59,10 @@ def format_diff(verdict: Verdict) -> str:
     shown = verdict.baseline_file
     changed = [m for m in DIFF_METRICS if (diff := verdict.diff(m)) is not None and diff.changes]
     if not changed:
-        figures = ", ".join(_figure(verdict.report, m) for m in ("flops", "macs", "params"))
+        figures = ", ".join(_figure(verdict.report, m) for m in METRICS.counted)
         lines = [f"{verdict.name}: no change since {shown} ({figures})"]
     else:
-        totals = ", ".join(_change(verdict, m) for m in DIFF_METRICS if m in changed or m != Metric.SKIPPED)
+        totals = ", ".join(_change(verdict, m) for m in DIFF_METRICS if m in changed or m.counted)
         lines = [f"{verdict.name}: {totals}"]
         for metric in changed:
             diff = verdict.diff(metric)
@@ -73,11 +73,11 @@ def format_diff(verdict: Verdict) -> str:
     return "\n".join(lines)
 
 
-def _figure(report: Report, metric: str) -> str:
+def _figure(report: Report, metric: Metric) -> str:
     return format_value(report.metric(metric), metric)
 
 
-def _change(verdict: Verdict, metric: str) -> str:
+def _change(verdict: Verdict, metric: Metric) -> str:
     """`8.18 GFLOPs -> 8.52 GFLOPs (+4.2%)`, or `25.6M params (unchanged)`."""
     now, old = verdict.value(metric), verdict.baseline_value(metric) or 0
     if now == old:

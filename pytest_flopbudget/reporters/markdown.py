@@ -15,12 +15,12 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
-from pytest_flopbudget.config.budget import METRICS
 from pytest_flopbudget.front_ends import ANY_UPDATE_HINT
 from pytest_flopbudget.judge.base_ref import BudgetChange
 from pytest_flopbudget.judge.baseline import write_atomic
 from pytest_flopbudget.judge.reason import reason
 from pytest_flopbudget.judge.verdict import FindingKind, Verdict
+from pytest_flopbudget.metrics import FLOPS, METRICS, Metric
 from pytest_flopbudget.render.formatting import format_count, format_percent, metric_title, plural
 
 from ..run import RunResult, Unchecked
@@ -227,9 +227,9 @@ def _rows(verdict: Verdict, show_nodeid: bool = False) -> list[str]:
     `show_nodeid` tells apart tests that count a model of the same name.
     """
     flagged = {f.metric for f in verdict.findings if f.metric}
-    metrics: list[str] = [m for m in METRICS if verdict.budget.limit(m) is not None or m in flagged]
+    metrics: list[Metric] = [m for m in METRICS if verdict.budget.limit(m) is not None or m in flagged]
     if not metrics:
-        metrics = ["flops"]
+        metrics = [FLOPS]
     violated = {f.metric for f in verdict.violations}
     warned = {f.metric for f in verdict.warnings}
     rows = []
@@ -244,7 +244,8 @@ def _rows(verdict: Verdict, show_nodeid: bool = False) -> list[str]:
     return rows
 
 
-def _figures(verdict: Verdict, metric: str) -> tuple[str, ...]:
+def _figures(verdict: Verdict, metric: Metric) -> tuple[str, ...]:
+    prefixes = metric.prefixes
     limit = verdict.budget.limit(metric)
     now = verdict.value(metric)
     old = verdict.baseline_value(metric)
@@ -255,7 +256,8 @@ def _figures(verdict: Verdict, metric: str) -> tuple[str, ...]:
     elif delta == 0:
         shown_delta = "="
     else:
-        shown_delta = f"{'+' if delta > 0 else ''}{format_count(delta)} ({format_percent(delta, old or 0)})"
+        signed = f"{'+' if delta > 0 else ''}{format_count(delta, prefixes=prefixes)}"
+        shown_delta = f"{signed} ({format_percent(delta, old or 0)})"
     if usage is None or limit is None:
         shown_usage = "-"
     elif usage == float("inf"):
@@ -264,9 +266,9 @@ def _figures(verdict: Verdict, metric: str) -> tuple[str, ...]:
         shown_usage = f"{usage_bar(now, limit.value)} {100.0 * usage:.1f}%" + (" over" if now > limit.value else "")
     return (
         metric_title(metric),
-        format_count(limit.value) if limit is not None else "-",
-        format_count(old) if old is not None else "-",
-        format_count(now),
+        format_count(limit.value, prefixes=prefixes) if limit is not None else "-",
+        format_count(old, prefixes=prefixes) if old is not None else "-",
+        format_count(now, prefixes=prefixes),
         shown_delta,
         shown_usage,
     )

@@ -21,14 +21,16 @@ from pytest_flopbudget.render.formatting import (
     ROOT_LABEL,
     ceiling_above,
     format_count,
+    format_figure,
     format_percent,
     layer_label,
     metric_title,
     plural,
 )
 
-from ..kinds import Metric
+from ..metrics import FLOPS, METRICS, SKIPPED, Metric, by_name
 from ..run import RunResult
+from ..units import SI, PrefixSystem
 from .output import Findings, OutputContext
 
 TOP = 15
@@ -77,7 +79,7 @@ def details(
     to do; file names relative to `start` (default: the current directory)."""
     lines: list[str] = []
     failed = verdict.failed_metrics()
-    metrics = [m for m in failed if m != Metric.SKIPPED] or ([] if failed else [Metric.FLOPS])
+    metrics = [m for m in failed if m.counted] or ([] if failed else [FLOPS])
     baseline_shown = verdict.baseline_file or "the baseline file"
     for metric in metrics:
         diff = verdict.diff(metric)
@@ -90,7 +92,7 @@ def details(
         else:
             lines.append(f"top layers by {metric_title(metric)}:")
             lines.extend(top_layers_table(verdict, metric, top=top))
-    if verdict.report.skipped_ops and (Metric.SKIPPED in verdict.failed_metrics() or lines):
+    if verdict.report.skipped_ops and (SKIPPED in verdict.failed_metrics() or lines):
         lines.extend(_skipped_lines(verdict))
     if verdict.baseline is None and not any(f.kind == FindingKind.BASELINE for f in verdict.violations):
         lines.append(f"no baseline for {verdict.name} yet ({baseline_shown}); run {update_hint} to create it")
@@ -113,8 +115,8 @@ def accept_hint(verdict: Verdict, *, update_hint: str, base_ref: str | None = No
     edits: list[str] = []
     for finding in verdict.violations:
         if finding.kind == FindingKind.CEILING and finding.metric is not None and finding.actual is not None:
-            exact = finding.metric == Metric.SKIPPED  # a number of op calls is written as it is
-            value = str(finding.actual) if exact else ceiling_above(finding.actual)
+            exact = finding.metric.whole  # a number of op calls is written as it is
+            value = str(finding.actual) if exact else ceiling_above(finding.actual, prefixes=finding.metric.prefixes)
             edits.append(budget_edit(finding.source, finding.metric, value, start))
     growth = [f for f in verdict.violations if f.kind == FindingKind.INCREASE and f.baseline is not None]
     if growth and base_ref:  # the base's baseline stays: the growth over it must be allowed
@@ -125,17 +127,21 @@ def accept_hint(verdict: Verdict, *, update_hint: str, base_ref: str | None = No
     return f"to accept: {'; '.join(dict.fromkeys(edits))}; then run {command} and commit both"
 
 
-#: The marker argument for each budget slot.
-_MARKER_ARGUMENT = {"skipped": "max_skipped_ops", "max-skipped-ops": "max_skipped_ops", "max-increase": "max_increase"}
+#: The marker argument for each budget slot, named by its metric or its pyproject key.
+_MARKER_ARGUMENT = {
+    **{name: metric.argument for metric in METRICS for name in (metric, metric.key)},
+    "max-increase": "max_increase",
+}
 _MARKER_KEY = re.compile(r"flop_budget\((\w+)=\.\.\.\)$")
 
 
-def budget_edit(source: Location | None, metric: str, value: str, start: str | None = None) -> str:
+def budget_edit(source: Location | None, metric: Metric | str, value: str, start: str | None = None) -> str:
     """`set flops = "11.5M" at pyproject.toml:7 (tool.flopbudget.models.net)`, or for a marker budget
     `set flops="241" in the flop_budget marker at tests/test_net.py:5`: the line to edit and the value to write.
 
     The slot is the one the budget was written in (a MAC budget may sit in the `flops` slot: its value keeps the
-    MAC unit), and a skipped-ops budget is a whole number."""
+    MAC unit), and a skipped-ops budget is a whole number. `metric` is a metric, or `max-increase`."""
+    definition = METRICS.get(metric)
     key = source.key if source is not None else ""
     marker = _MARKER_KEY.search(key)
     if marker is not None:
@@ -143,11 +149,12 @@ def budget_edit(source: Location | None, metric: str, value: str, start: str | N
     elif key.startswith("tool.flopbudget."):
         slot = key.rsplit(".", 1)[-1]
     else:
-        slot = _DEFAULT_SLOT.get(metric, metric)
-    if metric == Metric.SKIPPED or slot in ("max_skipped_ops", "max-skipped-ops"):
+        slot = definition.key if definition is not None else metric
+    slot_metric = METRICS.by_argument(slot) or METRICS.by_key(slot)
+    if (definition is not None and definition.whole) or (slot_metric is not None and slot_metric.whole):
         written = value
-    elif metric == Metric.MACS and slot == "flops":
-        written = f'"{value} MACs"'
+    elif definition is not None and slot_metric is not None and slot_metric != definition:
+        written = f'"{value} {definition.label}"'  # a MAC budget in the flops slot keeps its unit
     else:
         written = f'"{value}"'
     where = source.location(start) if source is not None else ""
@@ -155,9 +162,6 @@ def budget_edit(source: Location | None, metric: str, value: str, start: str | N
         return f"set {slot}={written} in the flop_budget marker" + (f" at {where}" if where else "")
     table = key.rsplit(".", 1)[0] if key.startswith("tool.flopbudget.") else ""
     return f"set {slot} = {written}" + (f" at {where}" if where else "") + (f" ({table})" if table else "")
-
-
-_DEFAULT_SLOT = {"flops": "flops", "macs": "macs", "params": "params", "skipped": "max-skipped-ops"}
 
 
 def _increase_edit(verdict: Verdict, growth: Sequence[Finding], start: str | None) -> str:
@@ -191,6 +195,7 @@ def update_command(verdict: Verdict, update_hint: str) -> str:
 def diff_table(diff: LayerDiff, *, top: int = TOP) -> list[str]:
     """`layer | baseline | now | delta` rows, largest |delta| first, then the rest collapsed, then the total."""
     shown, rest = diff.top(top)
+    prefixes = by_name(diff.metric).prefixes
     rows = [("layer", "baseline", "now", "delta")]
     for change in shown:
         note = {"added": "added", "removed": "removed"}.get(change.status)
@@ -199,37 +204,38 @@ def diff_table(diff: LayerDiff, *, top: int = TOP) -> list[str]:
         rows.append(
             (
                 layer_label(change.path),
-                _figure(change.baseline),
-                _figure(change.now),
-                f"{_signed(change.delta)} ({note})",
+                _figure(change.baseline, prefixes),
+                _figure(change.now, prefixes),
+                f"{_signed(change.delta, prefixes)} ({note})",
             )
         )
     if not shown:
         rows.append(("(no layer changed)", "", "", ""))
     total = (
         "total",
-        _figure(diff.baseline_total),
-        _figure(diff.now_total),
-        f"{_signed(diff.delta)} ({format_percent(diff.delta, diff.baseline_total)})",
+        _figure(diff.baseline_total, prefixes),
+        _figure(diff.now_total, prefixes),
+        f"{_signed(diff.delta, prefixes)} ({format_percent(diff.delta, diff.baseline_total)})",
     )
     widths = _widths([*rows, total])
     lines = _table(rows, right=(1, 2, 3), widths=widths)
     if rest:
         delta = sum(change.delta for change in rest)
-        lines.append(f"  ... {plural(len(rest), 'more changed layer')} ({_signed(delta)})")
+        lines.append(f"  ... {plural(len(rest), 'more changed layer')} ({_signed(delta, prefixes)})")
     lines.extend(_table([rows[0], total], right=(1, 2, 3), widths=widths)[1:])
     return lines
 
 
-def top_layers_table(verdict: Verdict, metric: str, *, top: int = TOP) -> list[str]:
+def top_layers_table(verdict: Verdict, metric: Metric, *, top: int = TOP) -> list[str]:
     """The most expensive layers, for a failure without a baseline to diff against."""
     total = verdict.report.metric(metric)
     entries = top_layers(verdict.report, metric, top)
     rows = [("layer", metric_title(metric), "share")]
+    prefixes = by_name(metric).prefixes
     for path, value in entries:
-        rows.append((layer_label(path), _figure(value), f"{100.0 * value / total:.1f}%" if total else ""))
+        rows.append((layer_label(path), _figure(value, prefixes), f"{100.0 * value / total:.1f}%" if total else ""))
     rest = sum(1 for value in verdict.report.layer_metric(metric).values() if value) - len(entries)
-    total_row = ("total", _figure(total), "100.0%" if total else "")
+    total_row = ("total", _figure(total, prefixes), "100.0%" if total else "")
     widths = _widths([*rows, total_row])
     lines = _table(rows, right=(1, 2), widths=widths)
     if rest > 0:
@@ -298,7 +304,7 @@ def summary_lines(
     `updated` names the models whose baseline file was (re)written in this run.
     """
     updated = set(updated)
-    rows = [("model", "status", "FLOPs", "MACs", "params", "skipped", "budget use", "vs baseline")]
+    rows = [("model", "status", *(metric.column for metric in METRICS), "budget use", "vs baseline")]
     names = [v.name for v in verdicts]
     for verdict in sorted(verdicts, key=lambda v: (v.name, v.measurement.nodeid or "")):
         report = verdict.report
@@ -309,15 +315,13 @@ def summary_lines(
             (
                 label,
                 _status(verdict, verdict.name in updated),
-                format_count(report.flops),
-                format_count(report.macs),
-                format_count(report.params),
-                str(report.skipped_calls),
+                *(format_figure(metric.of_report(report), metric) for metric in METRICS),
                 _usage(verdict),
                 _versus(verdict),
             )
         )
-    lines = [line.rstrip() for line in _table(rows, right=(2, 3, 4, 5), indent="")]
+    figures = tuple(range(2, 2 + len(METRICS)))
+    lines = [line.rstrip() for line in _table(rows, right=figures, indent="")]
     unreadable = sum(1 for v in verdicts if any(f.kind == FindingKind.BASELINE for f in v.violations))
     miscached = sum(1 for v in verdicts if any(f.kind == FindingKind.CACHE_MISMATCH for f in v.violations))
     only_miscached = sum(1 for v in verdicts if v.violations and _only_cache_mismatch(v))
@@ -375,7 +379,7 @@ def _versus(verdict: Verdict) -> str:
     if verdict.baseline is None:
         return "no baseline"
     changed = []
-    for metric in Metric:
+    for metric in METRICS:
         delta = verdict.delta(metric) or 0
         if delta:
             changed.append(f"{format_percent(delta, verdict.baseline_value(metric) or 0)} {metric}")
@@ -418,12 +422,12 @@ def _inputs(inputs: list) -> str:
     return "[" + ", ".join(parts) + "]"
 
 
-def _figure(value: int | None) -> str:
-    return "-" if value is None else format_count(value)
+def _figure(value: int | None, prefixes: PrefixSystem = SI) -> str:
+    return "-" if value is None else format_count(value, prefixes=prefixes)
 
 
-def _signed(value: int) -> str:
-    return ("+" if value > 0 else "") + format_count(value)
+def _signed(value: int, prefixes: PrefixSystem = SI) -> str:
+    return ("+" if value > 0 else "") + format_count(value, prefixes=prefixes)
 
 
 def _widths(rows: Sequence[Sequence[str]]) -> list[int]:

@@ -11,8 +11,7 @@ from pytest_flopbudget.report import LayerCost, PhaseTotals, Report, SkippedOp
 def report_of(layers: dict[str, LayerCost], **fields: object) -> Report:
     flops = sum(cost.flops for cost in layers.values())
     macs = sum(cost.macs for cost in layers.values())
-    params = sum(cost.params for cost in layers.values())
-    return Report(params=params, layers=layers, forward=PhaseTotals(flops, macs), **fields)  # type: ignore[arg-type]
+    return Report(layers=layers, forward=PhaseTotals(flops=flops, macs=macs), **fields)  # type: ignore[arg-type]
 
 
 def test_str_is_the_layer_table_at_depth_two() -> None:

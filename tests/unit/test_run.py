@@ -19,7 +19,7 @@ from pytest_flopbudget.run import EXIT_ERROR, EXIT_OK, EXIT_OVER_BUDGET, Run, Ru
 
 
 def report(macs: int) -> Report:
-    return Report(layers={"fc": LayerCost(flops=2 * macs, macs=macs)}, forward=PhaseTotals(2 * macs, macs))
+    return Report(layers={"fc": LayerCost(flops=2 * macs, macs=macs)}, forward=PhaseTotals(flops=2 * macs, macs=macs))
 
 
 def measurement(name: str, macs: int, limit: str | None = None, nodeid: str | None = None) -> Measurement:

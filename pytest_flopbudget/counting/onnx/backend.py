@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import CountingError
+from ...metrics import PARAMS
 from ...report import MAX_COUNT, LayerCost, Report
 from ..tally import Tally
 from .consts import ConstFolder
@@ -102,9 +103,8 @@ def _count(onnx: Any, proto: Any, label: str, inputs: Mapping[str, Sequence[int]
     tally = Tally()
     walker.walk(nodes, scope, folder, tally)
 
-    total = _attribute_parameters(graph, every_node, initializer_names, walker, tally.layers)
+    _attribute_parameters(graph, every_node, initializer_names, walker, tally.layers)
     report = Report(
-        params=total,
         **tally.report_fields(),
         training=False,
         backend="onnx",
@@ -258,7 +258,7 @@ def _attribute_parameters(
         module = module_of_parameter(name)
         if module is None:
             module = walker.path(readers[0][0])
-        layers.setdefault(module, LayerCost()).params += size
+        layers.setdefault(module, LayerCost()).add(PARAMS, size)
         total += size
     return total
 

@@ -175,7 +175,7 @@ class Walker:
         complete_shapes(nodes, inferred, body_scope, body_folder)
         body = Tally()
         child.walk(nodes, body_scope, body_folder, body, path)
-        tally.add(path, label, Cost(body.flops, body.macs))
+        tally.add_values(path, label, body.totals())
         for op, skipped in body.skipped.items():
             tally.skip(path, op, f"{skipped.reason} (in the function body of {label})", skipped.calls)
         return True
@@ -216,7 +216,7 @@ class Walker:
             return
         then_tally = self.walk_subgraph(then_graph, scope, folder, path)[0]
         else_tally = self.walk_subgraph(else_graph, scope, folder, path)[0]
-        if (else_tally.flops, else_tally.macs) > (then_tally.flops, then_tally.macs):
+        if list(else_tally.totals().values()) > list(then_tally.totals().values()):
             then_tally, else_tally = else_tally, then_tally
         tally.merge(then_tally)
         # Ops skipped in the cheaper branch may run too: they are reported, so the count is never called exact.

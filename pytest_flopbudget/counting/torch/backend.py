@@ -24,6 +24,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten, tree_map
 
 from ...errors import CountingError
+from ...metrics import PARAMS
 from ...report import LayerCost, Report
 from ..formulas import Cost
 from ..registry import Free
@@ -649,12 +650,10 @@ def _build_report(
 ) -> Report:
     layers = tally.layers
     seen: set[int] = set()
-    total = 0
     # A Keras model is built by its first call, which ran on the copy: its weights are read there.
     keras = keras_params(counted) if counted is not None else None
     for path, own in (keras or {}).items():
-        layers.setdefault(path, LayerCost()).params += own
-        total += own
+        layers.setdefault(path, LayerCost()).add(PARAMS, own)
     for path, module in () if keras is not None else model.named_modules():
         own = 0
         for param in module.parameters(recurse=False):
@@ -662,10 +661,8 @@ def _build_report(
                 seen.add(id(param))
                 own += param.numel()
         if own:
-            layers.setdefault(path, LayerCost()).params += own
-            total += own
+            layers.setdefault(path, LayerCost()).add(PARAMS, own)
     return Report(
-        params=total,
         **tally.report_fields(),
         training=training,
         train_mode=not training and _train_mode_matters(model),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pytest_flopbudget.cache.counter import CachedCounter, not_cacheable, report_difference
 from pytest_flopbudget.cache.dependencies import Dependencies
-from pytest_flopbudget.report import Report
+from pytest_flopbudget.report import LayerCost, Report
 
 
 def test_a_count_is_kept_only_when_everything_it_read_is_described(tmp_path) -> None:  # type: ignore[no-untyped-def]
@@ -20,7 +20,9 @@ def test_a_count_is_kept_only_when_everything_it_read_is_described(tmp_path) -> 
 def test_the_first_differing_figure_is_named() -> None:
     cached, fresh = Report(model="m"), Report(model="m")
     assert report_difference(cached, fresh) is None
-    difference = report_difference(Report(model="m", params=10), Report(model="m", params=12))
+    difference = report_difference(
+        Report(model="m", layers={"": LayerCost(params=10)}), Report(model="m", layers={"": LayerCost(params=12)})
+    )
     assert difference == "params 10 cached, 12 counted"
     assert report_difference(Report(model="m"), Report(model="other")) == 'model "m" cached, "other" counted'
 

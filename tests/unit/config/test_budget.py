@@ -18,7 +18,6 @@ from pytest_flopbudget.config.budget import (
     MAX_PERCENT,
     MAX_TEXT,
     PERCENT_GRAMMAR,
-    PREFIXES,
     Budget,
     Limit,
     MaxIncrease,
@@ -29,6 +28,10 @@ from pytest_flopbudget.config.budget import (
 )
 from pytest_flopbudget.config.location import LocatedError, Location, Problem
 from pytest_flopbudget.errors import ConfigError
+from pytest_flopbudget.units import SI
+
+#: The decimal prefixes budgets accept (the metrics' prefix system; `units.SI`).
+PREFIXES = dict(SI.scales)
 
 WHERE = Location("/proj/pyproject.toml", 12, "tool.flopbudget.models.resnet50.flops")
 

@@ -34,13 +34,12 @@ from pytest_flopbudget.run import EXIT_ERROR, Run
 
 def make_report(layers: dict[str, tuple[int, int, int]], **extra: object) -> Report:
     costs = {
-        path: LayerCost(flops=f, macs=m, params=p, ops={"aten.mm": OpCost(1, f, m)} if f else {})
+        path: LayerCost(flops=f, macs=m, params=p, ops={"aten.mm": OpCost(1, flops=f, macs=m)} if f else {})
         for path, (f, m, p) in layers.items()
     }
     return Report(
-        params=sum(p for _, _, p in layers.values()),
         layers=costs,
-        forward=PhaseTotals(sum(f for f, _, _ in layers.values()), sum(m for _, m, _ in layers.values())),
+        forward=PhaseTotals(flops=sum(f for f, _, _ in layers.values()), macs=sum(m for _, m, _ in layers.values())),
         inputs=[{"shape": [1, 8], "dtype": "float32"}],
         versions={"torch": "2.x", "pytest-flopbudget": "0.1.0"},
         **extra,
@@ -287,16 +286,19 @@ def _get_in(data: Any, path: tuple[str, ...]) -> Any:
 HOSTILE_TEXTS = {
     "no totals": (edited(_drop(("totals",))), "missing field 'totals'"),
     "no totals.flops": (edited(_drop(("totals", "flops"))), "missing field 'totals.flops'"),
-    "no layer macs": (edited(_drop(("layers", "fc", "macs"))), "missing field \"layers['fc'].macs\""),
+    "no layer macs": (
+        edited(_drop(("layers", "fc", "metrics", "macs"))),
+        "missing field \"layers['fc'].metrics.macs\"",
+    ),
     "totals a list": (edited(_set(("totals",), [1, 2])), "totals must be an object, got an array"),
     "string total": (edited(_set(("totals", "flops"), "6")), "totals.flops must be an integer from 0 to 10^30, got"),
-    "bool count": (edited(_set(("layers", "fc", "params"), True)), "layers['fc'].params must be an integer"),
+    "bool count": (edited(_set(("layers", "fc", "metrics", "params"), True)), "layers['fc'].metrics.params must be"),
     "float count": (edited(_set(("forward", "macs"), 3.0)), "forward.macs must be an integer from 0 to 10^30"),
     "negative": (edited(_set(("layers", "fc", "ops", "aten.mm", "calls"), -1)), "ops['aten.mm'].calls must be"),
     "over 10^30": (edited(_set(("backward", "flops"), 10**30 + 1)), "backward.flops must be an integer from 0"),
     "1e400": (_raw(("totals", "flops"), "1e400"), "totals.flops must be an integer from 0 to 10^30, got inf"),
     "Infinity": (_raw(("totals", "macs"), "Infinity"), "got inf"),
-    "-Infinity": (_raw(("layers", "fc", "flops"), "-Infinity"), "got -inf"),
+    "-Infinity": (_raw(("layers", "fc", "metrics", "flops"), "-Infinity"), "got -inf"),
     "NaN": (_raw(("layers", "fc", "skipped", "aten.x"), "NaN"), "got nan"),
     "5000 digits": (_raw(("totals", "params"), "9" * 5000), "an integer of 5000 digits"),
     "5000 digits in inputs": (_raw(("inputs",), "1" * 5000), "an integer of 5000 digits"),
@@ -314,7 +316,12 @@ HOSTILE_TEXTS = {
     "layers a string": (edited(_set(("layers",), "x" * 1000)), "layers must be an object, got 'xxxx"),
     "format a control": (edited(_set(("format",), "\x1b[2J\n::stop")), "format is '\\x1b[2J\\n::stop'"),
     "a layer named with a newline": (edited(_set(("layers", "a\nb"), 3)), "layers['a\\nb'] must be an object, got 3"),
-    "total not the sum": (edited(_set(("layers", "fc", "params"), 3)), "total params 2 is not the sum of its layers"),
+    "total not the sum": (
+        edited(_set(("layers", "fc", "metrics", "params"), 3)),
+        "total params 2 is not the sum of its layers",
+    ),
+    "unknown metric": (edited(_set(("layers", "fc", "metrics", "bytes"), 3)), "metrics has an unknown metric 'bytes'"),
+    "op without metrics": (edited(_drop(("layers", "fc", "ops", "aten.mm", "metrics"))), "ops['aten.mm'].metrics\""),
 }
 
 
@@ -489,7 +496,7 @@ def test_the_nesting_scan_agrees_with_the_parsed_depth(value: object) -> None:
 
 
 def _measurement(name: str, macs: int) -> Measurement:
-    report = Report(layers={"fc": LayerCost(flops=2 * macs, macs=macs)}, forward=PhaseTotals(2 * macs, macs))
+    report = Report(layers={"fc": LayerCost(flops=2 * macs, macs=macs)}, forward=PhaseTotals(flops=2 * macs, macs=macs))
     return Measurement(name, report, parse_budget({"macs": "1k"}, {}, Location(key=name)), Location(key=name), None)
 
 

@@ -25,9 +25,8 @@ def make_report(layers: dict[str, tuple[int, int, int]], skipped: dict[str, int]
         costs.setdefault("", LayerCost()).skipped[op] = calls
         skipped_ops[op] = SkippedOp(calls, [""])
     return Report(
-        params=sum(p for _, _, p in layers.values()),
         layers=costs,
-        forward=PhaseTotals(sum(f for f, _, _ in layers.values()), sum(m for _, m, _ in layers.values())),
+        forward=PhaseTotals(flops=sum(f for f, _, _ in layers.values()), macs=sum(m for _, m, _ in layers.values())),
         skipped_ops=skipped_ops,
     )
 

@@ -37,12 +37,14 @@ HOSTILE = [
 def build_report(layers: dict[str, int], skipped: dict[str, int] | None = None, params: int | None = None) -> Report:
     """A Report from layer path -> FLOPs (MACs are half, one parameter per layer), skipped ops on the root."""
     costs = {path: LayerCost(flops=f, macs=f // 2, params=1) for path, f in layers.items()}
+    if params is not None and layers:  # a Report's params are its layers' sum: the first layer holds the rest
+        first = next(iter(layers))
+        costs[first] = LayerCost(flops=layers[first], macs=layers[first] // 2, params=params - len(layers) + 1)
     for op, calls in (skipped or {}).items():
         costs.setdefault("", LayerCost()).skipped[op] = calls
     return Report(
-        params=len(layers) if params is None else params,
         layers=costs,
-        forward=PhaseTotals(sum(layers.values()), sum(f // 2 for f in layers.values())),
+        forward=PhaseTotals(flops=sum(layers.values()), macs=sum(f // 2 for f in layers.values())),
         skipped_ops={op: SkippedOp(calls, [""]) for op, calls in (skipped or {}).items()},
     )
 
@@ -134,7 +136,7 @@ def test_positions_are_exact_for_huge_counts_and_round_half_up() -> None:
 
 def test_metric_params_sizes_boxes_by_parameters() -> None:
     layers = {"big": LayerCost(flops=10, params=300), "small": LayerCost(flops=990, params=100)}
-    report = Report(params=400, layers=layers, forward=PhaseTotals(1000, 0))
+    report = Report(layers=layers, forward=PhaseTotals(flops=1000, macs=0))
     drawn = assert_well_formed(render_svg(report, metric="params"), report, "params")
     assert (drawn["big"]["width"], drawn["small"]["width"]) == (Decimal("885.00"), Decimal("295.00"))
     assert drawn["big"]["label"] == "big · 300 params · 75%"
@@ -380,5 +382,7 @@ def test_a_real_renderer_draws_the_boxes_and_bars() -> None:
 
 def test_skipped_ops_in_a_real_report_reach_the_picture() -> None:
     layers = {"a": LayerCost(flops=100, skipped={"aten.foo": 3})}
-    report = Report(layers=layers, forward=PhaseTotals(100, 0), skipped_ops={"aten.foo": SkippedOp(3, ["a"])})
+    report = Report(
+        layers=layers, forward=PhaseTotals(flops=100, macs=0), skipped_ops={"aten.foo": SkippedOp(3, ["a"])}
+    )
     assert "skipped ops: 3 calls not counted (aten.foo x3); the totals are a lower bound" in render_svg(report)

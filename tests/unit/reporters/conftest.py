@@ -22,14 +22,16 @@ from pytest_flopbudget.report import LayerCost, PhaseTotals, Report, SkippedOp
 def build_report(layers: dict[str, int], skipped: dict[str, int] | None = None, params: int | None = None) -> Report:
     """A Report from layer path -> FLOPs (MACs are half, one parameter per layer), skipped ops on the root."""
     costs = {path: LayerCost(flops=f, macs=f // 2, params=1) for path, f in layers.items()}
+    if params is not None and layers:  # a Report's params are its layers' sum: the first layer holds the rest
+        first = next(iter(layers))
+        costs[first] = LayerCost(flops=layers[first], macs=layers[first] // 2, params=params - len(layers) + 1)
     skipped_ops = {}
     for op, calls in (skipped or {}).items():
         costs.setdefault("", LayerCost()).skipped[op] = calls
         skipped_ops[op] = SkippedOp(calls, [""])
     return Report(
-        params=len(layers) if params is None else params,
         layers=costs,
-        forward=PhaseTotals(sum(layers.values()), sum(f // 2 for f in layers.values())),
+        forward=PhaseTotals(flops=sum(layers.values()), macs=sum(f // 2 for f in layers.values())),
         skipped_ops=skipped_ops,
     )
 

@@ -23,9 +23,8 @@ CLI = "`flopbudget check --update`"
 
 def make_report(layers: dict[str, int], inputs: list | None = None) -> Report:
     return Report(
-        params=len(layers),
         layers={path: LayerCost(flops=f, macs=f // 2, params=1) for path, f in layers.items()},
-        forward=PhaseTotals(sum(layers.values()), sum(f // 2 for f in layers.values())),
+        forward=PhaseTotals(flops=sum(layers.values()), macs=sum(f // 2 for f in layers.values())),
         inputs=inputs if inputs is not None else [{"shape": [1, 8], "dtype": "float32"}],
     )
 

@@ -155,7 +155,7 @@ def per_op(report: Report) -> dict[str, OpCost]:
     totals: dict[str, OpCost] = {}
     for layer in report.layers.values():
         for op, cost in layer.ops.items():
-            totals.setdefault(op, OpCost()).add(cost)
+            totals.setdefault(op, OpCost()).add_cost(cost)
     return totals
 
 

@@ -1,0 +1,126 @@
+"""The Report's JSON codec: the current layout (`report/2`, keyed by metric) and the first one (`report/1`), which
+committed baselines are still written in."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from pytest_flopbudget.judge.baseline import BaselineStore, dumps, read_baseline
+from pytest_flopbudget.metrics import FLOPS, MACS, PARAMS
+from pytest_flopbudget.report import (
+    REPORT_FORMAT,
+    REPORT_FORMAT_1,
+    EstimatedOp,
+    LayerCost,
+    OpCost,
+    PhaseTotals,
+    Report,
+    SkippedOp,
+)
+
+#: A `report/1` baseline written by the release before metrics were keyed (a training step, skipped and estimated
+#: ops, a layer with parameters only).
+FORMAT_1 = Path(__file__).parent / "data" / "report_1.json"
+REPO_BASELINES = sorted((Path(__file__).parents[2] / ".flopbudget").glob("*.json"))
+
+
+def expected_format_1() -> Report:
+    """What the `report/1` fixture held, built by hand."""
+    layers = {
+        "": LayerCost(flops=4, ops={"aten.add": OpCost(2, flops=4)}, skipped={"aten.x": 1}),
+        "fc1": LayerCost(
+            flops=310,
+            macs=150,
+            params=40,
+            ops={"aten.mm": OpCost(1, flops=300, macs=150), "aten.mm_backward": OpCost(1, flops=10)},
+        ),
+        "fc1.act": LayerCost(flops=8, ops={"aten.relu": OpCost(1, flops=8)}),
+        "fc2": LayerCost(flops=50, macs=25, params=6, ops={"aten.addmm": OpCost(1, flops=50, macs=25)}),
+        "head.norm": LayerCost(params=2),
+    }
+    return Report(
+        layers=layers,
+        forward=PhaseTotals(flops=362, macs=175),
+        backward=PhaseTotals(flops=10),
+        skipped_ops={"aten.x": SkippedOp(1, [""], "no formula")},
+        estimated_ops={"aten.nonzero": EstimatedOp(1, ["fc1"], "upper bound")},
+        training=True,
+        model="TinyNet",
+        inputs=[{"shape": [2, 8], "dtype": "float32"}],
+        versions={"torch": "2.13.0", "pytest-flopbudget": "0.1.0"},
+    )
+
+
+def test_a_format_1_baseline_reads_as_it_always_did() -> None:
+    data = json.loads(FORMAT_1.read_text())
+    assert data["format"] == REPORT_FORMAT_1
+    report = read_baseline(FORMAT_1)
+    assert report == expected_format_1()
+    assert (report.flops, report.macs, report.params, report.skipped_calls) == (372, 175, 48, 1)
+    assert (report.forward.flops, report.backward.flops, report.forward.macs) == (362, 10, 175)
+    for path, layer in data["layers"].items():  # every figure of the old layout, where it was
+        cost = report.layers[path]
+        assert (cost.flops, cost.macs, cost.params, cost.skipped) == (
+            layer["flops"],
+            layer["macs"],
+            layer["params"],
+            layer.get("skipped", {}),
+        )
+        assert {op: (c.calls, c.flops, c.macs) for op, c in cost.ops.items()} == {
+            op: (c["calls"], c["flops"], c["macs"]) for op, c in layer["ops"].items()
+        }
+
+
+def test_format_2_round_trip_is_lossless() -> None:
+    report = expected_format_1()
+    text = dumps(report)
+    data = json.loads(text)
+    assert data["format"] == REPORT_FORMAT
+    assert data["totals"] == {"flops": 372, "macs": 175, "params": 48}
+    assert data["backward"] == {"flops": 10, "macs": 0}
+    assert data["layers"]["fc2"] == {
+        "metrics": {"flops": 50, "macs": 25, "params": 6},
+        "ops": {"aten.addmm": {"calls": 1, "metrics": {"flops": 50, "macs": 25}}},
+        "skipped": {},
+    }
+    again = Report.from_dict(data)
+    assert again == report
+    assert dumps(again) == text
+
+
+def test_format_1_and_2_of_the_same_count_are_equal() -> None:
+    old = read_baseline(FORMAT_1)
+    new = Report.from_dict(json.loads(dumps(expected_format_1())))
+    assert old == new
+    assert old.to_dict() == new.to_dict()
+
+
+@pytest.mark.parametrize("path", REPO_BASELINES, ids=[p.name for p in REPO_BASELINES])
+def test_the_repositorys_own_format_1_baselines_read(path: Path) -> None:
+    data = json.loads(path.read_text())
+    report = read_baseline(path)
+    assert {m: report.metric(m) for m in (FLOPS, MACS, PARAMS)} == data["totals"]
+    assert Report.from_dict(json.loads(dumps(report))) == report
+
+
+def test_an_update_leaves_an_unchanged_format_1_baseline_as_it_is(tmp_path: Path) -> None:
+    """Upgrading rewrites no baseline whose count did not change; one that changed is written in the new layout."""
+    store = BaselineStore(tmp_path)
+    text = FORMAT_1.read_text()
+    store.path_for("tiny").write_text(text)
+    assert store.save("tiny", read_baseline(FORMAT_1)) is False
+    assert store.path_for("tiny").read_text() == text
+    grown = expected_format_1()
+    grown.layers["fc2"].add(PARAMS, 1)
+    assert store.save("tiny", grown) is True
+    assert json.loads(store.path_for("tiny").read_text())["format"] == REPORT_FORMAT
+
+
+def test_costs_are_keyed_by_metric_and_zeros_do_not_count() -> None:
+    assert LayerCost(flops=0, macs=3) == LayerCost({MACS: 3})
+    assert LayerCost(flops=2).values == {FLOPS: 2}
+    with pytest.raises(ValueError, match="unknown metric 'flopz'"):
+        LayerCost(flopz=1)
