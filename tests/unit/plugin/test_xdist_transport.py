@@ -36,7 +36,7 @@ def send(worker: Any) -> dict:
 
 def test_a_worker_run_reaches_the_controller(tmp_path: Path) -> None:
     worker = state(tmp_path)
-    report = Report(layers={"fc": LayerCost(flops=2, macs=1)}, forward=PhaseTotals(2, 1))
+    report = Report(layers={"fc": LayerCost(flops=2, macs=1)}, forward=PhaseTotals(flops=2, macs=1))
     worker.run.record(Measurement("net", report, origin=Location(key="net"), nodeid="t.py::t"))
     worker.owners.add("net")
     controller = state(tmp_path)

@@ -18,7 +18,7 @@ from pytest_flopbudget.run import Run, RunResult, Unchecked
 def report(layers: dict[str, int]) -> Report:
     return Report(
         layers={path: LayerCost(flops=f, macs=f // 2) for path, f in layers.items()},
-        forward=PhaseTotals(sum(layers.values()), sum(f // 2 for f in layers.values())),
+        forward=PhaseTotals(flops=sum(layers.values()), macs=sum(f // 2 for f in layers.values())),
     )
 
 

@@ -18,6 +18,7 @@ from pytest_flopbudget.counting.onnx.backend import count_onnx  # noqa: E402
 from pytest_flopbudget.counting.onnx.consts import _BINARY  # noqa: E402
 from pytest_flopbudget.counting.onnx.names import ModulePaths, text  # noqa: E402
 from pytest_flopbudget.errors import CountingError  # noqa: E402
+from pytest_flopbudget.metrics import FLOPS  # noqa: E402
 from pytest_flopbudget.render.table import format_layer_table  # noqa: E402
 from pytest_flopbudget.report import Report  # noqa: E402
 
@@ -64,8 +65,9 @@ def test_a_huge_count_within_bounds_is_exact_and_formats(op: str) -> None:
 
 def test_the_table_share_is_exact_for_counts_beyond_float_range() -> None:
     report = count_onnx(_expanded(2, dim=2**40))
-    report.layers["big"].flops *= 10**290  # ~1e314: 100.0 * flops overflowed
-    report.forward.flops = sum(cost.flops for cost in report.layers.values())
+    big = report.layers["big"]
+    big.add(FLOPS, big.flops * (10**290 - 1))  # ~1e314: 100.0 * flops overflowed
+    report.forward.add(FLOPS, sum(cost.flops for cost in report.layers.values()) - report.forward.flops)
     assert "100.0%" in format_layer_table(report)
 
 
