@@ -50,7 +50,8 @@ class Annotation:
     level: str
     kind: str
     model: str
-    metric: str | None  # the metric of a finding, the setting of a budget change
+    #: What it is about: a finding's metric (its name), a budget change's setting; None for a model not counted.
+    subject: str | None
     title: str
     message: str
     details: tuple[str, ...] = ()
@@ -65,7 +66,7 @@ class Annotation:
         return "\n".join((self.message, *self.details))
 
     def sort_key(self) -> tuple[int, tuple[int, float], str, str, str]:
-        return (0 if self.level == ERROR else 1, self.rank, self.model, self.metric or "", self.message)
+        return (0 if self.level == ERROR else 1, self.rank, self.model, self.subject or "", self.message)
 
 
 def collect(
@@ -109,7 +110,7 @@ def from_change(change: BudgetChange) -> Annotation:
         level=WARNING,
         kind=change.kind,
         model=change.model,
-        metric=change.setting or None,
+        subject=change.setting or None,
         title=title,
         message=change.message,
         source_file=source.file,
@@ -128,7 +129,7 @@ def from_unchecked(model: Unchecked) -> Annotation:
         level=ERROR,
         kind="unchecked",
         model=model.name,
-        metric=None,
+        subject=None,
         title=f"flopbudget: {model.name} not checked",
         message=f"{model.name}: not checked: {model.message}",
         source_file=source.file,
@@ -173,7 +174,7 @@ def _from_finding(verdict: Verdict, finding: Finding) -> Annotation:
         level=finding.severity,
         kind=finding.kind,
         model=name,
-        metric=metric,
+        subject=metric,
         title=_title(name, finding),
         message=message,
         details=details,

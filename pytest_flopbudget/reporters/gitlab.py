@@ -80,14 +80,14 @@ def write_code_quality(
 def check_name(annotation: Annotation) -> str:
     """`flopbudget/ceiling/flops`: what was checked, stable across runs."""
     parts = ["flopbudget", annotation.kind]
-    if annotation.metric:
-        parts.append(annotation.metric)
+    if annotation.subject:
+        parts.append(annotation.subject)
     return "/".join(parts)
 
 
 def fingerprint_of(annotation: Annotation) -> str:
     """sha256 of (model, metric, kind): the same finding has the same fingerprint in every run and branch."""
-    key = "\0".join(("flopbudget", annotation.model, annotation.metric or "", annotation.kind))
+    key = "\0".join(("flopbudget", annotation.model, annotation.subject or "", annotation.kind))
     return hashlib.sha256(key.encode("utf-8")).hexdigest()
 
 
