@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Mapping
-from typing import Any
 
 import pytest
 
@@ -21,29 +20,31 @@ from pytest_flopbudget.plugin.failures import Failure
 from pytest_flopbudget.plugin.marker_source import closest_marker, marker_line
 from pytest_flopbudget.plugin.names import default_name
 
-
-def flop_budget(
-    flops: Any = None,
-    *,
-    macs: Any = None,
-    params: Any = None,
-    max_skipped_ops: Any = None,
-    max_increase: Any = None,
-    name: str | None = None,
-) -> None:
-    """fail the test when the model it counts with the `flopbudget` fixture exceeds these inclusive ceilings
-    ('4.1G', '300 MMACs', '25.6M', max_increase='2%'); name= reuses [tool.flopbudget.models.NAME]."""
-
-
-_SIGNATURE = inspect.signature(flop_budget)
-#: `(flops=None, *, macs=None, ...)` without annotations: what users write, for the help line and for errors.
-_MARKER_SIGNATURE = _SIGNATURE.replace(
-    parameters=[p.replace(annotation=inspect.Parameter.empty) for p in _SIGNATURE.parameters.values()],
-    return_annotation=inspect.Signature.empty,
+#: What the marker does, for `pytest --markers`.
+_MARKER_DOC = (
+    "fail the test when the model it counts with the `flopbudget` fixture exceeds these inclusive ceilings "
+    "('4.1G', '300 MMACs', '25.6M', max_increase='2%'); name= reuses [tool.flopbudget.models.NAME]."
 )
+
+
+def _marker_signature() -> inspect.Signature:
+    """`(flops=None, *, macs=None, ..., max_increase=None, name=None)`: one argument per metric (the first may be
+    positional), built from the metric definitions so a new metric is a marker argument without an edit here."""
+    keyword, positional = inspect.Parameter.KEYWORD_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD
+    arguments = [metric.argument for metric in METRICS] + ["max_increase", "name"]
+    return inspect.Signature(
+        [
+            inspect.Parameter(name, positional if index == 0 else keyword, default=None)
+            for index, name in enumerate(arguments)
+        ]
+    )
+
+
+#: What users write, for the help line and for errors.
+_MARKER_SIGNATURE = _marker_signature()
 #: marker argument -> budget slot (see `budget.parse_budget`): each metric's `argument`, then max_increase.
 _MARKER_SLOTS = {**{metric.argument: str(metric) for metric in METRICS}, "max_increase": "max_increase"}
-MARKER_HELP = f"flop_budget{_MARKER_SIGNATURE}: {' '.join((flop_budget.__doc__ or '').split())}"
+MARKER_HELP = f"flop_budget{_MARKER_SIGNATURE}: {_MARKER_DOC}"
 
 
 def marker_budget(
