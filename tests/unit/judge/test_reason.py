@@ -1,0 +1,27 @@
+"""The one-line failure reason every output starts with: the documented shape, the worst violation first."""
+
+from __future__ import annotations
+
+from test_verdict import REPORT, make_report, measure
+
+from pytest_flopbudget.judge.reason import reason
+from pytest_flopbudget.judge.verdict import evaluate
+
+
+def test_reason_line_matches_the_documented_shape() -> None:
+    """`resnet50: 8.52 GFLOPs > budget 8.30 GFLOPs (+2.7%); baseline 8.18 GFLOPs`."""
+    now = make_report({"layer4": (8_520_000_000, 4_000_000_000, 25_000_000)})
+    baseline = make_report({"layer4": (8_180_000_000, 4_000_000_000, 25_000_000)})
+    verdict = evaluate(measure(now, "resnet50", flops="8.3G"), baseline)
+    assert reason(verdict) == "resnet50: 8.52 GFLOPs > budget 8.30 GFLOPs (+2.7%); baseline 8.18 GFLOPs"
+    assert evaluate(measure(now, "resnet50", flops="8.3G")).violations[0].message == (
+        "8.52 GFLOPs > budget 8.30 GFLOPs (+2.7%)"
+    )
+
+
+def test_reason_is_one_short_line_worst_violation_first() -> None:
+    # FLOPs are 20% over, params 1.7%: the worst first, the other named, not repeated
+    verdict = evaluate(measure(REPORT, flops=1000, params="59"))
+    text = reason(verdict)
+    assert "\n" not in text
+    assert text == "m: 1.20 kFLOPs > budget 1.00 kFLOPs (+20.0%) (+1 more: params)"
