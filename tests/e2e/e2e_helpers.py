@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 import sys
 from collections.abc import Callable, Sequence
@@ -81,6 +82,29 @@ def git(cwd: Path, *args: str) -> str:
     """Run git in `cwd` (fails the test on error) and return its output."""
     done = subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True)
     return done.stdout
+
+
+class ProjectTemplate:
+    """A project built once, by the first test that asks for it, and copied afresh for every test.
+
+    Building a project often runs `flopbudget check --update` (a process that imports torch and counts) or makes
+    git commits; the result depends only on the files written, so every test of a module can start from a copy
+    of the same one. It is built inside the first test (not at module set-up) so that it sees the test's
+    environment, as a per-test build did: no CI variables, no count cache. `__pycache__` is not copied.
+    """
+
+    def __init__(self, where: Path, build: Callable[[Path], None]) -> None:
+        self._where = where
+        self._build = build
+        self._built = False
+
+    def copy_to(self, dest: Path) -> Path:
+        if not self._built:
+            self._where.mkdir(parents=True, exist_ok=True)
+            self._build(self._where)
+            self._built = True
+        shutil.copytree(self._where, dest, dirs_exist_ok=True, ignore=shutil.ignore_patterns("__pycache__"))
+        return dest
 
 
 def init_repo(cwd: Path) -> None:

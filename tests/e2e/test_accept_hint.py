@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from e2e_helpers import MODELS, clean_env, flopbudget, git, init_repo
+from e2e_helpers import MODELS, ProjectTemplate, clean_env, flopbudget, git, init_repo
 
 pytest.importorskip("torch")
 
@@ -69,12 +69,20 @@ def pytest_in(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
     )  # fmt: skip
 
 
+def build_project(root: Path) -> None:
+    (root / "models.py").write_text(MODELS)
+    (root / "pyproject.toml").write_text(PYPROJECT)
+    assert flopbudget(root, "check", "--update").returncode == 0
+
+
+@pytest.fixture(scope="module")
+def template(tmp_path_factory: pytest.TempPathFactory) -> ProjectTemplate:
+    return ProjectTemplate(tmp_path_factory.mktemp("accept-template"), build_project)
+
+
 @pytest.fixture
-def project(tmp_path: Path) -> Path:
-    (tmp_path / "models.py").write_text(MODELS)
-    (tmp_path / "pyproject.toml").write_text(PYPROJECT)
-    assert flopbudget(tmp_path, "check", "--update").returncode == 0
-    return tmp_path
+def project(template: ProjectTemplate, tmp_path: Path) -> Path:
+    return template.copy_to(tmp_path)
 
 
 def test_following_the_cli_hint_for_a_ceiling_makes_the_next_check_clean(project: Path) -> None:

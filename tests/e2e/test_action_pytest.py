@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from e2e_helpers import MODELS, clean_env, git, init_repo, run_action_step
+from e2e_helpers import MODELS, ProjectTemplate, clean_env, git, init_repo, run_action_step
 
 yaml = pytest.importorskip("yaml")
 pytest.importorskip("torch")
@@ -57,10 +57,8 @@ def pytest_update(project: Path) -> None:
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
 
 
-@pytest.fixture
-def project(tmp_path: Path) -> Path:
+def build_project(root: Path) -> None:
     """The project on main with both baselines committed, and a pull request branch off it."""
-    root = tmp_path / "project"
     (root / "tests").mkdir(parents=True)
     (root / "models.py").write_text(MODELS)
     (root / "pyproject.toml").write_text(PYPROJECT)
@@ -76,7 +74,16 @@ def project(tmp_path: Path) -> Path:
     git(root, "commit", "-qm", "Models, budgets and baselines")
     git(root, "update-ref", "refs/remotes/origin/main", "main")
     git(root, "switch", "-q", "-c", "change")
-    return root
+
+
+@pytest.fixture(scope="module")
+def template(tmp_path_factory: pytest.TempPathFactory) -> ProjectTemplate:
+    return ProjectTemplate(tmp_path_factory.mktemp("action-pytest-template"), build_project)
+
+
+@pytest.fixture
+def project(template: ProjectTemplate, tmp_path: Path) -> Path:
+    return template.copy_to(tmp_path / "project")
 
 
 def ci_job(project: Path) -> tuple[subprocess.CompletedProcess[str], subprocess.CompletedProcess[str]]:

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from e2e_helpers import clean_env, git, init_repo
+from e2e_helpers import ProjectTemplate, clean_env, git, init_repo
 
 pytest.importorskip("torch")
 
@@ -54,12 +54,9 @@ def _github_env(repo: Path) -> dict[str, str]:
     return {"GITHUB_ACTIONS": "true", "GITHUB_WORKSPACE": str(repo), "GITHUB_STEP_SUMMARY": str(repo / "step.md")}
 
 
-@pytest.fixture
-def repo(tmp_path: Path) -> Path:
+def build_repo(root: Path) -> None:
     """main: the net at width 16 (160 MACs) with its committed baseline; branch `grow`: width 24 (240 MACs,
     +50%), its baseline rewritten with `flopbudget check --update` and committed, as the docs used to suggest."""
-    root = tmp_path / "repo"
-    root.mkdir()
     init_repo(root)
     (root / "models.py").write_text(MODELS.format(width=16))
     (root / "pyproject.toml").write_text(PYPROJECT.format(macs="1k"))
@@ -70,7 +67,16 @@ def repo(tmp_path: Path) -> Path:
     (root / "models.py").write_text(MODELS.format(width=24))
     assert flopbudget(root, "--update").returncode == 0
     git(root, "commit", "-qam", "wider net, baseline updated")
-    return root
+
+
+@pytest.fixture(scope="module")
+def template(tmp_path_factory: pytest.TempPathFactory) -> ProjectTemplate:
+    return ProjectTemplate(tmp_path_factory.mktemp("base-ref-template"), build_repo)
+
+
+@pytest.fixture
+def repo(template: ProjectTemplate, tmp_path: Path) -> Path:
+    return template.copy_to(tmp_path / "repo")
 
 
 def test_without_base_ref_the_rewritten_baseline_passes(repo: Path) -> None:

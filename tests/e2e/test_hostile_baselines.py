@@ -9,7 +9,7 @@ import os
 from pathlib import Path
 
 import pytest
-from e2e_helpers import MODELS, flopbudget
+from e2e_helpers import MODELS, ProjectTemplate, flopbudget
 
 pytest.importorskip("torch")
 
@@ -50,12 +50,21 @@ def make_hostile(path: Path, kind: str, good: str) -> None:
         path.write_text(json.dumps(data))
 
 
+def build_project(root: Path) -> None:
+    (root / "models.py").write_text(MODELS)
+    (root / "pyproject.toml").write_text(PYPROJECT)
+    assert flopbudget(root, "check", "--update").returncode == 0
+
+
+@pytest.fixture(scope="module")
+def template(tmp_path_factory: pytest.TempPathFactory) -> ProjectTemplate:
+    return ProjectTemplate(tmp_path_factory.mktemp("hostile-template"), build_project)
+
+
 @pytest.mark.skipif(not hasattr(os, "mkfifo") or not os.path.exists("/dev/zero"), reason="POSIX special files")
 @pytest.mark.parametrize("kind", KINDS)
-def test_one_hostile_baseline_fails_only_its_own_model(tmp_path: Path, kind: str) -> None:
-    (tmp_path / "models.py").write_text(MODELS)
-    (tmp_path / "pyproject.toml").write_text(PYPROJECT)
-    assert flopbudget(tmp_path, "check", "--update").returncode == 0
+def test_one_hostile_baseline_fails_only_its_own_model(template: ProjectTemplate, tmp_path: Path, kind: str) -> None:
+    template.copy_to(tmp_path)  # models.py, pyproject.toml and the baselines `check --update` wrote
     directory = tmp_path / ".flopbudget"
     good = (directory / "small.json").read_text()
     (directory / "small.json").unlink()

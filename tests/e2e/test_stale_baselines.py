@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from e2e_helpers import MODELS, clean_env, flopbudget
+from e2e_helpers import MODELS, ProjectTemplate, clean_env, flopbudget
 
 pytest.importorskip("torch")
 
@@ -66,19 +66,27 @@ def pytest_in(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
     )  # fmt: skip
 
 
-@pytest.fixture
-def project(tmp_path: Path) -> Path:
-    (tmp_path / "models.py").write_text(MODELS)
-    (tmp_path / "pyproject.toml").write_text(PYPROJECT + '\n[tool.pytest.ini_options]\ntestpaths = ["tests"]\n')
-    (tmp_path / "tests").mkdir()
-    (tmp_path / "tests" / "test_a.py").write_text(TEST_A)
-    (tmp_path / "tests" / "test_b.py").write_text(TEST_B)
-    assert flopbudget(tmp_path, "check", "--update").returncode == 0
-    baselines = tmp_path / ".flopbudget"
+def build_project(root: Path) -> None:
+    (root / "models.py").write_text(MODELS)
+    (root / "pyproject.toml").write_text(PYPROJECT + '\n[tool.pytest.ini_options]\ntestpaths = ["tests"]\n')
+    (root / "tests").mkdir()
+    (root / "tests" / "test_a.py").write_text(TEST_A)
+    (root / "tests" / "test_b.py").write_text(TEST_B)
+    assert flopbudget(root, "check", "--update").returncode == 0
+    baselines = root / ".flopbudget"
     for name in [*OWNED, "renamed_away.json"]:  # the marker tests' files, as an earlier run on a GPU wrote them
         if not (baselines / name).exists():
             (baselines / name).write_text((baselines / "small.json").read_text())
-    return tmp_path
+
+
+@pytest.fixture(scope="module")
+def template(tmp_path_factory: pytest.TempPathFactory) -> ProjectTemplate:
+    return ProjectTemplate(tmp_path_factory.mktemp("stale-template"), build_project)
+
+
+@pytest.fixture
+def project(template: ProjectTemplate, tmp_path: Path) -> Path:
+    return template.copy_to(tmp_path)
 
 
 def files(project: Path) -> list[str]:
