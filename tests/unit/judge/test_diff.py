@@ -8,15 +8,15 @@ from pytest_flopbudget.judge.diff import LayerChange, diff_layers, top_layers
 from pytest_flopbudget.report import LayerCost, PhaseTotals, Report
 
 
-def report(layers: dict[str, tuple[int, int]], params: int = 0) -> Report:
-    """A Report from layer path -> (flops, params); MACs are half the FLOPs."""
+def report(layers: dict[str, tuple[int, int]]) -> Report:
+    """A Report from layer path -> (flops, params); MACs are half the FLOPs, params the sum of the layers'."""
     costs = {path: LayerCost(flops=fl, macs=fl // 2, params=p) for path, (fl, p) in layers.items()}
     total = sum(fl for fl, _ in layers.values())
-    return Report(params=params, layers=costs, forward=PhaseTotals(total, total // 2))
+    return Report(layers=costs, forward=PhaseTotals(flops=total, macs=total // 2))
 
 
-BEFORE = report({"": (10, 0), "fc1": (100, 5), "act": (8, 0), "fc2": (40, 3)}, params=8)
-AFTER = report({"": (10, 0), "fc1": (400, 20), "fc2": (30, 3), "extra": (12, 6)}, params=29)
+BEFORE = report({"": (10, 0), "fc1": (100, 5), "act": (8, 0), "fc2": (40, 3)})  # 8 params
+AFTER = report({"": (10, 0), "fc1": (400, 20), "fc2": (30, 3), "extra": (12, 6)})  # 29 params
 
 
 def test_changes_are_sorted_by_size_and_unchanged_layers_left_out() -> None:
