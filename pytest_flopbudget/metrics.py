@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping
 from typing import Protocol
 
-from pytest_flopbudget.units import SI, PrefixSystem
+from pytest_flopbudget.units import BINARY, SI, PrefixSystem
 
 
 # What a metric reads its figures from: the shape of `report.Report` and `report.LayerCost`, which sit above this
@@ -66,6 +66,7 @@ class Metric(str):
     whole: bool
     growth: bool
     scope: str
+    optional: bool
     conventions: Mapping[str, str]
     _of_report: Callable[[ReportFigures], int] | None
     _of_layer: Callable[[LayerFigures], int] | None
@@ -121,6 +122,7 @@ def define(
     whole: bool = False,
     growth: bool = True,
     scope: str = PER_OP,
+    optional: bool = False,
     of_report: Callable[[ReportFigures], int] | None = None,
     of_layer: Callable[[LayerFigures], int] | None = None,
     conventions: Mapping[str, str] | None = None,
@@ -131,7 +133,9 @@ def define(
     `units` are the words a budget may end with (`GFLOPs`); `slot_units` the metrics whose units its slot accepts
     (itself unless given); `symbol` is printed after the prefix (`GFLOPs`), `word` after the figure (`25.6M
     params`), and a `whole` count prints exactly with a plural (`3 skipped op calls`). A `DERIVED` metric gives
-    `of_report` and `of_layer`. `conventions` are what every report says about how it is counted (its JSON's
+    `of_report` and `of_layer`. An `optional` metric is drawn in the summary tables and judged for growth only
+    where a budget sets it, and a report (an older baseline, an ONNX count) may lack its figure: "not measured",
+    never zero (`Report.measures`). `conventions` are what every report says about how it is counted (its JSON's
     `conventions`, keyed as there).
     """
     metric = Metric.__new__(Metric, name)
@@ -147,6 +151,7 @@ def define(
     metric.whole = whole
     metric.growth = growth
     metric.scope = scope
+    metric.optional = optional
     metric._of_report = of_report
     metric._of_layer = of_layer
     metric.conventions = dict(conventions or {})
@@ -205,6 +210,11 @@ class Registry:
         return tuple(metric for metric in self._metrics if metric.scope == PER_OP)
 
     @property
+    def optional(self) -> tuple[Metric, ...]:
+        """The metrics a report may lack (not measured) and outputs show only where a budget sets them."""
+        return tuple(metric for metric in self._metrics if metric.optional)
+
+    @property
     def growth(self) -> tuple[Metric, ...]:
         """The metrics `max-increase` applies to."""
         return tuple(metric for metric in self._metrics if metric.growth)
@@ -258,9 +268,38 @@ SKIPPED = define(
     of_layer=_skipped_in_layer,
     conventions={"skipped": "ops with compute but no formula count as zero and are listed in skipped"},
 )
+#: Memory traffic of every counted op: each distinct tensor it reads and each it writes, in its own dtype's bytes.
+BYTES = define(
+    "bytes",
+    label="bytes moved",
+    units=("b", "byte", "bytes"),
+    prefixes=BINARY | SI,
+    symbol="B",
+    optional=True,
+    conventions={
+        "bytes": (
+            "per counted op: every distinct tensor input read once and every output written once, each at its "
+            "dtype's element size; free (metadata-only) ops move 0; an in-place op reads and writes its tensor "
+            "once each; an out= tensor is written, not read"
+        )
+    },
+)
+#: The bytes of each module's own unique parameters, in their own dtypes (tied weights once, like params).
+PARAM_BYTES = define(
+    "param-bytes",
+    label="param bytes",
+    argument="param_bytes",
+    units=("b", "byte", "bytes"),
+    slot_units=("param-bytes",),
+    prefixes=BINARY | SI,
+    symbol="B",
+    scope=PER_LAYER,
+    optional=True,
+    conventions={"param-bytes": "bytes of the unique parameters in their own dtypes, buffers excluded"},
+)
 
 #: Every metric, in the order outputs list them.
-METRICS = Registry(FLOPS, MACS, PARAMS, SKIPPED)
+METRICS = Registry(FLOPS, MACS, PARAMS, SKIPPED, BYTES, PARAM_BYTES)
 
 
 def by_name(name: str) -> Metric:

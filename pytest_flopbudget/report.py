@@ -36,7 +36,7 @@ def use_text_renderer(renderer: Callable[[Report], str]) -> None:
 
 #: How a report counts: each metric's own conventions (`metrics.py`), then those of the counting as a whole.
 CONVENTIONS: dict[str, str] = {
-    **{key: text for metric in METRICS for key, text in metric.conventions.items()},
+    **{key: text for metric in METRICS if not metric.optional for key, text in metric.conventions.items()},
     "causal_attention": "dense: a causal mask does not reduce the QK^T and AV matmuls",
     "data_dependent": (
         "fake mode: routing indices are invented balanced round-robin (exact for top-k routing without token "
@@ -219,6 +219,10 @@ class Report(BothPhases):
     inputs: list[Any] = field(default_factory=list)
     conventions: dict[str, str] = field(default_factory=lambda: dict(CONVENTIONS))
     versions: dict[str, str] = field(default_factory=dict)
+    #: The optional metrics (`Metric.optional`: bytes) this report has figures for. One it lacks (a baseline written
+    #: before the metric existed, a backend that does not count it) reads 0 but is "not measured": never judged,
+    #: never written to its JSON.
+    optional_metrics: frozenset[Metric] = frozenset()
 
     def __str__(self) -> str:
         """The per-layer table `flopbudget count` prints (depth 2), so `print(count(model, x))` shows where the
@@ -270,6 +274,10 @@ class Report(BothPhases):
     def skipped_calls(self) -> int:
         return sum(op.calls for op in self.skipped_ops.values())
 
+    def measures(self, metric: Metric) -> bool:
+        """Whether this report has a figure for `metric` (an optional metric may be not measured)."""
+        return not by_name(metric).optional or metric in self.optional_metrics
+
     def metric(self, metric: Metric) -> int:
         """The total of one budget metric (`flops`, `macs`, `params`, `skipped`: op calls not counted, ...)."""
         return by_name(metric).of_report(self)
@@ -302,16 +310,17 @@ class Report(BothPhases):
         return totals
 
     def to_dict(self) -> dict[str, Any]:
+        counted = tuple(metric for metric in METRICS.counted if self.measures(metric))
         data = {
             "format": REPORT_FORMAT,
             "backend": self.backend,
             "model": self.model,
             "training": self.training,
             "inputs": self.inputs,
-            "totals": {metric: metric.of_report(self) for metric in METRICS.counted},
-            "forward": _phase_dict(self.forward),
-            "backward": _phase_dict(self.backward),
-            "layers": {path: _layer_dict(cost) for path, cost in sorted(self.layers.items())},
+            "totals": {metric: metric.of_report(self) for metric in counted},
+            "forward": _phase_dict(self.forward, counted),
+            "backward": _phase_dict(self.backward, counted),
+            "layers": {path: _layer_dict(cost, counted) for path, cost in sorted(self.layers.items())},
             "skipped": {
                 name: {"calls": op.calls, "layers": sorted(op.layers), "reason": op.reason}
                 for name, op in sorted(self.skipped_ops.items())
@@ -344,6 +353,11 @@ class Report(BothPhases):
         data = _object(data, "the report")
         # The first layout knew flops, macs and params; the current one holds every counted metric.
         counted: tuple[Metric, ...] = METRICS.counted if fmt == REPORT_FORMAT else _FORMAT_1_METRICS
+        # An optional metric a file lacks (written before it existed, or by a backend that does not count it) is
+        # not measured: neither zero nor a reason to refuse the file.
+        totals_data = _object(_get(data, "totals", ""), "totals")
+        optional = frozenset(m for m in counted if m.optional and m in totals_data)
+        counted = tuple(m for m in counted if not m.optional or m in optional)
         per_op = tuple(m for m in counted if m in METRICS.per_op)
         layer_from = _layer_from if fmt == REPORT_FORMAT else _layer_from_1
         totals = _counts(_get(data, "totals", ""), "totals", counted)
@@ -376,6 +390,7 @@ class Report(BothPhases):
             versions={
                 key: _str(value, f"versions[{_show(key)}]") for key, value in _items(data, "versions", required=False)
             },
+            optional_metrics=optional,
         )
         if any(totals[metric] != report.phases_total(metric) for metric in per_op):
             raise ValueError("totals do not match the forward and backward phases")
@@ -386,6 +401,11 @@ class Report(BothPhases):
             if layers != totals[metric]:
                 raise ValueError(f"total {metric} {totals[metric]} is not the sum of its layers ({layers})")
         return report
+
+
+def conventions_with(metrics: Iterable[Metric]) -> dict[str, str]:
+    """The conventions of a report that also measured the optional `metrics` (bytes): theirs added to the rest."""
+    return {**CONVENTIONS, **{key: text for metric in metrics for key, text in metric.conventions.items()}}
 
 
 def truncate_path(path: str, depth: int) -> str:
@@ -425,15 +445,16 @@ def ancestors(path: str) -> Iterable[str]:
 _FORMAT_1_METRICS = (FLOPS, MACS, PARAMS)
 
 
-def _phase_dict(phase: PhaseTotals) -> dict[str, int]:
-    return {metric: phase.get(metric) for metric in METRICS.per_op}
+def _phase_dict(phase: PhaseTotals, counted: tuple[Metric, ...]) -> dict[str, int]:
+    return {metric: phase.get(metric) for metric in METRICS.per_op if metric in counted}
 
 
-def _layer_dict(cost: LayerCost) -> dict[str, Any]:
+def _layer_dict(cost: LayerCost, counted: tuple[Metric, ...]) -> dict[str, Any]:
+    per_op = tuple(metric for metric in METRICS.per_op if metric in counted)
     return {
-        "metrics": {metric: cost.get(metric) for metric in METRICS.counted},
+        "metrics": {metric: cost.get(metric) for metric in counted},
         "ops": {
-            name: {"calls": op.calls, "metrics": {metric: op.get(metric) for metric in METRICS.per_op}}
+            name: {"calls": op.calls, "metrics": {metric: op.get(metric) for metric in per_op}}
             for name, op in sorted(cost.ops.items())
         },
         "skipped": dict(sorted(cost.skipped.items())),

@@ -286,8 +286,8 @@ def report_difference(cached: Report, fresh: Report) -> str | None:
     if old == new:
         return None
     for name in METRICS.counted:
-        if old["totals"][name] != new["totals"][name]:
-            return f"{name} {old['totals'][name]} cached, {new['totals'][name]} counted"
+        if old["totals"].get(name) != new["totals"].get(name):  # an optional metric may be not measured
+            return f"{name} {old['totals'].get(name)} cached, {new['totals'].get(name)} counted"
     return _first_difference(old, new, "")
 
 

@@ -283,7 +283,8 @@ def _suffix(suffix: str, slot: Metric, value: Any, source: Location) -> tuple[in
 
 def _unit(text: str, slot: Metric, value: Any, source: Location) -> Metric | None:
     """The metric a unit names, None when `text` is not a unit; a unit that does not fit the slot is an error."""
-    metric = METRICS.by_unit(text)
+    # bytes and param-bytes share the unit `B`: a slot's own unit is itself
+    metric = slot if text.lower() in slot.units else METRICS.by_unit(text)
     if metric is None:
         return None
     if metric not in slot.slot_units:

@@ -53,6 +53,9 @@ class FindingKind(Kind):
     BASELINE = "baseline"
     NO_BASELINE = "no baseline"
     CACHE_MISMATCH = "cache mismatch"
+    #: A budget on an optional metric the count has no figure for (bytes of an ONNX model), or a max-increase on
+    #: one the baseline predates: said, never judged as zero.
+    NOT_MEASURED = "not measured"
 
 
 ERROR = Severity.ERROR
@@ -188,18 +191,26 @@ class Verdict:
     def value(self, metric: Metric) -> int:
         return self.report.metric(metric)
 
+    def judges(self, metric: Metric) -> bool:
+        """Whether outputs show `metric` for this model: every metric, except an optional one its budget does not
+        set (a project without memory budgets sees what it always saw)."""
+        return not by_name(metric).optional or self.budget.limit(metric) is not None
+
     def baseline_value(self, metric: Metric) -> int | None:
-        return self.baseline.metric(metric) if self.baseline is not None else None
+        """The baseline's figure; None without a baseline, or when the baseline did not measure `metric`."""
+        if self.baseline is None or not self.baseline.measures(metric):
+            return None
+        return self.baseline.metric(metric)
 
     def delta(self, metric: Metric) -> int | None:
-        """Change against the baseline; None without a baseline."""
+        """Change against the baseline; None without a baseline figure (or without a figure now)."""
         old = self.baseline_value(metric)
-        return None if old is None else self.value(metric) - old
+        return None if old is None or not self.report.measures(metric) else self.value(metric) - old
 
     def usage(self, metric: Metric) -> float | None:
         """Share of the ceiling used (1.0 = exactly at the limit); None when the metric has no ceiling."""
         limit = self.budget.limit(metric)
-        if limit is None:
+        if limit is None or not self.report.measures(metric):
             return None
         now = self.value(metric)
         if limit.value == 0:
@@ -212,7 +223,10 @@ class Verdict:
         return max(used, key=lambda item: item[1]) if used else None
 
     def diff(self, metric: Metric) -> LayerDiff | None:
-        return diff_layers(self.baseline, self.report, metric) if self.baseline is not None else None
+        if self.delta(metric) is None:  # no baseline, or a figure missing on either side
+            return None
+        assert self.baseline is not None
+        return diff_layers(self.baseline, self.report, metric)
 
     def failed_metrics(self) -> list[Metric]:
         """Metrics with a violation, in budget order, for choosing which per-layer tables to show."""
@@ -243,8 +257,14 @@ def evaluate(
     for metric in METRICS:
         limit = budget.limit(metric)
         now = report.metric(metric)
-        if limit is not None and now > limit.value:
-            old = baseline.metric(metric) if baseline is not None else None
+        if limit is not None and not report.measures(metric):
+            why = f"{metric.label} are not measured for this model ({report.backend})"
+            message = f"{why}: its {metric.key} budget is not checked"
+            findings.append(
+                Finding(WARNING, FindingKind.NOT_MEASURED, message, metric, limit=limit.value, source=limit.source)
+            )
+        elif limit is not None and now > limit.value:
+            old = baseline.metric(metric) if baseline is not None and baseline.measures(metric) else None
             message = _ceiling_message(metric, now, limit.value)
             findings.append(
                 Finding(
@@ -303,11 +323,20 @@ def _growth_findings(measurement: Measurement, baseline: Report | None) -> list[
     increase = budget.max_increase
     findings = []
     for metric in METRICS.growth:
+        limit = budget.limit(metric)
+        if (metric.optional and limit is None) or not measurement.report.measures(metric):
+            continue  # an optional metric grows only where it is budgeted; one not measured now cannot grow
+        if not baseline.measures(metric):
+            if increase is not None:
+                message = (
+                    f"no baseline figure for {metric.label} (the baseline predates it): max-increase is not checked"
+                )
+                findings.append(Finding(WARNING, FindingKind.NOT_MEASURED, message, metric, source=increase.source))
+            continue
         old = baseline.metric(metric)
         now = measurement.report.metric(metric)
         if now <= old:
             continue
-        limit = budget.limit(metric)
         shown_now, shown_old = format_pair(now, old, metric)
         message = f"{shown_now} is {format_percent(now - old, old)} over baseline {shown_old}"
         if increase is not None and not increase.allows(old, now):

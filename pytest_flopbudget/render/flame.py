@@ -93,7 +93,8 @@ def render_svg(
     y = MARGIN + 16
     body.append(_text(MARGIN, y, title, size=15, weight="bold"))
     y += 20
-    totals = " · ".join(format_value(report.metric(m), m) for m in pictured)
+    # an optional metric (bytes) is in the line only when it is the one pictured
+    totals = " · ".join(format_value(report.metric(m), m) for m in pictured if not m.optional or m == metric)
     body.append(_text(MARGIN, y, f"{totals}; box width: inclusive {metric_title(metric)}", fill="#444"))
     y += 8
     for limit_metric in pictured:

@@ -104,6 +104,9 @@ def model_entry(verdict: Verdict, *, root: str | os.PathLike[str]) -> dict[str, 
 def _figures(verdict: Verdict, metric: Metric) -> dict[str, Any]:
     limit = verdict.budget.limit(metric)
     usage = verdict.usage(metric)
+    if not verdict.report.measures(metric):  # bytes of an ONNX model: no figure, not a zero
+        return {"now": None, "limit": limit.value if limit is not None else None, "baseline": None, "delta": None,
+                "usage": None, "over": False}  # fmt: skip
     return {
         "now": verdict.value(metric),
         "limit": limit.value if limit is not None else None,

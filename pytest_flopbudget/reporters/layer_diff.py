@@ -57,12 +57,14 @@ def format_diff(verdict: Verdict) -> str:
     baseline = verdict.baseline
     assert baseline is not None
     shown = verdict.baseline_file
-    changed = [m for m in DIFF_METRICS if (diff := verdict.diff(m)) is not None and diff.changes]
+    changed = [m for m in DIFF_METRICS if verdict.judges(m) and (diff := verdict.diff(m)) is not None and diff.changes]
     if not changed:
-        figures = ", ".join(_figure(verdict.report, m) for m in METRICS.counted)
+        figures = ", ".join(_figure(verdict.report, m) for m in METRICS.counted if verdict.judges(m))
         lines = [f"{verdict.name}: no change since {shown} ({figures})"]
     else:
-        totals = ", ".join(_change(verdict, m) for m in DIFF_METRICS if m in changed or m.counted)
+        totals = ", ".join(
+            _change(verdict, m) for m in DIFF_METRICS if m in changed or (m.counted and verdict.judges(m))
+        )
         lines = [f"{verdict.name}: {totals}"]
         for metric in changed:
             diff = verdict.diff(metric)

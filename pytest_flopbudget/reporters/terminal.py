@@ -29,6 +29,7 @@ from pytest_flopbudget.render.formatting import (
 )
 
 from ..metrics import FLOPS, METRICS, SKIPPED, Metric, by_name
+from ..report import Report
 from ..run import RunResult
 from ..units import SI, PrefixSystem
 from .output import Findings, OutputContext
@@ -304,7 +305,9 @@ def summary_lines(
     `updated` names the models whose baseline file was (re)written in this run.
     """
     updated = set(updated)
-    rows = [("model", "status", *(metric.column for metric in METRICS), "budget use", "vs baseline")]
+    # an optional metric (bytes) gets a column only when some model in the run budgets it
+    shown = [metric for metric in METRICS if any(verdict.judges(metric) for verdict in verdicts)]
+    rows = [("model", "status", *(metric.column for metric in shown), "budget use", "vs baseline")]
     names = [v.name for v in verdicts]
     for verdict in sorted(verdicts, key=lambda v: (v.name, v.measurement.nodeid or "")):
         report = verdict.report
@@ -315,12 +318,12 @@ def summary_lines(
             (
                 label,
                 _status(verdict, verdict.name in updated),
-                *(format_figure(metric.of_report(report), metric) for metric in METRICS),
+                *(_figure_cell(report, metric) for metric in shown),
                 _usage(verdict),
                 _versus(verdict),
             )
         )
-    figures = tuple(range(2, 2 + len(METRICS)))
+    figures = tuple(range(2, 2 + len(shown)))
     lines = [line.rstrip() for line in _table(rows, right=figures, indent="")]
     unreadable = sum(1 for v in verdicts if any(f.kind == FindingKind.BASELINE for f in v.violations))
     miscached = sum(1 for v in verdicts if any(f.kind == FindingKind.CACHE_MISMATCH for f in v.violations))
@@ -379,11 +382,16 @@ def _versus(verdict: Verdict) -> str:
     if verdict.baseline is None:
         return "no baseline"
     changed = []
-    for metric in METRICS:
+    for metric in filter(verdict.judges, METRICS):
         delta = verdict.delta(metric) or 0
         if delta:
             changed.append(f"{format_percent(delta, verdict.baseline_value(metric) or 0)} {metric}")
     return ", ".join(changed) if changed else "="
+
+
+def _figure_cell(report: Report, metric: Metric) -> str:
+    """A metric's figure in the summary, `-` when the report has none (bytes of an ONNX model)."""
+    return format_figure(metric.of_report(report), metric) if report.measures(metric) else "-"
 
 
 def _skipped_lines(verdict: Verdict) -> list[str]:

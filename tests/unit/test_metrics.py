@@ -16,30 +16,45 @@ from pytest_flopbudget.config.location import LocatedError, Location
 from pytest_flopbudget.config.pyproject import BUDGET_KEYS
 from pytest_flopbudget.judge.reason import reason
 from pytest_flopbudget.judge.verdict import Measurement, evaluate
-from pytest_flopbudget.metrics import FLOPS, MACS, METRICS, PARAMS, PER_OP, SKIPPED, Metric, by_name, define
+from pytest_flopbudget.metrics import (
+    BYTES,
+    FLOPS,
+    MACS,
+    METRICS,
+    PARAM_BYTES,
+    PARAMS,
+    PER_OP,
+    SKIPPED,
+    Metric,
+    by_name,
+    define,
+)
 from pytest_flopbudget.render.formatting import format_value, metric_title
 from pytest_flopbudget.report import LayerCost, PhaseTotals, Report
 from pytest_flopbudget.reporters import json_report, markdown, terminal
 from pytest_flopbudget.units import BINARY, SI
 
 
-def test_the_four_metrics_in_their_order_with_their_names() -> None:
-    assert list(METRICS) == ["flops", "macs", "params", "skipped"]
-    assert [m.key for m in METRICS] == ["flops", "macs", "params", "max-skipped-ops"]
-    assert [m.argument for m in METRICS] == ["flops", "macs", "params", "max_skipped_ops"]
-    assert [m.label for m in METRICS] == ["FLOPs", "MACs", "params", "skipped op calls"]
-    assert METRICS.growth == (FLOPS, MACS, PARAMS)
-    assert METRICS.counted == (FLOPS, MACS, PARAMS) and METRICS.per_op == (FLOPS, MACS)
-    assert all(m.prefixes == SI for m in METRICS)
+def test_the_metrics_in_their_order_with_their_names() -> None:
+    assert list(METRICS) == ["flops", "macs", "params", "skipped", "bytes", "param-bytes"]
+    assert [m.key for m in METRICS] == ["flops", "macs", "params", "max-skipped-ops", "bytes", "param-bytes"]
+    assert [m.argument for m in METRICS] == ["flops", "macs", "params", "max_skipped_ops", "bytes", "param_bytes"]
+    assert [m.label for m in METRICS] == ["FLOPs", "MACs", "params", "skipped op calls", "bytes moved", "param bytes"]
+    assert METRICS.growth == (FLOPS, MACS, PARAMS, BYTES, PARAM_BYTES)
+    assert METRICS.counted == (FLOPS, MACS, PARAMS, BYTES, PARAM_BYTES) and METRICS.per_op == (FLOPS, MACS, BYTES)
+    assert METRICS.optional == (BYTES, PARAM_BYTES)
+    assert all(m.prefixes == SI for m in METRICS if not m.optional)
+    assert BYTES.prefixes == PARAM_BYTES.prefixes == BINARY | SI
 
 
 def test_lookups() -> None:
-    assert METRICS.get("macs") is MACS and METRICS.get("bytes") is None
+    assert METRICS.get("macs") is MACS and METRICS.get("activations") is None
     assert METRICS.by_key("max-skipped-ops") is SKIPPED and METRICS.by_key("skipped") is None
     assert METRICS.by_argument("max_skipped_ops") is SKIPPED
     assert METRICS.by_unit("GFLOPs"[1:]) is FLOPS and METRICS.by_unit("parameters") is PARAMS
     assert by_name("params") is PARAMS
-    with pytest.raises(ValueError, match="unknown metric 'gflops'; expected one of flops, macs, params, skipped"):
+    match = "unknown metric 'gflops'; expected one of flops, macs, params, skipped, bytes, param-bytes"
+    with pytest.raises(ValueError, match=match):
         by_name("gflops")
 
 
@@ -57,6 +72,8 @@ def test_config_maps_come_from_the_definitions() -> None:
         "macs": "macs",
         "params": "params",
         "max-skipped-ops": "skipped",
+        "bytes": "bytes",
+        "param-bytes": "param-bytes",
         "max-increase": "max_increase",
     }
 

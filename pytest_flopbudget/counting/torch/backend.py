@@ -15,7 +15,7 @@ import contextlib
 import logging
 import os
 import types
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -24,8 +24,8 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten, tree_map
 
 from ...errors import CountingError
-from ...metrics import PARAMS
-from ...report import LayerCost, Report
+from ...metrics import BYTES, PARAM_BYTES, PARAMS
+from ...report import LayerCost, Report, conventions_with
 from ..formulas import Cost
 from ..registry import Free
 from ..tally import DATA_DEPENDENT_SHAPE, NO_FORMULA, Tally, formula_failed
@@ -106,6 +106,8 @@ class CountingMode(TorchDispatchMode):
         #: from them is made up, so an error after one is no proof that the model itself is wrong
         self.unknown_reads: list[str] = []
         self._costs: dict[Any, Cost | str | Free] = {}
+        #: bytes moved per memo key, like `_costs` (the same shapes and dtypes move the same bytes)
+        self._bytes: dict[Any, int] = {}
         self._maybe_dynamic: dict[Any, bool] = {}
         if values is not None:
             values.where = lambda: tracker.current
@@ -158,7 +160,12 @@ class CountingMode(TorchDispatchMode):
         if isinstance(cost, str):
             self.tally.skip(path, key, cost)
         elif not isinstance(cost, Free):
-            self.tally.add(path, key, cost, backward=node is not None)
+            moved = self._bytes.get(memo_key) if memo_key is not None else None
+            if moved is None:
+                moved = bytes_moved(func, args, kwargs, out)
+                if memo_key is not None:
+                    self._bytes[memo_key] = moved
+            self.tally.add_values(path, key, {**cost.values(), BYTES: moved}, backward=node is not None)
         return out
 
     def _guarded(
@@ -234,6 +241,32 @@ class CountingMode(TorchDispatchMode):
             return entry(bind_arguments(func, args, kwargs), out)
         except Exception as exc:
             return _formula_failure(exc)
+
+
+def bytes_moved(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any) -> int:
+    """The memory traffic of one counted op: every distinct tensor among its inputs read once, every distinct
+    tensor among its outputs written once, each at its own dtype's element size.
+
+    So `x.add_(y)` reads x and y and writes x (the aliased output is written once, on top of its one read), and an
+    `out=` tensor is written, not read. A size fake mode does not know (unbacked) moves nothing rather than fail.
+    """
+    written = [t for t in tree_flatten(out)[0] if isinstance(t, torch.Tensor)]
+    outs = [t for t in tree_flatten(kwargs.get("out"))[0] if isinstance(t, torch.Tensor)]
+    read = [t for t in tree_flatten((args, kwargs))[0] if isinstance(t, torch.Tensor)]
+    return _tensor_bytes(t for t in read if not any(t is o for o in outs)) + _tensor_bytes(written)
+
+
+def _tensor_bytes(tensors: Iterable[Any]) -> int:
+    total, seen = 0, set()
+    for tensor in tensors:
+        if id(tensor) in seen:
+            continue
+        seen.add(id(tensor))
+        try:
+            total += int(tensor.numel()) * tensor.element_size()
+        except Exception:  # an unbacked symbolic size: no figure to add
+            continue
+    return total
 
 
 def _formula_failure(exc: Exception) -> str:
@@ -655,13 +688,18 @@ def _build_report(
     for path, own in (keras or {}).items():
         layers.setdefault(path, LayerCost()).add(PARAMS, own)
     for path, module in () if keras is not None else model.named_modules():
-        own = 0
+        own = own_bytes = 0
         for param in module.parameters(recurse=False):
             if id(param) not in seen:
                 seen.add(id(param))
                 own += param.numel()
+                own_bytes += param.numel() * param.element_size()
         if own:
-            layers.setdefault(path, LayerCost()).add(PARAMS, own)
+            layer = layers.setdefault(path, LayerCost())
+            layer.add(PARAMS, own)
+            layer.add(PARAM_BYTES, own_bytes)
+    # Keras weights are counted, not their dtypes: their bytes are not measured
+    optional = frozenset({BYTES} if keras is not None else {BYTES, PARAM_BYTES})
     return Report(
         **tally.report_fields(),
         training=training,
@@ -670,6 +708,8 @@ def _build_report(
         model=type(model).__name__,
         inputs=[_describe(v) for v in tree_flatten((args, kwargs))[0]],
         versions={"torch": torch.__version__, "execution": execution, **_tool_version()},
+        conventions=conventions_with(optional),
+        optional_metrics=optional,
     )
 
 

@@ -91,7 +91,7 @@ def test_decimal_parsing_is_exact() -> None:
         ("-3G", "negative"),
         ("G", "does not start with a number"),
         ("", "does not start with a number"),
-        ("4.1 GB", "unknown prefix or unit 'GB'"),
+        ("4.1 GB", "a flops budget takes FLOPs or MACs, not 'B'"),  # B is the unit of bytes
         ("4.1 gflops", "unknown prefix or unit"),
         ("4.1G FLOPs extra", "unknown prefix or unit"),
         ("4,1G", "unknown prefix or unit"),
