@@ -338,7 +338,7 @@ def _growth_findings(measurement: Measurement, baseline: Report | None) -> list[
         if now <= old:
             continue
         shown_now, shown_old = format_pair(now, old, metric)
-        message = f"{shown_now} is {format_percent(now - old, old)} over baseline {shown_old}"
+        message = f"{_named(metric, shown_now)} is {format_percent(now - old, old)} over baseline {shown_old}"
         if increase is not None and not increase.allows(old, now):
             allowed = int(old + old * increase.fraction)
             message += f", more than max-increase {increase.text}"
@@ -368,6 +368,12 @@ def _growth_findings(measurement: Measurement, baseline: Report | None) -> list[
 
 def _ceiling_message(metric: Metric, now: int, limit: int) -> str:
     shown_now, shown_limit = format_pair(now, limit, metric)
+    shown_now = _named(metric, shown_now)
     if limit == 0:
         return f"{shown_now} > budget {shown_limit}"
     return f"{shown_now} > budget {shown_limit} ({format_percent(now - limit, limit)})"
+
+
+def _named(metric: Metric, shown: str) -> str:
+    """`param bytes 12.6 GiB`: an optional metric's figures share their unit (bytes), so its label says which."""
+    return f"{metric.label} {shown}" if metric.optional else shown
