@@ -39,6 +39,7 @@ from .lazy_shape_env import LazyShapeEnv
 from .model_copy import ModelCopy
 from .module_paths import ModulePathTracker
 from .ops import SAME_SHAPE_INPLACE, TORCH_OPS, op_key
+from .peak_memory import PeakMemoryMode
 from .shape_memo import ShapeMemo
 from .unknown_values import UnknownReads, describe
 
@@ -252,7 +253,9 @@ def count_torch(
     execution: str = "fake",
     loss_fn: Callable[[Any], Any] | None = None,
     method: str = "forward",
+    peak: PeakMemoryMode | None = None,
 ) -> Report:
+    """`peak`, if given, follows the live tensor bytes of the counted call (see peak_memory.py)."""
     if not isinstance(model, torch.nn.Module):
         raise CountingError(
             f"count() needs a torch.nn.Module, a path to an .onnx file or an onnx.ModelProto; "
@@ -284,9 +287,11 @@ def count_torch(
                 context.values.remember_inputs((args, kwargs), stand_in)
             if training:
                 counted.train()
+            if peak is not None:
+                peak.attach(tracker, (counted, fake_args, fake_kwargs))
             try:
                 formatting = context.values.formatting() if context.values is not None else contextlib.nullcontext()
-                with mode, formatting, _grad_mode(training):
+                with mode, formatting, _grad_mode(training), peak or contextlib.nullcontext():
                     output = call(*fake_args, **fake_kwargs)
                     if training:
                         loss = loss_fn(output) if loss_fn is not None else _sum_outputs(output)

@@ -1,0 +1,155 @@
+"""Peak memory of the counted call: the most bytes of tensor storage alive at once, and the layer running then.
+
+Fake tensors have no memory, but they have storages with sizes and lifetimes exactly as the real run would: a view
+shares its base's storage, an op's output gets a new one, and a storage dies when its last tensor (or the autograd
+graph's saved copy) lets go of it. So the count can follow the real run's live bytes without allocating any:
+
+- at the start, the storages of the (copied) model's parameters and buffers and of the inputs are alive;
+- every storage an op creates is added when the op returns (`PeakMemoryMode`, a dispatch mode next to the counting
+  one), and subtracted by a weak-reference callback when Python drops its last reference to that storage;
+- a storage first seen as an op's input (a tensor held somewhere the start did not look, e.g. a constant made at
+  import) is taken to have been alive from the start: it raises the current figure and the peak seen so far.
+
+The peak is taken after each op, i.e. with the op's outputs alive and its inputs not yet released, as an allocator
+would see it. Its layer is the module whose forward was innermost when the peak was reached, or, in the backward,
+the module whose forward created the autograd node running then (`ModulePathTracker.path_for_node`).
+
+What is in: parameters, buffers, inputs, every intermediate and output, and for a training count (forward, loss,
+backward of one step) the activations autograd saves for the backward and the gradients the backward produces
+(one per parameter, alive until the step ends). What is out: optimizer state (no optimizer runs), the allocator's
+rounding of sizes and the blocks its cache keeps, kernels' workspaces (cuBLAS, cuDNN, attention scratch), the CUDA
+context and anything allocated outside tensors. Real CUDA peaks are therefore higher; see docs/formulas.md.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_flatten
+
+from ...report import ROOT
+from .module_paths import ModulePathTracker
+
+_PRIM_DEVICE = torch.ops.prim.device.default
+
+
+@dataclass(frozen=True)
+class PeakMemory:
+    """The peak of live tensor bytes and where it happened (`layer` is a module path, `""` the model itself)."""
+
+    bytes: int
+    layer: str
+    #: whether the peak was reached in the backward pass (a training count)
+    backward: bool = False
+    #: storages whose size is symbolic (a data-dependent shape): left out of the figures
+    unsized: int = 0
+
+
+class PeakMemoryMode(TorchDispatchMode):
+    """Follows the live bytes of tensor storages through one counted call; enter it inside the counting mode."""
+
+    @classmethod
+    def _should_skip_dynamo(cls) -> bool:
+        return False  # as CountingMode: no Dynamo wrapper around each dispatch
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.live = 0
+        self.peak = 0
+        self.layer = ROOT
+        self.backward = False
+        self.unsized = 0
+        self._tracker: ModulePathTracker | None = None
+        #: id of a live storage -> (weak reference to it, its bytes); the callback removes the entry
+        self._storages: dict[int, tuple[weakref.ref[Any], int]] = {}
+
+    def attach(self, tracker: ModulePathTracker, present: Iterable[Any]) -> None:
+        """Starts from the storages of every tensor in `present` (modules' parameters and buffers, inputs)."""
+        self._tracker = tracker
+        for value in present:
+            if isinstance(value, torch.nn.Module):
+                tensors: list[Any] = [*value.parameters(), *value.buffers()]
+            else:
+                tensors = tree_flatten(value)[0]
+            for tensor in tensors:
+                if isinstance(tensor, torch.Tensor):
+                    self._add(tensor)
+        self.peak = self.live
+
+    def result(self) -> PeakMemory:
+        return PeakMemory(self.peak, self.layer, self.backward, self.unsized)
+
+    def __torch_dispatch__(self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: Any = None) -> Any:
+        if func is _PRIM_DEVICE:
+            return func(*args)
+        kwargs = kwargs or {}
+        for value in tree_flatten((args, kwargs))[0]:
+            if isinstance(value, torch.Tensor):
+                # not seen yet: alive since before the call, so every figure so far was short of its bytes
+                added = self._add(value)
+                self.peak += added
+        out = func(*args, **kwargs)
+        grew = False
+        for value in tree_flatten(out)[0] if not isinstance(out, torch.Tensor) else (out,):
+            if isinstance(value, torch.Tensor) and self._add(value):
+                grew = True
+        if grew and self.live > self.peak:
+            self.peak = self.live
+            node = torch._C._current_autograd_node()
+            tracker = self._tracker
+            self.backward = node is not None
+            if tracker is None:
+                self.layer = ROOT
+            else:
+                self.layer = tracker.path_for_node(node) if node is not None else tracker.current
+        return out
+
+    def _add(self, tensor: torch.Tensor) -> int:
+        """Adds the tensor's storage if it is new; the bytes added (0 if it was alive already or has none)."""
+        try:
+            storage = tensor.untyped_storage()
+        except Exception:  # sparse, nested or other storage-less tensors
+            return 0
+        key = id(storage)
+        if key in self._storages:
+            return 0
+        try:
+            size = int(storage.nbytes())
+        except Exception:  # a symbolic size fake mode cannot hint
+            self.unsized += 1
+            return 0
+        self._storages[key] = (weakref.ref(storage, self._released(key, size)), size)
+        self.live += size
+        return size
+
+    def _released(self, key: int, size: int) -> Any:
+        def callback(_: Any) -> None:
+            if self._storages.pop(key, None) is not None:
+                self.live -= size
+
+        return callback
+
+
+def measure_peak(
+    model: torch.nn.Module,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any] | None = None,
+    *,
+    training: bool = False,
+    execution: str = "fake",
+    loss_fn: Any = None,
+    method: str = "forward",
+) -> PeakMemory:
+    """Counts `model(*args, **kwargs)` as `count()` does and returns the peak of live tensor bytes during it."""
+    from .backend import count_torch
+
+    mode = PeakMemoryMode()
+    count_torch(
+        model, args, kwargs or {}, training=training, execution=execution, loss_fn=loss_fn, method=method, peak=mode
+    )
+    return mode.result()
