@@ -39,7 +39,7 @@ from .lazy_shape_env import LazyShapeEnv
 from .model_copy import ModelCopy
 from .module_paths import ModulePathTracker
 from .ops import SAME_SHAPE_INPLACE, TORCH_OPS, op_key
-from .peak_memory import PeakMemoryMode
+from .peak_memory import LiveBytes, PeakMemory
 from .shape_memo import ShapeMemo
 from .unknown_values import UnknownReads, describe
 
@@ -108,6 +108,8 @@ class CountingMode(TorchDispatchMode):
         self.unknown_reads: list[str] = []
         self._costs: dict[Any, Cost | str | Free] = {}
         self._maybe_dynamic: dict[Any, bool] = {}
+        #: follows live tensor bytes when the count measures peak memory (peak_memory.py)
+        self.peak: LiveBytes | None = None
         if values is not None:
             values.where = lambda: tracker.current
 
@@ -160,6 +162,8 @@ class CountingMode(TorchDispatchMode):
             self.tally.skip(path, key, cost)
         elif not isinstance(cost, Free):
             self.tally.add(path, key, cost, backward=node is not None)
+        if self.peak is not None:
+            self.peak.observe(args, out, node)
         return out
 
     def _guarded(
@@ -253,7 +257,7 @@ def count_torch(
     execution: str = "fake",
     loss_fn: Callable[[Any], Any] | None = None,
     method: str = "forward",
-    peak: PeakMemoryMode | None = None,
+    peak: LiveBytes | None = None,
 ) -> Report:
     """`peak`, if given, follows the live tensor bytes of the counted call (see peak_memory.py)."""
     if not isinstance(model, torch.nn.Module):
@@ -289,9 +293,10 @@ def count_torch(
                 counted.train()
             if peak is not None:
                 peak.attach(tracker, (counted, fake_args, fake_kwargs))
+                mode.peak = peak
             try:
                 formatting = context.values.formatting() if context.values is not None else contextlib.nullcontext()
-                with mode, formatting, _grad_mode(training), peak or contextlib.nullcontext():
+                with mode, formatting, _grad_mode(training):
                     output = call(*fake_args, **fake_kwargs)
                     if training:
                         loss = loss_fn(output) if loss_fn is not None else _sum_outputs(output)
@@ -312,6 +317,25 @@ def count_torch(
     if method != "forward":
         report.model = f"{report.model}.{method}"
     return report
+
+
+def measure_peak(
+    model: torch.nn.Module,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any] | None = None,
+    *,
+    training: bool = False,
+    execution: str = "fake",
+    loss_fn: Callable[[Any], Any] | None = None,
+    method: str = "forward",
+) -> PeakMemory:
+    """Counts `model(*args, **kwargs)` as `count()` does and returns the peak of live tensor bytes during it
+    (see peak_memory.py for what is in the figure and what is not)."""
+    live = LiveBytes()
+    count_torch(
+        model, args, kwargs or {}, training=training, execution=execution, loss_fn=loss_fn, method=method, peak=live
+    )
+    return live.result()
 
 
 def check_method(model: torch.nn.Module, method: str) -> None:

@@ -5,8 +5,8 @@ shares its base's storage, an op's output gets a new one, and a storage dies whe
 graph's saved copy) lets go of it. So the count can follow the real run's live bytes without allocating any:
 
 - at the start, the storages of the (copied) model's parameters and buffers and of the inputs are alive;
-- every storage an op creates is added when the op returns (`PeakMemoryMode`, a dispatch mode next to the counting
-  one), and subtracted by a weak-reference callback when Python drops its last reference to that storage;
+- every storage an op creates is added when the op returns (`LiveBytes.observe`, called by the counting mode), and
+  subtracted by a weak-reference callback when Python drops its last reference to that storage;
 - a storage first seen as an op's input (a tensor held somewhere the start did not look, e.g. a constant made at
   import) is taken to have been alive from the start: it raises the current figure and the peak seen so far.
 
@@ -29,13 +29,10 @@ from dataclasses import dataclass
 from typing import Any
 
 import torch
-from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten
 
 from ...report import ROOT
 from .module_paths import ModulePathTracker
-
-_PRIM_DEVICE = torch.ops.prim.device.default
 
 
 @dataclass(frozen=True)
@@ -50,15 +47,14 @@ class PeakMemory:
     unsized: int = 0
 
 
-class PeakMemoryMode(TorchDispatchMode):
-    """Follows the live bytes of tensor storages through one counted call; enter it inside the counting mode."""
+class LiveBytes:
+    """Follows the live bytes of tensor storages through one counted call.
 
-    @classmethod
-    def _should_skip_dynamo(cls) -> bool:
-        return False  # as CountingMode: no Dynamo wrapper around each dispatch
+    The counting mode (backend.py) hands it every op it dispatches (`observe`), so following memory costs no
+    dispatch mode of its own: a second Python mode around each op would cost more than the bookkeeping.
+    """
 
     def __init__(self) -> None:
-        super().__init__()
         self.live = 0
         self.peak = 0
         self.layer = ROOT
@@ -84,30 +80,23 @@ class PeakMemoryMode(TorchDispatchMode):
     def result(self) -> PeakMemory:
         return PeakMemory(self.peak, self.layer, self.backward, self.unsized)
 
-    def __torch_dispatch__(self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: Any = None) -> Any:
-        if func is _PRIM_DEVICE:
-            return func(*args)
-        kwargs = kwargs or {}
-        for value in tree_flatten((args, kwargs))[0]:
-            if isinstance(value, torch.Tensor):
-                # not seen yet: alive since before the call, so every figure so far was short of its bytes
-                added = self._add(value)
-                self.peak += added
-        out = func(*args, **kwargs)
+    def observe(self, args: tuple[Any, ...], out: Any, node: Any) -> None:
+        """One op ran on `args` and returned `out` (`node`: the autograd node running it in the backward, or None)."""
+        for value in _tensors(args):
+            # not seen yet: alive since before the call, so every figure so far was short of its bytes
+            self.peak += self._add(value)
         grew = False
-        for value in tree_flatten(out)[0] if not isinstance(out, torch.Tensor) else (out,):
-            if isinstance(value, torch.Tensor) and self._add(value):
+        for value in _tensors(out):
+            if self._add(value):
                 grew = True
         if grew and self.live > self.peak:
             self.peak = self.live
-            node = torch._C._current_autograd_node()
             tracker = self._tracker
             self.backward = node is not None
             if tracker is None:
                 self.layer = ROOT
             else:
                 self.layer = tracker.path_for_node(node) if node is not None else tracker.current
-        return out
 
     def _add(self, tensor: torch.Tensor) -> int:
         """Adds the tensor's storage if it is new; the bytes added (0 if it was alive already or has none)."""
@@ -135,21 +124,16 @@ class PeakMemoryMode(TorchDispatchMode):
         return callback
 
 
-def measure_peak(
-    model: torch.nn.Module,
-    args: tuple[Any, ...],
-    kwargs: dict[str, Any] | None = None,
-    *,
-    training: bool = False,
-    execution: str = "fake",
-    loss_fn: Any = None,
-    method: str = "forward",
-) -> PeakMemory:
-    """Counts `model(*args, **kwargs)` as `count()` does and returns the peak of live tensor bytes during it."""
-    from .backend import count_torch
-
-    mode = PeakMemoryMode()
-    count_torch(
-        model, args, kwargs or {}, training=training, execution=execution, loss_fn=loss_fn, method=method, peak=mode
-    )
-    return mode.result()
+def _tensors(value: Any) -> list[torch.Tensor]:
+    """The tensors of an op's arguments or outputs: the value itself, or the items of a tuple or list one level down
+    (`cat`'s inputs, `split`'s outputs), which is where ATen schemas put them; cheaper than a pytree walk per op."""
+    if isinstance(value, torch.Tensor):
+        return [value]
+    found: list[torch.Tensor] = []
+    if isinstance(value, (tuple, list)):
+        for item in value:
+            if isinstance(item, torch.Tensor):
+                found.append(item)
+            elif isinstance(item, (tuple, list)):
+                found.extend(element for element in item if isinstance(element, torch.Tensor))
+    return found

@@ -10,7 +10,8 @@ import pytest
 torch = pytest.importorskip("torch")
 from torch import nn  # noqa: E402
 
-from pytest_flopbudget.counting.torch.peak_memory import PeakMemory, measure_peak  # noqa: E402
+from pytest_flopbudget.counting.torch.backend import measure_peak  # noqa: E402
+from pytest_flopbudget.counting.torch.peak_memory import PeakMemory  # noqa: E402
 
 F32 = 4
 
