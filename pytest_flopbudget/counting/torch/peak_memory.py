@@ -18,7 +18,7 @@ What is in: parameters, buffers, inputs, every intermediate and output, and for 
 backward of one step) the activations autograd saves for the backward and the gradients the backward produces
 (one per parameter, alive until the step ends). What is out: optimizer state (no optimizer runs), the allocator's
 rounding of sizes and the blocks its cache keeps, kernels' workspaces (cuBLAS, cuDNN, attention scratch), the CUDA
-context and anything allocated outside tensors. Real CUDA peaks are therefore higher; see docs/formulas.md.
+context and anything allocated outside tensors. Real CUDA peaks are therefore higher (README, "Counting conventions").
 """
 
 from __future__ import annotations
