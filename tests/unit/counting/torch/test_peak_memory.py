@@ -57,6 +57,25 @@ def test_views_share_their_base_storage() -> None:
     assert measure_peak(Reshape(), (x,)).bytes == x.numel() * F32
 
 
+def test_a_tensor_first_seen_by_an_op_counts_from_the_start() -> None:
+    """A plain tensor attribute (neither parameter nor buffer) is alive all along: found at its first use, it raises
+    the peak reached before it too."""
+
+    class Table(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.table = torch.zeros(64, 64)
+
+        def forward(self, x: Any) -> Any:
+            wide = x.expand(64, 64) * 2
+            return (wide.sum() + self.table[0, 0]).reshape(1)
+
+    x = torch.randn(1, 64)
+    peak = measure_peak(Table(), (x,))
+    # at the last add: the input, `wide`, the table since the start, the sum and the add's output (one float each)
+    assert peak.bytes == (64 + 64 * 64 + 64 * 64 + 2) * F32
+
+
 def test_element_sizes_follow_the_dtype() -> None:
     model = nn.Linear(16, 16, bias=False).to(torch.bfloat16)
     with torch.no_grad():
@@ -141,8 +160,34 @@ def _transformer_block() -> tuple[nn.Module, Any]:
     return model, torch.randn(2, 32, 64)
 
 
+def _gpt() -> tuple[nn.Module, Any]:
+    from examples.decoder import gpt_inputs
+    from examples.factories import gpt_tiny
+
+    model = gpt_tiny()
+    return model, gpt_inputs(model.config, seq=32)[0]
+
+
+def _llama() -> tuple[nn.Module, Any]:
+    from examples.decoder import llama_inputs
+    from examples.factories import llama_tiny
+
+    model = llama_tiny()
+    return model, llama_inputs(model.config, seq=32)[0]
+
+
+def _resnet18() -> tuple[nn.Module, Any]:
+    from examples.resnet import resnet18
+
+    return resnet18(), torch.randn(2, 3, 32, 32)  # batch 2: training batch norm needs two values per channel
+
+
 @pytest.mark.parametrize("training", [False, True], ids=["inference", "training"])
-@pytest.mark.parametrize("build", [_mlp, _convnet, _transformer_block], ids=["mlp", "convnet", "transformer"])
+@pytest.mark.parametrize(
+    "build",
+    [_mlp, _convnet, _transformer_block, _gpt, _llama, _resnet18],
+    ids=["mlp", "convnet", "transformer", "example-gpt", "example-llama", "example-resnet18"],
+)
 def test_peak_is_within_ten_percent_of_mem_tracker(build: Callable[[], tuple[nn.Module, Any]], training: bool) -> None:
     torch.manual_seed(0)
     model, x = build()
