@@ -5,6 +5,8 @@
 Both models are built on the meta device (no weights): ResNet-50 at batch 1, 224x224, and Llama-7B at sequence
 2048, counted for inference under `no_grad` as the plugin counts a configured inference model. Each figure is the
 median of N runs taken in alternation (see bench_torch.interleaved_medians), and the ratio is what matters.
+Measured on the shared 2-core development machine (median of 7): ResNet-50 1.07x (0.022 s -> 0.024 s), Llama-7B
+1.12x (0.083 s -> 0.092 s).
 """
 
 from __future__ import annotations
