@@ -94,6 +94,12 @@ def test_training_keeps_saved_activations_and_adds_gradients() -> None:
     assert training.bytes > inference.bytes + _param_bytes(model) // 2  # gradients and saved activations
 
 
+def test_real_execution_follows_the_same_storages() -> None:
+    model, x = nn.Sequential(nn.Linear(32, 64), nn.GELU(), nn.Linear(64, 8)), torch.randn(4, 32)
+    assert measure_peak(model, (x,), execution="real") == measure_peak(model, (x,))
+    assert measure_peak(model, (x,), training=True, execution="real") == measure_peak(model, (x,), training=True)
+
+
 def test_the_caller_model_and_the_report_are_unchanged() -> None:
     from pytest_flopbudget import count
 
