@@ -42,7 +42,15 @@ class OnnxFiles:
         return Loaded(entry, str(path), kwargs={"inputs": inputs})
 
     def count(self, loaded: Loaded) -> Report:
-        return self.count_model(loaded.model, (), {}, CountOptions(inputs=loaded.kwargs["inputs"]))
+        try:
+            return self.count_model(loaded.model, (), {}, CountOptions(inputs=loaded.kwargs["inputs"]))
+        except CountingError as exc:
+            # the entry's location (`m.onnx`, or the pyproject key of its target) already names the file: the
+            # counter's own label, its resolved path, would say it a second time
+            text, label = str(exc), f"{loaded.model}: "
+            if not text.startswith(label):
+                raise
+            raise CountingError(text[len(label) :]) from None
 
     def count_model(self, model: Any, args: tuple[Any, ...], kwargs: dict[str, Any], options: CountOptions) -> Report:
         if args or kwargs or options.training or options.method != "forward":

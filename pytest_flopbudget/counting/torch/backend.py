@@ -39,6 +39,7 @@ from .lazy_shape_env import LazyShapeEnv
 from .model_copy import ModelCopy
 from .module_paths import ModulePathTracker
 from .ops import SAME_SHAPE_INPLACE, TORCH_OPS, op_key
+from .peak_memory import LiveBytes, PeakMemory
 from .shape_memo import ShapeMemo
 from .unknown_values import UnknownReads, describe
 
@@ -109,6 +110,8 @@ class CountingMode(TorchDispatchMode):
         #: bytes moved per memo key, like `_costs` (the same shapes and dtypes move the same bytes)
         self._bytes: dict[Any, int] = {}
         self._maybe_dynamic: dict[Any, bool] = {}
+        #: follows live tensor bytes when the count measures peak memory (peak_memory.py)
+        self.peak: LiveBytes | None = None
         if values is not None:
             values.where = lambda: tracker.current
 
@@ -166,6 +169,8 @@ class CountingMode(TorchDispatchMode):
                 if memo_key is not None:
                     self._bytes[memo_key] = moved
             self.tally.add_values(path, key, {**cost.values(), BYTES: moved}, backward=node is not None)
+        if self.peak is not None:
+            self.peak.observe(args, out, node)
         return out
 
     def _guarded(
@@ -285,7 +290,9 @@ def count_torch(
     execution: str = "fake",
     loss_fn: Callable[[Any], Any] | None = None,
     method: str = "forward",
+    peak: LiveBytes | None = None,
 ) -> Report:
+    """`peak`, if given, follows the live tensor bytes of the counted call (see peak_memory.py)."""
     if not isinstance(model, torch.nn.Module):
         raise CountingError(
             f"count() needs a torch.nn.Module, a path to an .onnx file or an onnx.ModelProto; "
@@ -317,6 +324,9 @@ def count_torch(
                 context.values.remember_inputs((args, kwargs), stand_in)
             if training:
                 counted.train()
+            if peak is not None:
+                peak.attach(tracker, (counted, fake_args, fake_kwargs))
+                mode.peak = peak
             try:
                 formatting = context.values.formatting() if context.values is not None else contextlib.nullcontext()
                 with mode, formatting, _grad_mode(training):
@@ -340,6 +350,25 @@ def count_torch(
     if method != "forward":
         report.model = f"{report.model}.{method}"
     return report
+
+
+def measure_peak(
+    model: torch.nn.Module,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any] | None = None,
+    *,
+    training: bool = False,
+    execution: str = "fake",
+    loss_fn: Callable[[Any], Any] | None = None,
+    method: str = "forward",
+) -> PeakMemory:
+    """Counts `model(*args, **kwargs)` as `count()` does and returns the peak of live tensor bytes during it
+    (see peak_memory.py for what is in the figure and what is not)."""
+    live = LiveBytes()
+    count_torch(
+        model, args, kwargs or {}, training=training, execution=execution, loss_fn=loss_fn, method=method, peak=live
+    )
+    return live.result()
 
 
 def check_method(model: torch.nn.Module, method: str) -> None:

@@ -74,3 +74,15 @@ def test_input_names_are_the_real_inputs(tmp_path: Path) -> None:
 def test_pytorch_options_are_refused(tmp_path: Path, args: tuple, kwargs: dict, options: CountOptions) -> None:
     with pytest.raises(CountingError, match=r"^an ONNX model takes input shapes as inputs=\{'name': \[dims\]\}; "):
         OnnxFiles().count_model(str(tmp_path / "net.onnx"), args, kwargs, options)
+
+
+def test_a_refusal_names_the_file_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys) -> None:
+    """The entry's location already names the file; the counter's resolved path is not repeated after it."""
+    from pytest_flopbudget.cli import main
+
+    write_matmul(tmp_path / "m.onnx")
+    monkeypatch.chdir(tmp_path)
+    assert main(["count", "m.onnx"]) == 2
+    error = capsys.readouterr().err
+    assert error.startswith("flopbudget: error: m.onnx: the sizes of some input dimensions are not known;")
+    assert str(tmp_path) not in error and error.count("m.onnx") == 1

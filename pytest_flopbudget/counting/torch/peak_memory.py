@@ -1,0 +1,143 @@
+"""Peak memory of the counted call: the most bytes of tensor storage alive at once, and the layer running then.
+
+Fake tensors have no memory, but they have storages with sizes and lifetimes exactly as the real run would: a view
+shares its base's storage, an op's output gets a new one, and a storage dies when its last tensor (or the autograd
+graph's saved copy) lets go of it. So the count can follow the real run's live bytes without allocating any:
+
+- at the start, the storages of the (copied) model's parameters and buffers and of the inputs are alive;
+- every storage an op creates is added when the op returns (`LiveBytes.observe`, called by the counting mode), and
+  subtracted by a weak-reference callback when the storage dies (its last tensor, view or saved copy is gone);
+- a storage first seen as an op's input (a tensor held somewhere the start did not look: a plain tensor attribute
+  of a module, a constant in a closure) is taken to have been alive from the start: it raises the current figure
+  and the peak seen so far.
+
+The peak is taken after each op, i.e. with the op's outputs alive and its inputs not yet released, as an allocator
+would see it. Its layer is the module whose forward was innermost when the peak was reached, or, in the backward,
+the module whose forward created the autograd node running then (`ModulePathTracker.path_for_node`).
+
+What is in: parameters, buffers, inputs, every intermediate and output, and for a training count (forward, loss,
+backward of one step) the activations autograd saves for the backward and the gradients the backward produces
+(one per parameter, alive until the step ends); the model's output stays alive through the backward, as in a
+training loop that keeps it (MemTracker's `model(x).sum().backward()` drops it: 0-3% apart on the tests' models).
+In inference, whatever the caller's grad mode keeps is in: under `no_grad` (how configured inference models are
+counted) nothing is saved for a backward. What is out: optimizer state (no optimizer runs), the allocator's
+rounding of sizes and the blocks its cache keeps, kernels' workspaces (cuBLAS, cuDNN, attention scratch), the CUDA
+context and anything allocated outside tensors. Real CUDA peaks are therefore higher (README, "Counting conventions").
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from torch.utils._pytree import tree_flatten
+
+from ...report import ROOT
+from .module_paths import ModulePathTracker
+
+
+@dataclass(frozen=True)
+class PeakMemory:
+    """The peak of live tensor bytes and where it happened (`layer` is a module path, `""` the model itself)."""
+
+    bytes: int
+    layer: str
+    #: whether the peak was reached in the backward pass (a training count)
+    backward: bool = False
+    #: storages whose size is symbolic (a data-dependent shape): left out of the figures
+    unsized: int = 0
+
+
+class LiveBytes:
+    """Follows the live bytes of tensor storages through one counted call.
+
+    The counting mode (backend.py) hands it every op it dispatches (`observe`), so following memory costs no
+    dispatch mode of its own: a second Python mode around each op would cost more than the bookkeeping.
+    """
+
+    def __init__(self) -> None:
+        self.live = 0
+        self.peak = 0
+        self.layer = ROOT
+        self.backward = False
+        self.unsized = 0
+        self._tracker: ModulePathTracker | None = None
+        #: id of a live storage -> (weak reference to it, its bytes); the callback removes the entry
+        self._storages: dict[int, tuple[weakref.ref[Any], int]] = {}
+
+    def attach(self, tracker: ModulePathTracker, present: Iterable[Any]) -> None:
+        """Starts from the storages of every tensor in `present` (modules' parameters and buffers, inputs)."""
+        self._tracker = tracker
+        for value in present:
+            if isinstance(value, torch.nn.Module):
+                tensors: list[Any] = [*value.parameters(), *value.buffers()]
+            else:
+                tensors = tree_flatten(value)[0]
+            for tensor in tensors:
+                if isinstance(tensor, torch.Tensor):
+                    self._add(tensor)
+        self.peak = self.live
+
+    def result(self) -> PeakMemory:
+        return PeakMemory(self.peak, self.layer, self.backward, self.unsized)
+
+    def observe(self, args: tuple[Any, ...], out: Any, node: Any) -> None:
+        """One op ran on `args` and returned `out` (`node`: the autograd node running it in the backward, or None)."""
+        for value in _tensors(args):
+            # not seen yet: alive since before the call, so every figure so far was short of its bytes
+            self.peak += self._add(value)
+        grew = False
+        for value in _tensors(out):
+            if self._add(value):
+                grew = True
+        if grew and self.live > self.peak:
+            self.peak = self.live
+            tracker = self._tracker
+            self.backward = node is not None
+            if tracker is None:
+                self.layer = ROOT
+            else:
+                self.layer = tracker.path_for_node(node) if node is not None else tracker.current
+
+    def _add(self, tensor: torch.Tensor) -> int:
+        """Adds the tensor's storage if it is new; the bytes added (0 if it was alive already or has none)."""
+        try:
+            storage = tensor.untyped_storage()
+        except Exception:  # sparse, nested or other storage-less tensors
+            return 0
+        key = id(storage)
+        if key in self._storages:
+            return 0
+        try:
+            size = int(storage.nbytes())
+        except Exception:  # a symbolic size fake mode cannot hint
+            self.unsized += 1
+            return 0
+        self._storages[key] = (weakref.ref(storage, self._released(key, size)), size)
+        self.live += size
+        return size
+
+    def _released(self, key: int, size: int) -> Any:
+        def callback(_: Any) -> None:
+            if self._storages.pop(key, None) is not None:
+                self.live -= size
+
+        return callback
+
+
+def _tensors(value: Any) -> list[torch.Tensor]:
+    """The tensors of an op's arguments or outputs: the value itself, or the items of a tuple or list one level down
+    (`cat`'s inputs, `split`'s outputs), which is where ATen schemas put them; cheaper than a pytree walk per op."""
+    if isinstance(value, torch.Tensor):
+        return [value]
+    found: list[torch.Tensor] = []
+    if isinstance(value, (tuple, list)):
+        for item in value:
+            if isinstance(item, torch.Tensor):
+                found.append(item)
+            elif isinstance(item, (tuple, list)):
+                found.extend(element for element in item if isinstance(element, torch.Tensor))
+    return found

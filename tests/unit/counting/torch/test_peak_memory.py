@@ -1,0 +1,208 @@
+"""Peak memory of the counted call on fake tensors (counting/torch/peak_memory.py): hand-derived small cases, and
+agreement within 10% with torch's own `MemTracker` measuring the same call on real CPU tensors."""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import pytest
+
+torch = pytest.importorskip("torch")
+from torch import nn  # noqa: E402
+
+from pytest_flopbudget.counting.torch.backend import measure_peak  # noqa: E402
+from pytest_flopbudget.counting.torch.peak_memory import PeakMemory  # noqa: E402
+
+F32 = 4
+
+
+def _param_bytes(model: nn.Module) -> int:
+    return sum(t.numel() * t.element_size() for t in [*model.parameters(), *model.buffers()])
+
+
+# --- hand-derived ------------------------------------------------------------------------------------------------
+
+
+def test_linear_inference_holds_parameters_input_and_output() -> None:
+    tokens, k, n = 8, 16, 32
+    peak = measure_peak(nn.Linear(k, n), (torch.randn(tokens, k),))
+    assert peak == PeakMemory((n * k + n + tokens * k + tokens * n) * F32, "")
+
+
+def test_a_chain_frees_its_intermediates() -> None:
+    """x -> Linear -> ReLU -> Linear: the first Linear's output dies once ReLU's is made; the peak is at ReLU."""
+    tokens, k, n = 8, 16, 32
+    model = nn.Sequential(nn.Linear(k, n), nn.ReLU(), nn.Linear(n, k))
+    with torch.no_grad():
+        peak = measure_peak(model, (torch.randn(tokens, k),))
+    params = _param_bytes(model)
+    assert peak == PeakMemory(params + tokens * k * F32 + 2 * tokens * n * F32, "1")
+
+
+def test_a_long_chain_peaks_at_its_widest_step_not_at_the_sum() -> None:
+    width = 64
+    model = nn.Sequential(*[nn.Linear(width, width, bias=False) for _ in range(6)])
+    with torch.no_grad():
+        peak = measure_peak(model, (torch.randn(4, width),))
+    # parameters, the input, and two activations alive at once (one layer's input and its output)
+    assert peak.bytes == _param_bytes(model) + 3 * 4 * width * F32
+
+
+def test_views_share_their_base_storage() -> None:
+    class Reshape(nn.Module):
+        def forward(self, x: Any) -> Any:
+            return x.view(-1).view(4, -1).t().unsqueeze(0)
+
+    x = torch.randn(4, 8)
+    assert measure_peak(Reshape(), (x,)).bytes == x.numel() * F32
+
+
+def test_a_tensor_first_seen_by_an_op_counts_from_the_start() -> None:
+    """A plain tensor attribute (neither parameter nor buffer) is alive all along: found at its first use, it raises
+    the peak reached before it too."""
+
+    class Table(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.table = torch.zeros(64, 64)
+
+        def forward(self, x: Any) -> Any:
+            wide = x.expand(64, 64) * 2
+            return (wide.sum() + self.table[0, 0]).reshape(1)
+
+    x = torch.randn(1, 64)
+    peak = measure_peak(Table(), (x,))
+    # at the last add: the input, `wide`, the table since the start, the sum and the add's output (one float each)
+    assert peak.bytes == (64 + 64 * 64 + 64 * 64 + 2) * F32
+
+
+def test_element_sizes_follow_the_dtype() -> None:
+    model = nn.Linear(16, 16, bias=False).to(torch.bfloat16)
+    with torch.no_grad():
+        peak = measure_peak(model, (torch.randn(2, 16, dtype=torch.bfloat16),))
+    assert peak.bytes == (16 * 16 + 2 * 16 + 2 * 16) * 2
+
+
+def test_training_keeps_saved_activations_and_adds_gradients() -> None:
+    tokens, k, n = 8, 16, 32
+    model = nn.Sequential(nn.Linear(k, n), nn.ReLU(), nn.Linear(n, k))
+    x = torch.randn(tokens, k)
+    with torch.no_grad():
+        inference = measure_peak(model, (x,))
+    training = measure_peak(model, (x,), training=True)
+    assert training.backward
+    assert training.bytes > inference.bytes + _param_bytes(model) // 2  # gradients and saved activations
+
+
+def test_real_execution_follows_the_same_storages() -> None:
+    model, x = nn.Sequential(nn.Linear(32, 64), nn.GELU(), nn.Linear(64, 8)), torch.randn(4, 32)
+    assert measure_peak(model, (x,), execution="real") == measure_peak(model, (x,))
+    assert measure_peak(model, (x,), training=True, execution="real") == measure_peak(model, (x,), training=True)
+
+
+def test_the_caller_model_and_the_report_are_unchanged() -> None:
+    from pytest_flopbudget import count
+
+    model = nn.Sequential(nn.Linear(16, 32), nn.ReLU())
+    x = torch.randn(4, 16)
+    plain = count(model, x)
+    measure_peak(model, (x,))
+    assert count(model, x) == plain
+    assert all(not isinstance(p, torch._subclasses.fake_tensor.FakeTensor) for p in model.parameters())
+
+
+# --- against MemTracker on real CPU runs -------------------------------------------------------------------------
+
+
+def _mem_tracker_peak(model: nn.Module, x: Any, training: bool) -> int:
+    """What torch's MemTracker measures for the same call on real CPU tensors (one step: forward, sum, backward).
+
+    The count runs nn.MultiheadAttention's and nn.TransformerEncoderLayer's composite path, never their fused
+    inference kernel (the fast path refuses to run under a dispatch mode, real or fake), so MemTracker's run is made
+    to take the same path: the two measure the same ops."""
+    from torch.distributed._tools.mem_tracker import MemTracker
+
+    tracker = MemTracker()
+    tracker.track_external(model, x)
+    fast_path = torch.backends.mha.get_fastpath_enabled()
+    torch.backends.mha.set_fastpath_enabled(False)
+    try:
+        with tracker:
+            if training:
+                model(x).sum().backward()
+            else:
+                with torch.no_grad():
+                    model(x)
+    finally:
+        torch.backends.mha.set_fastpath_enabled(fast_path)
+    model.zero_grad(set_to_none=True)
+    snapshot = tracker.get_tracker_snapshot("peak")
+    return int(snapshot[torch.device("cpu")]["Total"])
+
+
+def _mlp() -> tuple[nn.Module, Any]:
+    return nn.Sequential(nn.Linear(128, 512), nn.GELU(), nn.Linear(512, 512), nn.GELU(), nn.Linear(512, 10)), (
+        torch.randn(32, 128)
+    )
+
+
+def _convnet() -> tuple[nn.Module, Any]:
+    model = nn.Sequential(
+        nn.Conv2d(3, 16, 3, padding=1),
+        nn.BatchNorm2d(16),
+        nn.ReLU(),
+        nn.Conv2d(16, 32, 3, stride=2, padding=1),
+        nn.BatchNorm2d(32),
+        nn.ReLU(),
+        nn.AdaptiveAvgPool2d(1),
+        nn.Flatten(),
+        nn.Linear(32, 10),
+    )
+    return model, torch.randn(4, 3, 32, 32)
+
+
+def _transformer_block() -> tuple[nn.Module, Any]:
+    model = nn.TransformerEncoderLayer(d_model=64, nhead=4, dim_feedforward=256, dropout=0.0, batch_first=True)
+    return model, torch.randn(2, 32, 64)
+
+
+def _gpt() -> tuple[nn.Module, Any]:
+    from examples.decoder import gpt_inputs
+    from examples.factories import gpt_tiny
+
+    model = gpt_tiny()
+    return model, gpt_inputs(model.config, seq=32)[0]
+
+
+def _llama() -> tuple[nn.Module, Any]:
+    from examples.decoder import llama_inputs
+    from examples.factories import llama_tiny
+
+    model = llama_tiny()
+    return model, llama_inputs(model.config, seq=32)[0]
+
+
+def _resnet18() -> tuple[nn.Module, Any]:
+    from examples.resnet import resnet18
+
+    return resnet18(), torch.randn(2, 3, 32, 32)  # batch 2: training batch norm needs two values per channel
+
+
+@pytest.mark.parametrize("training", [False, True], ids=["inference", "training"])
+@pytest.mark.parametrize(
+    "build",
+    [_mlp, _convnet, _transformer_block, _gpt, _llama, _resnet18],
+    ids=["mlp", "convnet", "transformer", "example-gpt", "example-llama", "example-resnet18"],
+)
+def test_peak_is_within_ten_percent_of_mem_tracker(build: Callable[[], tuple[nn.Module, Any]], training: bool) -> None:
+    torch.manual_seed(0)
+    model, x = build()
+    if training:
+        model.train()
+        peak = measure_peak(model, (x,), training=True)
+    else:
+        model.eval()
+        with torch.no_grad():
+            peak = measure_peak(model, (x,))
+    expected = _mem_tracker_peak(model, x, training)
+    assert abs(peak.bytes - expected) <= 0.1 * expected, (peak, expected)
