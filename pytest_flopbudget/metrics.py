@@ -42,6 +42,12 @@ class ReportFigures(Protocol):
     @property
     def skipped_calls(self) -> int: ...
 
+    @property
+    def peak_memory(self) -> int: ...
+
+    @property
+    def peak_layer(self) -> str: ...
+
 
 #: Counted per op call, per phase (forward, backward): held by every `OpCost`, `LayerCost` and `PhaseTotals`.
 PER_OP = "op"
@@ -70,6 +76,7 @@ class Metric(str):
     conventions: Mapping[str, str]
     _of_report: Callable[[ReportFigures], int] | None
     _of_layer: Callable[[LayerFigures], int] | None
+    _where: Callable[[ReportFigures], str | None] | None
 
     def __repr__(self) -> str:
         return str.__repr__(self)
@@ -98,6 +105,11 @@ class Metric(str):
         """One layer's figure, exclusive of its children."""
         return self._of_layer(layer) if self._of_layer is not None else layer.get(self)
 
+    def where(self, report: ReportFigures) -> str | None:
+        """The module path the model's figure is reached in, for a metric that is a maximum rather than a sum
+        (peak memory): a ceiling's reason names it. None for a summed metric."""
+        return self._where(report) if self._where is not None else None
+
     def format_value(self, value: int, digits: int = 3) -> str:
         """`8.52 GFLOPs`, `2.05 GMACs`, `25.6M params`, `3 skipped op calls`."""
         if self.whole:
@@ -125,6 +137,7 @@ def define(
     optional: bool = False,
     of_report: Callable[[ReportFigures], int] | None = None,
     of_layer: Callable[[LayerFigures], int] | None = None,
+    where: Callable[[ReportFigures], str | None] | None = None,
     conventions: Mapping[str, str] | None = None,
 ) -> Metric:
     """A metric named `name` (also its pyproject key and marker argument unless given), shown as `label` (also
@@ -135,7 +148,8 @@ def define(
     params`), and a `whole` count prints exactly with a plural (`3 skipped op calls`). A `DERIVED` metric gives
     `of_report` and `of_layer`. An `optional` metric is drawn in the summary tables and judged for growth only
     where a budget sets it, and a report (an older baseline, an ONNX count) may lack its figure: "not measured",
-    never zero (`Report.measures`). `conventions` are what every report says about how it is counted (its JSON's
+    never zero (`Report.measures`). A metric that is a maximum, not a sum, gives `where`: the layer it is reached
+    in. `conventions` are what every report says about how it is counted (its JSON's
     `conventions`, keyed as there).
     """
     metric = Metric.__new__(Metric, name)
@@ -154,6 +168,7 @@ def define(
     metric.optional = optional
     metric._of_report = of_report
     metric._of_layer = of_layer
+    metric._where = where
     metric.conventions = dict(conventions or {})
     return metric
 
@@ -298,8 +313,44 @@ PARAM_BYTES = define(
     conventions={"param-bytes": "bytes of the unique parameters in their own dtypes, buffers excluded"},
 )
 
+
+def _peak_memory(report: ReportFigures) -> int:
+    return report.peak_memory
+
+
+def _no_layer_share(layer: LayerFigures) -> int:
+    return 0  # a peak is reached once, in one layer: it is not a sum over the layers
+
+
+def _peak_layer(report: ReportFigures) -> str | None:
+    return report.peak_layer
+
+
+#: The peak of live tensor bytes during the counted call (counting/torch/peak_memory.py says what is in and out).
+PEAK_MEMORY = define(
+    "peak-memory",
+    label="peak memory",
+    argument="peak_memory",
+    units=("b", "byte", "bytes"),
+    slot_units=("peak-memory",),
+    prefixes=BINARY | SI,
+    symbol="B",
+    scope=DERIVED,
+    optional=True,
+    of_report=_peak_memory,
+    of_layer=_no_layer_share,
+    where=_peak_layer,
+    conventions={
+        "peak-memory": (
+            "the peak of live tensor bytes during the counted call: parameters, buffers, inputs and activations, "
+            "and in a training count the saved activations and gradients of one step; optimizer state, allocator "
+            "rounding and caching, workspaces and the CUDA context are not included"
+        )
+    },
+)
+
 #: Every metric, in the order outputs list them.
-METRICS = Registry(FLOPS, MACS, PARAMS, SKIPPED, BYTES, PARAM_BYTES)
+METRICS = Registry(FLOPS, MACS, PARAMS, SKIPPED, BYTES, PARAM_BYTES, PEAK_MEMORY)
 
 
 def by_name(name: str) -> Metric:

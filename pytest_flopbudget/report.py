@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from pytest_flopbudget.metrics import FLOPS, MACS, METRICS, PARAMS, Metric, by_name
+from pytest_flopbudget.metrics import FLOPS, MACS, METRICS, PARAMS, PEAK_MEMORY, Metric, by_name
 
 #: Bumped when the JSON layout changes incompatibly; baselines carry it so a foreign file is recognised.
 #: 2: each layer's and op's figures sit under `metrics`, keyed by metric name.
@@ -223,6 +223,10 @@ class Report(BothPhases):
     #: before the metric existed, a backend that does not count it) reads 0 but is "not measured": never judged,
     #: never written to its JSON.
     optional_metrics: frozenset[Metric] = frozenset()
+    #: The peak of live tensor bytes during the counted call and the module path it was reached in (`peak-memory`,
+    #: measured when `PEAK_MEMORY` is in `optional_metrics`).
+    peak_memory: int = 0
+    peak_layer: str = ROOT
 
     def __str__(self) -> str:
         """The per-layer table `flopbudget count` prints (depth 2), so `print(count(model, x))` shows where the
@@ -328,6 +332,8 @@ class Report(BothPhases):
             "conventions": dict(sorted(self.conventions.items())),
             "versions": dict(sorted(self.versions.items())),
         }
+        if PEAK_MEMORY in self.optional_metrics:  # only when measured: an ONNX count or an older file has none
+            data["peak_memory"] = {"bytes": self.peak_memory, "layer": self.peak_layer}
         if self.train_mode:  # only when set, so baselines of models counted in eval mode do not change
             data["train_mode"] = True
         if self.estimated_ops:  # only when a rule was used, so baselines of ordinary models do not change
@@ -392,6 +398,12 @@ class Report(BothPhases):
             },
             optional_metrics=optional,
         )
+        peak = _get(data, "peak_memory", "", None)
+        if peak is not None:
+            peak = _object(peak, "peak_memory")
+            report.peak_memory = _count(_get(peak, "bytes", "peak_memory"), "peak_memory.bytes")
+            report.peak_layer = _str(_get(peak, "layer", "peak_memory"), "peak_memory.layer")
+            report.optional_metrics = report.optional_metrics | {PEAK_MEMORY}
         if any(totals[metric] != report.phases_total(metric) for metric in per_op):
             raise ValueError("totals do not match the forward and backward phases")
         # A hand-edited total that no longer equals the sum of its layers would judge a model by a number that was

@@ -37,7 +37,9 @@ from pytest_flopbudget.metrics import METRICS
 from pytest_flopbudget.report import Report
 
 CACHE_DIR_NAME = ".flopbudget_cache"
-FORMAT = 4  # 2: signed records (`record_signing`); 3: reports in the `report/2` layout (keyed by metric); 4: with bytes
+#: 2: signed records (`record_signing`); 3: reports in the `report/2` layout (keyed by metric); 4: with bytes;
+#: 5: with peak memory
+FORMAT = 5
 #: The key of a record's signature: an HMAC-SHA256 of `canonical(record without it)`.
 SIGNATURE = "hmac-sha256"
 #: Why a record that is there was not believed (printed as `NAME: cached count not trusted: ...`).

@@ -20,7 +20,7 @@ from pytest_flopbudget.front_ends import ANY_UPDATE_HINT
 from pytest_flopbudget.judge.baseline import BaselineSource
 from pytest_flopbudget.judge.diff import LayerDiff, diff_layers
 from pytest_flopbudget.metrics import METRICS, SKIPPED, Metric, by_name
-from pytest_flopbudget.render.formatting import format_pair, format_percent
+from pytest_flopbudget.render.formatting import format_pair, format_percent, layer_label
 from pytest_flopbudget.report import Report
 
 
@@ -266,6 +266,9 @@ def evaluate(
         elif limit is not None and now > limit.value:
             old = baseline.metric(metric) if baseline is not None and baseline.measures(metric) else None
             message = _ceiling_message(metric, now, limit.value)
+            reached = metric.where(report)
+            if reached is not None:  # a maximum (peak memory) is reached in one layer: say which
+                message += f" at {layer_label(reached)}"
             findings.append(
                 Finding(
                     ERROR,

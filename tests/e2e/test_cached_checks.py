@@ -24,6 +24,8 @@ from pathlib import Path
 import pytest
 from e2e_helpers import clean_env, flopbudget, git, init_repo
 
+from pytest_flopbudget.cache.store import FORMAT as STORE_FORMAT
+
 pytestmark = pytest.mark.slow
 
 PYPROJECT = """\
@@ -199,7 +201,7 @@ def test_editing_the_model_back_is_a_recount_not_an_error(project: Path) -> None
 
 def test_a_corrupt_or_truncated_record_is_a_miss(project: Path) -> None:
     check(project)
-    records = sorted((project / ".flopbudget_cache" / "v3").glob("*.json"))
+    records = sorted((project / ".flopbudget_cache" / f"v{STORE_FORMAT}").glob("*.json"))
     assert len(records) == 2
     records[0].write_text(records[0].read_text()[:100])
     records[1].write_text(json.dumps({"format": 1, "key": "x"}))
@@ -490,19 +492,19 @@ def test_a_model_that_cannot_be_cached_is_counted_every_time_and_says_why(projec
         assert "small: not cached" not in done.stderr
     assert counted == []  # small and other: hits
     assert "2 of 5 models unchanged since their cached count" in done.stderr
-    records = list((project / ".flopbudget_cache" / "v3").glob("*.json"))
+    records = list((project / ".flopbudget_cache" / f"v{STORE_FORMAT}").glob("*.json"))
     assert len(records) == 2
 
 
 def test_a_record_that_becomes_uncacheable_is_removed(project: Path) -> None:
     check(project)
-    assert len(list((project / ".flopbudget_cache" / "v3").glob("*.json"))) == 2
+    assert len(list((project / ".flopbudget_cache" / f"v{STORE_FORMAT}").glob("*.json"))) == 2
     (project / "odd.py").write_text(UNCACHEABLE)
     (project / "other.py").write_text(OTHER.replace("    return nn.Linear(8, 3)", "    __import__('odd').note("
                                                    "'it ran a subprocess')\n    return nn.Linear(8, 3)"))  # fmt: skip
     counted, done = check(project)
     assert counted == ["other"] and "other: not cached: it ran a subprocess" in done.stderr
-    assert len(list((project / ".flopbudget_cache" / "v3").glob("*.json"))) == 1
+    assert len(list((project / ".flopbudget_cache" / f"v{STORE_FORMAT}").glob("*.json"))) == 1
 
 
 # -- records from elsewhere are not believed --------------------------------------------------------------------------
@@ -524,7 +526,7 @@ def resign(record: Path, key: bytes, edit) -> None:  # type: ignore[no-untyped-d
 
 
 def record_of(project: Path, name: str) -> Path:
-    for path in (project / ".flopbudget_cache" / "v3").glob("*.json"):
+    for path in (project / ".flopbudget_cache" / f"v{STORE_FORMAT}").glob("*.json"):
         if json.loads(path.read_text())["model"] == name:
             return path
     raise AssertionError(f"no record for {name}")

@@ -23,6 +23,7 @@ from pytest_flopbudget.metrics import (
     METRICS,
     PARAM_BYTES,
     PARAMS,
+    PEAK_MEMORY,
     PER_OP,
     SKIPPED,
     Metric,
@@ -36,15 +37,17 @@ from pytest_flopbudget.units import BINARY, SI
 
 
 def test_the_metrics_in_their_order_with_their_names() -> None:
-    assert list(METRICS) == ["flops", "macs", "params", "skipped", "bytes", "param-bytes"]
-    assert [m.key for m in METRICS] == ["flops", "macs", "params", "max-skipped-ops", "bytes", "param-bytes"]
-    assert [m.argument for m in METRICS] == ["flops", "macs", "params", "max_skipped_ops", "bytes", "param_bytes"]
-    assert [m.label for m in METRICS] == ["FLOPs", "MACs", "params", "skipped op calls", "bytes moved", "param bytes"]
-    assert METRICS.growth == (FLOPS, MACS, PARAMS, BYTES, PARAM_BYTES)
+    names = ["flops", "macs", "params", "skipped", "bytes", "param-bytes", "peak-memory"]
+    assert list(METRICS) == names
+    assert [m.key for m in METRICS] == [*names[:3], "max-skipped-ops", *names[4:]]
+    assert [m.argument for m in METRICS] == [n.replace("-", "_") for n in [*names[:3], "max-skipped-ops", *names[4:]]]
+    labels = ["FLOPs", "MACs", "params", "skipped op calls", "bytes moved", "param bytes", "peak memory"]
+    assert [m.label for m in METRICS] == labels
+    assert METRICS.growth == (FLOPS, MACS, PARAMS, BYTES, PARAM_BYTES, PEAK_MEMORY)
     assert METRICS.counted == (FLOPS, MACS, PARAMS, BYTES, PARAM_BYTES) and METRICS.per_op == (FLOPS, MACS, BYTES)
-    assert METRICS.optional == (BYTES, PARAM_BYTES)
+    assert METRICS.optional == (BYTES, PARAM_BYTES, PEAK_MEMORY)
     assert all(m.prefixes == SI for m in METRICS if not m.optional)
-    assert BYTES.prefixes == PARAM_BYTES.prefixes == BINARY | SI
+    assert BYTES.prefixes == PARAM_BYTES.prefixes == PEAK_MEMORY.prefixes == BINARY | SI
 
 
 def test_lookups() -> None:
@@ -53,7 +56,7 @@ def test_lookups() -> None:
     assert METRICS.by_argument("max_skipped_ops") is SKIPPED
     assert METRICS.by_unit("GFLOPs"[1:]) is FLOPS and METRICS.by_unit("parameters") is PARAMS
     assert by_name("params") is PARAMS
-    match = "unknown metric 'gflops'; expected one of flops, macs, params, skipped, bytes, param-bytes"
+    match = "unknown metric 'gflops'; expected one of flops, macs, params, skipped, bytes, param-bytes, peak-memory"
     with pytest.raises(ValueError, match=match):
         by_name("gflops")
 
@@ -74,6 +77,7 @@ def test_config_maps_come_from_the_definitions() -> None:
         "max-skipped-ops": "skipped",
         "bytes": "bytes",
         "param-bytes": "param-bytes",
+        "peak-memory": "peak-memory",
         "max-increase": "max_increase",
     }
 

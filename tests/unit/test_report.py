@@ -124,3 +124,19 @@ def test_costs_are_keyed_by_metric_and_zeros_do_not_count() -> None:
     assert LayerCost(flops=2).values == {FLOPS: 2}
     with pytest.raises(ValueError, match="unknown metric 'flopz'"):
         LayerCost(flopz=1)
+
+
+def test_peak_memory_round_trips_and_a_report_without_it_does_not_measure_it() -> None:
+    from pytest_flopbudget.metrics import PEAK_MEMORY
+
+    report = Report(peak_memory=2_692_096, peak_layer="1", optional_metrics=frozenset({PEAK_MEMORY}))
+    data = report.to_dict()
+    assert data["peak_memory"] == {"bytes": 2_692_096, "layer": "1"}
+    back = Report.from_dict(data)
+    assert back == report and back.measures(PEAK_MEMORY) and back.metric(PEAK_MEMORY) == 2_692_096
+    assert PEAK_MEMORY.where(back) == "1"
+    del data["peak_memory"]  # an older file, or an ONNX count: not measured, never 0
+    assert not Report.from_dict(data).measures(PEAK_MEMORY)
+    data["peak_memory"] = {"bytes": -1, "layer": "1"}
+    with pytest.raises(ValueError, match="peak_memory.bytes"):
+        Report.from_dict(data)

@@ -24,7 +24,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten, tree_map
 
 from ...errors import CountingError
-from ...metrics import BYTES, PARAM_BYTES, PARAMS
+from ...metrics import BYTES, PARAM_BYTES, PARAMS, PEAK_MEMORY
 from ...report import LayerCost, Report, conventions_with
 from ..formulas import Cost
 from ..registry import Free
@@ -170,7 +170,11 @@ class CountingMode(TorchDispatchMode):
                     self._bytes[memo_key] = moved
             self.tally.add_values(path, key, {**cost.values(), BYTES: moved}, backward=node is not None)
         if self.peak is not None:
-            self.peak.observe(args, out, node)
+            try:
+                self.peak.observe(args, out, node)
+            except Exception:  # what the tracker cannot follow leaves peak memory not measured, never wrong
+                self.peak.failed = True
+                self.peak = None
         return out
 
     def _guarded(
@@ -292,7 +296,8 @@ def count_torch(
     method: str = "forward",
     peak: LiveBytes | None = None,
 ) -> Report:
-    """`peak`, if given, follows the live tensor bytes of the counted call (see peak_memory.py)."""
+    """Every count follows the live tensor bytes of the counted call (peak_memory.py): the Report's `peak_memory`;
+    `peak`, if given, is the tracker to use (to read its details afterwards)."""
     if not isinstance(model, torch.nn.Module):
         raise CountingError(
             f"count() needs a torch.nn.Module, a path to an .onnx file or an onnx.ModelProto; "
@@ -304,6 +309,7 @@ def count_torch(
 
     mode: CountingMode | None = None
     tracker: ModulePathTracker | None = None
+    live = peak if peak is not None else LiveBytes()
     try:
         with deferred_dynamo(), _quiet_fake_tensor_log(), _execution_context(execution) as context:
             stand_in = _by_identity(context.tensor)
@@ -324,9 +330,8 @@ def count_torch(
                 context.values.remember_inputs((args, kwargs), stand_in)
             if training:
                 counted.train()
-            if peak is not None:
-                peak.attach(tracker, (counted, fake_args, fake_kwargs))
-                mode.peak = peak
+            live.attach(tracker, (counted, fake_args, fake_kwargs))
+            mode.peak = live
             try:
                 formatting = context.values.formatting() if context.values is not None else contextlib.nullcontext()
                 with mode, formatting, _grad_mode(training):
@@ -347,6 +352,11 @@ def count_torch(
             tracker.close()
 
     report = _build_report(model, mode.tally, tracker, training, execution, args, kwargs, counted)
+    measured = live.result()
+    if not live.failed and measured.unsized == 0:  # a storage it could not size would make the peak low: say nothing
+        report.peak_memory, report.peak_layer = measured.bytes, measured.layer
+        report.optional_metrics = report.optional_metrics | {PEAK_MEMORY}
+        report.conventions = conventions_with(report.optional_metrics)
     if method != "forward":
         report.model = f"{report.model}.{method}"
     return report

@@ -64,6 +64,8 @@ class LiveBytes:
         self.layer = ROOT
         self.backward = False
         self.unsized = 0
+        #: set when an op could not be followed: the count then has no peak-memory figure
+        self.failed = False
         self._tracker: ModulePathTracker | None = None
         #: id of a live storage -> (weak reference to it, its bytes); the callback removes the entry
         self._storages: dict[int, tuple[weakref.ref[Any], int]] = {}
@@ -106,7 +108,8 @@ class LiveBytes:
         """Adds the tensor's storage if it is new; the bytes added (0 if it was alive already or has none)."""
         try:
             storage = tensor.untyped_storage()
-        except Exception:  # sparse, nested or other storage-less tensors
+        except Exception:  # sparse, nested or other storage-less tensors: bytes the figure would miss
+            self.unsized += 1
             return 0
         key = id(storage)
         if key in self._storages:
