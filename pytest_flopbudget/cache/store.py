@@ -37,9 +37,9 @@ from pytest_flopbudget.metrics import METRICS
 from pytest_flopbudget.report import Report
 
 CACHE_DIR_NAME = ".flopbudget_cache"
-#: 2: signed records (`record_signing`); 3: reports in the `report/2` layout (keyed by metric); 4: with bytes;
-#: 5: with peak memory
-FORMAT = 5
+#: 2: signed records (`record_signing`); 3: reports in the `report/2` layout (keyed by metric); 4: reports that carry
+#: peak memory (a record without it would read as not measured)
+FORMAT = 4
 #: The key of a record's signature: an HMAC-SHA256 of `canonical(record without it)`.
 SIGNATURE = "hmac-sha256"
 #: Why a record that is there was not believed (printed as `NAME: cached count not trusted: ...`).
@@ -78,6 +78,8 @@ def entry_key(table: Mapping[str, Any], root: Path) -> str:
     identity = {
         "format": FORMAT,
         "tool": __version__,
+        # a record counted before a metric existed lacks its figure: a new metric is a new key
+        "metrics": [str(metric) for metric in METRICS.counted],
         "python": sys.version,
         "executable": sys.executable,
         "flags": list(sys.flags),  # -O / PYTHONOPTIMIZE: `if __debug__:` code and asserts run or not

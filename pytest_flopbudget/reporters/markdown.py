@@ -268,7 +268,7 @@ def _figures(verdict: Verdict, metric: Metric) -> tuple[str, ...]:
         metric_title(metric),
         format_count(limit.value, prefixes=prefixes) if limit is not None else "-",
         format_count(old, prefixes=prefixes) if old is not None else "-",
-        format_count(now, prefixes=prefixes),
+        format_count(now, prefixes=prefixes) if verdict.report.measures(metric) else "-",  # bytes of ONNX: none
         shown_delta,
         shown_usage,
     )

@@ -427,7 +427,10 @@ def test_count_json_is_the_report(project):
     with torch.no_grad():
         expected = count(torch.nn.Sequential(), torch.zeros(1))  # any report, for the layout
     assert set(data) == set(expected.to_dict())
-    assert data["totals"] == {"flops": MLP_FLOPS, "macs": 80, "params": 46}
+    # the memory metrics too, as every PyTorch report carries them: fp32 parameters are 4 bytes each
+    assert data["totals"] == {"flops": MLP_FLOPS, "macs": 80, "params": 46, "param-bytes": 4 * 46,
+                              "bytes": data["totals"]["bytes"]}  # fmt: skip
+    assert data["totals"]["bytes"] > 4 * 46
 
 
 def test_count_a_pyproject_model_and_override_its_inputs(project):

@@ -11,7 +11,7 @@ from pytest_flopbudget.judge.reason import reason
 from pytest_flopbudget.judge.verdict import FindingKind, Measurement, evaluate
 from pytest_flopbudget.metrics import BYTES, FLOPS, PARAM_BYTES, PARAMS
 from pytest_flopbudget.report import LayerCost, PhaseTotals, Report
-from pytest_flopbudget.reporters import json_report, terminal
+from pytest_flopbudget.reporters import json_report, markdown, terminal
 
 GiB = 2**30
 
@@ -100,3 +100,6 @@ def test_a_report_without_the_metric_is_never_judged_as_zero() -> None:
     figures = json_report.model_entry(verdict, root="/p")["metrics"]["bytes"]
     assert figures["now"] is None and figures["limit"] == 1024 and figures["over"] is False
     assert "bytes" not in without_memory(100).to_dict()["totals"]
+    summary = markdown.summary([verdict], update_hint="`flopbudget check --update`", workspace="/p")
+    row = next(line for line in summary.splitlines() if "bytes moved" in line)
+    assert row.endswith("| bytes moved | 1.00Ki | - | - | - | - |")  # budget 1 KiB, no baseline, no figure now
