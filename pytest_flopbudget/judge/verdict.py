@@ -258,10 +258,11 @@ def evaluate(
         limit = budget.limit(metric)
         now = report.metric(metric)
         if limit is not None and not report.measures(metric):
-            why = f"{metric.label} are not measured for this model ({report.backend})"
-            message = f"{why}: its {metric.key} budget is not checked"
+            # a budget that cannot be checked fails: passing it would say the model is within it
+            why = f"{metric.label}: not measured for this model ({report.backend})"
+            message = f"{why}, so its {metric.key} budget cannot be checked"
             findings.append(
-                Finding(WARNING, FindingKind.NOT_MEASURED, message, metric, limit=limit.value, source=limit.source)
+                Finding(ERROR, FindingKind.NOT_MEASURED, message, metric, limit=limit.value, source=limit.source)
             )
         elif limit is not None and now > limit.value:
             old = baseline.metric(metric) if baseline is not None and baseline.measures(metric) else None

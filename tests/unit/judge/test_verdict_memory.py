@@ -89,10 +89,10 @@ def test_a_baseline_without_the_metric_is_not_measured_and_max_increase_says_so(
 
 def test_a_report_without_the_metric_is_never_judged_as_zero() -> None:
     verdict = evaluate(measure(without_memory(100), bytes="1KiB", **{"param-bytes": "1"}))
-    assert verdict.passed
-    assert [f.message for f in verdict.warnings] == [
-        "bytes moved are not measured for this model (torch): its bytes budget is not checked",
-        "param bytes are not measured for this model (torch): its param-bytes budget is not checked",
+    assert not verdict.passed  # a budget that cannot be checked fails, it never passes as if met
+    assert [f.message for f in verdict.violations] == [
+        "bytes moved: not measured for this model (torch), so its bytes budget cannot be checked",
+        "param bytes: not measured for this model (torch), so its param-bytes budget cannot be checked",
     ]
     assert verdict.usage(BYTES) is None
     lines = terminal.summary_lines([verdict])
