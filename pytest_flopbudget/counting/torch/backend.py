@@ -163,11 +163,14 @@ class CountingMode(TorchDispatchMode):
         if isinstance(cost, str):
             self.tally.skip(path, key, cost)
         elif not isinstance(cost, Free):
-            moved = self._bytes.get(memo_key) if memo_key is not None else None
+            # the shape memo's key says nothing of which arguments are the same tensor (`x * x` reads x once,
+            # `x * y` reads both): the bytes memo keys on that too, or a replay would answer for the other
+            bytes_key = (memo_key, _aliasing(args, kwargs)) if memo_key is not None else None
+            moved = self._bytes.get(bytes_key) if bytes_key is not None else None
             if moved is None:
                 moved = bytes_moved(func, args, kwargs, out)
-                if memo_key is not None:
-                    self._bytes[memo_key] = moved
+                if bytes_key is not None:
+                    self._bytes[bytes_key] = moved
             self.tally.add_values(path, key, {**cost.values(), BYTES: moved}, backward=node is not None)
         if self.peak is not None:
             try:
@@ -263,6 +266,19 @@ def bytes_moved(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], out: A
     outs = [t for t in tree_flatten(kwargs.get("out"))[0] if isinstance(t, torch.Tensor)]
     read = [t for t in tree_flatten((args, kwargs))[0] if isinstance(t, torch.Tensor)]
     return _tensor_bytes(t for t in read if not any(t is o for o in outs)) + _tensor_bytes(written)
+
+
+def _aliasing(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[int, ...]:
+    """For each tensor argument (top level, or one level down in a list), the position of the first argument that
+    is the same tensor: what `bytes_moved` depends on beyond shapes and dtypes."""
+    tensors: list[Any] = []
+    for value in (*args, *kwargs.values()):
+        if isinstance(value, torch.Tensor):
+            tensors.append(value)
+        elif isinstance(value, (list, tuple)):
+            tensors.extend(item for item in value if isinstance(item, torch.Tensor))
+    first: dict[int, int] = {}
+    return tuple(first.setdefault(id(tensor), index) for index, tensor in enumerate(tensors))
 
 
 def _tensor_bytes(tensors: Iterable[Any]) -> int:

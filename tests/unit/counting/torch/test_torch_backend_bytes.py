@@ -63,6 +63,18 @@ def test_an_op_reading_one_tensor_twice_reads_it_once() -> None:
     assert count(Square(), torch.randn(8, dtype=torch.float16)).metric(BYTES) == (8 + 8) * 2
 
 
+def test_the_bytes_memo_tells_a_square_from_a_product_of_the_same_shapes() -> None:
+    """The shape memo answers `a * b` from `a * a` (same shapes and dtypes); the bytes must not be replayed."""
+
+    class SquareThenProduct(nn.Module):
+        def forward(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+            return (a * a) + (a * b)
+
+    a, b = torch.randn(4, 5), torch.randn(4, 5)  # 20 fp32 elements = 80 bytes each
+    # a*a: read a, write 80 = 160; a*b: read a and b, write 80 = 240; (+): read two 80s, write 80 = 240
+    assert count(SquareThenProduct(), a, b).metric(BYTES) == 160 + 240 + 240
+
+
 def test_llama_7b_in_bf16_on_meta_has_two_bytes_per_parameter() -> None:
     config = LlamaConfig.llama_7b()
     with torch.device("meta"):
