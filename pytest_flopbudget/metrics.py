@@ -13,7 +13,7 @@ every reporter iterate over `METRICS`.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
-from typing import Protocol
+from typing import Any, Protocol
 
 from pytest_flopbudget.units import BINARY, SI, PrefixSystem
 
@@ -283,14 +283,18 @@ SKIPPED = define(
     of_layer=_skipped_in_layer,
     conventions={"skipped": "ops with compute but no formula count as zero and are listed in skipped"},
 )
+
+
+def define_in_bytes(name: str, **spec: Any) -> Metric:
+    """A memory metric: written in bytes (`B`), with binary and decimal prefixes (`512MiB`, `0.5 GB`), and optional
+    (a backend that does not measure it leaves it not measured)."""
+    return define(name, units=("b", "byte", "bytes"), prefixes=BINARY | SI, symbol="B", optional=True, **spec)
+
+
 #: Memory traffic of every counted op: each distinct tensor it reads and each it writes, in its own dtype's bytes.
-BYTES = define(
+BYTES = define_in_bytes(
     "bytes",
     label="bytes moved",
-    units=("b", "byte", "bytes"),
-    prefixes=BINARY | SI,
-    symbol="B",
-    optional=True,
     conventions={
         "bytes": (
             "per counted op: every distinct tensor input read once and every output written once, each at its "
@@ -300,16 +304,12 @@ BYTES = define(
     },
 )
 #: The bytes of each module's own unique parameters, in their own dtypes (tied weights once, like params).
-PARAM_BYTES = define(
+PARAM_BYTES = define_in_bytes(
     "param-bytes",
     label="param bytes",
     argument="param_bytes",
-    units=("b", "byte", "bytes"),
     slot_units=("param-bytes",),
-    prefixes=BINARY | SI,
-    symbol="B",
     scope=PER_LAYER,
-    optional=True,
     conventions={"param-bytes": "bytes of the unique parameters in their own dtypes, buffers excluded"},
 )
 
@@ -327,16 +327,12 @@ def _peak_layer(report: ReportFigures) -> str | None:
 
 
 #: The peak of live tensor bytes during the counted call (counting/torch/peak_memory.py says what is in and out).
-PEAK_MEMORY = define(
+PEAK_MEMORY = define_in_bytes(
     "peak-memory",
     label="peak memory",
     argument="peak_memory",
-    units=("b", "byte", "bytes"),
     slot_units=("peak-memory",),
-    prefixes=BINARY | SI,
-    symbol="B",
     scope=DERIVED,
-    optional=True,
     of_report=_peak_memory,
     of_layer=_no_layer_share,
     where=_peak_layer,
