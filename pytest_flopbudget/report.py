@@ -7,7 +7,8 @@ and the module-tree view are derived, so the per-layer numbers always add up to 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from bisect import bisect_right
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -198,6 +199,23 @@ class EstimatedOp:
     rule: str = ""
 
 
+@dataclass(frozen=True)
+class MemoryTimeline:
+    """Live tensor bytes over a counted call, for the picture of `count --metric peak-memory`: `live[0]` before the
+    first op, `live[i]` after op i; `layers` the (index, module path) at which each run of ops in one layer begins;
+    `backward` the index of the first op of the backward (None for inference). Kept in memory only, never in the
+    JSON: a baseline or a report read back has none."""
+
+    live: Sequence[int]
+    layers: Sequence[tuple[int, str]]
+    backward: int | None = None
+
+    def layer_at(self, index: int) -> str:
+        """The module running at sample `index` (the model itself before the first op)."""
+        where = bisect_right(self.layers, (index, "\U0010ffff")) - 1
+        return self.layers[where][1] if where >= 0 else ROOT
+
+
 @dataclass
 class Report(BothPhases):
     """What a model costs, per layer and in total, and how that was counted.
@@ -227,6 +245,9 @@ class Report(BothPhases):
     #: measured when `PEAK_MEMORY` is in `optional_metrics`).
     peak_memory: int = 0
     peak_layer: str = ROOT
+    #: Live bytes op by op, where the count kept them (a PyTorch count that measured peak memory): not compared,
+    #: not written to JSON.
+    memory_timeline: MemoryTimeline | None = field(default=None, compare=False)
 
     def __str__(self) -> str:
         """The per-layer table `flopbudget count` prints (depth 2), so `print(count(model, x))` shows where the

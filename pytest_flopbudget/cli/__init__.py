@@ -18,7 +18,8 @@ from collections.abc import Sequence
 from typing import Any, NoReturn
 
 from ..errors import FlopBudgetError
-from ..metrics import METRICS, by_name
+from ..metrics import METRICS, PEAK_MEMORY, by_name
+from ..render.roofline import PROFILES
 from ..safe_text import SafeStream, one_line, safe_line, safe_text
 from ..version import __version__
 
@@ -182,8 +183,15 @@ def build_parser() -> argparse.ArgumentParser:
     )
     count.add_argument(
         "--metric",
-        choices=tuple(str(metric) for metric in METRICS.counted),
-        help="what the box widths of --format svg/html show (default flops)",
+        choices=(*(str(metric) for metric in METRICS.counted), str(PEAK_MEMORY)),
+        help="what the box widths of --format svg/html show (default flops); peak-memory draws live bytes over "
+        "the call instead",
+    )
+    count.add_argument(
+        "--hardware",
+        metavar="NAME[:DTYPE]",
+        help=f"add a roofline estimate per layer on a hardware profile ({', '.join(sorted(PROFILES))}); the dtype "
+        "whose peak applies is read from the parameters unless given (h100-sxm:bf16)",
     )
     count.add_argument("-o", "--output", metavar="PATH", help="write to PATH (atomically) instead of stdout")
     count.set_defaults(handler=_count)
@@ -342,7 +350,7 @@ def _count(args: argparse.Namespace) -> int:
     request = CountRequest(
         target=args.target, input=args.input, dtype=args.dtype, training=args.training, execution=args.execution,
         method=args.method, depth=args.depth, format=args.format, pyproject=args.pyproject, metric=metric,
-        output=args.output,
+        output=args.output, hardware=args.hardware,
     )  # fmt: skip
     return run_count(request, _out(), _err())
 

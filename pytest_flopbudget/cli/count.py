@@ -25,7 +25,8 @@ from pytest_flopbudget.config.pyproject import (
 
 from ..backends import Backend, backend_for, backend_for_target, count_entry
 from ..errors import CountingError
-from ..metrics import FLOPS, Metric
+from ..metrics import FLOPS, PEAK_MEMORY, Metric
+from ..render.roofline_report import Roofline, choose, roofline_for
 from ..report import Report
 from ..safe_text import json_safe, safe_text
 from .inputs import describe_inputs, parse_inputs
@@ -50,6 +51,8 @@ class CountRequest:
     metric: Metric | None = None
     #: Write the output to this file (atomically) instead of stdout.
     output: str | None = None
+    #: `NAME[:DTYPE]`: add the roofline estimate on that hardware profile to the table or JSON (render/roofline.py).
+    hardware: str | None = None
 
 
 #: Formats that draw a picture (`reporters/flame.py`).
@@ -61,6 +64,9 @@ def run_count(request: CountRequest, out: TextIO, err: TextIO) -> int:
     errors are raised for `cli.main` to print."""
     if request.metric is not None and request.format not in PICTURES:
         raise UsageError(f"--metric sets what a picture shows; give it with --format svg or html, not {request.format}")
+    if request.hardware is not None and request.format in PICTURES:
+        raise UsageError("--hardware adds a roofline estimate to the table and the JSON, not to a picture")
+    hardware = choose(request.hardware) if request.hardware is not None else None  # a typo costs no count
     entry, root = resolve_target(request)
     with Progress(1, getattr(err, "raw", err)) as progress:
         progress.start(entry.name)
@@ -69,7 +75,13 @@ def run_count(request: CountRequest, out: TextIO, err: TextIO) -> int:
         except CountingError as exc:
             raise CountingError(command_line_hint(str(exc))) from None
         progress.advance()
-    text = render(report, entry, request)
+    if request.metric is not None and not report.measures(request.metric):
+        raise UsageError(
+            f"--metric {request.metric}: the {report.backend} backend does not measure {request.metric.label} for "
+            f"this model, so there is nothing to draw"
+        )
+    roofline = roofline_for(report, *hardware) if hardware is not None else None
+    text = render(report, entry, request, roofline)
     if request.output is None:
         out.write(text)
     else:
@@ -77,14 +89,19 @@ def run_count(request: CountRequest, out: TextIO, err: TextIO) -> int:
     return 0
 
 
-def render(report: Report, entry: ModelEntry, request: CountRequest) -> str:
+def render(report: Report, entry: ModelEntry, request: CountRequest, roofline: Roofline | None = None) -> str:
     """The text `flopbudget count` prints for `report` in `request.format`, ending in a newline."""
-    from pytest_flopbudget.judge.baseline import dumps
-
     if request.format == "json":
-        return json_safe(dumps(report))
+        from pytest_flopbudget.render.count_json import count_document
+
+        return json_safe(count_document(report, roofline))
     mode = "training step (forward + backward)" if report.training else "inference"
     title = f"{entry.name}: {describe_inputs(report.inputs)}; {mode}"
+    if request.format in PICTURES and request.metric == PEAK_MEMORY:
+        from pytest_flopbudget.render import memory_chart
+
+        chart = memory_chart.render_html if request.format == "html" else memory_chart.render_svg
+        return chart(report, title=title, budget=entry.budget)
     if request.format in PICTURES:
         from pytest_flopbudget.render import flame
 
@@ -92,7 +109,7 @@ def render(report: Report, entry: ModelEntry, request: CountRequest) -> str:
         return draw(report, metric=request.metric or FLOPS, title=title, name=entry.name, budget=entry.budget)
     from pytest_flopbudget.render.table import format_layer_table
 
-    return format_layer_table(report, depth=request.depth, title=title) + "\n"
+    return format_layer_table(report, depth=request.depth, title=title, roofline=roofline) + "\n"
 
 
 def write_output(path: str, text: str) -> None:

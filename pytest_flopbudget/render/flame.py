@@ -142,7 +142,12 @@ def render_html(
 ) -> str:
     """`render_svg` inline in a minimal HTML page that may load nothing (no script is needed: hover is CSS)."""
     svg = render_svg(report, metric=metric, title=title, name=name, budget=budget)
-    heading = xml_text(title or report.model or ROOT_LABEL)
+    return html_page(svg, title or report.model or ROOT_LABEL)
+
+
+def html_page(svg: str, title: str) -> str:
+    """`svg` inline in a minimal HTML page titled `title` that may load and run nothing."""
+    heading = xml_text(title)
     return (
         "\n".join(
             [

@@ -16,6 +16,7 @@ the dtype of its tensors); this module imports nothing but the errors, so the ta
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from fractions import Fraction
@@ -214,6 +215,47 @@ def estimated_seconds(flops: int, moved: int, hardware: HardwareProfile, dtype: 
 
 
 @dataclass(frozen=True)
+class Estimate:
+    """The roofline estimate of a group of ops run one after another (a layer's kernels): the sum of each op's
+    roofline time, split by the roof that bounds each op. Summing per op, as a profiler's per-kernel roofline
+    does, never lets one op's compute hide another op's memory traffic, as `max` over the layer's totals would."""
+
+    compute_seconds: Fraction
+    memory_seconds: Fraction
+
+    @property
+    def seconds(self) -> Fraction:
+        return self.compute_seconds + self.memory_seconds
+
+    @property
+    def bound(self) -> Bound:
+        """`memory` when ops below the ridge point take most of the estimated time, `compute` otherwise (a tie
+        included, as a layer on the ridge point is compute-bound), `idle` when nothing is estimated to take time."""
+        if self.seconds == 0:
+            return "idle"
+        return "memory" if self.memory_seconds > self.compute_seconds else "compute"
+
+    def __add__(self, other: Estimate) -> Estimate:
+        """Two groups of ops run one after the other (a module and its children)."""
+        return Estimate(self.compute_seconds + other.compute_seconds, self.memory_seconds + other.memory_seconds)
+
+
+def estimate_ops(ops: Iterable[tuple[int, int]], hardware: HardwareProfile, dtype: str) -> Estimate:
+    """The estimate of ops given as (FLOPs, bytes moved) pairs, each op bounded by its own roof (`bound`)."""
+    peak, bandwidth = hardware.peak(dtype), hardware.bandwidth
+    ridge = peak / bandwidth
+    compute, memory = Fraction(0), Fraction(0)
+    for flops, moved in ops:
+        if flops == 0 and moved == 0:
+            continue
+        if moved == 0 or Fraction(flops, moved) >= ridge:
+            compute += Fraction(flops) / peak
+        else:
+            memory += Fraction(moved) / bandwidth
+    return Estimate(compute, memory)
+
+
+@dataclass(frozen=True)
 class RooflineRow:
     """One layer on the roofline: its intensity (None: infinite), which roof bounds it, and the estimated time."""
 
@@ -242,21 +284,35 @@ def roofline_rows(layers: Mapping[str, tuple[int, int, str]], hardware: Hardware
 _TIME_UNITS = ((Fraction(1), "s"), (Fraction(1, 10**3), "ms"), (Fraction(1, 10**6), "us"), (Fraction(1, 10**9), "ns"))
 
 
-def format_seconds(seconds: Fraction) -> str:
-    """`~1.23 ms (roofline estimate)`: three significant digits in the largest unit the value reaches, labelled."""
+def format_seconds(seconds: Fraction, labelled: bool = True) -> str:
+    """`~1.23 ms (roofline estimate)`: three significant digits in the largest unit the value reaches, labelled
+    (`labelled=False`: `~1.23 ms`, for a column whose heading or notes say it is an estimate)."""
+    label = f" ({ESTIMATE_LABEL})" if labelled else ""
     if seconds == 0:
-        return f"~0 s ({ESTIMATE_LABEL})"
+        return f"~0 s{label}"
     for scale, unit in _TIME_UNITS:
         value = float(seconds / scale)
         text = f"{value:.0f}" if value >= 1000 else f"{value:.3g}"  # 5000 s, never 5e+03 s
         if float(text) >= 1 or unit == _TIME_UNITS[-1][1]:
-            return f"~{text} {unit} ({ESTIMATE_LABEL})"
+            return f"~{text} {unit}{label}"
     raise AssertionError("the last unit always returns")  # pragma: no cover
 
 
 def format_intensity(value: Fraction | None) -> str:
     """`1.62 FLOPs/byte` (three significant digits); `inf FLOPs/byte` when no bytes move."""
-    return "inf FLOPs/byte" if value is None else f"{float(value):.3g} FLOPs/byte"
+    return "inf FLOPs/byte" if value is None else f"{intensity_figure(value)} FLOPs/byte"
+
+
+def intensity_figure(value: Fraction) -> str:
+    """An intensity without its unit, three significant digits, never in exponent notation: `1.62`, `0.0417`,
+    `295`, `21000`, `0.0000123`: never in exponent notation."""
+    number = float(value)
+    if number >= 1000:
+        return f"{number:.0f}"
+    text = f"{number:.3g}"
+    if "e" in text:  # below 1e-4: as many decimals as three significant digits need
+        text = f"{number:.{2 - math.floor(math.log10(number))}f}"
+    return text
 
 
 def format_row(row: RooflineRow, hardware: HardwareProfile) -> str:

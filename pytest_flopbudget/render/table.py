@@ -11,7 +11,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from pytest_flopbudget.render.formatting import ROOT_LABEL, format_count
+from pytest_flopbudget.metrics import BYTES, PARAM_BYTES, PEAK_MEMORY
+from pytest_flopbudget.render.formatting import ROOT_LABEL, format_count, format_figure, format_value, layer_label
+from pytest_flopbudget.render.roofline import Estimate, format_seconds, intensity, intensity_figure
+from pytest_flopbudget.render.roofline_report import Roofline, layer_intensity
 from pytest_flopbudget.report import ROOT, LayerCost, Report, ancestors
 from pytest_flopbudget.safe_text import safe_text
 
@@ -57,7 +60,11 @@ def report_text(report: Report) -> str:
     return safe_text(format_layer_table(report, title=title))
 
 
-def format_layer_table(report: Report, depth: int | None = 2, title: str = "") -> str:
+def format_layer_table(
+    report: Report, depth: int | None = 2, title: str = "", roofline: Roofline | None = None
+) -> str:
+    """The table: a row per module to `depth`; where the report measures bytes moved, their column and the
+    arithmetic intensity (FLOPs per byte), and with a `roofline` each row's estimated time and bound."""
     inclusive = report.inclusive()
     rows = [
         (path, cost) for path, cost in inclusive.items() if path == ROOT or depth is None or path.count(".") < depth
@@ -67,12 +74,19 @@ def format_layer_table(report: Report, depth: int | None = 2, title: str = "") -
     total_flops = report.flops or 1
     lines = [title] if title else []
     width = max([len(ROOT_LABEL)] + [len(_label(path)) for path, _ in rows])
+    moved = report.measures(BYTES)
+    estimates = roofline.estimates(report) if roofline is not None else None
     header = f"{'layer':<{width}}  {'FLOPs':>9}  {'MACs':>9}  {'params':>9}  {'share':>6}"
+    header += _memory_headings(moved, estimated=estimates is not None)
     lines += [header, "-" * len(header)]
     for path, cost in rows:
-        lines.append(_row(_label(path), cost, total_flops, width))
+        estimate = None if estimates is None else estimates[path]
+        lines.append(_row(_label(path), cost, total_flops, width) + _memory_cells(cost, moved, estimate))
     lines.append("-" * len(header))
     lines.append(_totals(report))
+    lines.extend(format_memory(report))
+    if roofline is not None:
+        lines.extend(roofline.notes())
     lines.extend(format_skipped(report))
     return "\n".join(lines)
 
@@ -97,6 +111,47 @@ def _row(label: str, cost: LayerCost, total_flops: int, width: int) -> str:
         f"{label:<{width}}  {format_count(cost.flops):>9}  {format_count(cost.macs):>9}  "
         f"{format_count(cost.params):>9}  {share:>5.1f}%"
     )
+
+
+def _memory_headings(moved: bool, estimated: bool) -> str:
+    if not moved:
+        return ""
+    return f"  {BYTES.column:>11}  {'FLOPs/B':>8}" + (f"  {'est. time':>9}  {'bound':>7}" if estimated else "")
+
+
+def _memory_cells(cost: LayerCost, moved: bool, estimate: Estimate | None) -> str:
+    """The columns after `share`: bytes moved and FLOPs per byte where the report measures bytes (`-` for a row
+    that moves none: its intensity is absent, not 0 or infinite), then with a roofline estimate the row's
+    estimated time and the roof that bounds it (`-` when idle)."""
+    if not moved:
+        return ""
+    ratio = layer_intensity(cost)
+    cells = f"  {format_figure(cost.get(BYTES), BYTES):>11}  {'-' if ratio is None else intensity_figure(ratio):>8}"
+    if estimate is not None and estimate.bound == "idle":
+        cells += f"  {'-':>9}  {'-':>7}"
+    elif estimate is not None:
+        cells += f"  {format_seconds(estimate.seconds, labelled=False):>9}  {estimate.bound:>7}"
+    return cells
+
+
+def format_memory(report: Report) -> list[str]:
+    """The memory figures the report measures, under the totals: bytes moved with the model's arithmetic intensity
+    and its parameter bytes, and the peak of live tensor bytes with the layer it is reached in."""
+    lines = []
+    if report.measures(BYTES):
+        moved = report.metric(BYTES)
+        text = f"memory: {moved:,} bytes moved ({format_value(moved, BYTES)})"
+        ratio = intensity(report.flops, moved)
+        if ratio is not None:
+            text += f", {intensity_figure(ratio)} FLOPs/byte"
+        if report.measures(PARAM_BYTES):
+            stored = report.metric(PARAM_BYTES)
+            text += f"; {stored:,} param bytes ({format_value(stored, PARAM_BYTES)})"
+        lines.append(text)
+    if report.measures(PEAK_MEMORY):
+        peak = format_value(report.peak_memory, PEAK_MEMORY)
+        lines.append(f"peak memory {peak} at {layer_label(report.peak_layer)}")
+    return lines
 
 
 def _totals(report: Report) -> str:

@@ -174,7 +174,7 @@ class CountingMode(TorchDispatchMode):
             self.tally.add_values(path, key, {**cost.values(), BYTES: moved}, backward=node is not None)
         if self.peak is not None:
             try:
-                self.peak.observe(args, out, node)
+                self.peak.observe(args, out, node, path)
             except Exception:  # what the tracker cannot follow leaves peak memory not measured, never wrong
                 self.peak.failed = True
                 self.peak = None
@@ -371,6 +371,7 @@ def count_torch(
     measured = live.result()
     if not live.failed and measured.unsized == 0:  # a storage it could not size would make the peak low: say nothing
         report.peak_memory, report.peak_layer = measured.bytes, measured.layer
+        report.memory_timeline = live.timeline()
         report.optional_metrics = report.optional_metrics | {PEAK_MEMORY}
         report.conventions = conventions_with(report.optional_metrics)
     if method != "forward":

@@ -28,6 +28,7 @@ context and anything allocated outside tensors. Real CUDA peaks are therefore hi
 from __future__ import annotations
 
 import weakref
+from array import array
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -35,7 +36,7 @@ from typing import Any
 import torch
 from torch.utils._pytree import tree_flatten
 
-from ...report import ROOT
+from ...report import ROOT, MemoryTimeline
 from .module_paths import ModulePathTracker
 
 
@@ -69,6 +70,12 @@ class LiveBytes:
         self._tracker: ModulePathTracker | None = None
         #: id of a live storage -> (weak reference to it, its bytes); the callback removes the entry
         self._storages: dict[int, tuple[weakref.ref[Any], int]] = {}
+        #: the timeline (`timeline()`): live bytes after each op, the layer each run of ops ran in, where the
+        #: backward began, and storages found alive late (sample index, bytes), which every earlier sample lacks
+        self._samples = array("q")
+        self._layers: list[tuple[int, str]] = []
+        self._backward_at: int | None = None
+        self._late: list[tuple[int, int]] = []
 
     def attach(self, tracker: ModulePathTracker, present: Iterable[Any]) -> None:
         """Starts from the storages of every tensor in `present` (modules' parameters and buffers, inputs)."""
@@ -82,27 +89,54 @@ class LiveBytes:
                 if isinstance(tensor, torch.Tensor):
                     self._add(tensor)
         self.peak = self.live
+        self._samples.append(self.live)
 
     def result(self) -> PeakMemory:
         return PeakMemory(self.peak, self.layer, self.backward, self.unsized)
 
-    def observe(self, args: tuple[Any, ...], out: Any, node: Any) -> None:
-        """One op ran on `args` and returned `out` (`node`: the autograd node running it in the backward, or None)."""
+    def timeline(self) -> MemoryTimeline:
+        """Live bytes after each op so far (and before the first), each sample raised by the storages found alive
+        later (alive from the start, as the peak takes them): its highest sample is the peak, first reached at the
+        peak's layer."""
+        live = list(self._samples)
+        late = sorted(self._late)
+        missing = sum(size for _, size in late)
+        found = 0
+        for index in range(len(live)):
+            while found < len(late) and late[found][0] <= index:
+                missing -= late[found][1]
+                found += 1
+            live[index] += missing
+        return MemoryTimeline(live, list(self._layers), self._backward_at)
+
+    def observe(self, args: tuple[Any, ...], out: Any, node: Any, path: str | None = None) -> None:
+        """One op ran on `args` and returned `out` (`node`: the autograd node running it in the backward, or None;
+        `path`: the layer it ran in, if the caller knows it)."""
+        late = 0
         for value in _tensors(args):
             # not seen yet: alive since before the call, so every figure so far was short of its bytes
-            self.peak += self._add(value)
+            late += self._add(value)
+        if late:
+            self.peak += late
+            self._late.append((len(self._samples), late))
         grew = False
         for value in _tensors(out):
             if self._add(value):
                 grew = True
+        tracker = self._tracker
+        if path is None and tracker is not None:
+            path = tracker.path_for_node(node) if node is not None else tracker.current
+        path = path if path is not None else ROOT
+        index = len(self._samples)
+        self._samples.append(self.live)
+        if not self._layers or self._layers[-1][1] != path:
+            self._layers.append((index, path))
+        if node is not None and self._backward_at is None:
+            self._backward_at = index
         if grew and self.live > self.peak:
             self.peak = self.live
-            tracker = self._tracker
             self.backward = node is not None
-            if tracker is None:
-                self.layer = ROOT
-            else:
-                self.layer = tracker.path_for_node(node) if node is not None else tracker.current
+            self.layer = path
 
     def _add(self, tensor: torch.Tensor) -> int:
         """Adds the tensor's storage if it is new; the bytes added (0 if it was alive already or has none)."""
