@@ -415,8 +415,12 @@ def test_count_table(project):
     lines = out.splitlines()
     assert lines[0] == f"{project.module}:mlp: 2x8 float32; inference"
     assert [line.split()[0] for line in lines[3:7]] == ["(model)", "fc1", "act", "fc2"], "forward order"
-    assert lines[3].split() == ["(model)", str(MLP_FLOPS), "80", "46", "100.0%"]
+    # bytes moved, fp32: fc1 reads x 2*8, W 4*8, b 4 and writes 2*4 (60 elements), act reads and writes 2*4 (16),
+    # fc2 reads 2*4, W 2*4, b 2 and writes 2*2 (22): 98 elements * 4 = 392 B; 180 / 392 = 0.459 FLOPs/byte
+    assert lines[3].split() == ["(model)", str(MLP_FLOPS), "80", "46", "100.0%", "392", "0.459"]
     assert f"total: {MLP_FLOPS} FLOPs, 80 MACs, 46 params" in out
+    assert "memory: 392 bytes moved (392 B), 0.459 FLOPs/byte; 184 param bytes (184 B)" in out
+    assert any(line.startswith("peak memory ") for line in lines)
     assert "skipped ops: none" in out
 
 
@@ -426,7 +430,9 @@ def test_count_json_is_the_report(project):
     data = json.loads(out)
     with torch.no_grad():
         expected = count(torch.nn.Sequential(), torch.zeros(1))  # any report, for the layout
-    assert set(data) == set(expected.to_dict())
+    # and the arithmetic intensity `count` adds to the Report's layout: FLOPs per byte moved, 180 / 392
+    assert set(data) == set(expected.to_dict()) | {"intensity"}
+    assert data["intensity"] == MLP_FLOPS / 392
     # the memory metrics too, as every PyTorch report carries them: fp32 parameters are 4 bytes each
     assert data["totals"] == {"flops": MLP_FLOPS, "macs": 80, "params": 46, "param-bytes": 4 * 46,
                               "bytes": data["totals"]["bytes"]}  # fmt: skip

@@ -12,15 +12,18 @@ from pytest_flopbudget.errors import ConfigError
 from pytest_flopbudget.render.roofline import (
     DTYPES,
     PROFILES,
+    Estimate,
     RooflineRow,
     bound,
     canonical_dtype,
     describe_profiles,
+    estimate_ops,
     estimated_seconds,
     format_intensity,
     format_row,
     format_seconds,
     intensity,
+    intensity_figure,
     profile,
     ridge_point,
     roofline_rows,
@@ -182,3 +185,51 @@ def test_docs_list_every_profile_with_its_source() -> None:
     assert "estimate" in text
     assert len(describe_profiles()) == len(PROFILES)
     assert all("vendor peak figures" in line for line in describe_profiles())
+
+
+def test_estimate_ops_sums_each_op_at_its_own_roof() -> None:
+    # On H100 bf16 (ridge 295 FLOPs/byte): the small Linear is memory-bound, 148 B / 3.35e12 B/s;
+    # a 4096^3 matmul is compute-bound, 2 * 4096^3 / 989.5e12 FLOP/s. Summed, not max() over the two totals:
+    # max((240 + 2*4096^3) / P, (148 + 3*4096^2*2) / B) would let the matmul's compute hide the Linear's traffic.
+    big_flops, big_bytes = 2 * 4096**3, 3 * 4096**2 * 2
+    peak = Fraction("989.5") * 10**12
+    estimate = estimate_ops([(LINEAR_FLOPS, LINEAR_BYTES), (big_flops, big_bytes), (0, 0)], H100, "bf16")
+    assert estimate.memory_seconds == Fraction(148, 3_350_000_000_000)
+    assert estimate.compute_seconds == Fraction(big_flops) / peak
+    assert estimate.seconds == Fraction(148, 3_350_000_000_000) + Fraction(big_flops) / peak
+    assert estimate.bound == "compute"  # 0.139 ms of compute against 0.0442 ns of memory traffic
+    assert estimate.seconds > estimated_seconds(LINEAR_FLOPS + big_flops, LINEAR_BYTES + big_bytes, H100, "bf16")
+
+
+def test_estimate_bounds_and_sums() -> None:
+    one_op = estimate_ops([(LINEAR_FLOPS, LINEAR_BYTES)], H100, "bf16")
+    assert (one_op.bound, one_op.seconds) == ("memory", estimated_seconds(LINEAR_FLOPS, LINEAR_BYTES, H100, "bf16"))
+    # a copy: no FLOPs, 8 bytes -> memory; no bytes -> compute; nothing -> idle
+    assert estimate_ops([(0, 8)], H100, "bf16").bound == "memory"
+    assert estimate_ops([(10, 0)], H100, "bf16").bound == "compute"
+    assert estimate_ops([], H100, "bf16").bound == "idle" and estimate_ops([(0, 0)], H100, "bf16").seconds == 0
+    # exactly on the A100 fp32 ridge (19,500 FLOPs over 2,039 B): compute-bound, 1 ns, as `bound` says
+    assert estimate_ops([(19_500, 2_039)], A100, "fp32") == Estimate(Fraction(1, 10**9), Fraction(0))
+    # a tie between the roofs' shares is compute-bound, like a layer on the ridge point
+    assert Estimate(Fraction(1), Fraction(1)).bound == "compute"
+    assert Estimate(Fraction(1), Fraction(2)) + Estimate(Fraction(3), Fraction(4)) == Estimate(Fraction(4), Fraction(6))
+
+
+@pytest.mark.parametrize(
+    ("value", "text"),
+    [(Fraction(60, 37), "1.62"), (Fraction(0), "0"), (Fraction(1, 2), "0.5"), (Fraction(19790, 67), "295"),
+     (Fraction(4096, 3), "1365"), (Fraction(21000), "21000"), (Fraction(123, 10**7), "0.0000123")],
+)  # fmt: skip
+def test_intensity_figures_never_use_exponents(value: Fraction, text: str) -> None:
+    assert intensity_figure(value) == text
+
+
+def test_format_seconds_without_the_label_for_a_labelled_column() -> None:
+    assert format_seconds(Fraction(1234, 10**6), labelled=False) == "~1.23 ms"
+    assert format_seconds(Fraction(0), labelled=False) == "~0 s"
+
+
+def test_half_precision_peaks_agree_so_a_2_byte_model_need_not_say_which() -> None:
+    # `roofline_report.model_dtype` reads 2-byte parameters as bf16: every profile gives fp16 the same peak
+    for item in PROFILES.values():
+        assert item.peaks["bf16"] == item.peaks["fp16"], item.name

@@ -85,3 +85,68 @@ def test_a_700kb_dotted_layer_name_formats_in_linear_memory() -> None:
     assert inclusive[""].flops == 10 and inclusive[name].flops == 8 and inclusive["a"].flops == 8
     assert len(table) < 50_000  # the name is shown cut (start…end), not padded into every row
     assert "a.a.a" in table and "…" in table
+
+
+# -- memory columns -------------------------------------------------------------------------------------------------
+
+
+def _memory_report() -> Report:
+    """A bias-free bf16 Linear `fc` (x[4, 5] @ W[6, 5]^T: 240 FLOPs, (20 + 30 + 24) * 2 = 148 bytes, 30 parameters
+    of 2 bytes) and an embedding `wte` that holds parameters but runs no counted op."""
+    from pytest_flopbudget.metrics import BYTES, FLOPS, MACS, PARAM_BYTES, PARAMS, PEAK_MEMORY
+
+    fc = LayerCost({PARAMS: 30, PARAM_BYTES: 60})
+    fc.add_op("aten.mm", {FLOPS: 240, MACS: 120, BYTES: 148})
+    wte = LayerCost({PARAMS: 10, PARAM_BYTES: 20})
+    report = Report(
+        layers={"fc": fc, "wte": wte},
+        forward=PhaseTotals({FLOPS: 240, MACS: 120, BYTES: 148}),
+        optional_metrics=frozenset({BYTES, PARAM_BYTES, PEAK_MEMORY}),
+        peak_memory=2_692_096,
+        peak_layer="fc",
+    )
+    return report
+
+
+def test_bytes_moved_and_intensity_columns_where_bytes_are_measured() -> None:
+    lines = format_layer_table(_memory_report()).splitlines()
+    assert lines[0].split() == ["layer", "FLOPs", "MACs", "params", "share", "bytes", "moved", "FLOPs/B"]
+    # 240 FLOPs over 148 bytes = 1.62 FLOPs/byte; wte moves nothing: no intensity, shown as `-` (not 0, not inf)
+    assert lines[2].split() == ["(model)", "240", "120", "40", "100.0%", "148", "1.62"]
+    assert lines[3].split() == ["fc", "240", "120", "30", "100.0%", "148", "1.62"]
+    assert lines[4].split() == ["wte", "0", "0", "10", "0.0%", "0", "-"]
+    assert lines[6:9] == [
+        "total: 240 FLOPs, 120 MACs, 40 params (240 FLOPs, 120 MACs)",
+        "memory: 148 bytes moved (148 B), 1.62 FLOPs/byte; 80 param bytes (80 B)",
+        "peak memory 2.57 MiB at fc",
+    ]
+
+
+def test_a_report_without_memory_figures_keeps_its_table() -> None:
+    report = _report({"fc": LayerCost(flops=240, macs=120, params=30)})
+    lines = format_layer_table(report).splitlines()
+    assert lines[0].split() == ["layer", "FLOPs", "MACs", "params", "share"]
+    assert lines[2].split() == ["(model)", "240", "120", "30", "100.0%"]
+    assert not any(line.startswith(("memory:", "peak memory")) for line in lines)
+
+
+def test_peak_at_the_model_itself_is_named_as_in_the_table() -> None:
+    report = _memory_report()
+    report.peak_layer = ""
+    assert "peak memory 2.57 MiB at (model)" in format_layer_table(report).splitlines()
+
+
+def test_roofline_columns_and_notes() -> None:
+    from pytest_flopbudget.render.roofline import profile
+    from pytest_flopbudget.render.roofline_report import roofline_for
+
+    report = _memory_report()
+    roofline = roofline_for(report, profile("h100-sxm"), None)  # 2-byte parameters: bf16
+    lines = format_layer_table(report, roofline=roofline).splitlines()
+    assert lines[0].split()[-5:] == ["moved", "FLOPs/B", "est.", "time", "bound"]
+    # fc on H100 bf16: 1.62 FLOPs/byte is below the ridge point (295): 148 B / 3.35e12 B/s = 0.0442 ns
+    assert lines[3].split() == ["fc", "240", "120", "30", "100.0%", "148", "1.62", "~0.0442", "ns", "memory"]
+    assert lines[4].split()[-2:] == ["-", "-"]  # wte runs nothing: idle
+    notes = [line for line in lines if "roofline estimate" in line or line.startswith("  est. time")]
+    assert notes == roofline.notes()
+    assert lines[-1].startswith("skipped ops: none")

@@ -111,6 +111,73 @@ def test_the_caller_model_and_the_report_are_unchanged() -> None:
     assert all(not isinstance(p, torch._subclasses.fake_tensor.FakeTensor) for p in model.parameters())
 
 
+# --- the timeline the peak-memory picture draws -------------------------------------------------------------------
+
+
+def _argmax(values: Any) -> int:
+    return max(range(len(values)), key=lambda index: (values[index], -index))
+
+
+def test_the_timeline_starts_with_what_is_alive_and_tops_at_the_peak() -> None:
+    from pytest_flopbudget import count
+
+    tokens, k, n = 8, 16, 32
+    model = nn.Sequential(nn.Linear(k, n), nn.ReLU(), nn.Linear(n, k))
+    with torch.no_grad():
+        report = count(model, torch.randn(tokens, k))
+    timeline = report.memory_timeline
+    assert timeline is not None and timeline.backward is None
+    assert timeline.live[0] == _param_bytes(model) + tokens * k * F32  # before the first op
+    assert max(timeline.live) == report.peak_memory == _param_bytes(model) + tokens * k * F32 + 2 * tokens * n * F32
+    assert timeline.layer_at(_argmax(timeline.live)) == report.peak_layer == "1"
+    assert [path for _, path in timeline.layers] == ["0", "1", "2"]  # each run of ops in one layer, in order
+    # after the last op: its output, and its input (ReLU's output), released only once the op has returned
+    assert timeline.live[-1] == _param_bytes(model) + tokens * k * F32 + tokens * k * F32 + tokens * n * F32
+
+
+def test_a_storage_found_late_raises_every_earlier_sample() -> None:
+    """The Table model's plain tensor attribute is first seen by the last ops, but alive from the start: the
+    timeline, like the peak, counts it from sample 0."""
+    from pytest_flopbudget import count
+
+    class Table(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.table = torch.zeros(64, 64)
+
+        def forward(self, x: Any) -> Any:
+            wide = x.expand(64, 64) * 2
+            return (wide.sum() + self.table[0, 0]).reshape(1)
+
+    report = count(Table(), torch.randn(1, 64))
+    timeline = report.memory_timeline
+    assert timeline is not None
+    assert timeline.live[0] == (64 + 64 * 64) * F32  # the input and the table
+    assert max(timeline.live) == report.peak_memory == (64 + 64 * 64 + 64 * 64 + 2) * F32
+
+
+def test_a_training_timeline_marks_its_backward() -> None:
+    from pytest_flopbudget import count
+
+    model = nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 16))
+    report = count(model, torch.randn(8, 16), training=True)
+    timeline = report.memory_timeline
+    assert timeline is not None and timeline.backward is not None and 0 < timeline.backward < len(timeline.live)
+    assert max(timeline.live) == report.peak_memory
+    assert timeline.layer_at(_argmax(timeline.live)) == report.peak_layer
+
+
+def test_the_timeline_stays_out_of_json_and_comparisons() -> None:
+    from pytest_flopbudget import count
+    from pytest_flopbudget.report import Report
+
+    with torch.no_grad():
+        report = count(nn.Linear(4, 4), torch.randn(2, 4))
+    read_back = Report.from_dict(report.to_dict())
+    assert read_back.memory_timeline is None and report.memory_timeline is not None
+    assert read_back == report
+
+
 # --- against MemTracker on real CPU runs -------------------------------------------------------------------------
 
 
