@@ -159,3 +159,132 @@ def test_json_stays_valid_when_a_layer_is_named_like_a_runner_command(
     assert list(json.loads(out)["layers"]) == ["##[x"]
     _, svg, _ = run(capsys, "count", f"{project}:odd", "--input", "2,8", "--format", "svg")
     assert "##[" not in svg and layer_boxes(svg) == {"": "0", "##[x": "1"}
+
+
+# -- memory: --metric bytes / param-bytes / peak-memory, --hardware ---------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("metric", "widths", "label"),
+    [
+        # bytes moved, fp32: fc1 reads x 2*8, W 4*8, b 4, writes 2*4 (60 elements, 240 B); act reads and writes 2*4
+        # (64 B); fc2 reads 2*4, W 2*4, b 2, writes 2*2 (88 B): 392 B over the 1180-pixel chart
+        ("bytes", {"": "1180.00", "fc1": "722.45", "act": "192.65", "fc2": "264.90"}, "bytes moved"),
+        # parameter bytes: fc1 36 * 4 = 144, fc2 10 * 4 = 40 of 184
+        ("param-bytes", {"": "1180.00", "fc1": "923.48", "fc2": "256.52"}, "param bytes"),
+    ],
+)
+def test_memory_metrics_size_the_boxes(
+    project: str, capsys: pytest.CaptureFixture[str], metric: str, widths: dict[str, str], label: str
+) -> None:
+    code, out, err = run(capsys, "count", "mlp", "--format", "svg", "--metric", metric)
+    assert (code, err) == (0, "")
+    shown = {
+        g.get("data-path"): g.find(f"{SVG}rect").get("width")  # type: ignore[union-attr]
+        for g in ET.fromstring(out).iter(f"{SVG}g")
+        if g.get("class") == "layer"
+    }
+    assert shown == widths
+    assert f"box width: inclusive {label}" in out
+
+
+def test_metric_peak_memory_draws_live_bytes_with_the_peak(project: str, capsys: pytest.CaptureFixture[str]) -> None:
+    code, svg, err = run(capsys, "count", "mlp", "--format", "svg", "--metric", "peak-memory")
+    assert (code, err) == (0, "")
+    _, document, _ = run(capsys, "count", "mlp", "--format", "json")
+    peak = json.loads(document)["peak_memory"]
+    root = ET.fromstring(svg)
+    (marker,) = [g for g in root.iter(f"{SVG}g") if g.get("class") == "peak"]
+    assert (int(marker.get("data-bytes", "")), marker.get("data-layer")) == (peak["bytes"], peak["layer"])
+    assert [p for p in root.iter(f"{SVG}path") if p.get("class") == "live"]
+    assert "mlp: 2x8 float32; inference" in svg
+    code, page, _ = run(capsys, "count", "mlp", "--format", "html", "--metric", "peak-memory")
+    assert code == 0 and page.startswith("<!DOCTYPE html>") and svg.rstrip("\n") in page
+
+
+def test_table_states_the_peak_memory_and_its_layer(project: str, capsys: pytest.CaptureFixture[str]) -> None:
+    _, out, _ = run(capsys, "count", "mlp")
+    _, document, _ = run(capsys, "count", "mlp", "--format", "json")
+    data = json.loads(document)
+    peak = data["peak_memory"]
+    assert f"peak memory {peak['bytes']} B at {peak['layer'] or '(model)'}" in out.splitlines()
+    # the count JSON carries the intensity of the model and of every layer that moves bytes (exclusive figures)
+    assert data["intensity"] == 180 / 392
+    assert {path: layer["intensity"] for path, layer in data["layers"].items()} == {
+        "fc1": 136 / 240, "act": 8 / 64, "fc2": 36 / 88
+    }  # fmt: skip
+
+
+def test_hardware_adds_the_roofline_estimate(project: str, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(capsys, "count", "mlp", "--hardware", "h100-sxm")
+    assert (code, err) == (0, "")
+    lines = out.splitlines()
+    assert lines[1].split()[-3:] == ["est.", "time", "bound"]
+    # fc1 on H100 fp32 (fp32 parameters; ridge 67e12 / 3.35e12 = 20 FLOPs/byte): addmm at 136/240 FLOPs/byte is
+    # memory-bound, 240 B / 3.35e12 B/s = 0.0716 ns
+    fc1 = next(line for line in lines if line.split()[0] == "fc1")
+    assert fc1.split()[-3:] == ["~0.0716", "ns", "memory"]
+    assert (
+        "roofline estimate on h100-sxm (NVIDIA H100 SXM5 80GB): fp32 peak 67 TFLOP/s (the dtype most parameters are "
+        "stored in), 3,350 GB/s, ridge point 20 FLOPs/byte"
+    ) in lines
+    code, document, _ = run(capsys, "count", "mlp", "--hardware", "l4:bf16", "--format", "json")
+    data = json.loads(document)
+    assert code == 0 and data["roofline_estimate"]["dtype"] == "bf16"
+    assert data["roofline_estimate"]["seconds"] == pytest.approx(392 / 300e9)  # every op memory-bound on the L4
+    assert data["layers"]["fc1"]["roofline_estimate"]["bound"] == "memory"
+
+
+def test_hardware_errors_are_one_line_before_any_count(project: str, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(capsys, "count", "no.such:model", "--hardware", "h200")
+    assert (code, out) == (2, "")
+    assert err == (
+        "flopbudget: error: unknown hardware profile 'h200': use one of a100-sxm-80gb, h100-sxm, l4, mi300x, "
+        "rtx-4090\n"
+    )
+    code, _, err = run(capsys, "count", "mlp", "--hardware", "a100-sxm-80gb:fp8")
+    assert code == 2 and err.count("\n") == 1 and "no published peak for dtype 'fp8'" in err
+    code, _, err = run(capsys, "count", "mlp", "--hardware", "h100-sxm", "--format", "svg")
+    assert (code, err) == (
+        2, "flopbudget: error: --hardware adds a roofline estimate to the table and the JSON, not to a picture\n"
+    )  # fmt: skip
+
+
+def test_the_help_lists_the_profiles(project: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["count", "--help"])
+    out = " ".join(capsys.readouterr().out.split())
+    assert "--hardware NAME[:DTYPE]" in out and "a100-sxm-80gb, h100-sxm, l4, mi300x, rtx-4090" in out
+    assert "peak-memory" in out
+
+
+def test_a_metric_the_backend_does_not_measure_is_refused(
+    project: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A report without memory figures (an older backend, ONNX before it measured them) draws no zero-width picture
+    and gives no estimate as if no byte moved: one line each."""
+    import dataclasses
+
+    from pytest_flopbudget.cli import count as count_module
+
+    counted = count_module.count_entry
+
+    def without_memory(*args: object) -> object:
+        report = counted(*args)  # type: ignore[arg-type]
+        return dataclasses.replace(report, optional_metrics=frozenset(), backend="onnx")
+
+    monkeypatch.setattr(count_module, "count_entry", without_memory)
+    for metric, label in (("bytes", "bytes moved"), ("peak-memory", "peak memory")):
+        code, out, err = run(capsys, "count", "mlp", "--format", "svg", "--metric", metric)
+        assert (code, out) == (2, "")
+        assert err == (
+            f"flopbudget: error: --metric {metric}: the onnx backend does not measure {label} for this model, so "
+            "there is nothing to draw\n"
+        )
+    code, _, err = run(capsys, "count", "mlp", "--hardware", "h100-sxm")
+    assert code == 2 and err == (
+        "flopbudget: error: --hardware needs the bytes each op moves, and the onnx backend does not measure them for "
+        "this model: no roofline estimate\n"
+    )
+    code, out, _ = run(capsys, "count", "mlp")
+    assert code == 0 and "FLOPs/B" not in out and "memory:" not in out and "peak memory" not in out
