@@ -15,6 +15,8 @@ self-contained SVG (or an HTML page around it), the same bytes for the same Repo
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from pytest_flopbudget.config.budget import Budget
 from pytest_flopbudget.metrics import PEAK_MEMORY
 from pytest_flopbudget.render.flame import FONT, FONTS, MARGIN, WIDTH, fit_label, html_page, xml_text
@@ -99,7 +101,7 @@ def render_html(report: Report, *, title: str = "", budget: Budget | None = None
     return html_page(render_svg(report, title=title, budget=budget), title or report.model or ROOT_LABEL)
 
 
-def columns(live: list[int] | tuple[int, ...], width: int = PLOT) -> list[tuple[int, int, int]]:
+def columns(live: Sequence[int], width: int = PLOT) -> list[tuple[int, int, int]]:
     """The curve as at most `width` columns `(first sample, end sample, highest value among them)`: one per sample
     when they fit, else samples shared out evenly, each column drawn at its highest sample."""
     count = len(live)
@@ -145,11 +147,11 @@ def _grid(plot_top: int, top: int) -> list[str]:
     return parts
 
 
-def _curve(live: list[int] | tuple[int, ...], plot_top: int, top: int) -> str:
+def _curve(live: Sequence[int], plot_top: int, top: int) -> str:
     """The step curve, filled below: one horizontal run per column at its highest sample."""
     base = _y(0, plot_top, top)
     steps = [f"M{_px(_x(0, len(live)))} {_px(base)}"]
-    for _, end, value in columns(list(live)):
+    for _, end, value in columns(live):
         steps.append(f"V{_px(_y(value, plot_top, top))}H{_px(_x(end, len(live)))}")
     steps.append(f"V{_px(base)}Z")
     return f'<path class="live" d="{"".join(steps)}" fill="#9ecae1" stroke="#3182bd" stroke-width="1"/>'

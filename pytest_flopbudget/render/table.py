@@ -60,9 +60,7 @@ def report_text(report: Report) -> str:
     return safe_text(format_layer_table(report, title=title))
 
 
-def format_layer_table(
-    report: Report, depth: int | None = 2, title: str = "", roofline: Roofline | None = None
-) -> str:
+def format_layer_table(report: Report, depth: int | None = 2, title: str = "", roofline: Roofline | None = None) -> str:
     """The table: a row per module to `depth`; where the report measures bytes moved, their column and the
     arithmetic intensity (FLOPs per byte), and with a `roofline` each row's estimated time and bound."""
     inclusive = report.inclusive()

@@ -72,7 +72,8 @@ def test_columns_keep_the_highest_sample_of_each() -> None:
 
 
 def test_bands_name_the_top_level_module_of_each_run_of_ops() -> None:
-    bands = [(g.get("data-path"), g.get("data-start"), g.get("data-end")) for g in _groups(render_svg(_report()), "band")]
+    groups = _groups(render_svg(_report()), "band")
+    bands = [(g.get("data-path"), g.get("data-start"), g.get("data-end")) for g in groups]
     assert bands == [("a", "1", "3"), ("b", "3", "4"), ("", "4", "5")]
 
 

@@ -11,7 +11,7 @@ from pytest_flopbudget.errors import ConfigError
 from pytest_flopbudget.metrics import BYTES, FLOPS, MACS, PARAM_BYTES, PARAMS
 from pytest_flopbudget.render.roofline import Estimate, profile
 from pytest_flopbudget.render.roofline_report import Roofline, choose, layer_intensity, model_dtype, roofline_for
-from pytest_flopbudget.report import LayerCost, OpCost, PhaseTotals, Report
+from pytest_flopbudget.report import LayerCost, PhaseTotals, Report
 
 H100 = profile("h100-sxm")
 BANDWIDTH = 3350 * 10**9
@@ -88,8 +88,10 @@ def test_choose_checks_the_name_and_the_dtype_before_any_count() -> None:
     assert choose("H100-SXM:torch.bfloat16") == (H100, "bf16")
     with pytest.raises(ConfigError) as raised:
         choose("h200")
-    assert str(raised.value) == "unknown hardware profile 'h200': use one of a100-sxm-80gb, h100-sxm, l4, mi300x, rtx-4090"
-    with pytest.raises(ConfigError, match="^hardware profile a100-sxm-80gb has no published peak for dtype 'fp8'"):
+    assert str(raised.value) == (
+        "unknown hardware profile 'h200': use one of a100-sxm-80gb, h100-sxm, l4, mi300x, rtx-4090"
+    )
+    with pytest.raises(ConfigError, match=r"^hardware profile a100-sxm-80gb has no published peak for dtype 'fp8'"):
         choose("a100-sxm-80gb:fp8")
 
 
