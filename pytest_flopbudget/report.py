@@ -212,7 +212,7 @@ class MemoryTimeline:
 
     def layer_at(self, index: int) -> str:
         """The module running at sample `index` (the model itself before the first op)."""
-        where = bisect_right(self.layers, (index, "\U0010ffff")) - 1
+        where = bisect_right([start for start, _ in self.layers], index) - 1
         return self.layers[where][1] if where >= 0 else ROOT
 
 

@@ -140,3 +140,12 @@ def test_peak_memory_round_trips_and_a_report_without_it_does_not_measure_it() -
     data["peak_memory"] = {"bytes": -1, "layer": "1"}
     with pytest.raises(ValueError, match=r"peak_memory\.bytes"):
         Report.from_dict(data)
+
+
+def test_memory_timeline_names_the_layer_of_each_sample() -> None:
+    from pytest_flopbudget.report import MemoryTimeline
+
+    timeline = MemoryTimeline([10, 20, 30, 40, 50], [(1, "a"), (3, "\U0010ffffz")])
+    # sample 0 is before the first op: the model itself; a run lasts until the next one begins
+    assert [timeline.layer_at(index) for index in range(5)] == ["", "a", "a", "\U0010ffffz", "\U0010ffffz"]
+    assert MemoryTimeline([10], []).layer_at(0) == ""
