@@ -11,24 +11,40 @@ from collections.abc import Sequence
 from math import ceil, floor, prod
 from typing import NamedTuple
 
-from ..metrics import FLOPS, MACS, Metric
+from ..metrics import FLOPS, INT_OPS, MACS, Metric
 
 
 class Cost(NamedTuple):
+    """What one op call costs: floating-point FLOPs and MACs, and `int_ops`, the arithmetic it does on integer
+    tensors (quantized matmuls and convolutions: 2 per integer MAC, like FLOPs), which FLOPs and MACs leave out."""
+
     flops: int
     macs: int
+    int_ops: int = 0
 
     def __add__(self, other: object) -> Cost:
         if not isinstance(other, Cost):
             return NotImplemented
-        return Cost(self.flops + other.flops, self.macs + other.macs)
+        return Cost(self.flops + other.flops, self.macs + other.macs, self.int_ops + other.int_ops)
 
     def times(self, n: int) -> Cost:
-        return Cost(self.flops * n, self.macs * n)
+        return Cost(self.flops * n, self.macs * n, self.int_ops * n)
 
     def values(self) -> dict[Metric, int]:
         """The figures keyed by metric, as a `Tally` adds them."""
-        return {FLOPS: self.flops, MACS: self.macs}
+        return {FLOPS: self.flops, MACS: self.macs, INT_OPS: self.int_ops}
+
+    def in_integers(self) -> Cost:
+        """The same arithmetic done on integer tensors: every FLOP of it is an integer op, and it has no
+        floating-point MACs (`int_ops` already counts them twice)."""
+        return Cost(0, 0, self.flops + self.int_ops)
+
+
+def on_integers(cost: Cost, integer: bool) -> Cost:
+    """The rule both backends apply to every priced op: an op that multiply-accumulates (a matmul, a convolution)
+    and whose output is an integer tensor does integer arithmetic, so its whole cost is `int_ops`. Elementwise ops
+    (no MACs) count FLOPs whatever their dtype, as they always did."""
+    return cost.in_integers() if integer and cost.macs else cost
 
 
 #: A call that costs nothing this time (dropout in inference, nearest interpolation): still recorded as a call.

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from pytest_flopbudget.render.formatting import ROOT_LABEL, format_count
+from pytest_flopbudget.metrics import INT_OPS
+from pytest_flopbudget.render.formatting import ROOT_LABEL, format_count, format_value
 from pytest_flopbudget.report import ROOT, LayerCost, Report, ancestors
 from pytest_flopbudget.safe_text import safe_text
 
@@ -65,12 +66,15 @@ def format_layer_table(report: Report, depth: int | None = 2, title: str = "") -
     order = tree_order(report.layers)
     rows.sort(key=lambda item: order[item[0]])
     total_flops = report.flops or 1
+    # integer ops get a column only in a model that has some (quantized): others print as they always did
+    integer = bool(report.int_ops)
     lines = [title] if title else []
     width = max([len(ROOT_LABEL)] + [len(_label(path)) for path, _ in rows])
-    header = f"{'layer':<{width}}  {'FLOPs':>9}  {'MACs':>9}  {'params':>9}  {'share':>6}"
+    int_ops = f"  {'int ops':>9}" if integer else ""
+    header = f"{'layer':<{width}}  {'FLOPs':>9}  {'MACs':>9}{int_ops}  {'params':>9}  {'share':>6}"
     lines += [header, "-" * len(header)]
     for path, cost in rows:
-        lines.append(_row(_label(path), cost, total_flops, width))
+        lines.append(_row(_label(path), cost, total_flops, width, integer))
     lines.append("-" * len(header))
     lines.append(_totals(report))
     lines.extend(format_skipped(report))
@@ -91,18 +95,21 @@ def _label(path: str) -> str:
     return "  " * depth + name
 
 
-def _row(label: str, cost: LayerCost, total_flops: int, width: int) -> str:
+def _row(label: str, cost: LayerCost, total_flops: int, width: int, integer: bool = False) -> str:
     share = 100 * cost.flops / total_flops  # int / int: exact and correctly rounded, whatever the magnitudes
+    int_ops = f"{format_count(cost.int_ops):>9}  " if integer else ""
     return (
-        f"{label:<{width}}  {format_count(cost.flops):>9}  {format_count(cost.macs):>9}  "
+        f"{label:<{width}}  {format_count(cost.flops):>9}  {format_count(cost.macs):>9}  {int_ops}"
         f"{format_count(cost.params):>9}  {share:>5.1f}%"
     )
 
 
 def _totals(report: Report) -> str:
+    int_ops = f", {report.int_ops:,} int ops" if report.int_ops else ""
+    shown_int_ops = f", {format_value(report.int_ops, INT_OPS)}" if report.int_ops else ""
     text = (
-        f"total: {report.flops:,} FLOPs, {report.macs:,} MACs, {report.params:,} params"
-        f" ({format_count(report.flops, 'FLOPs')}, {format_count(report.macs, 'MACs')})"
+        f"total: {report.flops:,} FLOPs, {report.macs:,} MACs{int_ops}, {report.params:,} params"
+        f" ({format_count(report.flops, 'FLOPs')}, {format_count(report.macs, 'MACs')}{shown_int_ops})"
     )
     if report.training:
         text += (
