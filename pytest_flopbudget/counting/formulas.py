@@ -22,6 +22,23 @@ class Cost(NamedTuple):
     macs: int
     int_ops: int = 0
 
+    def __repr__(self) -> str:
+        """`Cost(flops=6, macs=3)`: integer ops only when there are some, as most costs have none."""
+        int_ops = f", int_ops={self.int_ops!r}" if self.int_ops else ""
+        return f"Cost(flops={self.flops!r}, macs={self.macs!r}{int_ops})"
+
+    def __eq__(self, other: object) -> bool:
+        """A cost without integer ops equals its `(flops, macs)` pair, as it did before costs had a third field."""
+        if isinstance(other, tuple) and not isinstance(other, Cost) and len(other) == 2:
+            return not self.int_ops and (self.flops, self.macs) == other
+        return tuple.__eq__(self, other)
+
+    def __ne__(self, other: object) -> bool:
+        return not self == other
+
+    def __hash__(self) -> int:
+        return hash((self.flops, self.macs)) if not self.int_ops else tuple.__hash__(self)
+
     def __add__(self, other: object) -> Cost:
         if not isinstance(other, Cost):
             return NotImplemented
