@@ -418,6 +418,7 @@ class Report(BothPhases):
             conventions={
                 key: _str(value, f"conventions[{_show(key)}]")
                 for key, value in _items(data, "conventions", required=False)
+                if key not in _DERIVED_CONVENTIONS  # `to_dict` writes them again where the metric is written
             },
             versions={
                 key: _str(value, f"versions[{_show(key)}]") for key, value in _items(data, "versions", required=False)
@@ -478,6 +479,10 @@ def ancestors(path: str) -> Iterable[str]:
             end = path.find(".", end + 1)
         yield path
 
+
+#: The conventions of the omit_zero metrics (integer ops): not held by a Report but written by `to_dict` wherever
+#: the metric is, so a report read back equals the one written.
+_DERIVED_CONVENTIONS = frozenset(key for metric in METRICS.omit_zero for key in metric.conventions)
 
 #: The metrics of the `report/1` layout, each a field of every layer (and, per op, flops and macs).
 _FORMAT_1_METRICS = (FLOPS, MACS, PARAMS)

@@ -85,3 +85,18 @@ def test_a_700kb_dotted_layer_name_formats_in_linear_memory() -> None:
     assert inclusive[""].flops == 10 and inclusive[name].flops == 8 and inclusive["a"].flops == 8
     assert len(table) < 50_000  # the name is shown cut (start…end), not padded into every row
     assert "a.a.a" in table and "…" in table
+
+
+def test_integer_ops_get_a_column_and_a_total_only_in_a_model_that_has_some() -> None:
+    from pytest_flopbudget.metrics import INT_OPS
+
+    plain = _report({"fc": LayerCost(flops=240, macs=120, params=30)})
+    text = format_layer_table(plain)
+    assert "int ops" not in text
+    assert text.splitlines()[0].split() == ["layer", "FLOPs", "MACs", "params", "share"]
+    layers = {"fc": LayerCost(flops=240, macs=120, params=30), "q": LayerCost({INT_OPS: 131_072})}
+    quantized = Report(layers=layers, forward=PhaseTotals({"flops": 240, "macs": 120, INT_OPS: 131_072}))
+    lines = format_layer_table(quantized).splitlines()
+    assert lines[0].split() == ["layer", "FLOPs", "MACs", "int", "ops", "params", "share"]
+    assert lines[4].split() == ["q", "0", "0", "131k", "0", "0.0%"]
+    assert "total: 240 FLOPs, 120 MACs, 131,072 int ops, 30 params (240 FLOPs, 120 MACs, 131k int ops)" in lines
