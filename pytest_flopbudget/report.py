@@ -389,7 +389,9 @@ class Report(BothPhases):
         totals_data = _object(_get(data, "totals", ""), "totals")
         optional = frozenset(m for m in counted if m.optional and m in totals_data)
         # An omit_zero metric (integer ops) a file lacks is zero: it is written only where there is some.
-        counted = tuple(m for m in counted if (not m.optional or m in optional) and (not m.omit_zero or m in totals_data))
+        counted = tuple(
+            m for m in counted if (not m.optional or m in optional) and (not m.omit_zero or m in totals_data)
+        )
         per_op = tuple(m for m in counted if m in METRICS.per_op)
         layer_from = _layer_from if fmt == REPORT_FORMAT else _layer_from_1
         totals = _counts(_get(data, "totals", ""), "totals", counted)

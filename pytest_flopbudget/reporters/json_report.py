@@ -90,7 +90,9 @@ def model_entry(verdict: Verdict, *, root: str | os.PathLike[str]) -> dict[str, 
         "passed": verdict.passed,
         "reason": reason(verdict) if not verdict.passed else None,
         # integer ops only where the model has or budgets some: a model without them reads as it always did
-        "metrics": {metric: _figures(verdict, metric) for metric in METRICS if not metric.omit_zero or verdict.judges(metric)},
+        "metrics": {
+            metric: _figures(verdict, metric) for metric in METRICS if not metric.omit_zero or verdict.judges(metric)
+        },
         "findings": [_finding(f, root) for f in verdict.findings],
         "budget": _relative(verdict.budget.to_dict(), root),
         "baseline_file": verdict.baseline_file,

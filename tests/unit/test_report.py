@@ -155,7 +155,10 @@ def test_integer_ops_are_written_only_where_there_are_some_and_read_as_zero_wher
     data = json.loads(dumps(quantized))
     assert data["totals"]["int-ops"] == data["forward"]["int-ops"] == 1_024 and data["backward"]["int-ops"] == 0
     assert data["layers"]["fc2"]["metrics"]["int-ops"] == 1_024 and data["layers"]["fc1"]["metrics"]["int-ops"] == 0
-    assert data["layers"]["fc2"]["ops"]["aten._int_mm"] == {"calls": 1, "metrics": {"flops": 0, "macs": 0, "int-ops": 1_024}}
+    assert data["layers"]["fc2"]["ops"]["aten._int_mm"] == {
+        "calls": 1,
+        "metrics": {"flops": 0, "macs": 0, "int-ops": 1_024},
+    }
     assert "int-ops" in data["conventions"]
     again = Report.from_dict(data)
     assert again == quantized and again.int_ops == 1_024 and dumps(again) == dumps(quantized)

@@ -144,6 +144,6 @@ def test_integer_ops_are_a_third_figure_of_a_cost():
     assert f.on_integers(f.matmul(4, 5, 6), False) == Cost(240, 120)
     assert f.on_integers(f.elementwise(7), True) == Cost(7, 0)  # no MACs: elementwise ops stay FLOPs
     # a cost without integer ops is still its (flops, macs) pair, in comparisons and in print
-    assert Cost(6, 3) == (6, 3) and (6, 3) == Cost(6, 3) and Cost(6, 3, 1) != (6, 3)
+    assert Cost(6, 3) == (6, 3) and (6, 3) == Cost(6, 3) and Cost(6, 3, 1) != (6, 3)  # noqa: SIM300
     assert repr(Cost(6, 3)) == "Cost(flops=6, macs=3)" and repr(Cost(0, 0, 2)) == "Cost(flops=0, macs=0, int_ops=2)"
     assert hash(Cost(6, 3)) == hash((6, 3))

@@ -11,8 +11,8 @@ onnx = pytest.importorskip("onnx")
 from onnx import TensorProto, helper  # noqa: E402
 
 from pytest_flopbudget import count  # noqa: E402
-from pytest_flopbudget.counting.onnx.ops import integer_arithmetic  # noqa: E402
 from pytest_flopbudget.counting.formulas import Cost  # noqa: E402
+from pytest_flopbudget.counting.onnx.ops import integer_arithmetic  # noqa: E402
 
 F, U8, I8, I32, I64 = TensorProto.FLOAT, TensorProto.UINT8, TensorProto.INT8, TensorProto.INT32, TensorProto.INT64
 
@@ -34,7 +34,9 @@ def scale(name: str) -> Any:
 def test_matmul_integer(onnx_model: Any) -> None:
     n = helper.make_node("MatMulInteger", ["a", "b", "za", "zb"], ["y"])
     m = onnx_model(
-        [n], inputs={"a": (I8, [2, 16, 32]), "b": (I8, [32, 8])}, inits={"za": zero_point("za", I8), "zb": zero_point("zb", I8)}
+        [n],
+        inputs={"a": (I8, [2, 16, 32]), "b": (I8, [32, 8])},
+        inits={"za": zero_point("za", I8), "zb": zero_point("zb", I8)},
     )
     # [2, 16, 32] @ [32, 8] -> int32 [2, 16, 8]: 2*16*8*32 = 8,192 integer MACs, 16,384 int-ops, no FLOPs
     assert figures(count(m)) == (0, 0, 16_384)
