@@ -90,3 +90,13 @@ def test_marker_argument_int_ops(tmp_path: Path) -> None:
     )  # fmt: skip
     assert result.returncode == 1, result.stdout + result.stderr
     assert "131k int ops > budget 100k int ops" in result.stdout
+
+
+def test_init_budgets_the_integer_work_of_a_quantized_model(tmp_path: Path) -> None:
+    (tmp_path / "models.py").write_text(MODELS)
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'q'\n")
+    result = flopbudget(tmp_path, "init", "models:quantized", "--input", "32,64:int8", "--input", "64,32:int8")
+    assert result.returncode == 0, result.stdout + result.stderr
+    written = (tmp_path / "pyproject.toml").read_text()
+    assert 'int-ops = "134k"' in written  # 131,072 + the default 2% headroom = 133,694, rounded up to 3 digits
+    assert flopbudget(tmp_path, "check", "--no-cache").returncode == 0
