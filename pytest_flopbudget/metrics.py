@@ -73,6 +73,7 @@ class Metric(str):
     growth: bool
     scope: str
     optional: bool
+    omit_zero: bool
     conventions: Mapping[str, str]
     _of_report: Callable[[ReportFigures], int] | None
     _of_layer: Callable[[LayerFigures], int] | None
@@ -135,6 +136,7 @@ def define(
     growth: bool = True,
     scope: str = PER_OP,
     optional: bool = False,
+    omit_zero: bool = False,
     of_report: Callable[[ReportFigures], int] | None = None,
     of_layer: Callable[[LayerFigures], int] | None = None,
     where: Callable[[ReportFigures], str | None] | None = None,
@@ -148,9 +150,11 @@ def define(
     params`), and a `whole` count prints exactly with a plural (`3 skipped op calls`). A `DERIVED` metric gives
     `of_report` and `of_layer`. An `optional` metric is drawn in the summary tables and judged for growth only
     where a budget sets it, and a report (an older baseline, an ONNX count) may lack its figure: "not measured",
-    never zero (`Report.measures`). A metric that is a maximum, not a sum, gives `where`: the layer it is reached
-    in. `conventions` are what every report says about how it is counted (its JSON's
-    `conventions`, keyed as there).
+    never zero (`Report.measures`). An `omit_zero` metric is measured by every backend but rare (integer ops): a
+    report writes it to its JSON only where it is not zero, a report without it holds zero, and the check's outputs
+    show it only for a model that budgets it or has a figure for it. A metric that is a maximum, not a sum, gives
+    `where`: the layer it is reached in. `conventions` are what every report says about how it is counted (its
+    JSON's `conventions`, keyed as there).
     """
     metric = Metric.__new__(Metric, name)
     metric.key = key or name
@@ -166,6 +170,7 @@ def define(
     metric.growth = growth
     metric.scope = scope
     metric.optional = optional
+    metric.omit_zero = omit_zero
     metric._of_report = of_report
     metric._of_layer = of_layer
     metric._where = where
@@ -230,6 +235,11 @@ class Registry:
         return tuple(metric for metric in self._metrics if metric.optional)
 
     @property
+    def omit_zero(self) -> tuple[Metric, ...]:
+        """The metrics a report writes and outputs show only where they are not zero (integer ops)."""
+        return tuple(metric for metric in self._metrics if metric.omit_zero)
+
+    @property
     def growth(self) -> tuple[Metric, ...]:
         """The metrics `max-increase` applies to."""
         return tuple(metric for metric in self._metrics if metric.growth)
@@ -259,6 +269,25 @@ MACS = define(
     units=("mac", "macs"),
     symbol="MACs",
     conventions={"mac": "1 multiply-accumulate of conv, transposed conv, linear, matmul, einsum or attention"},
+)
+#: Integer arithmetic, apart from FLOPs (floating point): the work of matmuls and convolutions on integer tensors
+#: (quantized models), 2 per integer multiply-accumulate like FLOPs. Rare, so outputs show it only where it is there.
+INT_OPS = define(
+    "int-ops",
+    label="integer ops",
+    argument="int_ops",
+    column="int ops",
+    units=("op", "ops", "int-op", "int-ops"),
+    word="int ops",
+    omit_zero=True,
+    conventions={
+        "int-ops": (
+            "ops that multiply-accumulate on integer tensors (MatMulInteger, ConvInteger, the product of "
+            "QLinearMatMul and QLinearConv, torch._int_mm, a matmul or conv whose output is an integer tensor): 2 "
+            "per MAC plus their integer adds, counted here and not in flops or macs; requantising to or scaling "
+            "into floating point stays in flops; elementwise integer ops stay in flops"
+        )
+    },
 )
 PARAMS = define(
     "params",
@@ -346,7 +375,7 @@ PEAK_MEMORY = define_in_bytes(
 )
 
 #: Every metric, in the order outputs list them.
-METRICS = Registry(FLOPS, MACS, PARAMS, SKIPPED, BYTES, PARAM_BYTES, PEAK_MEMORY)
+METRICS = Registry(FLOPS, MACS, INT_OPS, PARAMS, SKIPPED, BYTES, PARAM_BYTES, PEAK_MEMORY)
 
 
 def by_name(name: str) -> Metric:

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from pytest_flopbudget.metrics import FLOPS, MACS, METRICS, PARAMS, PEAK_MEMORY, Metric, by_name
+from pytest_flopbudget.metrics import FLOPS, INT_OPS, MACS, METRICS, PARAMS, PEAK_MEMORY, Metric, by_name
 
 #: Bumped when the JSON layout changes incompatibly; baselines carry it so a foreign file is recognised.
 #: 2: each layer's and op's figures sit under `metrics`, keyed by metric name.
@@ -35,9 +35,15 @@ def use_text_renderer(renderer: Callable[[Report], str]) -> None:
     _text_renderer = renderer
 
 
-#: How a report counts: each metric's own conventions (`metrics.py`), then those of the counting as a whole.
+#: How a report counts: each metric's own conventions (`metrics.py`), then those of the counting as a whole. An
+#: `omit_zero` metric's (integer ops) are added where a report has a figure for it (`Report.to_dict`).
 CONVENTIONS: dict[str, str] = {
-    **{key: text for metric in METRICS if not metric.optional for key, text in metric.conventions.items()},
+    **{
+        key: text
+        for metric in METRICS
+        if not (metric.optional or metric.omit_zero)
+        for key, text in metric.conventions.items()
+    },
     "causal_attention": "dense: a causal mask does not reduce the QK^T and AV matmuls",
     "data_dependent": (
         "fake mode: routing indices are invented balanced round-robin (exact for top-k routing without token "
@@ -77,6 +83,10 @@ class Figures:
     @property
     def macs(self) -> int:
         return self.get(MACS)
+
+    @property
+    def int_ops(self) -> int:
+        return self.get(INT_OPS)
 
 
 class OpCost(Figures):
@@ -180,6 +190,11 @@ class BothPhases:
     def macs(self) -> int:
         return self.phases_total(MACS)
 
+    @property
+    def int_ops(self) -> int:
+        """Integer operations (quantized matmuls and convolutions), which `flops` and `macs` leave out."""
+        return self.phases_total(INT_OPS)
+
 
 @dataclass
 class SkippedOp:
@@ -259,9 +274,10 @@ class Report(BothPhases):
         from .safe_text import safe_line
 
         skipped = f", skipped={self.skipped_calls}" if self.skipped_ops else ""
+        int_ops = f", int_ops={self.int_ops}" if self.int_ops else ""
         return safe_line(
             f"Report(model={self.model!r}, backend={self.backend!r}, training={self.training}, flops={self.flops}, "
-            f"macs={self.macs}, params={self.params}, layers={len(self.layers)}{skipped})"
+            f"macs={self.macs}{int_ops}, params={self.params}, layers={len(self.layers)}{skipped})"
         )
 
     @property
@@ -335,7 +351,16 @@ class Report(BothPhases):
         return totals
 
     def to_dict(self) -> dict[str, Any]:
-        counted = tuple(metric for metric in METRICS.counted if self.measures(metric))
+        # an omit_zero metric (integer ops) is written only where there is some, so other reports stay as they were
+        counted = tuple(
+            metric
+            for metric in METRICS.counted
+            if self.measures(metric) and not (metric.omit_zero and not metric.of_report(self))
+        )
+        conventions = {**self.conventions}
+        for metric in METRICS.omit_zero:
+            if metric in counted:
+                conventions.update(metric.conventions)
         data = {
             "format": REPORT_FORMAT,
             "backend": self.backend,
@@ -350,7 +375,7 @@ class Report(BothPhases):
                 name: {"calls": op.calls, "layers": sorted(op.layers), "reason": op.reason}
                 for name, op in sorted(self.skipped_ops.items())
             },
-            "conventions": dict(sorted(self.conventions.items())),
+            "conventions": dict(sorted(conventions.items())),
             "versions": dict(sorted(self.versions.items())),
         }
         if PEAK_MEMORY in self.optional_metrics:  # only when measured: an ONNX count or an older file has none
@@ -384,7 +409,10 @@ class Report(BothPhases):
         # not measured: neither zero nor a reason to refuse the file.
         totals_data = _object(_get(data, "totals", ""), "totals")
         optional = frozenset(m for m in counted if m.optional and m in totals_data)
-        counted = tuple(m for m in counted if not m.optional or m in optional)
+        # An omit_zero metric (integer ops) a file lacks is zero: it is written only where there is some.
+        counted = tuple(
+            m for m in counted if (not m.optional or m in optional) and (not m.omit_zero or m in totals_data)
+        )
         per_op = tuple(m for m in counted if m in METRICS.per_op)
         layer_from = _layer_from if fmt == REPORT_FORMAT else _layer_from_1
         totals = _counts(_get(data, "totals", ""), "totals", counted)
@@ -413,6 +441,7 @@ class Report(BothPhases):
             conventions={
                 key: _str(value, f"conventions[{_show(key)}]")
                 for key, value in _items(data, "conventions", required=False)
+                if key not in _DERIVED_CONVENTIONS  # `to_dict` writes them again where the metric is written
             },
             versions={
                 key: _str(value, f"versions[{_show(key)}]") for key, value in _items(data, "versions", required=False)
@@ -473,6 +502,10 @@ def ancestors(path: str) -> Iterable[str]:
             end = path.find(".", end + 1)
         yield path
 
+
+#: The conventions of the omit_zero metrics (integer ops): not held by a Report but written by `to_dict` wherever
+#: the metric is, so a report read back equals the one written.
+_DERIVED_CONVENTIONS = frozenset(key for metric in METRICS.omit_zero for key in metric.conventions)
 
 #: The metrics of the `report/1` layout, each a field of every layer (and, per op, flops and macs).
 _FORMAT_1_METRICS = (FLOPS, MACS, PARAMS)

@@ -31,7 +31,7 @@ from pytest_flopbudget.config.pyproject import (
     parse_settings,
 )
 from pytest_flopbudget.front_ends import CLI_UPDATE_HINT
-from pytest_flopbudget.metrics import FLOPS, PARAMS
+from pytest_flopbudget.metrics import FLOPS, INT_OPS, PARAMS
 from pytest_flopbudget.render.formatting import ceiling_above, format_value, plural
 
 from ..backends import backend_for_target, count_entry
@@ -275,11 +275,10 @@ def _count(planned: Sequence[_Planned], root: Path, err: TextIO) -> list[Report]
 
 
 def _new_model(item: _Planned, report: Report, headroom: Decimal) -> NewModel:
-    ceilings: dict[str, str | int] = {
-        "flops": suggest_ceiling(report.flops, headroom),
-        "params": suggest_ceiling(report.params, headroom),
-        "max-skipped-ops": report.skipped_calls,
-    }
+    ceilings: dict[str, str | int] = {"flops": suggest_ceiling(report.flops, headroom)}
+    if report.int_ops:  # a quantized model's integer work gets its ceiling, or it would go unbudgeted
+        ceilings[INT_OPS.key] = suggest_ceiling(report.int_ops, headroom)
+    ceilings.update({"params": suggest_ceiling(report.params, headroom), "max-skipped-ops": report.skipped_calls})
     entry = item.entry
     return NewModel(
         name=item.name,
@@ -295,7 +294,9 @@ def _new_model(item: _Planned, report: Report, headroom: Decimal) -> NewModel:
 def _summary(model: NewModel, report: Report) -> str:
     """`flops = "1.23M" (count 1.20 MFLOPs), params = "4.57k" (count 4.48k params), max-skipped-ops = 0`."""
     parts = []
-    for metric in (FLOPS, PARAMS):
+    for metric in (FLOPS, INT_OPS, PARAMS):
+        if metric.key not in model.ceilings:
+            continue
         count = format_value(report.metric(metric), metric)
         parts.append(f'{metric.key} = "{model.ceilings[metric.key]}" (count {count})')
     skipped = report.skipped_calls

@@ -11,24 +11,57 @@ from collections.abc import Sequence
 from math import ceil, floor, prod
 from typing import NamedTuple
 
-from ..metrics import FLOPS, MACS, Metric
+from ..metrics import FLOPS, INT_OPS, MACS, Metric
 
 
 class Cost(NamedTuple):
+    """What one op call costs: floating-point FLOPs and MACs, and `int_ops`, the arithmetic it does on integer
+    tensors (quantized matmuls and convolutions: 2 per integer MAC, like FLOPs), which FLOPs and MACs leave out."""
+
     flops: int
     macs: int
+    int_ops: int = 0
+
+    def __repr__(self) -> str:
+        """`Cost(flops=6, macs=3)`: integer ops only when there are some, as most costs have none."""
+        int_ops = f", int_ops={self.int_ops!r}" if self.int_ops else ""
+        return f"Cost(flops={self.flops!r}, macs={self.macs!r}{int_ops})"
+
+    def __eq__(self, other: object) -> bool:
+        """A cost without integer ops equals its `(flops, macs)` pair, as it did before costs had a third field."""
+        if isinstance(other, tuple) and not isinstance(other, Cost) and len(other) == 2:
+            return not self.int_ops and (self.flops, self.macs) == other
+        return tuple.__eq__(self, other)
+
+    def __ne__(self, other: object) -> bool:
+        return not self == other
+
+    def __hash__(self) -> int:
+        return hash((self.flops, self.macs)) if not self.int_ops else tuple.__hash__(self)
 
     def __add__(self, other: object) -> Cost:
         if not isinstance(other, Cost):
             return NotImplemented
-        return Cost(self.flops + other.flops, self.macs + other.macs)
+        return Cost(self.flops + other.flops, self.macs + other.macs, self.int_ops + other.int_ops)
 
     def times(self, n: int) -> Cost:
-        return Cost(self.flops * n, self.macs * n)
+        return Cost(self.flops * n, self.macs * n, self.int_ops * n)
 
     def values(self) -> dict[Metric, int]:
         """The figures keyed by metric, as a `Tally` adds them."""
-        return {FLOPS: self.flops, MACS: self.macs}
+        return {FLOPS: self.flops, MACS: self.macs, INT_OPS: self.int_ops}
+
+    def in_integers(self) -> Cost:
+        """The same arithmetic done on integer tensors: every FLOP of it is an integer op, and it has no
+        floating-point MACs (`int_ops` already counts them twice)."""
+        return Cost(0, 0, self.flops + self.int_ops)
+
+
+def on_integers(cost: Cost, integer: bool) -> Cost:
+    """The rule both backends apply to every priced op: an op that multiply-accumulates (a matmul, a convolution)
+    and whose output is an integer tensor does integer arithmetic, so its whole cost is `int_ops`. Elementwise ops
+    (no MACs) count FLOPs whatever their dtype, as they always did."""
+    return cost.in_integers() if integer and cost.macs else cost
 
 
 #: A call that costs nothing this time (dropout in inference, nearest interpolation): still recorded as a call.

@@ -206,14 +206,14 @@ def _onnx_key(op: object) -> tuple[FormulaRegistry[Any], tuple[str, str], str]:
 
 def as_cost(result: object) -> Cost:
     """A formula's `Cost`, or `(flops, macs)` as one; anything else raises a short TypeError (the backend puts it
-    in the skipped op's reason, beside the op's name)."""
-    if not isinstance(result, (tuple, list)) or len(result) != 2:  # a Cost is a tuple too
+    in the skipped op's reason, beside the op's name). A `Cost` may carry integer ops (`Cost(0, 0, int_ops=n)`)."""
+    if not isinstance(result, Cost) and (not isinstance(result, (tuple, list)) or len(result) != 2):
         raise TypeError(f"the formula returned {result!r:.40}, not a Cost or (flops, macs)")
-    pair: tuple[Any, ...] = tuple(result)
+    figures: tuple[Any, ...] = tuple(result)
     try:
-        flops, macs = operator.index(pair[0]), operator.index(pair[1])
+        counts = [operator.index(value) for value in figures]
     except TypeError:
         raise TypeError(f"the formula returned {result!r:.40}: FLOPs and MACs must be integers") from None
-    if flops < 0 or macs < 0:
+    if any(value < 0 for value in counts):
         raise TypeError(f"the formula returned {result!r:.40}: FLOPs and MACs must not be negative")
-    return Cost(flops, macs)
+    return Cost(*counts)

@@ -193,8 +193,15 @@ class Verdict:
 
     def judges(self, metric: Metric) -> bool:
         """Whether outputs show `metric` for this model: every metric, except an optional one its budget does not
-        set (a project without memory budgets sees what it always saw)."""
-        return not by_name(metric).optional or self.budget.limit(metric) is not None
+        set (a project without memory budgets sees what it always saw) and an omit_zero one (integer ops) that is
+        neither budgeted nor there, now or in the baseline (a model without integer work shows what it always did;
+        one whose integer work moved out of FLOPs shows where it went)."""
+        definition = by_name(metric)
+        if self.budget.limit(metric) is not None:
+            return True
+        if definition.omit_zero:
+            return bool(self.value(metric) or self.baseline_value(metric))
+        return not definition.optional
 
     def baseline_value(self, metric: Metric) -> int | None:
         """The baseline's figure; None without a baseline, or when the baseline did not measure `metric`."""

@@ -93,8 +93,12 @@ def render_svg(
     y = MARGIN + 16
     body.append(_text(MARGIN, y, title, size=15, weight="bold"))
     y += 20
-    # an optional metric (bytes) is in the line only when it is the one pictured
-    totals = " · ".join(format_value(report.metric(m), m) for m in pictured if not m.optional or m == metric)
+    # an optional metric (bytes) is in the line only when it is the one pictured, integer ops only where there are some
+    totals = " · ".join(
+        format_value(report.metric(m), m)
+        for m in pictured
+        if (not m.optional and (not m.omit_zero or report.metric(m))) or m == metric
+    )
     body.append(_text(MARGIN, y, f"{totals}; box width: inclusive {metric_title(metric)}", fill="#444"))
     y += 8
     for limit_metric in pictured:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from pytest_flopbudget.metrics import BYTES, PARAM_BYTES, PEAK_MEMORY
+from pytest_flopbudget.metrics import BYTES, INT_OPS, PARAM_BYTES, PEAK_MEMORY
 from pytest_flopbudget.render.formatting import ROOT_LABEL, format_count, format_figure, format_value, layer_label
 from pytest_flopbudget.render.roofline import Estimate, format_seconds, intensity, intensity_figure
 from pytest_flopbudget.render.roofline_report import Roofline, layer_intensity
@@ -70,16 +70,19 @@ def format_layer_table(report: Report, depth: int | None = 2, title: str = "", r
     order = tree_order(report.layers)
     rows.sort(key=lambda item: order[item[0]])
     total_flops = report.flops or 1
+    # integer ops get a column only in a model that has some (quantized): others print as they always did
+    integer = bool(report.int_ops)
     lines = [title] if title else []
     width = max([len(ROOT_LABEL)] + [len(_label(path)) for path, _ in rows])
     moved = report.measures(BYTES)
     estimates = roofline.estimates(report) if roofline is not None else None
-    header = f"{'layer':<{width}}  {'FLOPs':>9}  {'MACs':>9}  {'params':>9}  {'share':>6}"
+    int_ops = f"  {'int ops':>9}" if integer else ""
+    header = f"{'layer':<{width}}  {'FLOPs':>9}  {'MACs':>9}{int_ops}  {'params':>9}  {'share':>6}"
     header += _memory_headings(moved, estimated=estimates is not None)
     lines += [header, "-" * len(header)]
     for path, cost in rows:
         estimate = None if estimates is None else estimates[path]
-        lines.append(_row(_label(path), cost, total_flops, width) + _memory_cells(cost, moved, estimate))
+        lines.append(_row(_label(path), cost, total_flops, width, integer) + _memory_cells(cost, moved, estimate))
     lines.append("-" * len(header))
     lines.append(_totals(report))
     lines.extend(format_memory(report))
@@ -103,10 +106,11 @@ def _label(path: str) -> str:
     return "  " * depth + name
 
 
-def _row(label: str, cost: LayerCost, total_flops: int, width: int) -> str:
+def _row(label: str, cost: LayerCost, total_flops: int, width: int, integer: bool = False) -> str:
     share = 100 * cost.flops / total_flops  # int / int: exact and correctly rounded, whatever the magnitudes
+    int_ops = f"{format_count(cost.int_ops):>9}  " if integer else ""
     return (
-        f"{label:<{width}}  {format_count(cost.flops):>9}  {format_count(cost.macs):>9}  "
+        f"{label:<{width}}  {format_count(cost.flops):>9}  {format_count(cost.macs):>9}  {int_ops}"
         f"{format_count(cost.params):>9}  {share:>5.1f}%"
     )
 
@@ -153,9 +157,11 @@ def format_memory(report: Report) -> list[str]:
 
 
 def _totals(report: Report) -> str:
+    int_ops = f", {report.int_ops:,} int ops" if report.int_ops else ""
+    shown_int_ops = f", {format_value(report.int_ops, INT_OPS)}" if report.int_ops else ""
     text = (
-        f"total: {report.flops:,} FLOPs, {report.macs:,} MACs, {report.params:,} params"
-        f" ({format_count(report.flops, 'FLOPs')}, {format_count(report.macs, 'MACs')})"
+        f"total: {report.flops:,} FLOPs, {report.macs:,} MACs{int_ops}, {report.params:,} params"
+        f" ({format_count(report.flops, 'FLOPs')}, {format_count(report.macs, 'MACs')}{shown_int_ops})"
     )
     if report.training:
         text += (

@@ -89,7 +89,10 @@ def model_entry(verdict: Verdict, *, root: str | os.PathLike[str]) -> dict[str, 
         "origin": _source(measurement.origin, root),
         "passed": verdict.passed,
         "reason": reason(verdict) if not verdict.passed else None,
-        "metrics": {metric: _figures(verdict, metric) for metric in METRICS},
+        # integer ops only where the model has or budgets some: a model without them reads as it always did
+        "metrics": {
+            metric: _figures(verdict, metric) for metric in METRICS if not metric.omit_zero or verdict.judges(metric)
+        },
         "findings": [_finding(f, root) for f in verdict.findings],
         "budget": _relative(verdict.budget.to_dict(), root),
         "baseline_file": verdict.baseline_file,

@@ -222,7 +222,8 @@ def _unchecked_section(unchecked: Sequence[Unchecked]) -> list[str]:
 
 
 def _rows(verdict: Verdict, show_nodeid: bool = False) -> list[str]:
-    """One row per metric the model is held to or flagged on (flops when it has no budget at all).
+    """One row per metric the model is held to or flagged on (flops when it has no budget at all), and integer ops
+    where it has some.
 
     `show_nodeid` tells apart tests that count a model of the same name.
     """
@@ -230,6 +231,8 @@ def _rows(verdict: Verdict, show_nodeid: bool = False) -> list[str]:
     metrics: list[Metric] = [m for m in METRICS if verdict.budget.limit(m) is not None or m in flagged]
     if not metrics:
         metrics = [FLOPS]
+    # integer ops wherever the model has some: integer work moved out of FLOPs must not read as gone
+    metrics += [m for m in METRICS.omit_zero if m not in metrics and verdict.judges(m)]
     violated = {f.metric for f in verdict.violations}
     warned = {f.metric for f in verdict.warnings}
     rows = []

@@ -573,8 +573,8 @@ def test_bad_targets_and_bad_markers(pytester: pytest.Pytester, run: Any) -> Non
     assert got["test_e.py::test_bad_keyword"] == (
         "ERROR",
         "test_e.py:9: test_bad_keyword: flop_budget: got an unexpected keyword argument 'flop'; the marker takes "
-        "flop_budget(flops=None, *, macs=None, params=None, max_skipped_ops=None, bytes=None, param_bytes=None, "
-        "peak_memory=None, max_increase=None, name=None)",
+        "flop_budget(flops=None, *, macs=None, int_ops=None, params=None, max_skipped_ops=None, bytes=None, "
+        "param_bytes=None, peak_memory=None, max_increase=None, name=None)",
     )
     assert got["test_e.py::test_no_fixture"][0] == "ERROR"
     assert "needs the flopbudget fixture" in got["test_e.py::test_no_fixture"][1]
@@ -636,8 +636,8 @@ def test_marker_and_options_are_documented(pytester: pytest.Pytester, run: Any) 
     result = run("--markers")
     assert any(
         line.startswith(
-            "@pytest.mark.flop_budget(flops=None, *, macs=None, params=None, max_skipped_ops=None, bytes=None, "
-            "param_bytes=None, peak_memory=None, max_increase=None, name=None): fail the test"
+            "@pytest.mark.flop_budget(flops=None, *, macs=None, int_ops=None, params=None, max_skipped_ops=None, "
+            "bytes=None, param_bytes=None, peak_memory=None, max_increase=None, name=None): fail the test"
         )
         for line in result.outlines
     )

@@ -19,6 +19,7 @@ from pytest_flopbudget.judge.verdict import Measurement, evaluate
 from pytest_flopbudget.metrics import (
     BYTES,
     FLOPS,
+    INT_OPS,
     MACS,
     METRICS,
     PARAM_BYTES,
@@ -37,15 +38,16 @@ from pytest_flopbudget.units import BINARY, SI
 
 
 def test_the_metrics_in_their_order_with_their_names() -> None:
-    names = ["flops", "macs", "params", "skipped", "bytes", "param-bytes", "peak-memory"]
+    names = ["flops", "macs", "int-ops", "params", "skipped", "bytes", "param-bytes", "peak-memory"]
     assert list(METRICS) == names
-    assert [m.key for m in METRICS] == [*names[:3], "max-skipped-ops", *names[4:]]
-    assert [m.argument for m in METRICS] == [n.replace("-", "_") for n in [*names[:3], "max-skipped-ops", *names[4:]]]
-    labels = ["FLOPs", "MACs", "params", "skipped op calls", "bytes moved", "param bytes", "peak memory"]
+    assert [m.key for m in METRICS] == [*names[:4], "max-skipped-ops", *names[5:]]
+    assert [m.argument for m in METRICS] == [n.replace("-", "_") for n in [*names[:4], "max-skipped-ops", *names[5:]]]
+    labels = ["FLOPs", "MACs", "integer ops", "params", "skipped op calls", "bytes moved", "param bytes", "peak memory"]
     assert [m.label for m in METRICS] == labels
-    assert METRICS.growth == (FLOPS, MACS, PARAMS, BYTES, PARAM_BYTES, PEAK_MEMORY)
-    assert METRICS.counted == (FLOPS, MACS, PARAMS, BYTES, PARAM_BYTES) and METRICS.per_op == (FLOPS, MACS, BYTES)
-    assert METRICS.optional == (BYTES, PARAM_BYTES, PEAK_MEMORY)
+    assert METRICS.growth == (FLOPS, MACS, INT_OPS, PARAMS, BYTES, PARAM_BYTES, PEAK_MEMORY)
+    assert METRICS.counted == (FLOPS, MACS, INT_OPS, PARAMS, BYTES, PARAM_BYTES)
+    assert METRICS.per_op == (FLOPS, MACS, INT_OPS, BYTES)
+    assert METRICS.optional == (BYTES, PARAM_BYTES, PEAK_MEMORY) and METRICS.omit_zero == (INT_OPS,)
     assert all(m.prefixes == SI for m in METRICS if not m.optional)
     assert BYTES.prefixes == PARAM_BYTES.prefixes == PEAK_MEMORY.prefixes == BINARY | SI
 
@@ -56,7 +58,10 @@ def test_lookups() -> None:
     assert METRICS.by_argument("max_skipped_ops") is SKIPPED
     assert METRICS.by_unit("GFLOPs"[1:]) is FLOPS and METRICS.by_unit("parameters") is PARAMS
     assert by_name("params") is PARAMS
-    match = "unknown metric 'gflops'; expected one of flops, macs, params, skipped, bytes, param-bytes, peak-memory"
+    match = (
+        "unknown metric 'gflops'; expected one of flops, macs, int-ops, params, skipped, bytes, param-bytes, "
+        "peak-memory"
+    )
     with pytest.raises(ValueError, match=match):
         by_name("gflops")
 
@@ -73,6 +78,7 @@ def test_config_maps_come_from_the_definitions() -> None:
     assert BUDGET_KEYS == {
         "flops": "flops",
         "macs": "macs",
+        "int-ops": "int-ops",
         "params": "params",
         "max-skipped-ops": "skipped",
         "bytes": "bytes",

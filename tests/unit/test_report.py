@@ -149,3 +149,28 @@ def test_memory_timeline_names_the_layer_of_each_sample() -> None:
     # sample 0 is before the first op: the model itself; a run lasts until the next one begins
     assert [timeline.layer_at(index) for index in range(5)] == ["", "a", "a", "\U0010ffffz", "\U0010ffffz"]
     assert MemoryTimeline([10], []).layer_at(0) == ""
+
+
+def test_integer_ops_are_written_only_where_there_are_some_and_read_as_zero_where_absent() -> None:
+    from pytest_flopbudget.metrics import INT_OPS
+
+    plain = expected_format_1()
+    assert "int-ops" not in dumps(plain)  # a report without integer work is written as it always was
+    assert Report.from_dict(json.loads(dumps(plain))).int_ops == 0  # and reads as zero, not as not measured
+
+    quantized = expected_format_1()
+    quantized.layers["fc2"].add_op("aten._int_mm", {INT_OPS: 1_024})
+    quantized.forward.add(INT_OPS, 1_024)
+    data = json.loads(dumps(quantized))
+    assert data["totals"]["int-ops"] == data["forward"]["int-ops"] == 1_024 and data["backward"]["int-ops"] == 0
+    assert data["layers"]["fc2"]["metrics"]["int-ops"] == 1_024 and data["layers"]["fc1"]["metrics"]["int-ops"] == 0
+    assert data["layers"]["fc2"]["ops"]["aten._int_mm"] == {
+        "calls": 1,
+        "metrics": {"flops": 0, "macs": 0, "int-ops": 1_024},
+    }
+    assert "int-ops" in data["conventions"]
+    again = Report.from_dict(data)
+    assert again == quantized and again.int_ops == 1_024 and dumps(again) == dumps(quantized)
+    data["layers"]["fc2"]["metrics"]["int-ops"] = 1_000  # a hand edit that no longer adds up is refused
+    with pytest.raises(ValueError, match="total int-ops 1024 is not the sum of its layers"):
+        Report.from_dict(data)

@@ -52,16 +52,34 @@ def matmul_shapes(a: Sequence[int], b: Sequence[int]) -> Cost:
     return f.matmul(a[-2], b[-1], a[-1], batch)
 
 
-@register("MatMul", "MatMulInteger")
+#: ONNX element types of integer tensors (TensorProto: UINT8, INT8, UINT16, INT16, INT32, INT64, UINT32, UINT64,
+#: UINT4, INT4): an op with MACs whose output has one of them does integer arithmetic (`integer_arithmetic`).
+INTEGER_TYPES = frozenset({2, 3, 4, 5, 6, 7, 12, 13, 21, 22})
+
+
+def integer_arithmetic(cost: Cost, output_type: int) -> Cost:
+    """The walk's rule for every priced node: MatMul, Gemm or Einsum on integer tensors (its output's element type
+    is an integer one) counts integer ops, not FLOPs (`formulas.on_integers`); an unknown type (0) stays FLOPs."""
+    return f.on_integers(cost, output_type in INTEGER_TYPES)
+
+
+@register("MatMul")
 def _matmul(n: NodeContext) -> Cost:
-    """MatMulInteger: the zero-point subtraction is part of the integer accumulation and not counted."""
     return matmul_shapes(n.input_shape(0), n.input_shape(1))
+
+
+@register("MatMulInteger")
+def _matmul_integer(n: NodeContext) -> Cost:
+    """Integer ops: the zero-point subtraction is part of the integer accumulation and not counted."""
+    return matmul_shapes(n.input_shape(0), n.input_shape(1)).in_integers()
 
 
 @register("QLinearMatMul")
 def _qlinear_matmul(n: NodeContext) -> Cost:
-    """Inputs a, a_scale, a_zp, b, ...: the product plus requantising every output element."""
-    return matmul_shapes(n.input_shape(0), n.input_shape(3)) + f.elementwise(n.output_numel(), f.QUANTIZE)
+    """Inputs a, a_scale, a_zp, b, ...: the integer product (integer ops) plus requantising every output element
+    (FLOPs: a scale multiply, as QuantizeLinear)."""
+    product = matmul_shapes(n.input_shape(0), n.input_shape(3)).in_integers()
+    return product + f.elementwise(n.output_numel(), f.QUANTIZE)
 
 
 @register("Gemm")
@@ -165,14 +183,16 @@ def _conv_node(n: NodeContext) -> Cost:
 
 @register("ConvInteger")
 def _conv_integer(n: NodeContext) -> Cost:
-    return _conv(n.input_shape(0), n.input_shape(1), n.output_shape(), n.attr("group", 1), False)
+    """Integer ops, like MatMulInteger."""
+    return _conv(n.input_shape(0), n.input_shape(1), n.output_shape(), n.attr("group", 1), False).in_integers()
 
 
 @register("QLinearConv")
 def _qlinear_conv(n: NodeContext) -> Cost:
-    """Inputs x, x_scale, x_zp, w, w_scale, w_zp, y_scale, y_zp, B: conv, int32 bias add, requantisation."""
+    """Inputs x, x_scale, x_zp, w, w_scale, w_zp, y_scale, y_zp, B: conv and int32 bias add (integer ops), then
+    requantisation (FLOPs)."""
     y = n.output_shape()
-    cost = _conv(n.input_shape(0), n.input_shape(3), y, n.attr("group", 1), n.has_input(8))
+    cost = _conv(n.input_shape(0), n.input_shape(3), y, n.attr("group", 1), n.has_input(8)).in_integers()
     return cost + f.elementwise(prod(y), f.QUANTIZE)
 
 
@@ -737,18 +757,21 @@ def _dynamic_quantize(n: NodeContext) -> Cost:
 
 @register("MatMulIntegerToFloat", domain=MS)
 def _ms_matmul_integer_to_float(n: NodeContext) -> Cost:
-    """Integer product, then scaling to float (1 per output) and the optional bias (input 6)."""
+    """Integer product (integer ops), then scaling to float (1 per output) and the optional bias (input 6): FLOPs."""
     out = n.output_numel(0)
-    return matmul_shapes(n.input_shape(0), n.input_shape(1)) + f.elementwise(out * (1 + int(n.has_input(6))))
+    product = matmul_shapes(n.input_shape(0), n.input_shape(1)).in_integers()
+    return product + f.elementwise(out * (1 + int(n.has_input(6))))
 
 
 @register("DynamicQuantizeMatMul", domain=MS)
 def _ms_dynamic_quantize_matmul(n: NodeContext) -> Cost:
-    """Quantise A on the fly (see DynamicQuantizeLinear), integer product, scale to float, optional bias (4)."""
+    """Quantise A on the fly (see DynamicQuantizeLinear), integer product (integer ops), scale to float, optional
+    bias (4)."""
     a = n.input_shape(0)
     out = n.output_numel(0)
     quantize = f.reduction(prod(a), 2) + f.elementwise(prod(a), f.QUANTIZE)
-    return quantize + matmul_shapes(a, n.input_shape(1)) + f.elementwise(out * (1 + int(n.has_input(4))))
+    product = matmul_shapes(a, n.input_shape(1)).in_integers()
+    return quantize + product + f.elementwise(out * (1 + int(n.has_input(4))))
 
 
 @register("MatMulNBits", domain=MS)

@@ -20,7 +20,7 @@ from .functions import expand_node, get_schema, has_body
 from .graph import NodeInfo, index_nodes, topological_order
 from .names import ModulePaths, module_of_parameter
 from .node import NodeContext, UnknownShape, known_dims
-from .ops import ONNX_OPS, op_label
+from .ops import ONNX_OPS, integer_arithmetic, op_label
 from .shapes import Scope, complete_shapes, constant_tensors, infer, infer_body
 from .validate import InvalidNode, refuse_node
 
@@ -110,6 +110,8 @@ class Walker:
             except Exception as exc:  # a malformed node is skipped with the reason, never a crash
                 tally.skip(path, label, formula_failed(f"{type(exc).__name__}: {str(exc)[:100]}"))
                 continue
+            if cost.macs and info.outputs:  # a product on integer tensors counts integer ops (read types only then)
+                cost = integer_arithmetic(cost, scope.elem_type(info.outputs[0]))
             tally.add(path, label, cost)
 
     def _no_formula(self, domain: str) -> str:

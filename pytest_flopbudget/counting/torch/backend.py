@@ -26,7 +26,7 @@ from torch.utils._pytree import tree_flatten, tree_map
 from ...errors import CountingError
 from ...metrics import BYTES, PARAM_BYTES, PARAMS, PEAK_MEMORY
 from ...report import LayerCost, Report, conventions_with
-from ..formulas import Cost
+from ..formulas import Cost, on_integers
 from ..registry import Free
 from ..tally import DATA_DEPENDENT_SHAPE, NO_FORMULA, Tally, formula_failed
 from .data_dependent import _DYNAMIC_TAGS, _SCALAR_OP, BOUND_RULE, ROUTING_RULE, KnownValues, UpperBounds
@@ -38,7 +38,7 @@ from .known_inputs import InputValues
 from .lazy_shape_env import LazyShapeEnv
 from .model_copy import ModelCopy
 from .module_paths import ModulePathTracker
-from .ops import SAME_SHAPE_INPLACE, TORCH_OPS, op_key
+from .ops import SAME_SHAPE_INPLACE, TORCH_OPS, integer_output, op_key
 from .peak_memory import LiveBytes, PeakMemory
 from .shape_memo import ShapeMemo
 from .unknown_values import UnknownReads, describe
@@ -250,7 +250,7 @@ class CountingMode(TorchDispatchMode):
         if entry is None:
             return NO_FORMULA
         try:
-            return entry(bind_arguments(func, args, kwargs), out)
+            return on_integers(entry(bind_arguments(func, args, kwargs), out), integer_output(out))
         except Exception as exc:
             return _formula_failure(exc)
 

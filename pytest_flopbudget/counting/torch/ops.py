@@ -38,12 +38,19 @@ def out_numel(out: Any) -> int:
     return numel(first_tensor(out))
 
 
+def integer_output(out: Any) -> bool:
+    """Whether the op's (first) output is an integer tensor, quantized ones included: an op with MACs that writes
+    one did integer arithmetic (`formulas.on_integers`)."""
+    dtype = getattr(first_tensor(out), "dtype", None)
+    return dtype is not None and not (dtype.is_floating_point or dtype.is_complex) and str(dtype) != "torch.bool"
+
+
 # --- matrix products -------------------------------------------------------------------------------------------
 
 
-@register("aten.mm")
+@register("aten.mm", "aten._int_mm")
 def _mm(a: Args, out: Any) -> Cost:
-    """[M, K] @ [K, N]"""
+    """[M, K] @ [K, N]; `torch._int_mm` (int8 x int8 -> int32) is the same product in integers (`integer_output`)."""
     m, k = shape(a["self"])
     n = shape(a["mat2"])[-1]
     return f.matmul(m, n, k)

@@ -133,3 +133,17 @@ def test_local_response_norm_truncates_its_window() -> None:
     assert f.lrn_window_total(5, 4) == 16
     # 2 positions * 5 channels = 10 elements * (1 + 4) = 50, + 2 * 13 window sums = 26
     assert f.local_response_norm(2, 5, 3) == Cost(76, 0)
+
+
+def test_integer_ops_are_a_third_figure_of_a_cost():
+    assert Cost(3, 1, 8) + Cost(10, 5) == Cost(13, 6, 8)
+    assert Cost(3, 1, 8).times(2) == Cost(6, 2, 16)
+    assert f.matmul(4, 5, 6).in_integers() == Cost(0, 0, 240)  # 2 per integer MAC, no floating-point MACs
+    assert f.gemm(4, 5, 6, has_addend=True).in_integers() == Cost(0, 0, 260)  # its integer bias add too
+    assert f.on_integers(f.matmul(4, 5, 6), True) == Cost(0, 0, 240)
+    assert f.on_integers(f.matmul(4, 5, 6), False) == Cost(240, 120)
+    assert f.on_integers(f.elementwise(7), True) == Cost(7, 0)  # no MACs: elementwise ops stay FLOPs
+    # a cost without integer ops is still its (flops, macs) pair, in comparisons and in print
+    assert Cost(6, 3) == (6, 3) and (6, 3) == Cost(6, 3) and Cost(6, 3, 1) != (6, 3)  # noqa: SIM300
+    assert repr(Cost(6, 3)) == "Cost(flops=6, macs=3)" and repr(Cost(0, 0, 2)) == "Cost(flops=0, macs=0, int_ops=2)"
+    assert hash(Cost(6, 3)) == hash((6, 3))

@@ -23,7 +23,9 @@ def budget_of(tmp_path: Path, *args: Any, models: dict | None = None, **kwargs: 
 
 
 def test_help_shows_the_signature_users_write() -> None:
-    assert MARKER_HELP.startswith("flop_budget(flops=None, *, macs=None, params=None, max_skipped_ops=None, ")
+    assert MARKER_HELP.startswith(
+        "flop_budget(flops=None, *, macs=None, int_ops=None, params=None, max_skipped_ops=None, "
+    )
 
 
 def test_a_marker_budget_is_named_after_the_test(tmp_path: Path) -> None:

@@ -386,3 +386,14 @@ def test_skipped_ops_in_a_real_report_reach_the_picture() -> None:
         layers=layers, forward=PhaseTotals(flops=100, macs=0), skipped_ops={"aten.foo": SkippedOp(3, ["a"])}
     )
     assert "skipped ops: 3 calls not counted (aten.foo x3); the totals are a lower bound" in render_svg(report)
+
+
+def test_the_totals_line_names_integer_ops_only_in_a_model_that_has_some() -> None:
+    from pytest_flopbudget.metrics import INT_OPS
+
+    plain = Report(layers={"fc": LayerCost(flops=240, macs=120)}, forward=PhaseTotals(flops=240, macs=120))
+    assert "int ops" not in render_svg(plain)
+    layers = {"fc": LayerCost(flops=240, macs=120), "q": LayerCost({INT_OPS: 131_072})}
+    quantized = Report(layers=layers, forward=PhaseTotals({"flops": 240, "macs": 120, INT_OPS: 131_072}))
+    assert "240 FLOPs · 120 MACs · 131k int ops · 0 params; box width: inclusive FLOPs" in render_svg(quantized)
+    assert "box width: inclusive integer ops" in render_svg(quantized, metric=INT_OPS)

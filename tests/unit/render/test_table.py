@@ -150,3 +150,18 @@ def test_roofline_columns_and_notes() -> None:
     notes = [line for line in lines if "roofline estimate" in line or line.startswith("  est. time")]
     assert notes == roofline.notes()
     assert lines[-1].startswith("skipped ops: none")
+
+
+def test_integer_ops_get_a_column_and_a_total_only_in_a_model_that_has_some() -> None:
+    from pytest_flopbudget.metrics import INT_OPS
+
+    plain = _report({"fc": LayerCost(flops=240, macs=120, params=30)})
+    text = format_layer_table(plain)
+    assert "int ops" not in text
+    assert text.splitlines()[0].split() == ["layer", "FLOPs", "MACs", "params", "share"]
+    layers = {"fc": LayerCost(flops=240, macs=120, params=30), "q": LayerCost({INT_OPS: 131_072})}
+    quantized = Report(layers=layers, forward=PhaseTotals({"flops": 240, "macs": 120, INT_OPS: 131_072}))
+    lines = format_layer_table(quantized).splitlines()
+    assert lines[0].split() == ["layer", "FLOPs", "MACs", "int", "ops", "params", "share"]
+    assert lines[4].split() == ["q", "0", "0", "131k", "0", "0.0%"]
+    assert "total: 240 FLOPs, 120 MACs, 131,072 int ops, 30 params (240 FLOPs, 120 MACs, 131k int ops)" in lines

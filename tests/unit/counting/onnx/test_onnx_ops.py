@@ -15,7 +15,7 @@ import pytest
 onnx = pytest.importorskip("onnx")
 from onnx import TensorProto, helper  # noqa: E402
 
-from pytest_flopbudget import count  # noqa: E402
+from pytest_flopbudget import Cost, count  # noqa: E402
 from pytest_flopbudget.counting.onnx.ops import ONNX_OPS, einsum_cost  # noqa: E402
 from pytest_flopbudget.counting.registry import FREE  # noqa: E402
 
@@ -94,12 +94,14 @@ def test_einsum(onnx_model, equation, shapes, expected):
     names = [f"x{i}" for i in range(len(shapes))]
     m = onnx_model([node("Einsum", names, equation=equation)], inputs=dict(zip(names, shapes)), opset=12)
     assert exact(count(m)) == expected
-    assert tuple(einsum_cost(equation, shapes)) == expected
+    assert einsum_cost(equation, shapes) == Cost(*expected)
 
 
 def test_matmul_integer_and_qlinear_matmul(onnx_model):
     m = onnx_model([node("MatMulInteger", ["a", "b"])], inputs={"a": (U8, [4, 6]), "b": (U8, [6, 5])})
-    assert exact(count(m)) == (240, 120)  # 4*5*6 MACs; zero points are part of the integer accumulation
+    # 4*5*6 = 120 integer MACs: 240 integer ops, no FLOPs; zero points are part of the integer accumulation
+    assert exact(count(m)) == (0, 0)
+    assert count(m).int_ops == 240
     q = node("QLinearMatMul", ["a", "sa", "za", "b", "sb", "zb", "sy", "zy"])
     inits = {
         "sa": scalar("sa"),
@@ -110,8 +112,9 @@ def test_matmul_integer_and_qlinear_matmul(onnx_model):
         "zy": scalar("zy", U8, 0),
     }
     m = onnx_model([q], inputs={"a": (U8, [4, 6]), "b": (U8, [6, 5])}, inits=inits)
-    # 2*120 = 240 for the product + requantising 4*5 outputs at 2 FLOPs = 40
-    assert exact(count(m)) == (280, 120)
+    # 2*120 = 240 integer ops for the product; requantising 4*5 outputs at 2 FLOPs = 40 FLOPs
+    assert exact(count(m)) == (40, 0)
+    assert count(m).int_ops == 240
 
 
 # --- convolution -----------------------------------------------------------------------------------------------
@@ -150,7 +153,8 @@ def test_conv_integer_and_qlinear_conv(onnx_model):
     c = node("ConvInteger", ["x", "w"], pads=[1, 1, 1, 1])
     w = helper.make_tensor("w", U8, [4, 3, 3, 3], b"\0" * 108, raw=True)
     m = onnx_model([c], inputs={"x": (U8, [1, 3, 8, 8])}, inits={"w": w})
-    assert exact(count(m)) == (13824, 6912)  # as the float conv above, no bias
+    assert exact(count(m)) == (0, 0)
+    assert count(m).int_ops == 13824  # as the float conv above, no bias, in integer ops
     q = node("QLinearConv", ["x", "sx", "zx", "w", "sw", "zw", "sy", "zy", "b"], pads=[1, 1, 1, 1])
     inits = {
         "w": w,
@@ -163,8 +167,9 @@ def test_conv_integer_and_qlinear_conv(onnx_model):
         "b": helper.make_tensor("b", I32, [4], [0, 0, 0, 0]),
     }
     m = onnx_model([q], inputs={"x": (U8, [1, 3, 8, 8])}, inits=inits)
-    # 2*6912 + int32 bias add 256 + requantisation 2*256 = 13824 + 256 + 512
-    assert exact(count(m)) == (14592, 6912)
+    # integer ops: 2*6912 + int32 bias add 256 = 14080; FLOPs: requantisation 2*256 = 512
+    assert exact(count(m)) == (512, 0)
+    assert count(m).int_ops == 14080
 
 
 # --- attention -------------------------------------------------------------------------------------------------
@@ -438,8 +443,9 @@ def test_microsoft_matmuls(onnx_model):
     dq = node("DynamicQuantizeMatMul", ["a", "b", "s"], domain=MS)
     w8 = helper.make_tensor("b", I8, [6, 5], b"\0" * 30, raw=True)
     m = onnx_model([dq], inputs={"a": [4, 6]}, inits={"b": w8, "s": [1]}, domains={MS: 1})
-    # quantise A: min/max 2*24 + 2*24 = 96; product 2*120; scale to float 20
-    assert exact(count(m)) == (96 + 240 + 20, 120)
+    # FLOPs: quantise A (min/max 2*24 + 2*24 = 96) and scale to float 20; the integer product 2*120 integer ops
+    assert exact(count(m)) == (96 + 20, 0)
+    assert count(m).int_ops == 240
 
 
 def test_microsoft_quantized_elementwise(onnx_model):
