@@ -12,6 +12,7 @@ from math import prod
 from typing import Any, Callable
 
 from ...errors import CountingError
+from ...metrics import BYTES, Metric
 from ..formulas import Cost
 from ..registry import FREE
 from ..tally import NO_FORMULA, UNKNOWN_SHAPE, Tally, formula_failed
@@ -22,6 +23,7 @@ from .names import ModulePaths, module_of_parameter
 from .node import NodeContext, UnknownShape, known_dims
 from .ops import ONNX_OPS, op_label
 from .shapes import Scope, complete_shapes, constant_tensors, infer, infer_body
+from .traffic import NodeBytes, Unsized, moves_data
 from .validate import InvalidNode, refuse_node
 
 #: Domains whose operators are known (to onnx or to us); anything else is reported as an unknown domain.
@@ -64,6 +66,8 @@ class Walker:
         self.consts = consts
         self._entries: dict[tuple[str, str], Any] = {}
         self._bodies: dict[tuple[str, str], bool] = {}
+        #: Why `bytes` cannot be measured (the first node with a tensor of unknown size), None while it can.
+        self.unsized: str | None = None
 
     def path(self, info: NodeInfo, inherited: str = "") -> str:
         inputs = info.inputs
@@ -78,6 +82,7 @@ class Walker:
         return self._entries[key]
 
     def walk(self, nodes: list[NodeInfo], scope: Scope, folder: ConstFolder, tally: Tally, inherited: str = "") -> None:
+        sizes = NodeBytes(scope)
         for info in nodes:
             domain, op = info.domain, info.op_type
             if domain == "" and op in CONTROL_FLOW:
@@ -85,6 +90,8 @@ class Walker:
                 continue
             entry = self.entry(domain, op)
             if entry is FREE:
+                if moves_data(domain, op):  # no arithmetic, but a new tensor written: its bytes count
+                    tally.add_values(self.path(info, inherited), op_label(domain, op), self._bytes(info, sizes, {}))
                 continue
             path = self.path(info, inherited)
             label = op_label(domain, op)
@@ -110,7 +117,17 @@ class Walker:
             except Exception as exc:  # a malformed node is skipped with the reason, never a crash
                 tally.skip(path, label, formula_failed(f"{type(exc).__name__}: {str(exc)[:100]}"))
                 continue
-            tally.add(path, label, cost)
+            tally.add_values(path, label, self._bytes(info, sizes, cost.values()))
+
+    def _bytes(self, info: NodeInfo, sizes: NodeBytes, values: dict[Metric, int]) -> dict[Metric, int]:
+        """`values` with the node's bytes moved; a size not known leaves them out and `bytes` not measured."""
+        if self.unsized is not None:
+            return values
+        try:
+            return {**values, BYTES: sizes.of(info)}
+        except Unsized as exc:
+            self.unsized = exc.reason
+            return values
 
     def _no_formula(self, domain: str) -> str:
         if domain in self.undeclared:
@@ -175,6 +192,8 @@ class Walker:
         complete_shapes(nodes, inferred, body_scope, body_folder)
         body = Tally()
         child.walk(nodes, body_scope, body_folder, body, path)
+        if self.unsized is None:
+            self.unsized = child.unsized
         tally.add_values(path, label, body.totals())
         for op, skipped in body.skipped.items():
             tally.skip(path, op, f"{skipped.reason} (in the function body of {label})", skipped.calls)
