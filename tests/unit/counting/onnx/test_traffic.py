@@ -170,3 +170,74 @@ def test_bytes_beyond_what_a_report_holds_are_not_measured(onnx_model):
     report = count(onnx_model([node("ConstantOfShape", ["shape"], ["y"], "fill")], inits={"shape": shape}))
     assert not report.measures(BYTES) and report.metric(FLOPS) == 0
     assert report.conventions["bytes"] == "not measured: its total is beyond what a report can hold (10^30 bytes)"
+
+
+# --- agreement with the PyTorch engine on exported models ------------------------------------------------------
+
+
+def exported(model: Any, args: tuple[Any, ...], path: Any, dynamo: bool) -> Any:
+    """`model` exported to a real .onnx file at `path` and counted from it."""
+    import contextlib
+    import io
+    import warnings
+
+    torch = pytest.importorskip("torch")
+    if dynamo:
+        pytest.importorskip("onnxscript")
+    with (
+        warnings.catch_warnings(),
+        contextlib.redirect_stdout(io.StringIO()),
+        contextlib.redirect_stderr(io.StringIO()),
+    ):
+        warnings.simplefilter("ignore")
+        torch.onnx.export(model, args, str(path), dynamo=dynamo, input_names=["input"])
+    return count(str(path))
+
+
+@pytest.mark.parametrize("dynamo", [False, True])
+def test_an_exported_mlp_moves_the_bytes_the_pytorch_count_moves(tmp_path, dynamo):
+    torch = pytest.importorskip("torch")
+    model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 4, bias=False)).eval()
+    x = torch.randn(3, 8)
+    onnx_report, torch_report = exported(model, (x,), tmp_path / "mlp.onnx", dynamo), count(model, x)
+    # 0: Gemm/addmm reads x 3*8*4 = 96, W 16*8*4 = 512, b 16*4 = 64, writes 3*16*4 = 192: 864 B
+    # 1: ReLU reads 192, writes 192: 384 B;  2: bias-free MatMul/mm reads 192 + 4*16*4 = 256, writes 3*4*4 = 48: 496 B
+    expected = {"0": (864, 576), "1": (384, 0), "2": (496, 256)}  # parameter bytes: (16*8 + 16)*4, 4*16*4
+    for report in (onnx_report, torch_report):
+        assert {path: (c.get(BYTES), c.get(PARAM_BYTES)) for path, c in report.layers.items()} == expected
+        assert measured(report) == (1744, 832)
+
+
+def test_an_exported_embedding_differs_only_by_the_gather_rule(tmp_path):
+    torch = pytest.importorskip("torch")
+
+    class Embed(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.emb = torch.nn.Embedding(100, 8)
+            self.fc = torch.nn.Linear(8, 4, bias=False)
+
+        def forward(self, ids: Any) -> Any:
+            return self.fc(self.emb(ids))
+
+    model, ids = Embed().eval(), torch.zeros(2, 3, dtype=torch.int64)
+    onnx_report, torch_report = exported(model, (ids,), tmp_path / "embed.onnx", False), count(model, ids)
+    # parameters: the table 100*8*4 = 3,200 B and fc 4*8*4 = 128 B, in both counts
+    assert onnx_report.metric(PARAM_BYTES) == torch_report.metric(PARAM_BYTES) == 3200 + 128
+    # fc: reads [2,3,8] 192 and W 128, writes [2,3,4] 96: 416 B in both
+    assert onnx_report.layers["fc"].get(BYTES) == torch_report.layers["fc"].get(BYTES) == 416
+    # the Gather reads ids 2*3*8 = 48 and the 6 rows it gathers 6*8*4 = 192, writes 192: 432 B; whatever the
+    # PyTorch engine charges its embedding lookup, everything else agrees
+    gather = onnx_report.layers["emb"].ops["Gather"].get(BYTES)
+    assert gather == 48 + 192 + 192
+    assert onnx_report.metric(BYTES) - gather == torch_report.metric(BYTES) - torch_report.layers["emb"].get(BYTES)
+
+
+def test_the_failure_of_a_bytes_budget_says_why_bytes_are_not_measured(onnx_model):
+    nodes = [node("NonZero", ["x"], ["nz"], "mask")]
+    report = count(onnx_model(nodes, inputs={"x": [2, 4]}))
+    verdict = evaluate(Measurement("m", report, parse_budget({"bytes": "1GiB"}, {})))
+    assert [f.message for f in verdict.findings] == [
+        "bytes moved: not measured for this model (onnx): the shape of 'nz' of NonZero node '/mask/NonZero' is "
+        "unknown after shape inference, so its bytes budget cannot be checked"
+    ]
