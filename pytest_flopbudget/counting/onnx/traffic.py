@@ -141,15 +141,28 @@ class NodeBytes:
     def of(self, info: NodeInfo) -> int:
         """Every distinct input read once plus every distinct output written once; a gather reads only its rows.
         Raises `Unsized` naming the first tensor whose size is not known."""
-        op = info.op_type
-        outputs = list(dict.fromkeys(name for name in info.outputs if name))
-        written = sum(self.size(name, info) for name in outputs)
-        skipped = SHAPE_ONLY_INPUTS.get(op, ()) if info.domain == "" else ()
-        gather = op in (GATHER_OPS if info.domain == "" else MS_GATHER_OPS if info.domain == MS else ())
+        op, domain = info.op_type, info.domain
+        skipped: tuple[int, ...] = ()
+        gather = False
+        if domain == "":
+            skipped, gather = SHAPE_ONLY_INPUTS.get(op, ()), op in GATHER_OPS
+        elif domain == MS:
+            gather = op in MS_GATHER_OPS
+        sizes, seen = self._sizes, set()
+        moved = 0
+        for name in info.outputs:
+            if name and name not in seen:
+                seen.add(name)
+                found = sizes.get(name)
+                moved += found if found is not None else self.size(name, info)
         if gather:  # data (input 0) is read only where gathered: as many bytes as the gather writes
-            skipped, written = (0,), 2 * written
-        read = [name for index, name in enumerate(info.inputs) if name and index not in skipped]
-        return written + sum(self.size(name, info) for name in dict.fromkeys(read) if name not in outputs)
+            skipped, moved = (0,), 2 * moved
+        for index, name in enumerate(info.inputs):
+            if name and name not in seen and index not in skipped:
+                seen.add(name)
+                found = sizes.get(name)
+                moved += found if found is not None else self.size(name, info)
+        return moved
 
     def size(self, name: str, info: NodeInfo) -> int:
         found = self._sizes.get(name)
@@ -160,17 +173,22 @@ class NodeBytes:
     def _measure(self, name: str, info: NodeInfo) -> int:
         scope = self.scope
         dims = known_dims(scope.dims(name))
-        where = f"'{text(name)}' of {text(info.op_type)} node '{text(info.node.name)}'"
         if dims is None or any(d < 0 for d in dims):
             found = scope.type_of(name)
             kind = found.WhichOneof("value") if found is not None else None
             if kind not in (None, "tensor_type"):
-                raise Unsized(f"{where} is a {kind.replace('_type', '')}, whose bytes the graph does not give")
-            raise Unsized(f"the shape of {where} is unknown after shape inference")
+                raise Unsized(
+                    f"{_where(name, info)} is a {kind.replace('_type', '')}, whose bytes the graph does not give"
+                )
+            raise Unsized(f"the shape of {_where(name, info)} is unknown after shape inference")
         size = tensor_bytes(dims, _data_type(scope, name))
         if size is None:
-            raise Unsized(f"the element type of {where} has no fixed size")
+            raise Unsized(f"the element type of {_where(name, info)} has no fixed size")
         return size
+
+
+def _where(name: str, info: NodeInfo) -> str:
+    return f"'{text(name)}' of {text(info.op_type)} node '{text(info.node.name)}'"
 
 
 def _data_type(scope: Scope | None, name: str) -> int:

@@ -21,7 +21,13 @@ from pytest_flopbudget.counting.onnx.traffic import element_bits, moves_data, te
 from pytest_flopbudget.judge.verdict import FindingKind, Measurement, evaluate  # noqa: E402
 from pytest_flopbudget.metrics import BYTES, FLOPS, PARAM_BYTES, PEAK_MEMORY  # noqa: E402
 
-F, F16, BF16, I8, I64 = TensorProto.FLOAT, TensorProto.FLOAT16, TensorProto.BFLOAT16, TensorProto.INT8, TensorProto.INT64
+F, F16, BF16, I8, I64 = (
+    TensorProto.FLOAT,
+    TensorProto.FLOAT16,
+    TensorProto.BFLOAT16,
+    TensorProto.INT8,
+    TensorProto.INT64,
+)
 
 
 def weight(name: str, dims: list[int], elem: int = F) -> Any:
