@@ -21,9 +21,10 @@ low.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from math import prod
 
+from ...metrics import Metric
 from .graph import NodeInfo
 from .names import text
 from .node import known_dims
@@ -96,6 +97,12 @@ SHAPE_ONLY_INPUTS = {
     "RandomNormalLike": (0,),
     "RandomUniformLike": (0,),
 }
+#: Ops whose zero-cost form is the identity (Dropout in inference, Clip without bounds, a reduction over no axes):
+#: then they move nothing, as the PyTorch engine, which never sees them, counts (and a Dropout's mask is not written).
+IDENTITY_WHEN_FREE = frozenset({"Dropout", "Clip", "ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd"})
+#: Ops that turn a tensor into a sequence of tensors or back: a sequence's bytes are not in the graph, but they are
+#: the tensor's (the pieces partition it), so the tensor is read (or written) and as many bytes written (or read).
+SEQUENCE_SPLIT, SEQUENCE_CONCAT = "SplitToSequence", "ConcatFromSequence"
 #: com.microsoft free ops that move data: a gather of quantized blocks is charged as a gather of the rows it
 #: writes (more bytes than the packed rows and scales it reads), the others as any op.
 MS = "com.microsoft"
@@ -116,6 +123,11 @@ def moves_data(domain: str, op: str) -> bool:
     if domain == "":
         return op not in VIEW_OPS
     return domain == MS and op in MS_MOVING_OPS
+
+
+def is_identity(domain: str, op: str, values: Mapping[Metric, int]) -> bool:
+    """Whether a counted node that cost `values` is the identity, so it moves nothing (`IDENTITY_WHEN_FREE`)."""
+    return domain == "" and op in IDENTITY_WHEN_FREE and not any(values.values())
 
 
 def element_bits(data_type: int) -> int | None:
@@ -145,6 +157,8 @@ class NodeBytes:
         skipped: tuple[int, ...] = ()
         gather = False
         if domain == "":
+            if op in (SEQUENCE_SPLIT, SEQUENCE_CONCAT):
+                return self._sequence(info)
             skipped, gather = SHAPE_ONLY_INPUTS.get(op, ()), op in GATHER_OPS
         elif domain == MS:
             gather = op in MS_GATHER_OPS
@@ -163,6 +177,14 @@ class NodeBytes:
                 found = sizes.get(name)
                 moved += found if found is not None else self.size(name, info)
         return moved
+
+    def _sequence(self, info: NodeInfo) -> int:
+        """SplitToSequence reads its tensor (and split sizes) and writes as many bytes into the sequence;
+        ConcatFromSequence reads as many bytes from the sequence as the tensor it writes."""
+        if info.op_type == SEQUENCE_SPLIT:
+            split = info.inputs[1] if len(info.inputs) > 1 and info.inputs[1] else None
+            return 2 * self.size(info.inputs[0], info) + (self.size(split, info) if split else 0)
+        return 2 * self.size(info.outputs[0], info)
 
     def size(self, name: str, info: NodeInfo) -> int:
         found = self._sizes.get(name)

@@ -19,11 +19,11 @@ from ..tally import NO_FORMULA, UNKNOWN_SHAPE, Tally, formula_failed
 from .consts import ConstFolder
 from .functions import expand_node, get_schema, has_body
 from .graph import NodeInfo, index_nodes, topological_order
-from .names import ModulePaths, module_of_parameter
+from .names import ModulePaths, module_of_parameter, text
 from .node import NodeContext, UnknownShape, known_dims
 from .ops import ONNX_OPS, op_label
 from .shapes import Scope, complete_shapes, constant_tensors, infer, infer_body
-from .traffic import NodeBytes, Unsized, moves_data
+from .traffic import NodeBytes, Unsized, is_identity, moves_data
 from .validate import InvalidNode, refuse_node
 
 #: Domains whose operators are known (to onnx or to us); anything else is reported as an unknown domain.
@@ -121,12 +121,16 @@ class Walker:
 
     def _bytes(self, info: NodeInfo, sizes: NodeBytes, values: dict[Metric, int]) -> dict[Metric, int]:
         """`values` with the node's bytes moved; a size not known leaves them out and `bytes` not measured."""
-        if self.unsized is not None:
+        if self.unsized is not None or is_identity(info.domain, info.op_type, values):
             return values
         try:
             return {**values, BYTES: sizes.of(info)}
         except Unsized as exc:
             self.unsized = exc.reason
+            return values
+        except Exception as exc:  # a malformed type: bytes not measured, never a failed count
+            node = f"{text(info.op_type)} node '{text(info.node.name)}'"
+            self.unsized = f"the tensors of {node} could not be sized ({type(exc).__name__})"
             return values
 
     def _no_formula(self, domain: str) -> str:

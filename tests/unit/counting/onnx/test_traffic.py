@@ -247,3 +247,26 @@ def test_the_failure_of_a_bytes_budget_says_why_bytes_are_not_measured(onnx_mode
         "bytes moved: not measured for this model (onnx): the shape of 'nz' of NonZero node '/mask/NonZero' is "
         "unknown after shape inference, so its bytes budget cannot be checked"
     ]
+
+
+def test_an_identity_in_inference_moves_nothing(onnx_model):
+    """Dropout in inference (its mask not written), Clip without bounds: the identity, which the PyTorch engine never
+    sees; they are recorded at zero, as their FLOPs are."""
+    nodes = [node("Dropout", ["x"], ["d", "mask"], "drop"), node("Clip", ["d"], ["y"], "clip")]
+    report = count(onnx_model(nodes, inputs={"x": [2, 3]}, opset=13))
+    assert measured(report) == (0, 0)
+    assert report.layers["drop"].ops["Dropout"].calls == 1 and report.skipped == {}
+
+
+def test_a_split_into_a_sequence_moves_its_tensor_and_a_concat_of_one_is_not_sized(onnx_model):
+    """A sequence's bytes are not in the graph, but SplitToSequence's are its tensor's: reads x 4*3*4 = 48 and the
+    split sizes 2*8 = 16, writes 48 into the sequence. ConcatFromSequence's output length is unknown after shape
+    inference here, so a graph with it leaves bytes not measured."""
+    split = helper.make_tensor("s", I64, [2], [2, 2])
+    splitting = node("SplitToSequence", ["x", "s"], ["q"], "split")
+    report = count(onnx_model([splitting], inputs={"x": [4, 3]}, inits={"s": split}))
+    assert measured(report) == (48 + 16 + 48, 0)
+    concat = node("ConcatFromSequence", ["q"], ["y"], "cat", axis=0)
+    report = count(onnx_model([splitting, concat], inputs={"x": [4, 3]}, inits={"s": split}))
+    assert not report.measures(BYTES)
+    assert report.conventions["bytes"].startswith("not measured: the shape of 'y' of ConcatFromSequence node")
