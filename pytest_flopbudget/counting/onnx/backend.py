@@ -26,7 +26,7 @@ from .inputs import bind_inputs
 from .load import load_model, opset_versions
 from .names import ModulePaths, module_of_parameter, text
 from .shapes import Scope, complete_shapes, constant_tensors, infer, light_model
-from .traffic import reason_not_measured, tensor_bytes
+from .traffic import CONVENTION, reason_not_measured, tensor_bytes
 from .validate import check_structure
 from .walk import Walker
 
@@ -131,6 +131,8 @@ def _measure_memory(report: Report, unsized: dict[Metric, str | None]) -> None:
     measured = frozenset(metric for metric, reason in unsized.items() if reason is None)
     report.optional_metrics = measured
     report.conventions = conventions_with(measured)
+    if BYTES in measured:
+        report.conventions[BYTES] = CONVENTION
     for metric, reason in unsized.items():
         if reason is None:
             continue

@@ -225,6 +225,15 @@ def _data_type(scope: Scope | None, name: str) -> int:
     return 0
 
 
+#: How an ONNX report counts `bytes` (its JSON's `conventions.bytes`): the PyTorch engine's rule, read from types.
+CONVENTION = (
+    "per counted node: every distinct tensor input read once and every output written once, each at its element "
+    "type's size, from value infos and initializer dims (never the data); views and metadata (Reshape, Transpose, "
+    "Expand, Slice, Split, Squeeze, Shape, ...) and identities in inference move 0; other free ops (Concat, Cast, "
+    "Pad, ...) move their bytes; a gather reads its indices and only the rows it gathers"
+)
+
+
 def reason_not_measured(reason: str) -> str:
     """The `bytes` convention of a report that could not measure it, as its JSON and a budget's failure say it."""
     return f"not measured: {reason}"
