@@ -14,6 +14,8 @@ split in two:
   Pad, Tile, Where, ...; a gather (`GATHER_OPS`) reads its indices and only the rows it gathers (as many bytes
   as it writes), never the whole table.
 
+A counted op that is the identity this time (Dropout in inference, `IDENTITY_WHEN_FREE`) moves nothing either.
+
 A size that is not known (a dimension shape inference left open, an element type without a fixed size such as
 a string, a sequence) raises `Unsized` with the reason: the backend then leaves `bytes` not measured rather than
 low.
