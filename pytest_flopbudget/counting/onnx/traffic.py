@@ -14,7 +14,9 @@ split in two:
   Pad, Tile, Where, ...; a gather (`GATHER_OPS`) reads its indices and only the rows it gathers (as many bytes
   as it writes), never the whole table.
 
-A counted op that is the identity this time (Dropout in inference, `IDENTITY_WHEN_FREE`) moves nothing either.
+A counted op that is the identity this time (Dropout in inference, `IDENTITY_WHEN_FREE`) moves nothing either,
+nor does shape arithmetic (`computes_shapes`): integers the graph fixes before it runs (`Shape -> Gather ->
+Concat -> Reshape`), which a runtime folds and a PyTorch model computes in Python.
 
 A size that is not known (a dimension shape inference left open, an element type without a fixed size such as
 a string, a sequence) raises `Unsized` with the reason: the backend then leaves `bytes` not measured rather than
@@ -23,7 +25,7 @@ low.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from math import prod
 
 from ...metrics import Metric
@@ -132,6 +134,10 @@ def is_identity(domain: str, op: str, values: Mapping[Metric, int]) -> bool:
     return domain == "" and op in IDENTITY_WHEN_FREE and not any(values.values())
 
 
+#: Floating-point element types: never shape data.
+FLOAT_TYPES = frozenset({1, 10, 11, 14, 15, 16, 17, 18, 19, 20, 23, 24, 27, 28})
+
+
 def element_bits(data_type: int) -> int | None:
     """Bits per element of a `TensorProto` data type; None for one without a fixed size (string, undefined)."""
     return ELEMENT_BITS.get(data_type)
@@ -146,11 +152,30 @@ def tensor_bytes(dims: Iterable[int], data_type: int) -> int | None:
 class NodeBytes:
     """The bytes each node of one graph moves, from that graph's `Scope` (sizes are looked up once per name)."""
 
-    __slots__ = ("_sizes", "scope")
+    __slots__ = ("_sizes", "_types", "scope")
 
     def __init__(self, scope: Scope) -> None:
         self.scope = scope
         self._sizes: dict[str, int] = {}
+        self._types: dict[str, int] = {}
+
+    def computes_shapes(self, info: NodeInfo, ints: Callable[[str], list[int] | None]) -> bool:
+        """Whether every output of the node is integer data whose values the graph fixes (`ints`, the constant
+        folder, gives them): shape arithmetic, which moves nothing. Float outputs are never asked for, so no weight
+        is read."""
+        found = False
+        for name in info.outputs:
+            if name:
+                if self.data_type(name) in FLOAT_TYPES or ints(name) is None:
+                    return False
+                found = True
+        return found
+
+    def data_type(self, name: str) -> int:
+        found = self._types.get(name)
+        if found is None:
+            found = self._types[name] = _data_type(self.scope, name)
+        return found
 
     def of(self, info: NodeInfo) -> int:
         """Every distinct input read once plus every distinct output written once; a gather reads only its rows.
@@ -205,7 +230,7 @@ class NodeBytes:
                     f"{_where(name, info)} is a {kind.replace('_type', '')}, whose bytes the graph does not give"
                 )
             raise Unsized(f"the shape of {_where(name, info)} is unknown after shape inference")
-        size = tensor_bytes(dims, _data_type(scope, name))
+        size = tensor_bytes(dims, self.data_type(name))
         if size is None:
             raise Unsized(f"the element type of {_where(name, info)} has no fixed size")
         return size

@@ -90,7 +90,8 @@ class Walker:
                 continue
             entry = self.entry(domain, op)
             if entry is FREE:
-                if moves_data(domain, op):  # no arithmetic, but a new tensor written: its bytes count
+                # no arithmetic, but a new tensor written (not shape arithmetic): its bytes count
+                if moves_data(domain, op) and not sizes.computes_shapes(info, folder.ints):
                     tally.add_values(self.path(info, inherited), op_label(domain, op), self._bytes(info, sizes, {}))
                 continue
             path = self.path(info, inherited)
@@ -117,7 +118,10 @@ class Walker:
             except Exception as exc:  # a malformed node is skipped with the reason, never a crash
                 tally.skip(path, label, formula_failed(f"{type(exc).__name__}: {str(exc)[:100]}"))
                 continue
-            tally.add_values(path, label, self._bytes(info, sizes, cost.values()))
+            values = cost.values()
+            if not sizes.computes_shapes(info, folder.ints):
+                values = self._bytes(info, sizes, values)
+            tally.add_values(path, label, values)
 
     def _bytes(self, info: NodeInfo, sizes: NodeBytes, values: dict[Metric, int]) -> dict[Metric, int]:
         """`values` with the node's bytes moved; a size not known leaves them out and `bytes` not measured."""

@@ -282,3 +282,27 @@ def test_a_function_op_moves_what_its_body_moves(onnx_model):
     m = onnx_model([node("SwiGLU", ["a", "b"], ["y"], "mlp")], inputs={"a": [2, 3, 4], "b": [2, 3, 4]}, opset=28)
     report = count(m)
     assert measured(report) == (192 + 288, 0) and report.ops["SwiGLU"].get(BYTES) == 480
+
+
+def test_shape_arithmetic_moves_nothing(onnx_model):
+    """Shape -> Gather -> Mod -> Unsqueeze -> Concat builds a Reshape target: integers fixed before the graph runs,
+    which a runtime folds and a PyTorch model computes in Python. Only the Relu on the data moves bytes: reads and
+    writes 2*12*4 = 96 each."""
+    consts = {
+        "zero": helper.make_tensor("zero", I64, [], [1]),
+        "three": helper.make_tensor("three", I64, [], [5]),
+        "axes": helper.make_tensor("axes", I64, [1], [0]),
+        "minus": helper.make_tensor("minus", I64, [1], [-1]),
+    }
+    nodes = [
+        node("Shape", ["x"], ["s"], "shape"),
+        node("Gather", ["s", "zero"], ["d"], "shape", axis=0),
+        node("Mod", ["d", "three"], ["m"], "shape"),  # 12 mod 5 = 2
+        node("Unsqueeze", ["m", "axes"], ["u"], "shape"),
+        node("Concat", ["u", "minus"], ["target"], "shape", axis=0),
+        node("Reshape", ["x", "target"], ["r"], "shape"),
+        node("Relu", ["r"], ["y"], "act"),
+    ]
+    report = count(onnx_model(nodes, inputs={"x": [2, 12]}, inits=consts))
+    assert measured(report) == (96 + 96, 0)
+    assert report.layers["shape"].get(BYTES) == 0 and "Concat" not in report.layers["shape"].ops
