@@ -267,6 +267,9 @@ def evaluate(
         if limit is not None and not report.measures(metric):
             # a budget that cannot be checked fails: passing it would say the model is within it
             why = f"{metric.label}: not measured for this model ({report.backend})"
+            note = report.conventions.get(metric, "")
+            if note.startswith("not measured: "):  # why the backend could not (the ONNX backend's convention text)
+                why += f": {note[len('not measured: ') :]}"
             message = f"{why}, so its {metric.key} budget cannot be checked"
             findings.append(
                 Finding(ERROR, FindingKind.NOT_MEASURED, message, metric, limit=limit.value, source=limit.source)

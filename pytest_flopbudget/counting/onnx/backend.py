@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import CountingError
-from ...metrics import PARAMS
-from ...report import MAX_COUNT, LayerCost, Report
+from ...metrics import BYTES, PARAM_BYTES, PARAMS, Metric
+from ...report import MAX_COUNT, LayerCost, Report, conventions_with
 from ..tally import Tally
 from .consts import ConstFolder
 from .functions import spell_out_function_defaults
@@ -26,6 +26,7 @@ from .inputs import bind_inputs
 from .load import load_model, opset_versions
 from .names import ModulePaths, module_of_parameter, text
 from .shapes import Scope, complete_shapes, constant_tensors, infer, light_model
+from .traffic import CONVENTION, reason_not_measured, tensor_bytes
 from .validate import check_structure
 from .walk import Walker
 
@@ -103,7 +104,10 @@ def _count(onnx: Any, proto: Any, label: str, inputs: Mapping[str, Sequence[int]
     tally = Tally()
     walker.walk(nodes, scope, folder, tally)
 
-    _attribute_parameters(graph, every_node, initializer_names, walker, tally.layers)
+    unsized = {
+        BYTES: walker.unsized,
+        PARAM_BYTES: _attribute_parameters(graph, every_node, initializer_names, walker, tally.layers),
+    }
     report = Report(
         **tally.report_fields(),
         training=False,
@@ -113,7 +117,31 @@ def _count(onnx: Any, proto: Any, label: str, inputs: Mapping[str, Sequence[int]
         versions=_versions(onnx, proto),
     )
     _check_bounded(report, label)
+    _measure_memory(report, unsized)
     return _valid_text(report)
+
+
+def _measure_memory(report: Report, unsized: dict[Metric, str | None]) -> None:
+    """Mark `bytes` and `param-bytes` measured, each unless a size was unknown (`unsized[metric]`, the reason) or
+    its total is beyond what a report holds: then its figures are dropped and its convention says why, so a budget
+    on it fails as not measured, never passes on a low figure. Peak memory is never measured for ONNX."""
+    for metric in (BYTES, PARAM_BYTES):
+        if unsized[metric] is None and metric.of_report(report) > MAX_COUNT:
+            unsized[metric] = "its total is beyond what a report can hold (10^30 bytes)"
+    measured = frozenset(metric for metric, reason in unsized.items() if reason is None)
+    report.optional_metrics = measured
+    report.conventions = conventions_with(measured)
+    if BYTES in measured:
+        report.conventions[BYTES] = CONVENTION
+    for metric, reason in unsized.items():
+        if reason is None:
+            continue
+        report.conventions[metric] = reason_not_measured(reason)
+        for figures in (report.forward, report.backward, *report.layers.values()):
+            figures.values.pop(metric, None)
+        for layer in report.layers.values():
+            for op in layer.ops.values():
+                op.values.pop(metric, None)
 
 
 def _check_bounded(report: Report, label: str) -> None:
@@ -233,12 +261,16 @@ def _check_initializers(graph: Any, label: str) -> None:
 
 def _attribute_parameters(
     graph: Any, every_node: list[NodeInfo], initializer_names: set[str], walker: Walker, layers: dict[str, LayerCost]
-) -> int:
-    """Sum the weights and charge each to its module; returns the total.
+) -> str | None:
+    """Charge each weight and its bytes to its module; returns why `param-bytes` cannot be measured (a weight
+    whose element type has no fixed size), None when it can.
 
     A parameter is an initializer read by some node that is neither integer index/shape data (int64, bool), nor
     a 0-d scalar constant, nor a batch norm's running mean or variance (buffers in the framework, not
     parameters). Its module is the one its name gives (`layer1.0.conv1.weight`), else its first reader's module.
+    Its bytes are its numel at its data type's size, from `dims` and `data_type` (the data is never read; a sparse
+    initializer counts as its dense size, as its parameters do); an initializer read by several nodes (tied) counts
+    once. Constant nodes are not parameters, so their bytes are not parameter bytes either.
     """
     uses: dict[str, list[tuple[NodeInfo, int]]] = {}
     for info in every_node:
@@ -247,7 +279,7 @@ def _attribute_parameters(
                 uses.setdefault(name, []).append((info, index))
     tensors = [(t.name, t.data_type, t.dims) for t in graph.initializer]
     tensors += [(s.values.name, s.values.data_type, s.dims) for s in graph.sparse_initializer]
-    total = 0
+    unsized: str | None = None
     for name, data_type, dims in tensors:
         readers = uses.get(name)
         if not readers or data_type in NON_PARAMETER_TYPES or len(dims) == 0:
@@ -258,9 +290,14 @@ def _attribute_parameters(
         module = module_of_parameter(name)
         if module is None:
             module = walker.path(readers[0][0])
-        layers.setdefault(module, LayerCost()).add(PARAMS, size)
-        total += size
-    return total
+        layer = layers.setdefault(module, LayerCost())
+        layer.add(PARAMS, size)
+        size_in_bytes = tensor_bytes((int(d) for d in dims), data_type)
+        if size_in_bytes is None:
+            unsized = unsized or f"the element type of initializer '{text(name)}' has no fixed size"
+        else:
+            layer.add(PARAM_BYTES, size_in_bytes)
+    return unsized
 
 
 def _describe_input(onnx: Any, vi: Any, shapes: dict[str, tuple[int, ...]]) -> dict[str, Any]:

@@ -28,6 +28,7 @@ _BINARY: dict[str, Callable[[int, int], int]] = {
     "Sub": operator.sub,
     "Mul": operator.mul,
     "Div": lambda a, b: (abs(a) // abs(b)) * (1 if (a < 0) == (b < 0) else -1) if b else 0,  # exact, truncating
+    "Mod": operator.mod,  # fmod=0: the sign of the divisor, as Python's %; fmod=1 is `_mod`'s
     "Max": max,
     "Min": min,
     "Equal": lambda a, b: int(a == b),
@@ -155,7 +156,7 @@ class ConstFolder:
             if a is None or b is None or (len(a) != len(b) and 1 not in (len(a), len(b))):
                 return None
             n = max(len(a), len(b))
-            fn = _BINARY[op]
+            fn = _mod(node) if op == "Mod" else _BINARY[op]
             return [fn(a[i % len(a)], b[i % len(b)]) for i in range(n)]
         return None
 
@@ -213,6 +214,19 @@ class ConstFolder:
         if len(starts) != 1 or len(ends) != 1 or axes not in ([0], [-1]) or len(steps) != 1 or steps[0] == 0:
             return None
         return data[slice(*_clamp(starts[0], ends[0], steps[0], len(data)))]
+
+
+def _mod(node: Any) -> Callable[[int, int], int]:
+    """Integer `Mod`: the sign of the divisor (Python's %), or with `fmod=1` of the dividend (C's fmod); x mod 0
+    folds to 0 rather than fail (the value is then wrong, as a runtime's would be undefined)."""
+    fmod = any(a.name == "fmod" and a.i for a in node.attribute)
+
+    def mod(a: int, b: int) -> int:
+        if not b:
+            return 0
+        return (abs(a) % abs(b)) * (1 if a >= 0 else -1) if fmod else a % b
+
+    return mod
 
 
 def _clamp(start: int, end: int, step: int, length: int) -> tuple[int, int, int]:

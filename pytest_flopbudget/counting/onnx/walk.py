@@ -12,16 +12,18 @@ from math import prod
 from typing import Any, Callable
 
 from ...errors import CountingError
+from ...metrics import BYTES, Metric
 from ..formulas import Cost
 from ..registry import FREE
 from ..tally import NO_FORMULA, UNKNOWN_SHAPE, Tally, formula_failed
 from .consts import ConstFolder
 from .functions import expand_node, get_schema, has_body
 from .graph import NodeInfo, index_nodes, topological_order
-from .names import ModulePaths, module_of_parameter
+from .names import ModulePaths, module_of_parameter, text
 from .node import NodeContext, UnknownShape, known_dims
 from .ops import ONNX_OPS, integer_arithmetic, op_label
 from .shapes import Scope, complete_shapes, constant_tensors, infer, infer_body
+from .traffic import NodeBytes, Unsized, is_identity, moves_data
 from .validate import InvalidNode, refuse_node
 
 #: Domains whose operators are known (to onnx or to us); anything else is reported as an unknown domain.
@@ -64,6 +66,8 @@ class Walker:
         self.consts = consts
         self._entries: dict[tuple[str, str], Any] = {}
         self._bodies: dict[tuple[str, str], bool] = {}
+        #: Why `bytes` cannot be measured (the first node with a tensor of unknown size), None while it can.
+        self.unsized: str | None = None
 
     def path(self, info: NodeInfo, inherited: str = "") -> str:
         inputs = info.inputs
@@ -78,6 +82,7 @@ class Walker:
         return self._entries[key]
 
     def walk(self, nodes: list[NodeInfo], scope: Scope, folder: ConstFolder, tally: Tally, inherited: str = "") -> None:
+        sizes = NodeBytes(scope)
         for info in nodes:
             domain, op = info.domain, info.op_type
             if domain == "" and op in CONTROL_FLOW:
@@ -85,6 +90,9 @@ class Walker:
                 continue
             entry = self.entry(domain, op)
             if entry is FREE:
+                # no arithmetic, but a new tensor written (not shape arithmetic): its bytes count
+                if moves_data(domain, op) and not sizes.computes_shapes(info, folder.ints):
+                    tally.add_values(self.path(info, inherited), op_label(domain, op), self._bytes(info, sizes, {}))
                 continue
             path = self.path(info, inherited)
             label = op_label(domain, op)
@@ -112,7 +120,24 @@ class Walker:
                 continue
             if cost.macs and info.outputs:  # a product on integer tensors counts integer ops (read types only then)
                 cost = integer_arithmetic(cost, scope.elem_type(info.outputs[0]))
-            tally.add(path, label, cost)
+            values = cost.values()
+            if not sizes.computes_shapes(info, folder.ints):
+                values = self._bytes(info, sizes, values)
+            tally.add_values(path, label, values)
+
+    def _bytes(self, info: NodeInfo, sizes: NodeBytes, values: dict[Metric, int]) -> dict[Metric, int]:
+        """`values` with the node's bytes moved; a size not known leaves them out and `bytes` not measured."""
+        if self.unsized is not None or is_identity(info.domain, info.op_type, values):
+            return values
+        try:
+            return {**values, BYTES: sizes.of(info)}
+        except Unsized as exc:
+            self.unsized = exc.reason
+            return values
+        except Exception as exc:  # a malformed type: bytes not measured, never a failed count
+            node = f"{text(info.op_type)} node '{text(info.node.name)}'"
+            self.unsized = f"the tensors of {node} could not be sized ({type(exc).__name__})"
+            return values
 
     def _no_formula(self, domain: str) -> str:
         if domain in self.undeclared:
@@ -177,6 +202,8 @@ class Walker:
         complete_shapes(nodes, inferred, body_scope, body_folder)
         body = Tally()
         child.walk(nodes, body_scope, body_folder, body, path)
+        if self.unsized is None:
+            self.unsized = child.unsized
         tally.add_values(path, label, body.totals())
         for op, skipped in body.skipped.items():
             tally.skip(path, op, f"{skipped.reason} (in the function body of {label})", skipped.calls)

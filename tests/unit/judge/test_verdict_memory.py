@@ -103,3 +103,14 @@ def test_a_report_without_the_metric_is_never_judged_as_zero() -> None:
     summary = markdown.summary([verdict], update_hint="`flopbudget check --update`", workspace="/p")
     row = next(line for line in summary.splitlines() if "bytes moved" in line)
     assert row.endswith("| bytes moved | 1.00Ki | - | - | - | - |")  # budget 1 KiB, no baseline, no figure now
+
+
+def test_the_reason_a_backend_gives_for_not_measuring_is_in_the_failure() -> None:
+    report = without_memory(100)
+    report.backend = "onnx"
+    report.conventions["bytes"] = "not measured: the shape of 'nz' is unknown after shape inference"
+    verdict = evaluate(measure(report, bytes="1KiB"))
+    assert [f.message for f in verdict.violations] == [
+        "bytes moved: not measured for this model (onnx): the shape of 'nz' is unknown after shape inference, so "
+        "its bytes budget cannot be checked"
+    ]

@@ -30,6 +30,7 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("onnx")
 
 from pytest_flopbudget import OpCost, Report, count  # noqa: E402
+from pytest_flopbudget.metrics import BYTES, PARAM_BYTES  # noqa: E402
 
 RESNET50_MACS = 4_089_184_256
 RESNET50_PARAMS = 25_557_032
@@ -193,6 +194,28 @@ def test_resnet50_unfolded_export_has_the_torch_params_and_flops(cases):
     report, reference = onnx_report(cases, "resnet50", "torchscript-unfolded")
     assert report.params == reference.params == RESNET50_PARAMS
     assert report.flops == reference.flops
+
+
+@pytest.mark.parametrize(("name", "exporter"), EXPORTS)
+def test_every_export_measures_its_bytes_and_parameter_bytes(cases, name, exporter):
+    """A real export leaves no tensor of unknown size; every weight here is fp32: 4 bytes per parameter."""
+    report, _ = onnx_report(cases, name, exporter)
+    assert report.measures(BYTES), report.conventions["bytes"]
+    assert report.metric(BYTES) > 0
+    assert report.metric(PARAM_BYTES) == 4 * report.params
+
+
+def test_resnet50_unfolded_export_moves_the_torch_bytes_but_the_max_pool_indices(cases):
+    """Conv, BatchNormalization, Relu, AveragePool, Add and Gemm read and write what their ATen ops do (an in-place
+    relu_ reads and writes its tensor once each, as Relu reads x and writes y), and Flatten is a view in both. The
+    one difference: aten.max_pool2d_with_indices also writes its int64 indices, 64*56*56*8 = 1,605,632 B, which
+    ONNX MaxPool (one output) does not."""
+    report, reference = onnx_report(cases, "resnet50", "torchscript-unfolded")
+    assert report.metric(PARAM_BYTES) == reference.metric(PARAM_BYTES) == 4 * RESNET50_PARAMS
+    indices = 64 * 56 * 56 * 8
+    assert reference.layers["maxpool"].get(BYTES) - report.layers["maxpool"].get(BYTES) == indices
+    assert reference.metric(BYTES) - report.metric(BYTES) == indices
+    assert report.metric(BYTES) == 425_995_840
 
 
 @pytest.mark.parametrize("exporter", ["torchscript", "dynamo"])
