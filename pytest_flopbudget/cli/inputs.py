@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from pytest_flopbudget.config.pyproject import DTYPES, Inputs, InputSpec, is_reference
+from pytest_flopbudget.config.pyproject import DIM_NAME, DTYPES, Inputs, InputSpec, is_reference
 
 from .project import UsageError
 
@@ -24,6 +24,8 @@ GRAMMAR = (
 )
 
 _SIZES = re.compile(r"\d+(?:\s*[,x]\s*\d+)*")
+#: Sizes where some are named dims (`1,seq`, sized by `--dim seq=...`): separated by commas only.
+_NAMED_SIZES = re.compile(r"(?:\d+|[A-Za-z_]\w*)(?:\s*,\s*(?:\d+|[A-Za-z_]\w*))*")
 
 
 def parse_inputs(values: Sequence[str] | None, dtype: str | None = None) -> Inputs:
@@ -72,13 +74,47 @@ def parse_spec(text: str, dtype: str | None, original: str) -> InputSpec:
     stripped = sizes.strip()
     sizes = stripped.strip("[]()").strip()
     scalar = sizes.lower() == "scalar" or (not sizes and stripped in ("[]", "()"))
-    if not scalar and not _SIZES.fullmatch(sizes):
+    named = not scalar and not _SIZES.fullmatch(sizes) and _NAMED_SIZES.fullmatch(sizes) is not None
+    if not scalar and not named and not _SIZES.fullmatch(sizes):
         raise UsageError(f"--input {original!r} is not a shape: {GRAMMAR}")
     if colon:
         own_dtype = own_dtype.strip()
         check_dtype(own_dtype, f"--input {original!r}")
+    if named:  # `1,seq`: the named axis is sized by --dim (0 until then)
+        parts = tuple(part.strip() for part in sizes.split(","))
+        names = tuple(None if part.isdigit() else part for part in parts)
+        shape = tuple(int(part) if part.isdigit() else 0 for part in parts)
+        return InputSpec(shape, own_dtype if colon else dtype, names)
     shape = () if scalar else tuple(int(size) for size in re.split(r"\s*[,x]\s*", sizes))
     return InputSpec(shape, own_dtype if colon else dtype)
+
+
+DIM_GRAMMAR = "write NAME=SIZE for a point (seq=2048) or NAME=LOW..HIGH for a range (seq=64..8192)"
+
+
+def parse_dims(values: Sequence[str] | None) -> tuple[dict[str, int], dict[str, tuple[int, int]]]:
+    """`--dim seq=2048` (a point) and `--dim seq=64..8192` (a range the formula must hold on) -> points, ranges."""
+    points: dict[str, int] = {}
+    ranges: dict[str, tuple[int, int]] = {}
+    for value in values or ():
+        name, equals, rest = value.partition("=")
+        name = name.strip()
+        if not equals or not DIM_NAME.fullmatch(name):
+            raise UsageError(f"--dim {value!r}: {DIM_GRAMMAR}")
+        if name in points or name in ranges:
+            raise UsageError(f"--dim {value!r}: {name!r} is given twice")
+        low, dots, high = rest.strip().partition("..")
+        if not low.strip().isdigit() or (dots and not high.strip().isdigit()):
+            raise UsageError(f"--dim {value!r}: {DIM_GRAMMAR}")
+        if not dots:
+            if int(low) < 1:
+                raise UsageError(f"--dim {value!r}: a size is at least 1")
+            points[name] = int(low)
+        elif not 1 <= int(low) < int(high):
+            raise UsageError(f"--dim {value!r}: a range needs 1 <= LOW < HIGH")
+        else:
+            ranges[name] = (int(low), int(high))
+    return points, ranges
 
 
 def check_dtype(dtype: str, where: str) -> None:
