@@ -39,11 +39,13 @@ class OnnxFiles:
         if not path.is_file():
             raise problem(entry.source_of("target"), f"no such ONNX file: {path}")
         inputs = {name: list(s.shape) for name, s in entry.inputs.items()} if isinstance(entry.inputs, dict) else None
-        return Loaded(entry, str(path), kwargs={"inputs": inputs})
+        dims = {"dims": dict(entry.dims)} if entry.dims else {}  # the graph's symbolic dims, by name
+        return Loaded(entry, str(path), kwargs={"inputs": inputs, **dims})
 
     def count(self, loaded: Loaded) -> Report:
         try:
-            return self.count_model(loaded.model, (), {}, CountOptions(inputs=loaded.kwargs["inputs"]))
+            options = CountOptions(inputs=loaded.kwargs["inputs"], dims=loaded.kwargs.get("dims"))
+            return self.count_model(loaded.model, (), {}, options)
         except CountingError as exc:
             # the entry's location (`m.onnx`, or the pyproject key of its target) already names the file: the
             # counter's own label, its resolved path, would say it a second time
@@ -60,7 +62,7 @@ class OnnxFiles:
             )
         from ..counting.onnx.backend import count_onnx
 
-        return count_onnx(model, inputs=options.inputs)
+        return count_onnx(model, inputs=options.inputs, dims=options.dims)
 
     def input_names(self, path: str) -> list[str]:
         """The graph's real inputs (initializers excluded), read without the weights."""

@@ -39,6 +39,8 @@ class CountOptions:
     #: Input shapes by name, for a model whose inputs are named graph inputs (ONNX).
     inputs: Any = None
     method: str = "forward"
+    #: Sizes of a model file's symbolic dims by name (ONNX `batch`, `sequence`).
+    dims: Any = None
 
 
 class Backend(Protocol):

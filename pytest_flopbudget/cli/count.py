@@ -12,7 +12,7 @@ import dataclasses
 import os
 import re
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from pytest_flopbudget.config.budget import Budget
 from pytest_flopbudget.config.location import Location, display_path
@@ -20,6 +20,7 @@ from pytest_flopbudget.config.pyproject import (
     Inputs,
     InputSpec,
     ModelEntry,
+    dim_names,
     find_pyproject,
 )
 
@@ -28,9 +29,12 @@ from ..errors import CountingError
 from ..metrics import FLOPS, Metric
 from ..report import Report
 from ..safe_text import json_safe, safe_text
-from .inputs import describe_inputs, parse_inputs
+from .inputs import describe_inputs, parse_dims, parse_inputs
 from .progress import Progress
 from .project import UsageError, load_project, unknown_model
+
+if TYPE_CHECKING:
+    from pytest_flopbudget.curve.formula import Formula
 
 
 @dataclasses.dataclass(frozen=True)
@@ -50,6 +54,8 @@ class CountRequest:
     metric: Metric | None = None
     #: Write the output to this file (atomically) instead of stdout.
     output: str | None = None
+    #: `--dim seq=2048` (a point) or `--dim seq=64..8192` (a range: the count gives each metric's formula).
+    dims: list[str] | None = None
 
 
 #: Formats that draw a picture (`reporters/flame.py`).
@@ -65,11 +71,16 @@ def run_count(request: CountRequest, out: TextIO, err: TextIO) -> int:
     with Progress(1, getattr(err, "raw", err)) as progress:
         progress.start(entry.name)
         try:
-            report = count_entry(entry, root)
+            if entry.curve:
+                from pytest_flopbudget.curve.engine import count_curve
+
+                report, formula = count_curve(entry, root)
+            else:
+                report, formula = count_entry(entry, root), None
         except CountingError as exc:
             raise CountingError(command_line_hint(str(exc))) from None
         progress.advance()
-    text = render(report, entry, request)
+    text = render(report, entry, request) if formula is None else render_curve(report, formula, entry, request)
     if request.output is None:
         out.write(text)
     else:
@@ -95,6 +106,23 @@ def render(report: Report, entry: ModelEntry, request: CountRequest) -> str:
     return format_layer_table(report, depth=request.depth, title=title) + "\n"
 
 
+def render_curve(report: Report, formula: Formula, entry: ModelEntry, request: CountRequest) -> str:
+    """The count at the entry's point with every metric's formula: under `"formula"` and `"curve"` in the JSON,
+    below the layer table in text."""
+    if request.format == "json":
+        import json
+
+        data = {**report.to_dict(), **formula.to_dict()}
+        return json_safe(json.dumps(data, sort_keys=True, indent=2, ensure_ascii=True) + "\n")
+    if request.format in PICTURES:
+        raise UsageError(
+            f"--format {request.format} draws one count; a curve (--dim LOW..HIGH) prints as table or json"
+        )
+    from pytest_flopbudget.curve.text import formula_text
+
+    return render(report, entry, request) + formula_text(formula, depth=request.depth) + "\n"
+
+
 def write_output(path: str, text: str) -> None:
     """`--output PATH`: the whole text or nothing (a temp file beside it, then a rename); one line on failure."""
     from pytest_flopbudget.judge.baseline import write_atomic
@@ -111,6 +139,11 @@ def resolve_target(request: CountRequest) -> tuple[ModelEntry, Path]:
     `module:callable` and `.onnx` paths are taken relative to the current directory, as `python -m` would;
     pyproject names use the project's directory, as the plugin does.
     """
+    entry, root = _resolve(request)
+    return with_dims(entry, request.dims, backend_for(entry).files), root
+
+
+def _resolve(request: CountRequest) -> tuple[ModelEntry, Path]:
     target: str = request.target.strip()
     inputs = parse_inputs(request.input, request.dtype)
     backend = backend_for_target(target)
@@ -122,6 +155,25 @@ def resolve_target(request: CountRequest) -> tuple[ModelEntry, Path]:
         entry = _entry(target, target, inputs, request.training, request.execution or "fake", request.method)
         return entry, Path.cwd()
     return _pyproject_entry(target, inputs, request)
+
+
+def with_dims(entry: ModelEntry, values: list[str] | None, files: bool) -> ModelEntry:
+    """`entry` with the `--dim` points and ranges over its own (pyproject) ones, its inputs sized at the point: a
+    range's point is the entry's own, else the range's high end. A named dim without a value is an error; so is a
+    `--dim` no input names, but for a model file, whose graph names its own symbolic dims."""
+    points, ranges = parse_dims(values)
+    named = dim_names(entry.inputs)
+    for name in (*points, *ranges):
+        if not files and name not in named:
+            raise UsageError(f"--dim {name}: no --input names the dim {name!r}; write it in a shape, e.g. 1,{name}")
+    point = {**entry.dims, **{name: high for name, (_, high) in ranges.items() if name not in entry.dims}, **points}
+    for name in named:
+        if name not in point:
+            raise UsageError(
+                f"--input: dim {name!r} has no value; give --dim {name}=2048 (a point) or --dim {name}=64..8192 "
+                f"(a range: the count gives each metric's formula)"
+            )
+    return dataclasses.replace(entry, curve={**entry.curve, **ranges}).at(point)
 
 
 def _entry(
@@ -202,7 +254,7 @@ def _model_file_inputs(backend: Backend, path: str, inputs: Inputs, root: Path) 
             f"{len(inputs)} --input shapes for {len(names)} graph input(s) ({', '.join(names) or 'none'}); "
             f"name them: --input NAME=1,3,224,224"
         )
-    return {name: InputSpec(spec.shape) for name, spec in zip(names, inputs)}
+    return {name: InputSpec(spec.shape, None, spec.names) for name, spec in zip(names, inputs)}
 
 
 _PYTHON_HINT = re.compile(r"count\(.*?, inputs=\{(?P<body>.*)\}\)")

@@ -33,7 +33,7 @@ TABLE: KeyPath = ("tool", "flopbudget")
 PROJECT_KEYS = ("baseline-dir", "collect-models", "require-baseline", "models")
 #: pyproject key -> budget slot (see `budget.parse_budget`): each metric's `key`, then max-increase.
 BUDGET_KEYS = {**{metric.key: str(metric) for metric in METRICS}, "max-increase": "max_increase"}
-MODEL_KEYS = ("target", "inputs", "method", "training", "execution", "dims", "curve", *BUDGET_KEYS)
+MODEL_KEYS = ("target", "inputs", "method", "training", "execution", *BUDGET_KEYS, "dims", "curve")
 INPUT_KEYS = ("shape", "dtype")
 EXECUTIONS = ("fake", "real")
 #: The dtype of a generated input whose dtype is not given and that is not token ids.

@@ -65,6 +65,8 @@ def count_curve(entry: ModelEntry, root: Path) -> tuple[Report, Formula]:
             totals[metric] = poly
         elif poly.terms:
             layers.setdefault(path, {})[metric] = poly
+    order = {path: i for i, path in enumerate(report.layers)}  # the count's order: the model's, as the table's
+    layers = dict(sorted(layers.items(), key=lambda item: (order.get(item[0], len(order)), item[0])))
     measured = {metric for metric in METRICS if report.measures(metric)}
     totals = {metric: totals.get(metric, Polynomial(dims)) for metric in METRICS if metric in measured}
     holds = Holds(

@@ -137,9 +137,7 @@ class Formula:
                 "dims": list(self.dims),
                 "point": dict(self.point),
                 "holds": self.holds.to_dict(),
-                "layers": {
-                    path: {str(m): str(p) for m, p in polys.items()} for path, polys in sorted(self.layers.items())
-                },
+                "layers": {path: {str(m): str(p) for m, p in polys.items()} for path, polys in self.layers.items()},
             },
         }
 
