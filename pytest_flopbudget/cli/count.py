@@ -139,13 +139,14 @@ def resolve_target(request: CountRequest) -> tuple[ModelEntry, Path]:
     `module:callable` and `.onnx` paths are taken relative to the current directory, as `python -m` would;
     pyproject names use the project's directory, as the plugin does.
     """
-    entry, root = _resolve(request)
-    return with_dims(entry, request.dims, backend_for(entry).files), root
+    points, ranges = parse_dims(request.dims)
+    entry, root = _resolve(request, (*points, *ranges))
+    return with_dims(entry, points, ranges, backend_for(entry).files), root
 
 
-def _resolve(request: CountRequest) -> tuple[ModelEntry, Path]:
+def _resolve(request: CountRequest, dims: tuple[str, ...]) -> tuple[ModelEntry, Path]:
     target: str = request.target.strip()
-    inputs = parse_inputs(request.input, request.dtype)
+    inputs = parse_inputs(request.input, request.dtype, dims)
     backend = backend_for_target(target)
     if backend is not None and backend.files:
         _model_file_only(request)
@@ -157,11 +158,10 @@ def _resolve(request: CountRequest) -> tuple[ModelEntry, Path]:
     return _pyproject_entry(target, inputs, request)
 
 
-def with_dims(entry: ModelEntry, values: list[str] | None, files: bool) -> ModelEntry:
+def with_dims(entry: ModelEntry, points: dict[str, int], ranges: dict[str, tuple[int, int]], files: bool) -> ModelEntry:
     """`entry` with the `--dim` points and ranges over its own (pyproject) ones, its inputs sized at the point: a
     range's point is the entry's own, else the range's high end. A named dim without a value is an error; so is a
     `--dim` no input names, but for a model file, whose graph names its own symbolic dims."""
-    points, ranges = parse_dims(values)
     named = dim_names(entry.inputs)
     for name in (*points, *ranges):
         if not files and name not in named:
