@@ -194,3 +194,22 @@ def test_formulas_equal_point_counts_at_random_unseen_sizes(root: Path) -> None:
     assert_agrees_at(
         model, root, formula, [{"batch": rng.randint(1, 8), "seq": rng.randint(16, 512)} for _ in range(3)]
     )
+
+
+def test_flop_counter_mode_on_real_runs_agrees_at_sizes_the_fit_never_saw(root: Path) -> None:
+    """torch's FlopCounterMode counts 2 FLOPs per MAC of matmuls and linear layers on a real forward, and nothing
+    for scaled_dot_product_attention on the CPU: the attention modules' own MACs (their SDPA) are left out."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    model = entry(
+        root, "curve_models:gpt", '[{ shape = [1, "seq"], dtype = "int64" }]', "{ seq = 64 }", "{ seq = [16, 512] }"
+    )
+    _, formula = count_curve(model, root)
+    gpt = __import__("curve_models").gpt().eval()
+    for seq in (23, 301):
+        with FlopCounterMode(display=False) as counter, torch.no_grad():
+            gpt(torch.zeros(1, seq, dtype=torch.long))
+        point = {"seq": seq}
+        attention = sum(formula.layer(f"h.{i}.attn", MACS).at(point) for i in range(2))
+        assert attention == 2 * 2 * 64 * seq * seq
+        assert counter.get_total_flops() == 2 * (formula.total(MACS).at(point) - attention)
