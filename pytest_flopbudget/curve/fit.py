@@ -144,7 +144,7 @@ class _Attempt:
             if degree is None:
                 return False
             self.degrees.append(degree)
-        grid = [axis[: degree + 1] for axis, degree in zip(self.axes, self.degrees)]
+        grid = [list(axis[: degree + 1]) for axis, degree in zip(self.axes, self.degrees)]
         samples = {point: self.sampler(point) for point in product(*grid)}
         keys = list(dict.fromkeys(key for sample in samples.values() for key in sample))
         self.polys = interpolate(self.dims, grid, samples, keys)
@@ -218,7 +218,7 @@ def _first_miss(attempt: _Attempt) -> tuple[int, Point]:
     axis = attempt.axes[0]
     good = attempt.degrees[0]  # the grid's last point: the fit holds there by construction
     bad = len(axis) - 1
-    missed = min(i for i, x in enumerate(axis) if (x,) in attempt.missed)
+    missed = min(axis.index(point[0]) for point in attempt.missed)
     bad = min(bad, missed)
     while bad - good > 1:
         middle = (good + bad) // 2
@@ -268,7 +268,7 @@ def _off_lattice(low: int, high: int, finer: int, step: int) -> list[int]:
 def _primes_in(low: int, high: int, count: int) -> list[int]:
     found: list[int] = []
     x = high
-    if high > 10**12:  # trial division would take long; an odd size tests the same residues
+    if high > 10**9:  # trial division would take long; an odd size tests the same residues
         return found
     while x >= max(low, 2) and len(found) < count:
         if all(x % d for d in range(2, int(x**0.5) + 1)):
@@ -289,8 +289,9 @@ def _lattice_step(low: int, high: int, odd: int) -> int | None:
     return step
 
 
-def _multiples(low: int, high: int, step: int) -> list[int]:
-    return list(range(-(-low // step) * step, high + 1, step))
+def _multiples(low: int, high: int, step: int) -> range:
+    """The multiples of `step` in [low, high], lazily: a range of 10**18 sizes is never listed."""
+    return range(-(-low // step) * step, high + 1, step)
 
 
 def _difference(values: Sequence[int]) -> int:

@@ -65,6 +65,7 @@ def test_bad_dims_are_located(body: str, message: str, tmp_path: Path) -> None:
 
 
 def test_an_onnx_graph_binds_its_own_symbolic_dims_by_name(tmp_path: Path) -> None:
-    text = '[tool.flopbudget.models.m]\ntarget = "m.onnx"\ndims = { batch = 1 }\ncurve = { batch = [1, 8] }\nflops = "1G"\n'
+    text = '[tool.flopbudget.models.m]\ntarget = "m.onnx"\ndims = { batch = 1 }\ncurve = { batch = [1, 8] }\n'
+    text += 'flops = "1G"\n'
     entry = parse_settings(text, tmp_path / "pyproject.toml").models["m"]
     assert (entry.inputs, entry.dims, entry.curve) == (None, {"batch": 1}, {"batch": (1, 8)})

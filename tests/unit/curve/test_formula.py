@@ -35,6 +35,12 @@ def test_lookups_and_inclusive_sums() -> None:
     assert str(f.total(PARAMS)) == "0" and f.total(MACS).degree("seq") == 2
 
 
+def test_the_layers_that_grow_faster_than_a_degree() -> None:
+    f = formula()
+    assert {path: str(poly) for path, poly in f.layers_above(MACS, "seq", 1).items()} == {"h.0.attn": "64*seq**2"}
+    assert f.layers_above(MACS, "seq", 2) == {} and str(f.total(MACS).above("seq", 1)) == "64*seq**2"
+
+
 def test_json_round_trip_through_text() -> None:
     f = formula(Holds({"seq": 32}, {"seq": (64, 512)}, True, {"seq": 544}, (PEAK_MEMORY,), 20, 12))
     data = json.loads(json.dumps(f.to_dict()))
