@@ -108,16 +108,17 @@ def render(report: Report, entry: ModelEntry, request: CountRequest) -> str:
 
 def render_curve(report: Report, formula: Formula, entry: ModelEntry, request: CountRequest) -> str:
     """The count at the entry's point with every metric's formula: under `"formula"` and `"curve"` in the JSON,
-    below the layer table in text."""
+    below the layer table in text; a picture draws the formulas against the first dim."""
     if request.format == "json":
         import json
 
         data = {**report.to_dict(), **formula.to_dict()}
         return json_safe(json.dumps(data, sort_keys=True, indent=2, ensure_ascii=True) + "\n")
     if request.format in PICTURES:
-        raise UsageError(
-            f"--format {request.format} draws one count; a curve (--dim LOW..HIGH) prints as table or json"
-        )
+        from pytest_flopbudget.curve import picture
+
+        draw = picture.render_html if request.format == "html" else picture.render_svg
+        return draw(formula, metric=request.metric or FLOPS, title=entry.name)
     from pytest_flopbudget.curve.text import formula_text
 
     return render(report, entry, request) + formula_text(formula, depth=request.depth) + "\n"

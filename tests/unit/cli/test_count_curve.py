@@ -84,10 +84,23 @@ def test_a_point_dim_counts_there_without_a_formula(project: str, capsys: pytest
         (["--input", "rows,8", "--dim", "cols=4"], "--input 'rows,8' is not a shape"),
         (["--input", "2,8", "--dim", "rows=4"], "--dim rows: no --input names the dim 'rows'"),
         (["--input", "rows,8", "--dim", "rows=1..3"], "rows in [1, 3] has fewer than 6 sizes"),
-        (["--input", "rows,8", "--dim", "rows=1..64", "--format", "svg"], "--format svg draws one count"),
     ],
 )
 def test_bad_dims_are_one_line(project: str, capsys: pytest.CaptureFixture[str], argv: list[str], message: str) -> None:
     code, out, err = run(capsys, "count", f"{project}:MLP", *argv)
     assert code != 0 and out == ""
     assert message in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_a_picture_draws_the_formulas_against_the_dim(project: str, capsys: pytest.CaptureFixture[str]) -> None:
+    import xml.etree.ElementTree as ET
+
+    code, out, _ = run(capsys, "count", "mlp", "--format", "svg", "--metric", "macs")
+    assert code == 0
+    root = ET.fromstring(out)
+    texts = [t.text for t in root.iter("{http://www.w3.org/2000/svg}text")]
+    assert "mlp: MACs against rows" in texts and "exact on rows in [1, 64]; log-log" in texts
+    assert {"(model)", "fc1", "fc2"} <= set(texts)  # act has no MACs: no line
+    assert len(list(root.iter("{http://www.w3.org/2000/svg}polyline"))) == 3
+    code, page, _ = run(capsys, "count", "mlp", "--format", "html")
+    assert code == 0 and page.startswith("<!DOCTYPE html>") and "<svg " in page
