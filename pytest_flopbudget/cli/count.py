@@ -174,7 +174,11 @@ def with_dims(entry: ModelEntry, points: dict[str, int], ranges: dict[str, tuple
                 f"--input: dim {name!r} has no value; give --dim {name}=2048 (a point) or --dim {name}=64..8192 "
                 f"(a range: the count gives each metric's formula)"
             )
-    return dataclasses.replace(entry, curve={**entry.curve, **ranges}).at(point)
+    curve = {**entry.curve, **ranges}
+    if not files:  # --input replaced the pyproject's shapes: the dims they no longer name are gone with them
+        point = {name: size for name, size in point.items() if name in named}
+        curve = {name: bounds for name, bounds in curve.items() if name in named}
+    return dataclasses.replace(entry, curve=curve, dims={}).at(point)
 
 
 def _entry(

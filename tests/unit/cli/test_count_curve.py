@@ -104,3 +104,12 @@ def test_a_picture_draws_the_formulas_against_the_dim(project: str, capsys: pyte
     assert len(list(root.iter("{http://www.w3.org/2000/svg}polyline"))) == 3
     code, page, _ = run(capsys, "count", "mlp", "--format", "html")
     assert code == 0 and page.startswith("<!DOCTYPE html>") and "<svg " in page
+
+
+def test_input_given_for_a_curve_model_replaces_its_dims(project: str, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "count", "mlp", "--input", "3,8", "--format", "json")
+    data = json.loads(out)
+    assert code == 0 and "formula" not in data and data["totals"]["macs"] == 120
+    code, out, _ = run(capsys, "count", "mlp", "--dim", "rows=5", "--format", "json")  # the pyproject's range stays
+    data = json.loads(out)
+    assert data["totals"]["macs"] == 200 and data["formula"]["macs"] == "40*rows"
