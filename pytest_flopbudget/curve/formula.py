@@ -103,7 +103,8 @@ class Formula:
     """Every metric of one model as a polynomial in `dims`: `totals[metric]` and, for the metrics a report keeps per
     layer, `layers[path][metric]` (exclusive of the children, as `Report.layers`: they add up to the totals).
 
-    `point` is the entry's point (where point budgets apply); `holds` says where the formulas are exact.
+    `point` is the entry's point (where point budgets apply), `ranges` the range asked for each dim (`curve`);
+    `holds` says where the formulas are exact (its `ranges` are narrower where the cost is piecewise).
     """
 
     dims: tuple[str, ...]
@@ -111,6 +112,7 @@ class Formula:
     layers: dict[str, dict[Metric, Polynomial]]
     holds: Holds
     point: dict[str, int] = field(default_factory=dict)
+    ranges: dict[str, tuple[int, int]] = field(default_factory=dict)
 
     def total(self, metric: Metric | str) -> Polynomial:
         """The model's formula for `metric` (zero where it has none)."""
@@ -142,6 +144,7 @@ class Formula:
                 "format": FORMULA_FORMAT,
                 "dims": list(self.dims),
                 "point": dict(self.point),
+                "ranges": {dim: list(bounds) for dim, bounds in self.ranges.items()},
                 "holds": self.holds.to_dict(),
                 "layers": {path: {str(m): str(p) for m, p in polys.items()} for path, polys in self.layers.items()},
             },
@@ -171,6 +174,10 @@ class Formula:
             },
             holds=Holds.from_dict(_mapping(curve.get("holds"), "curve.holds")),
             point={str(k): _size(v, f"point.{k}") for k, v in _mapping(curve.get("point", {}), "point").items()},
+            ranges={
+                str(k): _bounds(v, f"curve.ranges.{k}")
+                for k, v in _mapping(curve.get("ranges", {}), "curve.ranges").items()
+            },
         )
 
 

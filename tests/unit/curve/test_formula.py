@@ -24,6 +24,7 @@ def formula(holds: Holds | None = None) -> Formula:
         },
         holds=holds or Holds(step={"seq": 1}, ranges={"seq": (64, 8192)}, samples=9, verified=6),
         point={"seq": 2048},
+        ranges={"seq": (64, 8192)},
     )
 
 
@@ -46,6 +47,7 @@ def test_json_round_trip_through_text() -> None:
     data = json.loads(json.dumps(f.to_dict()))
     assert data["formula"] == {"flops": "128*seq**2 + 10*seq", "macs": "64*seq**2 + 5*seq"}
     assert data["curve"]["format"] == FORMULA_FORMAT and data["curve"]["layers"]["h.0.attn"]["macs"] == "64*seq**2"
+    assert (data["curve"]["ranges"], data["curve"]["point"]) == ({"seq": [64, 8192]}, {"seq": 2048})
     back = Formula.from_dict(data)
     assert back == f and back.holds == f.holds
 
