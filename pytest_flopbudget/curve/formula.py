@@ -8,6 +8,7 @@ rest under `"curve"`: the dims and their ranges, where the formulas hold, and th
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -16,6 +17,8 @@ from pytest_flopbudget.metrics import METRICS, Metric, by_name
 
 from .polynomial import Polynomial, parse
 
+#: A dim's name, as pyproject's `dims` and `--dim` accept it.
+_DIM = re.compile(r"[A-Za-z_]\w*")
 #: Bumped when the `"curve"` layout changes incompatibly.
 FORMULA_FORMAT = "pytest-flopbudget/formula/1"
 
@@ -157,6 +160,8 @@ class Formula:
         if curve.get("format") != FORMULA_FORMAT:
             raise ValueError(f"curve.format is {curve.get('format')!r}, expected {FORMULA_FORMAT!r}")
         dims = tuple(_text(d, "curve.dims") for d in _list(curve.get("dims"), "curve.dims"))
+        if len(set(dims)) != len(dims) or not all(_DIM.fullmatch(d) for d in dims):
+            raise ValueError("curve.dims must be distinct names such as seq or height")
 
         def polys(value: object, where: str) -> dict[Metric, Polynomial]:
             known = _mapping(value, where)

@@ -84,6 +84,8 @@ def test_where_it_holds_in_words(holds: Holds, text: str) -> None:
         (lambda d: d["formula"].update(watts="1"), "unknown metric 'watts'"),
         (lambda d: d["curve"]["holds"].update(step={"seq": 0}), "step.seq must be an integer of at least 1"),
         (lambda d: d["curve"]["holds"].update(ranges={"seq": [1]}), r"must be \[low, high\]"),
+        (lambda d: d["curve"].update(dims=["seq", "seq"]), "must be distinct names"),
+        (lambda d: d["curve"].update(dims=["a b"]), "must be distinct names"),
     ],
 )
 def test_a_malformed_document_is_refused(change: Any, message: str) -> None:
