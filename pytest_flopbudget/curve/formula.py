@@ -65,8 +65,13 @@ class Holds:
             where = f"at {multiples}, {ranges}"
         text = f"exact {where}"
         if self.piecewise:
-            point = ", ".join(f"{dim}={value}" for dim, value in (self.broken_at or {}).items())
-            text = f"piecewise: {text} only; the cost is not one polynomial beyond (it differs at {point})"
+            broken = self.broken_at or {}
+            point = ", ".join(f"{dim}={value}" for dim, value in broken.items())
+            inside = all(low <= broken.get(dim, low) <= high for dim, (low, high) in self.ranges.items())
+            if inside:  # several dims: where it stops holding is not narrowed down
+                text = f"not one polynomial on {ranges}: the formula misses the count at {point}"
+            else:
+                text = f"piecewise: {text} only; the cost is not one polynomial beyond (it differs at {point})"
         if self.inexact:
             text += f"; not exact for {', '.join(m.label for m in self.inexact)}"
         return text

@@ -65,6 +65,10 @@ def test_json_round_trip_through_text() -> None:
             "piecewise: exact on seq in [64, 512] only; the cost is not one polynomial beyond (it differs at seq=576)",
         ),
         (
+            Holds({"b": 1, "s": 1}, {"b": (1, 8), "s": (8, 64)}, piecewise=True, broken_at={"b": 8, "s": 64}),
+            "not one polynomial on b in [1, 8], s in [8, 64]: the formula misses the count at b=8, s=64",
+        ),
+        (
             Holds({"seq": 1}, {"seq": (8, 64)}, inexact=(PEAK_MEMORY,)),
             "exact on seq in [8, 64]; not exact for peak memory",
         ),
