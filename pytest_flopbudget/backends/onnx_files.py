@@ -11,7 +11,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from pytest_flopbudget.config.pyproject import ModelEntry, is_onnx_target
+from pytest_flopbudget.config.pyproject import ModelEntry, dim_names, is_onnx_target
 
 from ..errors import CountingError
 from ..report import Report
@@ -39,11 +39,18 @@ class OnnxFiles:
         if not path.is_file():
             raise problem(entry.source_of("target"), f"no such ONNX file: {path}")
         inputs = {name: list(s.shape) for name, s in entry.inputs.items()} if isinstance(entry.inputs, dict) else None
-        return Loaded(entry, str(path), kwargs={"inputs": inputs})
+        # the graph's own symbolic dims, by name (a dim the shapes name is in them already)
+        symbols = {name: size for name, size in entry.dims.items() if name not in dim_names(entry.inputs)}
+        dims = {"dims": symbols} if symbols else {}
+        return Loaded(entry, str(path), kwargs={"inputs": inputs, **dims})
+
+    def reload(self, loaded: Loaded, entry: ModelEntry, root: Path) -> Loaded:
+        return self.load(entry, root)  # a path and shapes: the graph is read when counted
 
     def count(self, loaded: Loaded) -> Report:
         try:
-            return self.count_model(loaded.model, (), {}, CountOptions(inputs=loaded.kwargs["inputs"]))
+            options = CountOptions(inputs=loaded.kwargs["inputs"], dims=loaded.kwargs.get("dims"))
+            return self.count_model(loaded.model, (), {}, options)
         except CountingError as exc:
             # the entry's location (`m.onnx`, or the pyproject key of its target) already names the file: the
             # counter's own label, its resolved path, would say it a second time
@@ -60,7 +67,7 @@ class OnnxFiles:
             )
         from ..counting.onnx.backend import count_onnx
 
-        return count_onnx(model, inputs=options.inputs)
+        return count_onnx(model, inputs=options.inputs, dims=options.dims)
 
     def input_names(self, path: str) -> list[str]:
         """The graph's real inputs (initializers excluded), read without the weights."""

@@ -39,6 +39,8 @@ class CountOptions:
     #: Input shapes by name, for a model whose inputs are named graph inputs (ONNX).
     inputs: Any = None
     method: str = "forward"
+    #: Sizes of a model file's symbolic dims by name (ONNX `batch`, `sequence`).
+    dims: Any = None
 
 
 class Backend(Protocol):
@@ -60,6 +62,11 @@ class Backend(Protocol):
 
     def load(self, entry: ModelEntry, root: Path) -> Loaded:
         """The entry's model and example inputs; raises `LocatedError` naming the pyproject key to fix."""
+        ...
+
+    def reload(self, loaded: Loaded, entry: ModelEntry, root: Path) -> Loaded:
+        """`loaded`'s model with `entry`'s inputs: the same entry at other sizes of its named dims (a curve's
+        points), without loading the model again."""
         ...
 
     def count(self, loaded: Loaded) -> Report:

@@ -194,6 +194,14 @@ def build_parser() -> argparse.ArgumentParser:
         "whose peak applies is read from the parameters unless given (h100-sxm:bf16)",
     )
     count.add_argument("-o", "--output", metavar="PATH", help="write to PATH (atomically) instead of stdout")
+    count.add_argument(
+        "--dim",
+        action="append",
+        metavar="NAME=SIZE|LOW..HIGH",
+        help="size a dim named in --input (1,seq:int64) or in an ONNX graph (batch, sequence): seq=2048 counts at "
+        "that size; seq=64..8192 also gives each metric as an exact formula of seq, per layer (repeat for "
+        "several dims)",
+    )
     count.set_defaults(handler=_count)
 
     check = commands.add_parser(
@@ -350,7 +358,7 @@ def _count(args: argparse.Namespace) -> int:
     request = CountRequest(
         target=args.target, input=args.input, dtype=args.dtype, training=args.training, execution=args.execution,
         method=args.method, depth=args.depth, format=args.format, pyproject=args.pyproject, metric=metric,
-        output=args.output, hardware=args.hardware,
+        output=args.output, hardware=args.hardware, dims=args.dim,
     )  # fmt: skip
     return run_count(request, _out(), _err())
 

@@ -12,7 +12,7 @@ import dataclasses
 import os
 import re
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from pytest_flopbudget.config.budget import Budget
 from pytest_flopbudget.config.location import Location, display_path
@@ -20,6 +20,7 @@ from pytest_flopbudget.config.pyproject import (
     Inputs,
     InputSpec,
     ModelEntry,
+    dim_names,
     find_pyproject,
 )
 
@@ -29,9 +30,12 @@ from ..metrics import FLOPS, PEAK_MEMORY, Metric
 from ..render.roofline_report import Roofline, choose, roofline_for
 from ..report import Report
 from ..safe_text import json_safe, safe_text
-from .inputs import describe_inputs, parse_inputs
+from .inputs import describe_inputs, parse_dims, parse_inputs
 from .progress import Progress
 from .project import UsageError, load_project, unknown_model
+
+if TYPE_CHECKING:
+    from pytest_flopbudget.curve.formula import Formula
 
 
 @dataclasses.dataclass(frozen=True)
@@ -53,6 +57,8 @@ class CountRequest:
     output: str | None = None
     #: `NAME[:DTYPE]`: add the roofline estimate on that hardware profile to the table or JSON (render/roofline.py).
     hardware: str | None = None
+    #: `--dim seq=2048` (a point) or `--dim seq=64..8192` (a range: the count gives each metric's formula).
+    dims: list[str] | None = None
 
 
 #: Formats that draw a picture (`reporters/flame.py`).
@@ -71,7 +77,12 @@ def run_count(request: CountRequest, out: TextIO, err: TextIO) -> int:
     with Progress(1, getattr(err, "raw", err)) as progress:
         progress.start(entry.name)
         try:
-            report = count_entry(entry, root)
+            if entry.curve:
+                from pytest_flopbudget.curve.engine import count_curve
+
+                report, formula = count_curve(entry, root)
+            else:
+                report, formula = count_entry(entry, root), None
         except CountingError as exc:
             raise CountingError(command_line_hint(str(exc))) from None
         progress.advance()
@@ -81,7 +92,10 @@ def run_count(request: CountRequest, out: TextIO, err: TextIO) -> int:
             f"this model, so there is nothing to draw"
         )
     roofline = roofline_for(report, *hardware) if hardware is not None else None
-    text = render(report, entry, request, roofline)
+    if formula is None:
+        text = render(report, entry, request, roofline)
+    else:
+        text = render_curve(report, formula, entry, request, roofline)
     if request.output is None:
         out.write(text)
     else:
@@ -112,6 +126,28 @@ def render(report: Report, entry: ModelEntry, request: CountRequest, roofline: R
     return format_layer_table(report, depth=request.depth, title=title, roofline=roofline) + "\n"
 
 
+def render_curve(
+    report: Report, formula: Formula, entry: ModelEntry, request: CountRequest, roofline: Roofline | None = None
+) -> str:
+    """The count at the entry's point with every metric's formula: under `"formula"` and `"curve"` in the JSON,
+    below the layer table in text; a picture draws the formulas against the first dim."""
+    if request.format == "json":
+        import json
+
+        from pytest_flopbudget.render.count_json import count_document
+
+        data = {**json.loads(count_document(report, roofline)), **formula.to_dict()}
+        return json_safe(json.dumps(data, sort_keys=True, indent=2, ensure_ascii=True) + "\n")
+    if request.format in PICTURES:
+        from pytest_flopbudget.curve import picture
+
+        draw = picture.render_html if request.format == "html" else picture.render_svg
+        return draw(formula, metric=request.metric or FLOPS, title=entry.name)
+    from pytest_flopbudget.curve.text import formula_text
+
+    return render(report, entry, request, roofline) + formula_text(formula, depth=request.depth) + "\n"
+
+
 def write_output(path: str, text: str) -> None:
     """`--output PATH`: the whole text or nothing (a temp file beside it, then a rename); one line on failure."""
     from pytest_flopbudget.judge.baseline import write_atomic
@@ -128,8 +164,14 @@ def resolve_target(request: CountRequest) -> tuple[ModelEntry, Path]:
     `module:callable` and `.onnx` paths are taken relative to the current directory, as `python -m` would;
     pyproject names use the project's directory, as the plugin does.
     """
+    points, ranges = parse_dims(request.dims)
+    entry, root = _resolve(request, (*points, *ranges))
+    return with_dims(entry, points, ranges, backend_for(entry).files), root
+
+
+def _resolve(request: CountRequest, dims: tuple[str, ...]) -> tuple[ModelEntry, Path]:
     target: str = request.target.strip()
-    inputs = parse_inputs(request.input, request.dtype)
+    inputs = parse_inputs(request.input, request.dtype, dims)
     backend = backend_for_target(target)
     if backend is not None and backend.files:
         _model_file_only(request)
@@ -139,6 +181,28 @@ def resolve_target(request: CountRequest) -> tuple[ModelEntry, Path]:
         entry = _entry(target, target, inputs, request.training, request.execution or "fake", request.method)
         return entry, Path.cwd()
     return _pyproject_entry(target, inputs, request)
+
+
+def with_dims(entry: ModelEntry, points: dict[str, int], ranges: dict[str, tuple[int, int]], files: bool) -> ModelEntry:
+    """`entry` with the `--dim` points and ranges over its own (pyproject) ones, its inputs sized at the point: a
+    range's point is the entry's own, else the range's high end. A named dim without a value is an error; so is a
+    `--dim` no input names, but for a model file, whose graph names its own symbolic dims."""
+    named = dim_names(entry.inputs)
+    for name in (*points, *ranges):
+        if not files and name not in named:
+            raise UsageError(f"--dim {name}: no --input names the dim {name!r}; write it in a shape, e.g. 1,{name}")
+    point = {**entry.dims, **{name: high for name, (_, high) in ranges.items() if name not in entry.dims}, **points}
+    for name in named:
+        if name not in point:
+            raise UsageError(
+                f"--input: dim {name!r} has no value; give --dim {name}=2048 (a point) or --dim {name}=64..8192 "
+                f"(a range: the count gives each metric's formula)"
+            )
+    curve = {**entry.curve, **ranges}
+    if not files:  # --input replaced the pyproject's shapes: the dims they no longer name are gone with them
+        point = {name: size for name, size in point.items() if name in named}
+        curve = {name: bounds for name, bounds in curve.items() if name in named}
+    return dataclasses.replace(entry, curve=curve, dims={}).at(point)
 
 
 def _entry(
@@ -219,7 +283,7 @@ def _model_file_inputs(backend: Backend, path: str, inputs: Inputs, root: Path) 
             f"{len(inputs)} --input shapes for {len(names)} graph input(s) ({', '.join(names) or 'none'}); "
             f"name them: --input NAME=1,3,224,224"
         )
-    return {name: InputSpec(spec.shape) for name, spec in zip(names, inputs)}
+    return {name: InputSpec(spec.shape, None, spec.names) for name, spec in zip(names, inputs)}
 
 
 _PYTHON_HINT = re.compile(r"count\(.*?, inputs=\{(?P<body>.*)\}\)")

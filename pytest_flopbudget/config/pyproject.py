@@ -8,6 +8,7 @@ torch and the user's code, and one broken model must not hide the others.
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import re
 import sys
@@ -32,7 +33,7 @@ TABLE: KeyPath = ("tool", "flopbudget")
 PROJECT_KEYS = ("baseline-dir", "collect-models", "require-baseline", "models")
 #: pyproject key -> budget slot (see `budget.parse_budget`): each metric's `key`, then max-increase.
 BUDGET_KEYS = {**{metric.key: str(metric) for metric in METRICS}, "max-increase": "max_increase"}
-MODEL_KEYS = ("target", "inputs", "method", "training", "execution", *BUDGET_KEYS)
+MODEL_KEYS = ("target", "inputs", "method", "training", "execution", *BUDGET_KEYS, "dims", "curve")
 INPUT_KEYS = ("shape", "dtype")
 EXECUTIONS = ("fake", "real")
 #: The dtype of a generated input whose dtype is not given and that is not token ids.
@@ -44,6 +45,9 @@ DTYPES = (
     "int64", "long", "int32", "int", "int16", "short", "int8", "uint8", "bool",
     "complex64", "complex128",
 )  # fmt: skip
+
+#: A named dim (`seq` in `inputs = [[1, "seq"]]`, `dims = { seq = 2048 }`): a Python identifier.
+DIM_NAME = re.compile(r"[A-Za-z_]\w*")
 
 #: A method name for `method = "decode"`: a Python identifier (checked against the model when it is loaded).
 METHOD = re.compile(r"[A-Za-z_]\w*")
@@ -77,13 +81,39 @@ class InputSpec:
 
     shape: tuple[int, ...]
     dtype: str | None = None
+    #: The dim named at each axis where the shape was written with names (`[1, "seq"]`: `(None, "seq")`), whose
+    #: size in `shape` is the dim's value at the entry's point (`dims`); None when every size was a number.
+    names: tuple[str | None, ...] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {"shape": list(self.shape), "dtype": self.dtype or DEFAULT_DTYPE}
 
+    def at(self, values: Mapping[str, int]) -> InputSpec:
+        """This input with each named axis sized by `values` (a name `values` lacks keeps its size)."""
+        if self.names is None:
+            return self
+        shape = tuple(values.get(n, d) if n is not None else d for d, n in zip(self.shape, self.names))
+        return InputSpec(shape, self.dtype, self.names)
+
 
 #: Positional specs, named specs (keyword arguments, or ONNX input names), or a "module:callable" string.
 Inputs = Union[list[InputSpec], dict[str, InputSpec], str, None]
+
+
+def inputs_at(inputs: Inputs, values: Mapping[str, int]) -> Inputs:
+    """`inputs` with every named dim sized by `values` (see `InputSpec.at`)."""
+    if isinstance(inputs, list):
+        return [spec.at(values) for spec in inputs]
+    if isinstance(inputs, dict):
+        return {name: spec.at(values) for name, spec in inputs.items()}
+    return inputs
+
+
+def dim_names(inputs: Inputs) -> list[str]:
+    """The dims `inputs` name, in the order they are first written."""
+    specs = inputs if isinstance(inputs, list) else list(inputs.values()) if isinstance(inputs, dict) else []
+    names = [n for spec in specs for n in (spec.names or ()) if n is not None]
+    return list(dict.fromkeys(names))
 
 
 @dataclass
@@ -102,10 +132,20 @@ class ModelEntry:
     method: str = "forward"
     #: The table as written (what the count cache keys on, so a key added later is part of the key at once).
     table: dict[str, Any] = field(default_factory=dict)
+    #: The point of the named dims (`dims = { seq = 2048 }`): `inputs` are sized there, and point budgets apply
+    #: there. An ONNX graph's symbolic dims (`batch`, `sequence`) are bound by name too.
+    dims: dict[str, int] = field(default_factory=dict)
+    #: The range each dim's cost formula must hold on (`curve = { seq = [64, 8192] }`), low and high inclusive.
+    curve: dict[str, tuple[int, int]] = field(default_factory=dict)
 
     @property
     def is_onnx(self) -> bool:
         return is_onnx_target(self.target)
+
+    def at(self, values: Mapping[str, int]) -> ModelEntry:
+        """The same entry counted at other values of its named dims (the others keep the point's)."""
+        point = {**self.dims, **values}
+        return dataclasses.replace(self, inputs=inputs_at(self.inputs, point), dims=point)
 
     def source_of(self, key: str) -> Location:
         return self.sources.get(key, self.source)
@@ -269,6 +309,8 @@ class _Validator:
         elif "method" in entry and onnx:
             self.problem((*path, "method"), "method applies to PyTorch targets only, not to ONNX files")
         budget = self.budget(path, entry, sources)
+        point = self.dims(path, entry, inputs, onnx)
+        curve = self.curve(path, entry, point)
         if len(self.problems) > before or target is None:
             return None
         return ModelEntry(
@@ -282,7 +324,9 @@ class _Validator:
             sources=sources,
             method=str(method),
             table=dict(entry),
-        )
+            dims=point,
+            curve=curve,
+        ).at(point)
 
     def target(self, path: KeyPath, target: Any) -> str | None:
         if target is None:
@@ -335,19 +379,81 @@ class _Validator:
                 self.problem(path, "missing key 'shape' (a list of dimensions such as [1, 16])")
                 return None
             shape = self.shape((*path, "shape"), value["shape"])
-            return InputSpec(shape, None if dtype is None else str(dtype)) if shape is not None else None
-        shape = self.shape(path, value)
-        return InputSpec(shape) if shape is not None else None
+            return shape and InputSpec(shape.shape, None if dtype is None else str(dtype), shape.names)
+        return self.shape(path, value)
 
-    def shape(self, path: KeyPath, value: Any) -> tuple[int, ...] | None:
-        if isinstance(value, list) and all(isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in value):
-            return tuple(value)
+    def shape(self, path: KeyPath, value: Any) -> InputSpec | None:
+        """A list of sizes, each a non-negative integer or the name of a dim (`[1, "seq"]`, sized 0 until the
+        entry's `dims` give it its value)."""
+        if isinstance(value, list) and all(
+            (isinstance(d, int) and not isinstance(d, bool) and d >= 0)
+            or (isinstance(d, str) and DIM_NAME.fullmatch(d))
+            for d in value
+        ):
+            names = tuple(d if isinstance(d, str) else None for d in value)
+            sizes = tuple(0 if isinstance(d, str) else d for d in value)
+            return InputSpec(sizes, None, names if any(names) else None)
         self.problem(
             path,
             f"{value!r} is not a shape; expected a list of non-negative integers such as [1, 3, 224, 224] "
-            f"([] for a 0-d scalar)",
+            f'([] for a 0-d scalar), or names of dims set in dims, such as [1, "seq"]',
         )
         return None
+
+    def dims(self, path: KeyPath, entry: Mapping[str, Any], inputs: Inputs, onnx: bool) -> dict[str, int]:
+        """`dims = { seq = 2048 }`: the point of the named dims; every dim the inputs name needs a value."""
+        value = entry.get("dims", {})
+        point: dict[str, int] = {}
+        if not isinstance(value, dict):
+            self.problem(
+                (*path, "dims"), f"expected a table of dim = size such as {{ seq = 2048 }}, got {shown(value)}"
+            )
+            value = {}
+        for name, size in value.items():
+            if not DIM_NAME.fullmatch(name):
+                self.problem((*path, "dims", name), "a dim's name is an identifier such as seq or height")
+            elif not isinstance(size, int) or isinstance(size, bool) or size < 1:
+                self.problem((*path, "dims", name), f"expected a positive integer size, got {shown(size)}")
+            else:
+                point[name] = size
+        named = dim_names(inputs)
+        for name in named:
+            if name not in value:
+                self.problem(
+                    (*path, "inputs"), f"dim {name!r} has no value; set it in dims, e.g. dims = {{ {name} = 2048 }}"
+                )
+        if not onnx:  # an ONNX graph's own symbolic dims are bound by name, checked when it is counted
+            for name in value:
+                if name not in named:
+                    self.problem((*path, "dims", name), f"no input names the dim {name!r}; write it in inputs")
+        return point
+
+    def curve(self, path: KeyPath, entry: Mapping[str, Any], point: Mapping[str, int]) -> dict[str, tuple[int, int]]:
+        """`curve = { seq = [64, 8192] }`: the range each dim's cost formula must hold on."""
+        value = entry.get("curve", {})
+        ranges: dict[str, tuple[int, int]] = {}
+        if not isinstance(value, dict):
+            self.problem(
+                (*path, "curve"),
+                f"expected a table of dim = [low, high] such as {{ seq = [64, 8192] }}, got {shown(value)}",
+            )
+            return ranges
+        for name, bounds in value.items():
+            where = (*path, "curve", name)
+            if not (
+                isinstance(bounds, list)
+                and len(bounds) == 2
+                and all(isinstance(b, int) and not isinstance(b, bool) for b in bounds)
+                and 1 <= bounds[0] < bounds[1]
+            ):
+                self.problem(where, f"expected [low, high], two sizes with 1 <= low < high, got {shown(bounds)}")
+            elif name not in point and name not in entry.get("dims", {}):
+                self.problem(
+                    where, f"dim {name!r} has no value; set it in dims, e.g. dims = {{ {name} = {bounds[1]} }}"
+                )
+            else:
+                ranges[name] = (bounds[0], bounds[1])
+        return ranges
 
     def budget(self, path: KeyPath, entry: Mapping[str, Any], sources: dict[str, Location]) -> Budget:
         values = {slot: entry[key] for key, slot in BUDGET_KEYS.items() if key in entry}

@@ -36,8 +36,11 @@ NON_PARAMETER_TYPES = {7, 8, 9, 13}  # INT64, STRING, BOOL, UINT64
 #: it could not become a baseline), and far inside float range, so its percentages and prefixed figures format.
 
 
-def count_onnx(model: Any, inputs: Mapping[str, Sequence[int]] | None = None) -> Report:
-    """Count one forward pass of an ONNX model given as a path or an `onnx.ModelProto`."""
+def count_onnx(
+    model: Any, inputs: Mapping[str, Sequence[int]] | None = None, dims: Mapping[str, int] | None = None
+) -> Report:
+    """Count one forward pass of an ONNX model given as a path or an `onnx.ModelProto`; `dims` sizes the graph's
+    symbolic dims by name (`batch`, `sequence`)."""
     try:
         import onnx
     except ImportError:
@@ -47,7 +50,7 @@ def count_onnx(model: Any, inputs: Mapping[str, Sequence[int]] | None = None) ->
     proto, label = load_model(model)
     try:
         with _cyclic_gc_paused():
-            return _count(onnx, proto, label, inputs)
+            return _count(onnx, proto, label, inputs, dims)
     except CountingError:
         raise
     except RecursionError:
@@ -73,14 +76,20 @@ def _cyclic_gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-def _count(onnx: Any, proto: Any, label: str, inputs: Mapping[str, Sequence[int]] | None) -> Report:
+def _count(
+    onnx: Any,
+    proto: Any,
+    label: str,
+    inputs: Mapping[str, Sequence[int]] | None,
+    dims: Mapping[str, int] | None = None,
+) -> Report:
     graph = proto.graph
     _check_initializers(graph, label)
     check_structure(onnx, proto, label)
     opsets = opset_versions(proto)
     initializer_names = {t.name for t in graph.initializer} | {s.values.name for s in graph.sparse_initializer}
     graph_inputs = [vi for vi in graph.input if vi.name not in initializer_names]
-    shapes = bind_inputs(graph_inputs, inputs, label)
+    shapes = bind_inputs(graph_inputs, inputs, label, dims)
     light = light_model(proto, shapes)
     if len(light.functions):
         light = onnx.inliner.inline_local_functions(light)

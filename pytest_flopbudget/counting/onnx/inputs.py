@@ -36,12 +36,18 @@ def declared_dims(type_proto: Any) -> list[Declared] | None:
 
 
 def bind_inputs(
-    graph_inputs: Sequence[Any], inputs: Mapping[str, Sequence[int]] | None, label: str
+    graph_inputs: Sequence[Any],
+    inputs: Mapping[str, Sequence[int]] | None,
+    label: str,
+    named_dims: Mapping[str, int] | None = None,
 ) -> dict[str, tuple[int, ...]]:
-    """Concrete shapes for every tensor graph input, or a CountingError naming what is missing or wrong."""
+    """Concrete shapes for every tensor graph input, or a CountingError naming what is missing or wrong.
+
+    `named_dims` binds the graph's symbolic dims by name (`{"batch": 1, "sequence": 128}`), as a given shape would."""
     given = _validate_given(inputs, [vi.name for vi in graph_inputs], label)
     declared: dict[str, list[Declared] | None] = {}
-    symbols: dict[str, int] = {}
+    named_sizes = dict(named_dims or {})
+    symbols: dict[str, int] = dict(named_sizes)
     for vi in graph_inputs:
         if vi.type.WhichOneof("value") != "tensor_type":
             continue
@@ -56,6 +62,13 @@ def bind_inputs(
         if vi.name in given and dims is not None:
             _match(vi.name, dims, given[vi.name], symbols, label)
 
+    named = {d for listed in declared.values() for d in listed or () if isinstance(d, str)}
+    unknown = [name for name in named_sizes if name not in named]
+    if unknown:
+        raise CountingError(
+            f"{label}: the dim {unknown[0]!r} is not a symbolic dim of the graph's inputs "
+            f"({', '.join(repr(n) for n in sorted(named)) or 'it has none'})"
+        )
     bound: dict[str, tuple[int, ...]] = {}
     missing: list[str] = []
     for name, dims in declared.items():

@@ -1,0 +1,44 @@
+"""A `Formula` as the lines `flopbudget count` prints under the layer table: every metric's total, where the
+formulas hold, and each layer's formula of one metric at the table's depth (inclusive of its children, as the
+table's rows are)."""
+
+from __future__ import annotations
+
+from pytest_flopbudget.metrics import FLOPS, Metric
+from pytest_flopbudget.report import ROOT, truncate_path
+
+from .formula import Formula
+from .polynomial import Polynomial
+
+ROOT_LABEL = "(model)"
+
+
+def formula_text(formula: Formula, depth: int | None = 2, metric: Metric = FLOPS) -> str:
+    """`Formula in seq: exact on seq in [64, 8192] (9 counts, 6 off the fit)`, the totals, then the layers."""
+    holds = formula.holds
+    lines = [
+        f"Formula in {', '.join(formula.dims)}: {holds.describe()} "
+        f"({holds.samples} counts, {holds.verified} checked off the fit)"
+    ]
+    width = max(len(m.label) for m in formula.totals) if formula.totals else 0
+    for total_metric, poly in formula.totals.items():
+        lines.append(f"  {total_metric.label:<{width}}  {poly}")
+    rows = _rows(formula, depth, metric)
+    if rows:
+        lines.append(f"{metric.label} per layer:")
+        label_width = max(len(label) for label, _ in rows)
+        lines += [f"  {label:<{label_width}}  {poly}" for label, poly in rows]
+    return "\n".join(lines)
+
+
+def _rows(formula: Formula, depth: int | None, metric: Metric) -> list[tuple[str, Polynomial]]:
+    """The layers at `depth` whose formula (with their children's) is not zero, in the order they ran."""
+    paths: dict[str, None] = {}
+    for path in formula.layers:
+        if path == ROOT:
+            continue
+        shown = path if depth is None else truncate_path(path, depth)
+        if shown != ROOT:
+            paths.setdefault(shown)
+    rows = [(path, formula.inclusive(path, metric)) for path in paths]
+    return [(path, poly) for path, poly in rows if poly.terms]
