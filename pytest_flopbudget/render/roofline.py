@@ -240,7 +240,7 @@ class Estimate:
         return Estimate(self.compute_seconds + other.compute_seconds, self.memory_seconds + other.memory_seconds)
 
 
-def estimate_ops(ops: Iterable[tuple[int, int]], hardware: HardwareProfile, dtype: str) -> Estimate:
+def estimate_ops(ops: Iterable[tuple[int | Fraction, int]], hardware: HardwareProfile, dtype: str) -> Estimate:
     """The estimate of ops given as (FLOPs, bytes moved) pairs, each op bounded by its own roof (`bound`)."""
     peak, bandwidth = hardware.peak(dtype), hardware.bandwidth
     ridge = peak / bandwidth

@@ -15,7 +15,7 @@ from fractions import Fraction
 from typing import Any
 
 from pytest_flopbudget.errors import ConfigError
-from pytest_flopbudget.metrics import BYTES, PARAM_BYTES, PARAMS
+from pytest_flopbudget.metrics import BYTES, INT_OPS, PARAM_BYTES, PARAMS
 from pytest_flopbudget.render.roofline import (
     DTYPES,
     ESTIMATE_LABEL,
@@ -27,7 +27,7 @@ from pytest_flopbudget.render.roofline import (
     intensity_figure,
     profile,
 )
-from pytest_flopbudget.report import LayerCost, Report, ancestors
+from pytest_flopbudget.report import LayerCost, OpCost, Report, ancestors
 
 #: The dtype of an element of each size, for a model whose parameters are all of one size. Two bytes is bf16 or
 #: fp16: every profile gives both the same peak, so the name does not change the estimate. One byte (fp8 or int8,
@@ -61,8 +61,16 @@ class Roofline:
     def estimate(self, cost: LayerCost) -> Estimate:
         """One layer's estimate (exclusive of its children): its ops one after another, each at its own roof. An
         op is each op name of the layer with its calls summed (`LayerCost.ops`), so calls of one op at different
-        intensities share one roof: the estimate stays a lower bound."""
-        return estimate_ops(((op.flops, op.get(BYTES)) for op in cost.ops.values()), self.hardware, self.dtype)
+        intensities share one roof: the estimate stays a lower bound. An op's integer ops (`int-ops`, which its
+        FLOPs leave out) run at the profile's int8 peak: they enter as the FLOPs that take as long at this dtype's
+        peak, so a quantized layer is not estimated as if it computed nothing."""
+        return estimate_ops(((self._work(op), op.get(BYTES)) for op in cost.ops.values()), self.hardware, self.dtype)
+
+    def _work(self, op: OpCost) -> int | Fraction:
+        integer = op.get(INT_OPS)
+        if not integer:
+            return int(op.flops)
+        return op.flops + integer * self.peak / self.hardware.peak("int8")
 
     def estimates(self, report: Report) -> dict[str, Estimate]:
         """Every module path and each of its ancestors with the estimate of its whole subtree: the sum of its

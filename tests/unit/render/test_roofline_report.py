@@ -136,3 +136,20 @@ def test_notes_label_the_estimate_and_cite_the_source() -> None:
     assert described["dtype"] == "fp32" and described["dtype_chosen_by"] == "given"
     assert described["peak_flops_per_second"] == 67e12 and described["ridge_point_flops_per_byte"] == 67e12 / 3350e9
     assert described["note"].startswith("roofline estimate: ")
+
+
+def test_integer_ops_run_at_the_int8_peak_not_as_zero_work() -> None:
+    from pytest_flopbudget.metrics import INT_OPS
+
+    # an int8 [32,64]x[64,32] _int_mm: 131,072 int-ops, 0 FLOPs; reads 32*64 + 64*32 bytes, writes 32*32*4 (int32)
+    quantized = LayerCost()
+    quantized.add_op("aten._int_mm", {INT_OPS: 131_072, BYTES: 2_048 + 2_048 + 4_096})
+    roofline = Roofline(H100, "bf16", "given")
+    # at the H100's dense int8 peak of 1,979 TOPS the integer work takes 131072 / 1979e12 s; as bf16-equivalent
+    # FLOPs that is 131072 * 989.5 / 1979 = 65536 FLOPs over 8192 bytes = 8 FLOPs/byte, below the bf16 ridge
+    # (989.5e12 / 3350e9 = 295.4): memory-bound, 8192 / 3350e9 s, and not an idle layer
+    estimate = roofline.estimate(quantized)
+    assert estimate.memory_seconds == Fraction(8_192, BANDWIDTH) and estimate.compute_seconds == 0
+    compute_bound = LayerCost()
+    compute_bound.add_op("aten._int_mm", {INT_OPS: 131_072, BYTES: 1})
+    assert roofline.estimate(compute_bound).compute_seconds == Fraction(131_072, 1979 * 10**12)
