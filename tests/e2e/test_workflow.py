@@ -258,3 +258,19 @@ def test_zizmor_does_flag_a_broken_release(tmp_path: Path) -> None:
     path.write_text(broken, encoding="utf-8")
     rules = {finding["ident"] for finding in zizmor_findings(path)}
     assert {"artipacked", "template-injection"} <= rules
+
+
+def test_readme_uses_the_action_by_the_major_tag_of_the_release_it_names() -> None:
+    """`uses: OWNER/pytest-flopbudget@v1` with inputs the action has; `v1` is the major of the hook's `rev: v1.x.y`."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("## Releases, by tag\n") :]
+    yamls = re.findall(r"```yaml\n(.*?)```", section[: section.index("\n## ")], flags=re.DOTALL)
+    (step,) = yaml.safe_load(next(block for block in yamls if "uses: OWNER/pytest-flopbudget@" in block))
+    major = re.fullmatch(r"OWNER/pytest-flopbudget@(v\d+)", step["uses"])
+    assert major, step["uses"]
+    assert set(step["with"]) <= set(yaml.safe_load(ACTION.read_text(encoding="utf-8"))["inputs"])
+    (repo,) = yaml.safe_load(next(block for block in yamls if "rev: " in block))["repos"]
+    assert repo["rev"].startswith(major.group(1) + ".")
+    assert not github_filter(yaml.safe_load(RELEASE.read_text(encoding="utf-8"))[True]["push"]["tags"][0]).fullmatch(
+        major.group(1)
+    ), "moving the major tag must not start a release"
