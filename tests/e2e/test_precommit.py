@@ -4,7 +4,8 @@
    environment (here: this test's virtualenv, put first on PATH as an activated venv would), so it can import the
    project's models and torch. This is the set-up docs/cli.md recommends for PyTorch projects.
 2. The published hook (`.pre-commit-hooks.yaml`, `language: python`) from a git repository made of this working
-   tree, pinned by commit: pre-commit builds a virtualenv and pip-installs pytest-flopbudget plus
+   tree, configured as the README says (pinned by a release tag): pre-commit builds a virtualenv and pip-installs
+   pytest-flopbudget plus
    `additional_dependencies` into it. Installing torch that way takes minutes, so this case uses an ONNX-only
    project (`additional_dependencies: [onnx]`, no torch); installing the environment still takes about a minute.
 
@@ -299,8 +300,9 @@ OFFLINE = ("No matching distribution found for onnx", "Failed to establish a new
            "Temporary failure in name resolution", "Network is unreachable")  # fmt: skip
 
 
-def hook_repository(path: Path, env: dict[str, str]) -> str:
-    """A git repository holding this working tree's package and hook manifest; returns its commit."""
+def hook_repository(path: Path, env: dict[str, str], tag: str | None = None) -> str:
+    """A git repository holding this working tree's package and hook manifest, its commit tagged TAG; returns the
+    commit."""
     path.mkdir()
     for name in PACKAGE_FILES:
         source = ROOT / name
@@ -312,7 +314,29 @@ def hook_repository(path: Path, env: dict[str, str]) -> str:
     repo.init()
     repo.git("add", "-A")
     repo.git("commit", "-q", "-m", "pytest-flopbudget hook")
+    if tag is not None:
+        repo.git("tag", "-a", tag, "-m", f"pytest-flopbudget {tag}")
     return repo.head()
+
+
+def readme_published_hook() -> str:
+    """The README's `.pre-commit-config.yaml` for the published hook, pinned by a release tag."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    return next(block for block in re.findall(r"```yaml\n(.*?)```", text, flags=re.DOTALL) if "\n    rev: " in block)
+
+
+def test_the_readmes_config_for_the_published_hook_is_valid_and_names_a_published_hook(tmp_path: Path) -> None:
+    import yaml
+
+    config = tmp_path / ".pre-commit-config.yaml"
+    config.write_text(readme_published_hook(), encoding="utf-8")
+    for command in ("validate-config", str(config)), ("validate-manifest", str(ROOT / ".pre-commit-hooks.yaml")):
+        done = subprocess.run([str(PRE_COMMIT), *command], capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0 and done.stderr == "", done.stdout + done.stderr
+    (repo,) = yaml.safe_load(config.read_text(encoding="utf-8"))["repos"]
+    assert repo["repo"] == "https://github.com/OWNER/pytest-flopbudget"
+    assert re.fullmatch(r"v\d+\.\d+\.\d+", repo["rev"]), "a release tag (the release workflow publishes vX.Y.Z)"
+    assert [hook["id"] for hook in repo["hooks"]] == [published_hook()["id"]]
 
 
 def onnx_project(path: Path, env: dict[str, str], config: str) -> Repo:
@@ -330,17 +354,19 @@ def onnx_project(path: Path, env: dict[str, str], config: str) -> Repo:
 
 @pytest.fixture(scope="module")
 def published_repo(tmp_path_factory):
+    import yaml
+
     base = tmp_path_factory.mktemp("precommit_published")
     env = environment(base / "pre-commit-home")
-    sha = hook_repository(base / "hook", env)
-    config = (
-        "repos:\n"
-        f"  - repo: {base / 'hook'}\n"
-        f"    rev: {sha}\n"
-        "    hooks:\n"
-        "      - id: flopbudget\n"
-        "        additional_dependencies: [onnx]\n"
-    )
+    # the README's configuration, with this working tree's repository (tagged as the README's rev) in place of
+    # GitHub's and an ONNX-only project's dependencies
+    readme = yaml.safe_load(readme_published_hook())
+    (entry,) = readme["repos"]
+    hook_repository(base / "hook", env, tag=entry["rev"])
+    entry["repo"] = str(base / "hook")
+    (hook,) = entry["hooks"]
+    hook["additional_dependencies"] = ["onnx"]
+    config = yaml.safe_dump(readme, sort_keys=False)
     repo = onnx_project(base / "project", env, config)
     install = repo.run(str(PRE_COMMIT), "install-hooks", timeout=1200)
     output = install.stdout + install.stderr

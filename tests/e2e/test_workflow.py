@@ -1,8 +1,9 @@
 """The shipped GitHub files, checked offline by the real tools: check-jsonschema and zizmor.
 
-Three files: this repository's workflow, the composite action (`action.yml`) and the workflow users copy
-(`docs/examples/flopbudget-workflow.yml`). `check-jsonschema --builtin-schema vendor.github-workflows` (or
-`vendor.github-actions`) validates each against the published schema (bundled with the tool, no network).
+Four files: this repository's workflow, its release workflow (`release.yml`), the composite action (`action.yml`)
+and the workflow users copy (`docs/examples/flopbudget-workflow.yml`). `check-jsonschema --builtin-schema
+vendor.github-workflows` (or `vendor.github-actions`) validates each against the published schema (bundled with
+the tool, no network).
 `zizmor --offline` audits them for security problems: unpinned actions, credentials persisted by checkout,
 template injection, excessive permissions. A deliberately broken copy must produce findings, so a tool that
 silently audits nothing cannot make this test pass. The action's scripts are run for real in test_action.py.
@@ -26,6 +27,7 @@ ROOT = Path(__file__).resolve().parents[2]
 WORKFLOW = ROOT / ".github" / "workflows" / "flopbudget.yml"
 ACTION = ROOT / "action.yml"
 EXAMPLE = ROOT / "docs" / "examples" / "flopbudget-workflow.yml"
+RELEASE = ROOT / ".github" / "workflows" / "release.yml"
 INSTALLED = "${{ !cancelled() && steps.install.outcome == 'success' }}"
 SHA_PIN = re.compile(r"^[\w.-]+/[\w.-]+@[0-9a-f]{40}$")
 
@@ -50,8 +52,13 @@ def zizmor_findings(path: Path) -> list[dict[str, Any]]:
 
 @pytest.mark.parametrize(
     ("path", "schema"),
-    [(WORKFLOW, "vendor.github-workflows"), (EXAMPLE, "vendor.github-workflows"), (ACTION, "vendor.github-actions")],
-    ids=["workflow", "example", "action"],
+    [
+        (WORKFLOW, "vendor.github-workflows"),
+        (EXAMPLE, "vendor.github-workflows"),
+        (ACTION, "vendor.github-actions"),
+        (RELEASE, "vendor.github-workflows"),
+    ],
+    ids=["workflow", "example", "action", "release"],
 )
 def test_schema_is_valid(path: Path, schema: str) -> None:
     done = subprocess.run(
@@ -62,7 +69,7 @@ def test_schema_is_valid(path: Path, schema: str) -> None:
     assert "ok -- validation done" in done.stdout
 
 
-@pytest.mark.parametrize("path", [WORKFLOW, EXAMPLE, ACTION], ids=["workflow", "example", "action"])
+@pytest.mark.parametrize("path", [WORKFLOW, EXAMPLE, ACTION, RELEASE], ids=["workflow", "example", "action", "release"])
 def test_zizmor_finds_nothing_of_medium_severity_or_above(path: Path) -> None:
     findings = zizmor_findings(path)
     assert findings == [], json.dumps(findings, indent=2)
@@ -154,3 +161,116 @@ def test_action_scripts_take_inputs_through_env_only() -> None:
             assert step["run"].startswith("set -euo pipefail\n")
     install = next(step for step in steps if step["name"].startswith("Install"))
     assert install["id"] == "install" and "if" not in install
+
+
+# -- the release workflow ---------------------------------------------------------------------------------------------
+
+
+def github_filter(pattern: str) -> re.Pattern[str]:
+    """A GitHub Actions branch/tag filter as a regex: `*` any characters but `/`, `+` one or more of the previous
+    character or class, `[...]` a class, `.` itself (the only metacharacters release.yml uses)."""
+    return re.compile(pattern.replace(".", r"\.").replace("*", "[^/]*"))
+
+
+def test_release_runs_on_release_tags_only_and_builds_on_every_change() -> None:
+    data = yaml.safe_load(RELEASE.read_text(encoding="utf-8"))
+    triggers = data[True]  # YAML 1.1 reads the key `on` as true
+    assert set(triggers) == {"pull_request", "push"} and triggers["push"]["branches"] == ["main"]
+    (tags,) = triggers["push"]["tags"]
+    for tag in ("v0.1.0", "v1.0.0", "v1.10.2", "v2.0.0rc1"):
+        assert github_filter(tags).fullmatch(tag), tag
+    for tag in ("v1", "v1.0", "1.0.0", "latest"):  # `v1` is the moving tag `uses: OWNER/pytest-flopbudget@v1` reads
+        assert not github_filter(tags).fullmatch(tag), tag
+
+
+def test_release_publishes_with_trusted_publishing_and_least_privilege() -> None:
+    data = yaml.safe_load(RELEASE.read_text(encoding="utf-8"))
+    assert data["permissions"] == {}
+    jobs = data["jobs"]
+    assert set(jobs) == {"build", "publish"}
+    assert jobs["build"]["permissions"] == {"contents": "read"}
+    publish = jobs["publish"]
+    # only the publish job can ask for the identity token, only on a tag, only after the build job checked
+    assert publish["permissions"] == {"id-token": "write"}
+    assert publish["needs"] == "build"
+    assert publish["if"] == "startsWith(github.ref, 'refs/tags/v')"
+    assert publish["environment"]["name"] == "pypi"
+    assert [step["uses"].split("@")[0] for step in publish["steps"]] == [
+        "actions/download-artifact",
+        "pypa/gh-action-pypi-publish",
+    ]
+    assert "with" not in publish["steps"][-1], "trusted publishing: no password, no token"
+    assert not any("run" in step for step in publish["steps"]), "the publish job runs no project code"
+    assert len(pins(RELEASE)) == 5
+    steps = steps_of(RELEASE)
+    checkout = next(step for step in steps if step.get("uses", "").startswith("actions/checkout@"))
+    assert checkout["with"] == {"persist-credentials": False}
+    runs = [step["run"] for step in steps if "run" in step]
+    assert not any("${{" in run for run in runs), "expressions belong in env:, not in run: (template injection)"
+    build = "\n".join(runs)
+    assert "python -m build\n" in build and "python -m twine check --strict dist/*" in build
+    upload = next(step for step in jobs["build"]["steps"] if step.get("uses", "").startswith("actions/upload-"))
+    download = publish["steps"][0]
+    assert upload["with"]["name"] == download["with"]["name"] and upload["with"]["path"] == download["with"]["path"]
+
+
+def version_check(tag: str) -> subprocess.CompletedProcess[str]:
+    """The release workflow's tag check, run as the runner would (bash, in the checkout, TAG from github.ref_name)."""
+    steps = yaml.safe_load(RELEASE.read_text(encoding="utf-8"))["jobs"]["build"]["steps"]
+    step = next(step for step in steps if step.get("id") == "version")
+    assert step["if"] == "startsWith(github.ref, 'refs/tags/')"
+    assert step["env"] == {"TAG": "${{ github.ref_name }}"}
+    env = {"PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin", "TAG": tag}
+    return subprocess.run(
+        ["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", step["run"]],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+
+
+def test_release_accepts_the_tag_of_the_package_version() -> None:
+    from pytest_flopbudget.version import __version__
+
+    done = version_check(f"v{__version__}")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout == f"releasing v{__version__}\n"
+
+
+@pytest.mark.parametrize("tag", ["v99.0.0", "v0.1", "0.1.0"])
+def test_release_refuses_a_tag_that_is_not_the_package_version_in_one_line(tag: str) -> None:
+    from pytest_flopbudget.version import __version__
+
+    done = version_check(tag)
+    assert done.returncode == 1
+    assert done.stderr == ""
+    assert done.stdout == (
+        f"::error title=release::tag {tag} does not match the package version {__version__} in "
+        f"pytest_flopbudget/version.py: tag v{__version__}, or change the version first\n"
+    )
+
+
+def test_zizmor_does_flag_a_broken_release(tmp_path: Path) -> None:
+    broken = RELEASE.read_text(encoding="utf-8")
+    assert broken.count("persist-credentials: false") == 1 and 'echo "releasing ${TAG}"' in broken
+    broken = broken.replace("persist-credentials: false", "fetch-depth: 0")  # the token left in .git/config
+    broken = broken.replace('echo "releasing ${TAG}"', 'echo "releasing ${{ github.ref_name }}"')
+    path = tmp_path / ".github" / "workflows" / "release.yml"
+    path.parent.mkdir(parents=True)
+    path.write_text(broken, encoding="utf-8")
+    rules = {finding["ident"] for finding in zizmor_findings(path)}
+    assert {"artipacked", "template-injection"} <= rules
+
+
+def test_readme_uses_the_action_by_the_major_tag_of_the_release_it_names() -> None:
+    """`uses: OWNER/pytest-flopbudget@v1` with inputs the action has; `v1` is the major of the hook's `rev: v1.x.y`."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("## Releases, by tag\n") :]
+    yamls = re.findall(r"```yaml\n(.*?)```", section[: section.index("\n## ")], flags=re.DOTALL)
+    (step,) = yaml.safe_load(next(block for block in yamls if "uses: OWNER/pytest-flopbudget@" in block))
+    major = re.fullmatch(r"OWNER/pytest-flopbudget@(v\d+)", step["uses"])
+    assert major, step["uses"]
+    assert set(step["with"]) <= set(yaml.safe_load(ACTION.read_text(encoding="utf-8"))["inputs"])
+    (repo,) = yaml.safe_load(next(block for block in yamls if "rev: " in block))["repos"]
+    assert repo["rev"].startswith(major.group(1) + ".")
+    assert not github_filter(yaml.safe_load(RELEASE.read_text(encoding="utf-8"))[True]["push"]["tags"][0]).fullmatch(
+        major.group(1)
+    ), "moving the major tag must not start a release"

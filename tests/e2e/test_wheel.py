@@ -1,0 +1,344 @@
+"""The release, for real: the sdist and wheel `python -m build` makes, `twine check --strict` on them, and the
+wheel installed into a fresh virtualenv, where the README's "Use it in your project" steps and the action's steps
+run against it instead of this checkout.
+
+The build runs on a copy of this working tree (the checkout is left as it was) without build isolation
+(setuptools comes from the dev extra: no index needed, seconds instead of a download). The fresh virtualenv sees
+the suite's installed packages (torch, pytest, pre-commit) through a folder of links to them that leaves out
+pytest-flopbudget itself, the editable install included, so the only pytest-flopbudget it can import, run or load
+as a pytest plugin is the wheel's; `PYTHONPATH` is dropped for the same reason. The README's `pip install` line is
+run as written in that virtualenv, with the wheel's folder in place of the package index.
+"""
+
+from __future__ import annotations
+
+import configparser
+import email
+import importlib.util
+import os
+import re
+import runpy
+import shutil
+import subprocess
+import sys
+import tarfile
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from e2e_helpers import clean_env, git, run_action_step
+from test_onboarding import blocks, commands, pull_request, readme_section
+
+yaml = pytest.importorskip("yaml")
+pytest.importorskip("torch")
+
+pytestmark = pytest.mark.slow
+
+ROOT = Path(__file__).resolve().parents[2]
+VERSION: str = runpy.run_path(str(ROOT / "pytest_flopbudget" / "version.py"))["__version__"]
+DIST_INFO = f"pytest_flopbudget-{VERSION}.dist-info"
+
+#: Read at import, before the suite's autouse fixture hides the CI variables from the tests.
+IN_CI = bool(os.environ.get("CI"))
+
+#: What a build never needs from the working tree (the .gitignore entries, and git's own folder).
+NOT_SOURCE = shutil.ignore_patterns(
+    ".git", ".venv", "__pycache__", "*.pyc", "*.egg-info", "build", "dist", ".*_cache", ".flopbudget_cache",
+    ".hypothesis", "*.onnx", "*.onnx.data",
+)  # fmt: skip
+
+#: The package's modules, as this working tree has them: the wheel and the sdist must hold exactly these.
+MODULES = sorted(
+    path.relative_to(ROOT).as_posix()
+    for path in (ROOT / "pytest_flopbudget").rglob("*.py")
+    if "__pycache__" not in path.parts
+)
+
+
+def needs(module: str) -> None:
+    """Skip where the dev extra is not installed; fail in CI, where it always is (nothing CI runs is skipped)."""
+    if importlib.util.find_spec(module) is None:
+        message = f"{module} is not installed (pip install -e '.[dev]')"
+        if IN_CI:
+            pytest.fail(message)
+        pytest.skip(message)
+
+
+def run(command: list[str], cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    done = subprocess.run(command, cwd=cwd, capture_output=True, text=True, env=env or no_checkout_env(), timeout=600)
+    assert done.returncode == 0, f"{command}\n{done.stdout}\n{done.stderr}"
+    return done
+
+
+def no_checkout_env(**overrides: str) -> dict[str, str]:
+    """A clean environment in which no PYTHONPATH points Python at a checkout of pytest-flopbudget."""
+    env = clean_env(**overrides)
+    env.pop("PYTHONPATH", None)
+    return env
+
+
+@dataclass(frozen=True)
+class Distributions:
+    wheel: Path
+    sdist: Path
+
+
+@pytest.fixture(scope="module")
+def dist(tmp_path_factory: pytest.TempPathFactory) -> Distributions:
+    """`python -m build` on a copy of this working tree: the sdist, then the wheel built from the sdist."""
+    needs("build")
+    base = tmp_path_factory.mktemp("release")
+    source = base / "source"
+    shutil.copytree(ROOT, source, ignore=NOT_SOURCE)
+    out = base / "dist"
+    run([sys.executable, "-m", "build", "--no-isolation", "--outdir", str(out), str(source)], cwd=base)
+    built = sorted(path.name for path in out.iterdir())
+    assert built == [f"pytest_flopbudget-{VERSION}-py3-none-any.whl", f"pytest_flopbudget-{VERSION}.tar.gz"]
+    return Distributions(wheel=out / built[0], sdist=out / built[1])
+
+
+def twine_check(*paths: Path) -> subprocess.CompletedProcess[str]:
+    needs("twine")
+    command = [sys.executable, "-m", "twine", "check", "--strict", *map(str, paths)]
+    return subprocess.run(command, capture_output=True, text=True, env=no_checkout_env(NO_COLOR="1"), timeout=120)
+
+
+def test_twine_check_strict_passes_both_distributions(dist: Distributions) -> None:
+    done = twine_check(dist.wheel, dist.sdist)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.count("PASSED") == 2, done.stdout
+
+
+def test_twine_check_strict_fails_a_wheel_without_its_description(dist: Distributions, tmp_path: Path) -> None:
+    """The control: twine does read the metadata (a wheel whose README did not make it in is refused)."""
+    broken = tmp_path / dist.wheel.name
+    with zipfile.ZipFile(dist.wheel) as source, zipfile.ZipFile(broken, "w") as target:
+        for item in source.infolist():
+            data = source.read(item)
+            if item.filename == f"{DIST_INFO}/METADATA":
+                data = data.split(b"\n\n", 1)[0] + b"\n"  # the headers without the body (the README)
+            target.writestr(item, data)
+    done = twine_check(broken)
+    assert done.returncode != 0, done.stdout
+    assert "long_description" in done.stdout + done.stderr
+
+
+def entry_points(wheel: Path) -> configparser.ConfigParser:
+    parser = configparser.ConfigParser()
+    with zipfile.ZipFile(wheel) as archive:
+        parser.read_string(archive.read(f"{DIST_INFO}/entry_points.txt").decode())
+    return parser
+
+
+def test_the_wheel_holds_the_package_its_entry_points_and_nothing_else(dist: Distributions) -> None:
+    with zipfile.ZipFile(dist.wheel) as archive:
+        names = archive.namelist()
+        metadata = email.message_from_bytes(archive.read(f"{DIST_INFO}/METADATA"))
+    assert sorted(name for name in names if name.endswith(".py")) == MODULES
+    assert "pytest_flopbudget/py.typed" in names  # PEP 561: type checkers read the package's own hints
+    assert f"{DIST_INFO}/licenses/LICENSE" in names
+    others = {name for name in names if not name.startswith(f"{DIST_INFO}/") and not name.endswith(".py")}
+    assert others == {"pytest_flopbudget/py.typed"}, "no tests, examples, benchmarks or data files"
+    assert metadata["Name"] == "pytest-flopbudget"
+    assert metadata["Version"] == VERSION
+    assert metadata["License-Expression"] == "MIT"
+    assert metadata["Description-Content-Type"] == "text/markdown"
+    assert "pytest>=7" in metadata.get_all("Requires-Dist")
+    assert {"torch", "onnx", "dev"} <= set(metadata.get_all("Provides-Extra"))
+    points = entry_points(dist.wheel)
+    assert dict(points["console_scripts"]) == {"flopbudget": "pytest_flopbudget.cli:console_main"}
+    assert dict(points["pytest11"]) == {"flopbudget": "pytest_flopbudget.plugin"}
+
+
+def test_the_published_hook_and_the_action_run_the_wheels_command(dist: Distributions) -> None:
+    """The pre-commit hook (`.pre-commit-hooks.yaml`) and the action call `flopbudget`: the wheel's console script."""
+    scripts = set(entry_points(dist.wheel)["console_scripts"])
+    hooks = yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text(encoding="utf-8"))
+    assert {hook["entry"].split()[0] for hook in hooks} == {"flopbudget"} <= scripts
+    assert all(hook["language"] == "python" for hook in hooks)  # pre-commit pip-installs the tagged repository
+    action = (ROOT / "action.yml").read_text(encoding="utf-8")
+    assert "flopbudget --version" in action and "command=(flopbudget check)" in action
+
+
+def test_the_sdist_holds_what_the_wheel_is_built_from_and_nothing_else(dist: Distributions) -> None:
+    prefix = f"pytest_flopbudget-{VERSION}/"
+    with tarfile.open(dist.sdist) as archive:
+        names = [name for name in archive.getnames() if name != prefix.rstrip("/")]
+    assert all(name.startswith(prefix) for name in names)
+    files = {name[len(prefix) :] for name in names}
+    assert {"pyproject.toml", "README.md", "LICENSE", "PKG-INFO"} <= files
+    assert sorted(name for name in files if name.endswith(".py")) == MODULES
+    assert not {name.split("/")[0] for name in files} & {"tests", "examples", "benchmarks", "docs", ".github"}
+
+
+# -- the wheel in a fresh virtualenv --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class FreshVenv:
+    path: Path
+    dist: Path
+
+    @property
+    def bin(self) -> Path:
+        return self.path / "bin"
+
+    def env(self, **overrides: str) -> dict[str, str]:
+        """The virtualenv activated: its bin first on PATH, no PYTHONPATH."""
+        path = os.pathsep.join([str(self.bin), os.environ.get("PATH", "")])
+        return no_checkout_env(PATH=path, VIRTUAL_ENV=str(self.path), PIP_DISABLE_PIP_VERSION_CHECK="1", **overrides)
+
+    def sh(self, command: str, cwd: Path, **env: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            ["bash", "-c", command], cwd=cwd, capture_output=True, text=True, env=self.env(**env), timeout=300
+        )
+
+
+def suite_packages_without_this_one(view: Path) -> Path:
+    """Links to every package the suite's Python has installed, pytest-flopbudget and its editable hooks left out."""
+    view.mkdir()
+    folders = [Path(entry) for entry in sys.path if Path(entry).name in ("site-packages", "dist-packages")]
+    for folder in dict.fromkeys(path.resolve() for path in folders if path.is_dir()):
+        for entry in folder.iterdir():
+            name = entry.name.lower().replace("-", "_")
+            if name.startswith(("pytest_flopbudget", "__editable__")) or name.endswith((".pth", ".egg-link")):
+                continue
+            if not (view / entry.name).exists():
+                (view / entry.name).symlink_to(entry)
+    return view
+
+
+def readme_install_command(dist: Path) -> str:
+    """Step 1 of the README, with the folder holding the wheel in place of the package indexes."""
+    line = next(command for command in commands() if command.startswith("pip install"))
+    local = re.sub(r"--extra-index-url \S+", f"--no-index --find-links {dist}", line)
+    assert local != line and '"pytest-flopbudget[torch]"' in local
+    return local
+
+
+@pytest.fixture(scope="module")
+def venv(dist: Distributions, tmp_path_factory: pytest.TempPathFactory) -> FreshVenv:
+    """A new virtualenv into which the README's install line installs the wheel.
+
+    Made without pip: the setuptools ensurepip puts in a Python 3.11 virtualenv would shadow the suite's (torch
+    requires a newer one), so `pip` there is the suite's pip, and `pre-commit` the suite's pre-commit, each run by
+    the virtualenv's Python as the commands a user's virtualenv has.
+    """
+    base = tmp_path_factory.mktemp("wheel_venv")
+    fresh = FreshVenv(base / "venv", dist.wheel.parent)
+    run([sys.executable, "-m", "venv", "--without-pip", str(fresh.path)], cwd=base)
+    for command, module in (("pip", "pip"), ("pre-commit", "pre_commit")):
+        launcher = fresh.bin / command
+        launcher.write_text(f'#!/bin/sh\nexec "$(dirname "$0")/python" -m {module} "$@"\n', encoding="utf-8")
+        launcher.chmod(0o755)
+    purelib = run(
+        [str(fresh.bin / "python"), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], cwd=base
+    ).stdout.strip()
+    view = suite_packages_without_this_one(base / "suite-packages")
+    (Path(purelib) / "suite-packages.pth").write_text(f"{view}\n", encoding="utf-8")
+    done = fresh.sh(readme_install_command(fresh.dist), cwd=base)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert f"Successfully installed pytest-flopbudget-{VERSION}" in done.stdout, done.stdout
+    return fresh
+
+
+def test_the_fresh_venv_imports_and_runs_the_wheel_and_nothing_else(venv: FreshVenv, tmp_path: Path) -> None:
+    probe = (
+        "import importlib.metadata as m, pytest_flopbudget as p;"
+        "print(p.__file__);"
+        "print(sorted(d.metadata['Name'] for d in m.distributions() if d.metadata['Name'] == 'pytest-flopbudget'));"
+        "print(m.version('pytest-flopbudget'))"
+    )
+    done = venv.sh(f"command -v flopbudget && python -c {probe!r} && flopbudget --version", cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    script, module, distributions, version, printed = done.stdout.splitlines()
+    assert script == str(venv.bin / "flopbudget")
+    assert Path(module).is_relative_to(venv.path) and ROOT not in Path(module).parents
+    assert distributions == "['pytest-flopbudget']"
+    assert version == VERSION
+    assert VERSION in printed
+
+
+BUDGET_TESTS = """\
+import pytest
+import torch
+from torch import nn
+
+
+@pytest.mark.flop_budget("40")
+def test_within(flopbudget):
+    flopbudget.count(nn.Linear(8, 2), torch.randn(1, 8))  # 2*16 MAC FLOPs + 2 bias adds = 34
+
+
+@pytest.mark.flop_budget("20")
+def test_over(flopbudget):
+    flopbudget.count(nn.Linear(8, 2), torch.randn(1, 8))
+"""
+
+
+def test_the_pytest_plugin_loads_from_the_wheel(venv: FreshVenv, tmp_path: Path) -> None:
+    (tmp_path / "test_budgets.py").write_text(BUDGET_TESTS, encoding="utf-8")
+    plugins = venv.sh("python -m pytest --version --version", cwd=tmp_path)
+    assert re.search(rf"pytest-flopbudget-{re.escape(VERSION)} at {re.escape(str(venv.path))}/", plugins.stdout), (
+        plugins.stdout + plugins.stderr
+    )
+    done = venv.sh("python -m pytest -p no:cacheprovider -q", cwd=tmp_path, COLUMNS="200")
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "1 failed, 1 passed" in done.stdout
+    assert "34 FLOPs > budget 20 FLOPs" in done.stdout
+
+
+def test_the_readme_steps_and_the_action_against_the_wheel(venv: FreshVenv, tmp_path: Path) -> None:
+    """Steps 2 to 5 of "Use it in your project" (step 1 made `venv`), as test_onboarding runs them on the checkout."""
+    project = tmp_path / "project"
+    project.mkdir()
+    home = str(tmp_path / "pre-commit-home")
+    assert venv.sh("git init -q -b main && git config user.email t@example.com && git config user.name t",
+                   cwd=project).returncode == 0  # fmt: skip
+    model = next(block for block in blocks("python") if block.startswith("# mypkg/model.py\n"))
+    (project / "mypkg").mkdir()
+    (project / "mypkg" / "__init__.py").write_text("")
+    (project / "mypkg" / "model.py").write_text(model)
+    git(project, "add", "mypkg")
+    git(project, "commit", "-qm", "The model")
+    hook = next(block for block in blocks("yaml") if block.startswith("# .pre-commit-config.yaml\n"))
+    printed = {}
+    for command in commands():
+        if command.startswith("pip install"):
+            continue  # step 1: the `venv` fixture ran it
+        if command.startswith("pre-commit install"):
+            (project / ".pre-commit-config.yaml").write_text(hook)
+        done = venv.sh(command, cwd=project, PRE_COMMIT_HOME=home, COLUMNS="200")
+        assert done.returncode == 0, f"{command}\n{done.stdout}\n{done.stderr}"
+        printed[command] = done.stdout + done.stderr
+    count = next(out for command, out in printed.items() if command.startswith("flopbudget count"))
+    assert "total: 11,237,082 FLOPs, 5,322,832 MACs, 618 params" in count
+    assert "11,237,082 FLOPs, 5,322,832 MACs, 618 params" in readme_section()
+    table = next(block for block in blocks("toml") if block.startswith("[tool.flopbudget.models."))
+    assert (project / "pyproject.toml").read_text().endswith("\n" + table)
+    hook_ran = next(out for command, out in printed.items() if "git add .pre-commit-config.yaml" in command)
+    assert re.search(r"^flopbudget\.+Passed$", hook_ran, re.MULTILINE), hook_ran
+    assert git(project, "status", "--porcelain") == ""
+
+    # step 5: the action's steps on a pull request, the install step installing the wheel from its folder
+    pull_request(project, "wider")
+    model_file = project / "mypkg" / "model.py"
+    model_file.write_text(
+        model_file.read_text().replace("nn.Conv2d(3, 16", "nn.Conv2d(3, 32").replace("Linear(16", "Linear(32")
+    )
+    assert venv.sh("flopbudget check --update && git add -A && git commit -q --no-verify -m wider", cwd=project,
+                   PRE_COMMIT_HOME=home).returncode == 0  # fmt: skip
+    inputs = {"package": "pytest-flopbudget[torch]", "torch-index-url": ""}
+    offline = {"PIP_NO_INDEX": "1", "PIP_FIND_LINKS": str(venv.dist), "PYTHONPATH": ""}
+    install = run_action_step("Install", project, inputs, path=[venv.bin], **offline)
+    assert install.returncode == 0, install.stdout + install.stderr
+    assert re.match(r"\+ python -m pip install +pytest-flopbudget\[torch\]\n", install.stdout), install.stdout
+    assert f"pytest-flopbudget[torch] in {venv.path}" in install.stdout  # the wheel the README's line installed
+    assert install.stdout.splitlines()[-1] == f"flopbudget {VERSION} (pytest-flopbudget)"
+    job = run_action_step("Check", project, inputs, path=[venv.bin], **offline)
+    assert job.returncode == 1, job.stdout + job.stderr
+    assert job.stdout.startswith("+ flopbudget check --base-ref origin/main\n")
+    line = next(n for n, text in enumerate((project / "pyproject.toml").read_text().splitlines(), 1) if "flops" in text)
+    assert f"::error file=pyproject.toml,line={line}," in job.stdout
+    assert "1 of 1 model over budget" in (tmp_path / "step-summary.md").read_text()
