@@ -46,9 +46,8 @@ def figures(verdict: Verdict) -> list[Figure]:
         if not verdict.report.measures(metric):
             continue
         limit = verdict.budget.limit(metric)
-        found.append(
-            Figure(metric, verdict.value(metric), limit.value if limit is not None else None, verdict.baseline_value(metric))
-        )
+        ceiling = limit.value if limit is not None else None
+        found.append(Figure(metric, verdict.value(metric), ceiling, verdict.baseline_value(metric)))
     return found
 
 
