@@ -38,9 +38,7 @@ OUTPUTS: dict[str, Output] = {
 #: Spec kinds that take a path (`gitlab:PATH`) and those that must not.
 PATH_KINDS = ("gitlab", "json", "markdown", "metrics", "benchmark", "bencher")
 PLAIN_KINDS = ("github", "auto", "none")
-GRAMMAR = (
-    "github, gitlab:PATH, json:PATH, markdown:PATH, metrics:PATH, benchmark:PATH, bencher:PATH, auto or none"
-)
+GRAMMAR = "github, gitlab:PATH, json:PATH, markdown:PATH, metrics:PATH, benchmark:PATH, bencher:PATH, auto or none"
 SPEC_HELP = (
     "CI output, repeatable: github (annotations and job summary), gitlab:PATH (Code Quality JSON), "
     "json:PATH (full results), markdown:PATH (the summary as a file), metrics:PATH (GitLab metrics report, "
