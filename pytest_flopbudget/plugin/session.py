@@ -21,6 +21,7 @@ from pytest_flopbudget.judge.reason import reason
 from pytest_flopbudget.judge.verdict import Measurement, Verdict
 from pytest_flopbudget.plugin.failures import Failure, FlopBudgetWarning, fail
 from pytest_flopbudget.plugin.items import ModelItem, ModelsFile
+from pytest_flopbudget.plugin.junit_properties import properties, record, unchecked_properties
 from pytest_flopbudget.plugin.marker import marker_budget, owned_model
 from pytest_flopbudget.plugin.marker_source import closest_marker
 from pytest_flopbudget.plugin.names import default_name, item_location
@@ -170,6 +171,7 @@ class FlopBudgetSession:
         )
         verdict = self.run.judge(measurement)
         self.run.record(measurement)
+        record(item, properties(verdict))
         if state.budget is None:
             item.warn(
                 FlopBudgetWarning(
@@ -186,8 +188,10 @@ class FlopBudgetSession:
         try:
             measurement = self.run.count(item.entry, self.settings.root, item.nodeid)
         except FlopBudgetError as exc:  # recorded in the run: an error in every output, not a missing row
+            record(item, unchecked_properties(item.entry.name))
             raise Failure(str(exc)) from None
         verdict = self.run.judge(measurement)
+        record(item, properties(verdict))
         if self.run.fails(verdict):
             raise Failure(reason(verdict), self._details(verdict))
 

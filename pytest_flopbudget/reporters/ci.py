@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 from ..errors import ConfigError
 from ..run import RunResult
-from . import github, gitlab, json_report, layer_diff, markdown, terminal
+from . import bencher, benchmark, github, gitlab, json_report, layer_diff, markdown, openmetrics, terminal
 from .annotations import collect
 from .output import Findings, Output, OutputContext, SupportsWrite
 
@@ -28,18 +28,22 @@ OUTPUTS: dict[str, Output] = {
     "gitlab": gitlab.GitLabOutput(),
     "json": json_report.JsonOutput(),
     "markdown": markdown.MarkdownOutput(),
+    "metrics": openmetrics.MetricsOutput(),
+    "benchmark": benchmark.BenchmarkOutput(),
+    "bencher": bencher.BencherOutput(),
     "terminal": terminal.TerminalOutput(),
     "diff": layer_diff.LayerDiffOutput(),
 }
 
 #: Spec kinds that take a path (`gitlab:PATH`) and those that must not.
-PATH_KINDS = ("gitlab", "json", "markdown")
+PATH_KINDS = ("gitlab", "json", "markdown", "metrics", "benchmark", "bencher")
 PLAIN_KINDS = ("github", "auto", "none")
-GRAMMAR = "github, gitlab:PATH, json:PATH, markdown:PATH, auto or none"
+GRAMMAR = "github, gitlab:PATH, json:PATH, markdown:PATH, metrics:PATH, benchmark:PATH, bencher:PATH, auto or none"
 SPEC_HELP = (
     "CI output, repeatable: github (annotations and job summary), gitlab:PATH (Code Quality JSON), "
-    "json:PATH (full results), markdown:PATH (the summary as a file), none (no github output on GitHub Actions, "
-    "where it is on by default)"
+    "json:PATH (full results), markdown:PATH (the summary as a file), metrics:PATH (GitLab metrics report, "
+    "OpenMetrics), benchmark:PATH (github-action-benchmark customSmallerIsBetter JSON), bencher:PATH (Bencher "
+    "Metric Format JSON), none (no github output on GitHub Actions, where it is on by default)"
 )
 
 
@@ -54,7 +58,8 @@ class ReportSpecError(ConfigError):
 
 @dataclass(frozen=True)
 class ReportSpec:
-    """One requested output: `kind` is github, gitlab, json or markdown; `path` is set for the file kinds."""
+    """One requested output: `kind` is a key of `OUTPUTS` (github, gitlab, json, ...); `path` is set for the file
+    kinds."""
 
     kind: str
     path: str | None = None
@@ -81,7 +86,8 @@ class EmitResult:
 
 
 def parse_spec(text: str) -> ReportSpec:
-    """`github`, `gitlab:PATH`, `json:PATH`, `markdown:PATH`, `auto` or `none`; anything else raises one line."""
+    """`github`, `auto`, `none`, or a file kind with its path (`gitlab:PATH`, `json:PATH`, ..., `PATH_KINDS`);
+    anything else raises one line."""
     raw = text.strip()
     kind, colon, path = raw.partition(":")
     kind = kind.strip().lower()

@@ -7,9 +7,11 @@ line must be inert except our own `::error`/`::warning`/`::notice` commands, who
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
@@ -130,3 +132,42 @@ def test_hostile_arguments_are_one_inert_error_line(project: Path, argv: list[st
     assert len(lines) == 1 and re.match(r"flopbudget( count)?: error: ", lines[0]), done.stderr
     assert_inert(done.stderr)
     assert "pwned" in lines[0]  # shown, escaped, not dropped
+
+
+EXPORTS = ("metrics:out/metrics.txt", "benchmark:out/bench.json", "bencher:out/bmf.json")
+
+
+def test_history_exports_and_junit_properties_stay_well_formed(project: Path) -> None:
+    """The name (a newline, `::`, `#`, an escape, a bidi override) cannot break a history export or the JUnit XML,
+    and both front ends write the same exports."""
+    cli = subprocess.run(
+        [sys.executable, "-m", "pytest_flopbudget", "check", *(f"--report={spec}" for spec in EXPORTS)],
+        cwd=project, env=env(project), capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert cli.returncode == 1, cli.stderr
+    written = {
+        name: (project / "out" / name).read_text(encoding="utf-8") for name in ("metrics.txt", "bench.json", "bmf.json")
+    }
+    via_pytest = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:hypothesispytest", "pyproject.toml",
+         "--junitxml=junit.xml", *(f"--flopbudget-report={spec}" for spec in EXPORTS)],
+        cwd=project, env=env(project), capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert via_pytest.returncode == 1, via_pytest.stdout[-2000:]
+    for name, text in written.items():
+        assert (project / "out" / name).read_text(encoding="utf-8") == text, name
+        assert not re.search("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]", text), ascii(text)
+    inert = "x\\x0a::stop-commands::pwned\\x1b[2J\\x07\\u202e#\\x23[group]"
+    assert list(json.loads(written["bmf.json"])) == [inert]
+    assert {entry["name"] for entry in json.loads(written["bench.json"])} >= {f"{inert} - MACs"}
+    samples = [line for line in written["metrics.txt"].splitlines() if not line.startswith("#")]
+    assert samples and all(line.startswith("flopbudget_") and "#" not in line for line in samples)
+    assert written["metrics.txt"].endswith("\n# EOF\n")
+    cases = list(ET.parse(project / "junit.xml").getroot().iter("testcase"))
+    assert len(cases) == 1
+    names = dict((p.get("name"), p.get("value")) for p in cases[0].iter("property"))
+    assert names["flopbudget.model"] == inert and names["flopbudget.verdict"] == "fail"
+    # last: it needs the dev extra's prometheus_client
+    parser = pytest.importorskip("prometheus_client.openmetrics.parser")
+    families = list(parser.text_string_to_metric_families(written["metrics.txt"]))
+    assert {sample.labels["model"] for family in families for sample in family.samples} == {inert.replace("#", "\\x23")}

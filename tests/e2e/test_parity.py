@@ -2,7 +2,8 @@
 
 The project has one model of each kind a report must get right: within budget, over budget, a target that does
 not import, and one without a baseline. Both front ends run it with every output on (GitHub annotations and job
-summary, GitLab Code Quality, JSON, Markdown) in separate copies of the project, and every output is compared.
+summary, GitLab Code Quality, JSON, Markdown, the history exports) in separate copies of the project, and every
+output is compared.
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ inputs = [[2, 8]]
 macs = "1k"
 """
 
-OUTPUTS = ("r.json", "gl.json", "summary.md", "step-summary.md")
+OUTPUTS = ("r.json", "gl.json", "summary.md", "step-summary.md", "metrics.txt", "bench.json", "bmf.json")
 
 
 def make_project(root: Path) -> Path:
@@ -60,7 +61,10 @@ def environment(root: Path) -> dict[str, str]:
     return env
 
 
-REPORTS = ["json:r.json", "gitlab:gl.json", "markdown:summary.md"]
+REPORTS = [
+    "json:r.json", "gitlab:gl.json", "markdown:summary.md", "metrics:metrics.txt", "benchmark:bench.json",
+    "bencher:bmf.json",
+]  # fmt: skip
 
 
 def run_cli(root: Path) -> subprocess.CompletedProcess[str]:
@@ -118,5 +122,9 @@ def test_the_shared_outputs_say_what_happened(outputs: dict[str, dict[str, str]]
     assert results["counts"]["unchecked"] == 1 and [u["name"] for u in results["unchecked"]] == ["broken"]
     assert {m["name"]: m["passed"] for m in results["models"]} == {"fresh": True, "ok": True, "over": False}
     assert "broken" in cli["annotations"] and "over" in cli["annotations"]
+    # the history exports: one series per counted model and metric (the broken model has no figures)
+    assert 'flopbudget_macs{model="over"}' in cli["metrics.txt"] and "broken" not in cli["metrics.txt"]
+    assert sorted(json.loads(cli["bmf.json"])) == ["fresh", "ok", "over"]
+    assert {e["name"] for e in json.loads(cli["bench.json"])} >= {"ok - MACs", "over - MACs", "fresh - MACs"}
     # the CLI exits 2 (a model could not be checked), pytest 1 (tests failed): each front end's own convention
     assert (cli["returncode"], outputs["pytest"]["returncode"]) == ("2", "1")

@@ -22,6 +22,8 @@ from pytest_flopbudget.run import RunResult, Unchecked
 
 PYPROJECT = pyproject(RESNET)
 GITHUB = {"GITHUB_ACTIONS": "true"}
+#: The grammar every bad spec's message ends with, spelled out (a test of the text, not of the constant).
+EXPECTED = "github, gitlab:PATH, json:PATH, markdown:PATH, metrics:PATH, benchmark:PATH, bencher:PATH, auto or none"
 
 
 @pytest.mark.parametrize(
@@ -33,6 +35,9 @@ GITHUB = {"GITHUB_ACTIONS": "true"}
         ("json:out/r.json", ReportSpec("json", "out/r.json")),
         ("json:C:\\ci\\r.json", ReportSpec("json", "C:\\ci\\r.json")),  # only the first colon separates
         ("markdown:summary.md", ReportSpec("markdown", "summary.md")),
+        ("metrics:metrics.txt", ReportSpec("metrics", "metrics.txt")),
+        ("benchmark:out/bench.json", ReportSpec("benchmark", "out/bench.json")),
+        ("Bencher:bmf.json", ReportSpec("bencher", "bmf.json")),
         ("auto", ReportSpec("auto")),
         ("none", ReportSpec("none")),
     ],
@@ -44,14 +49,12 @@ def test_parse_spec(text: str, spec: ReportSpec) -> None:
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        ("githb", "unknown report 'githb'; expected github, gitlab:PATH, json:PATH, markdown:PATH, auto or none"),
-        ("gitlab", "report 'gitlab': gitlab needs a file, as in gitlab:PATH; expected github, gitlab:PATH, "
-                   "json:PATH, markdown:PATH, auto or none"),
-        ("json: ", "report 'json: ': json needs a file, as in json:PATH; expected github, gitlab:PATH, json:PATH, "
-                   "markdown:PATH, auto or none"),
-        ("github:x", "report 'github:x': github takes no path; expected github, gitlab:PATH, json:PATH, "
-                     "markdown:PATH, auto or none"),
-        ("", "unknown report ''; expected github, gitlab:PATH, json:PATH, markdown:PATH, auto or none"),
+        ("githb", f"unknown report 'githb'; expected {EXPECTED}"),
+        ("gitlab", f"report 'gitlab': gitlab needs a file, as in gitlab:PATH; expected {EXPECTED}"),
+        ("json: ", f"report 'json: ': json needs a file, as in json:PATH; expected {EXPECTED}"),
+        ("github:x", f"report 'github:x': github takes no path; expected {EXPECTED}"),
+        ("", f"unknown report ''; expected {EXPECTED}"),
+        ("metrics", f"report 'metrics': metrics needs a file, as in metrics:PATH; expected {EXPECTED}"),
     ],
 )  # fmt: skip
 def test_bad_spec_is_one_clear_line(text: str, message: str) -> None:
