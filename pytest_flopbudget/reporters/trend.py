@@ -4,7 +4,8 @@ GitLab's metrics report (`metrics:PATH`), github-action-benchmark's JSON (`bench
 (`bencher:PATH`) and the pytest JUnit properties each chart a model's cost over commits, outside this tool. They
 get the same figures, chosen here once: every metric the model's count measured, whether or not its budget sets
 it (the history is the point), an optional one (the memory metrics) only where its backend measured it (not
-measured is no point, never a zero). A model that could not be counted has no figure and is left out (every
+measured is no point, never a zero), integer ops only where the model has or had some or budgets them (as every
+other output shows them). A model that could not be counted has no figure and is left out (every
 other output reports it as an error).
 
 Names come from pyproject keys and test ids, which nobody reviews: each is made one inert line
@@ -43,8 +44,8 @@ def figures(verdict: Verdict) -> list[Figure]:
     """Every metric the model's count measured, in the order outputs list metrics."""
     found = []
     for metric in METRICS:
-        if not verdict.report.measures(metric):
-            continue
+        if not verdict.report.measures(metric) or (metric.omit_zero and not verdict.judges(metric)):
+            continue  # integer ops of a model that has none, now or in its baseline, and no budget: no series
         limit = verdict.budget.limit(metric)
         ceiling = limit.value if limit is not None else None
         found.append(Figure(metric, verdict.value(metric), ceiling, verdict.baseline_value(metric)))

@@ -27,9 +27,23 @@ def test_optional_metrics_where_measured(make_project, make_report) -> None:
     project = make_project(PYPROJECT)
     report = dataclasses.replace(make_report({"a": 10}), optional_metrics=frozenset(METRICS.optional), peak_memory=4096)
     found = figures(project.verdict("resnet", report, make_report({"a": 10})))
-    assert [f.metric for f in found] == list(METRICS)
+    assert [f.metric for f in found] == [metric for metric in METRICS if not metric.omit_zero]  # no integer ops
     peak = next(f for f in found if f.metric == PEAK_MEMORY)
     assert peak == Figure(PEAK_MEMORY, 4096, None, None)  # the baseline did not measure it: no baseline figure
+
+
+def test_integer_ops_where_the_model_has_some_or_its_baseline_had(make_project, make_report) -> None:
+    from pytest_flopbudget.metrics import INT_OPS
+
+    project = make_project(PYPROJECT)
+    quantized = make_report({"a": 10})
+    quantized.layers["a"].add_op("aten._int_mm", {INT_OPS: 131_072})
+    quantized.forward.add(INT_OPS, 131_072)
+    found = figures(project.verdict("resnet", quantized, make_report({"a": 10})))
+    assert Figure(INT_OPS, 131_072, None, 0) in found  # the old baseline had none: a series from 0, not a gap
+    # integer work gone since the baseline: the series goes on at 0 rather than stopping
+    gone = figures(project.verdict("resnet", make_report({"a": 10}), quantized))
+    assert Figure(INT_OPS, 0, None, 131_072) in gone
 
 
 def test_names_are_inert_ordered_and_unique(make_project, make_report) -> None:
@@ -57,6 +71,6 @@ def test_names_are_inert_ordered_and_unique(make_project, make_report) -> None:
 
 def test_unit_words() -> None:
     assert [unit(metric) for metric in METRICS] == [
-        "FLOPs", "MACs", "params", "skipped op calls", "bytes", "bytes", "bytes",
+        "FLOPs", "MACs", "int ops", "params", "skipped op calls", "bytes", "bytes", "bytes",
     ]  # fmt: skip
     assert unit(BYTES) == "bytes"
