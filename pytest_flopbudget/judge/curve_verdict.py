@@ -68,7 +68,7 @@ def point_value(metric: Metric, point: dict[str, int], formula: Formula) -> tupl
         low, high = holds.ranges.get(dim, (size, size))
         step = holds.step.get(dim, 1)
         if not low <= size <= high or size % step:
-            return None, f"the formula does not hold at {dim}={size} ({holds.describe()})"
+            return None, f"the formula does not hold there ({holds.describe()})"
     value: Fraction = formula.total(metric).at(point)
     return ceil(value), ""
 
@@ -115,7 +115,8 @@ def formula_changes(baseline: Formula, now: Formula, budget: Budget) -> list[tup
             if metric == next(iter(METRICS.growth)):
                 found.append((metric, f"formula dims changed: {', '.join(baseline.dims)} -> {', '.join(now.dims)}"))
             continue
-        changes = term_changes(baseline, now, metric)
+        # the terms that grow with the dims: a constant term's change is the point count's, shown already
+        changes = [change for change in term_changes(baseline, now, metric) if change.degree > 0]
         if changes:
             more = f" (+{len(changes) - SHOWN} more)" if len(changes) > SHOWN else ""
             found.append((metric, f"{metric.label} formula changed: {'; '.join(map(str, changes[:SHOWN]))}{more}"))
