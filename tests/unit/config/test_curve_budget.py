@@ -95,7 +95,7 @@ def test_the_budget_round_trips_and_a_budget_without_curve_keys_writes_what_it_a
         ("at = [{ seq = 64 }]\n", "at.0: sets no ceiling; give one of: flops, macs, params"),
         ('at = [{ seq = 64, flops = "1 Gi" }]\n', "at.0.flops: '1 Gi' is not a budget"),
         ('at = [{ seq = 64, height = 3, flops = "1G" }]\n', "at.0.height: unknown key; expected a dim of the curve"),
-        ('at = [{ seq = 64, max-skipped-ops = 1 }]\n', "at.0.max-skipped-ops: unknown key"),
+        ("at = [{ seq = 64, max-skipped-ops = 1 }]\n", "at.0.max-skipped-ops: unknown key"),
     ],
 )
 def test_every_error_names_the_file_line_and_key(
@@ -125,7 +125,7 @@ def test_a_marker_names_any_dim_and_any_positive_size() -> None:
     def locate(sub: tuple[str, ...]) -> Location:
         return Location("t.py", 3, ".".join(("max_degree", *sub)))
 
-    (flops, macs, params) = parse_max_degree({"seq": 1}, locate, None)
+    flops, _, _ = parse_max_degree({"seq": 1}, locate, None)
     assert (flops.metric, flops.dim, flops.degree) == (FLOPS, "seq", 1)
     (point,) = parse_at([{"seq": 8192, "flops": "2T"}], locate, None)
     assert point.point == {"seq": 8192} and point.limits[FLOPS].value == 2 * 10**12

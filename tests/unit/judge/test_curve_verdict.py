@@ -61,9 +61,7 @@ def test_a_quadratic_cost_over_a_linear_degree_names_the_term_and_the_attention_
     verdict = evaluate(measure(degrees(1), formula()))
     (finding,) = verdict.violations
     assert finding.kind == FindingKind.DEGREE and finding.severity == ERROR
-    assert finding.message == (
-        "FLOPs grow as seq**2 (max-degree seq = 1): seq**2 term 280*seq**2 from h.{0..1}.attn"
-    )
+    assert finding.message == ("FLOPs grow as seq**2 (max-degree seq = 1): seq**2 term 280*seq**2 from h.{0..1}.attn")
     assert (finding.actual, finding.limit, finding.source) == (2, 1, SOURCE)
     assert reason(verdict).startswith("gpt: FLOPs grow as seq**2")
 
@@ -80,9 +78,7 @@ def test_a_degree_of_zero_caps_a_cost_that_must_not_grow_at_all() -> None:
 
 
 def test_the_degree_violation_comes_before_a_ceiling_in_the_reason() -> None:
-    budget = Budget(
-        limits={FLOPS: parse_quantity(1, "flops", SOURCE)}, degrees=(DegreeLimit(FLOPS, "seq", 1, SOURCE),)
-    )
+    budget = Budget(limits={FLOPS: parse_quantity(1, "flops", SOURCE)}, degrees=(DegreeLimit(FLOPS, "seq", 1, SOURCE),))
     verdict = evaluate(measure(budget, formula()))
     assert [f.kind for f in verdict.violations] == [FindingKind.DEGREE, FindingKind.CEILING]
     assert reason(verdict).endswith("(+1 more: FLOPs)")
