@@ -9,7 +9,15 @@ when it loads or counts, so an ONNX-only project never imports torch.
 
 from __future__ import annotations
 
-from .dispatch import BACKENDS, backend_for, backend_for_model, backend_for_target, count, count_entry
+from .dispatch import (
+    BACKENDS,
+    backend_for,
+    backend_for_model,
+    backend_for_target,
+    count,
+    count_entry,
+    entry_counter,
+)
 from .protocol import Backend, CountOptions, Loaded
 
 __all__ = [
@@ -22,4 +30,5 @@ __all__ = [
     "backend_for_target",
     "count",
     "count_entry",
+    "entry_counter",
 ]

@@ -17,7 +17,7 @@ from pytest_flopbudget.config.pyproject import TARGET_GRAMMAR, ModelEntry
 from ..errors import CountingError, FlopBudgetError
 from ..report import Report
 from .onnx_files import OnnxFiles
-from .protocol import Backend, CountOptions, describe, problem
+from .protocol import Backend, CountOptions, Loaded, describe, problem
 from .torch_models import TorchModels
 
 BACKENDS: tuple[Backend, ...] = (
@@ -53,6 +53,20 @@ def count_entry(entry: ModelEntry, root: Path) -> Report:
     backend = backend_for(entry)
     loaded = backend.load(entry, root)
     return _counted(entry, lambda: backend.count(loaded))
+
+
+def entry_counter(entry: ModelEntry, root: Path) -> Callable[[ModelEntry], Report]:
+    """A function that counts `entry` at other sizes of its named dims (`entry.at(...)`), as `count_entry` would,
+    loading the model once (a curve counts it at many sizes)."""
+    backend = backend_for(entry)
+    held: list[Loaded] = []
+
+    def count_at(at: ModelEntry) -> Report:
+        loaded = backend.reload(held[0], at, root) if held else backend.load(at, root)
+        held[:] = [loaded]
+        return _counted(at, lambda: backend.count(loaded))
+
+    return count_at
 
 
 def _counted(entry: ModelEntry, run: Callable[[], Report]) -> Report:

@@ -42,6 +42,9 @@ class OnnxFiles:
         dims = {"dims": dict(entry.dims)} if entry.dims else {}  # the graph's symbolic dims, by name
         return Loaded(entry, str(path), kwargs={"inputs": inputs, **dims})
 
+    def reload(self, loaded: Loaded, entry: ModelEntry, root: Path) -> Loaded:
+        return self.load(entry, root)  # a path and shapes: the graph is read when counted
+
     def count(self, loaded: Loaded) -> Report:
         try:
             options = CountOptions(inputs=loaded.kwargs["inputs"], dims=loaded.kwargs.get("dims"))

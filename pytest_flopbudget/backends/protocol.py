@@ -64,6 +64,11 @@ class Backend(Protocol):
         """The entry's model and example inputs; raises `LocatedError` naming the pyproject key to fix."""
         ...
 
+    def reload(self, loaded: Loaded, entry: ModelEntry, root: Path) -> Loaded:
+        """`loaded`'s model with `entry`'s inputs: the same entry at other sizes of its named dims (a curve's
+        points), without loading the model again."""
+        ...
+
     def count(self, loaded: Loaded) -> Report:
         """Count a loaded entry as its configuration says (mode, execution, method)."""
         ...

@@ -47,6 +47,11 @@ class TorchModels:
             args, kwargs = build_inputs(entry, root, model)
         return Loaded(entry, model, args, kwargs)
 
+    def reload(self, loaded: Loaded, entry: ModelEntry, root: Path) -> Loaded:
+        with contextlib.nullcontext() if entry.training else _inference(loaded.model):
+            args, kwargs = build_inputs(entry, root, loaded.model)
+        return Loaded(entry, loaded.model, args, kwargs)
+
     def count(self, loaded: Loaded) -> Report:
         entry = loaded.entry
         options = CountOptions(training=entry.training, execution=entry.execution, method=entry.method)

@@ -108,16 +108,17 @@ def render(report: Report, entry: ModelEntry, request: CountRequest) -> str:
 
 def render_curve(report: Report, formula: Formula, entry: ModelEntry, request: CountRequest) -> str:
     """The count at the entry's point with every metric's formula: under `"formula"` and `"curve"` in the JSON,
-    below the layer table in text."""
+    below the layer table in text; a picture draws the formulas against the first dim."""
     if request.format == "json":
         import json
 
         data = {**report.to_dict(), **formula.to_dict()}
         return json_safe(json.dumps(data, sort_keys=True, indent=2, ensure_ascii=True) + "\n")
     if request.format in PICTURES:
-        raise UsageError(
-            f"--format {request.format} draws one count; a curve (--dim LOW..HIGH) prints as table or json"
-        )
+        from pytest_flopbudget.curve import picture
+
+        draw = picture.render_html if request.format == "html" else picture.render_svg
+        return draw(formula, metric=request.metric or FLOPS, title=entry.name)
     from pytest_flopbudget.curve.text import formula_text
 
     return render(report, entry, request) + formula_text(formula, depth=request.depth) + "\n"
@@ -139,13 +140,14 @@ def resolve_target(request: CountRequest) -> tuple[ModelEntry, Path]:
     `module:callable` and `.onnx` paths are taken relative to the current directory, as `python -m` would;
     pyproject names use the project's directory, as the plugin does.
     """
-    entry, root = _resolve(request)
-    return with_dims(entry, request.dims, backend_for(entry).files), root
+    points, ranges = parse_dims(request.dims)
+    entry, root = _resolve(request, (*points, *ranges))
+    return with_dims(entry, points, ranges, backend_for(entry).files), root
 
 
-def _resolve(request: CountRequest) -> tuple[ModelEntry, Path]:
+def _resolve(request: CountRequest, dims: tuple[str, ...]) -> tuple[ModelEntry, Path]:
     target: str = request.target.strip()
-    inputs = parse_inputs(request.input, request.dtype)
+    inputs = parse_inputs(request.input, request.dtype, dims)
     backend = backend_for_target(target)
     if backend is not None and backend.files:
         _model_file_only(request)
@@ -157,11 +159,10 @@ def _resolve(request: CountRequest) -> tuple[ModelEntry, Path]:
     return _pyproject_entry(target, inputs, request)
 
 
-def with_dims(entry: ModelEntry, values: list[str] | None, files: bool) -> ModelEntry:
+def with_dims(entry: ModelEntry, points: dict[str, int], ranges: dict[str, tuple[int, int]], files: bool) -> ModelEntry:
     """`entry` with the `--dim` points and ranges over its own (pyproject) ones, its inputs sized at the point: a
     range's point is the entry's own, else the range's high end. A named dim without a value is an error; so is a
     `--dim` no input names, but for a model file, whose graph names its own symbolic dims."""
-    points, ranges = parse_dims(values)
     named = dim_names(entry.inputs)
     for name in (*points, *ranges):
         if not files and name not in named:
@@ -173,7 +174,11 @@ def with_dims(entry: ModelEntry, values: list[str] | None, files: bool) -> Model
                 f"--input: dim {name!r} has no value; give --dim {name}=2048 (a point) or --dim {name}=64..8192 "
                 f"(a range: the count gives each metric's formula)"
             )
-    return dataclasses.replace(entry, curve={**entry.curve, **ranges}).at(point)
+    curve = {**entry.curve, **ranges}
+    if not files:  # --input replaced the pyproject's shapes: the dims they no longer name are gone with them
+        point = {name: size for name, size in point.items() if name in named}
+        curve = {name: bounds for name, bounds in curve.items() if name in named}
+    return dataclasses.replace(entry, curve=curve, dims={}).at(point)
 
 
 def _entry(

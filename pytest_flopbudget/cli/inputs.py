@@ -11,7 +11,7 @@ the same count from either front end.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 from pytest_flopbudget.config.pyproject import DIM_NAME, DTYPES, Inputs, InputSpec, is_reference
 
@@ -28,12 +28,12 @@ _SIZES = re.compile(r"\d+(?:\s*[,x]\s*\d+)*")
 _NAMED_SIZES = re.compile(r"(?:\d+|[A-Za-z_]\w*)(?:\s*,\s*(?:\d+|[A-Za-z_]\w*))*")
 
 
-def parse_inputs(values: Sequence[str] | None, dtype: str | None = None) -> Inputs:
+def parse_inputs(values: Sequence[str] | None, dtype: str | None = None, dims: Collection[str] = ()) -> Inputs:
     """Positional specs, named specs, a `module:function` reference, or None when no `--input` was given.
 
     `dtype` (from `--dtype`) applies to every shape that does not name its own; with neither, the dtype is left
-    to the model (float32, or int64 token ids for an input that feeds an embedding). Raises `UsageError` quoting the
-    offending value.
+    to the model (float32, or int64 token ids for an input that feeds an embedding). A size may be the name of one
+    of `dims` (given by `--dim`). Raises `UsageError` quoting the offending value.
     """
     if dtype is not None:
         check_dtype(dtype, "--dtype")
@@ -57,9 +57,9 @@ def parse_inputs(values: Sequence[str] | None, dtype: str | None = None) -> Inpu
                 raise UsageError(f"--input {value!r}: the name before '=' is empty; {GRAMMAR}")
             if name in named:
                 raise UsageError(f"--input {value!r}: {name!r} is given twice")
-            named[name] = parse_spec(rest, dtype, value)
+            named[name] = parse_spec(rest, dtype, value, dims)
         else:
-            positional.append(parse_spec(value, dtype, value))
+            positional.append(parse_spec(value, dtype, value, dims))
     if positional and named:
         raise UsageError(
             "--input: give either positional shapes (1,3,224,224) or named ones (x=1,3,224,224), not both; "
@@ -68,8 +68,9 @@ def parse_inputs(values: Sequence[str] | None, dtype: str | None = None) -> Inpu
     return named or positional
 
 
-def parse_spec(text: str, dtype: str | None, original: str) -> InputSpec:
-    """`1,16:int64` -> `InputSpec((1, 16), "int64")`; `scalar:int64` (or `[]:int64`) -> `InputSpec((), "int64")`."""
+def parse_spec(text: str, dtype: str | None, original: str, dims: Collection[str] = ()) -> InputSpec:
+    """`1,16:int64` -> `InputSpec((1, 16), "int64")`; `scalar:int64` (or `[]:int64`) -> `InputSpec((), "int64")`;
+    `1,seq` with `seq` in `dims` -> `InputSpec((1, 0), None, (None, "seq"))` (sized by `--dim` later)."""
     sizes, colon, own_dtype = text.strip().partition(":")
     stripped = sizes.strip()
     sizes = stripped.strip("[]()").strip()
@@ -82,6 +83,12 @@ def parse_spec(text: str, dtype: str | None, original: str) -> InputSpec:
         check_dtype(own_dtype, f"--input {original!r}")
     if named:  # `1,seq`: the named axis is sized by --dim (0 until then)
         parts = tuple(part.strip() for part in sizes.split(","))
+        unsized = [part for part in parts if not part.isdigit() and part not in dims]
+        if unsized:
+            raise UsageError(
+                f"--input {original!r} is not a shape: {GRAMMAR}; a name such as {unsized[0]} is a dim, sized with "
+                f"--dim {unsized[0]}=2048 (a point) or --dim {unsized[0]}=64..8192 (a range)"
+            )
         names = tuple(None if part.isdigit() else part for part in parts)
         shape = tuple(int(part) if part.isdigit() else 0 for part in parts)
         return InputSpec(shape, own_dtype if colon else dtype, names)

@@ -1,8 +1,9 @@
 """A configured model's cost as a formula of its named dims: point counts through its backend, fitted exactly.
 
-Any backend counts: each point is the entry at other sizes of its dims (`ModelEntry.at`), counted by
-`backends.count_entry` as a point budget would be, so the formula and the point counts can never disagree on how
-a model is counted. See `fit.py` for how the points are chosen and checked, and docs/curves.md.
+Any backend counts: each point is the entry at other sizes of its dims (`ModelEntry.at`), counted as
+`backends.count_entry` counts a point budget (`entry_counter` loads the model once), so the formula and the point
+counts can never disagree on how a model is counted. See `fit.py` for how the points are chosen and checked, and
+docs/curves.md.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from typing import Optional, cast
 
 from pytest_flopbudget.config.pyproject import ModelEntry
 
-from ..backends import count_entry
+from ..backends import entry_counter
 from ..errors import CountingError
 from ..metrics import DERIVED, METRICS, Metric
 from ..report import Report
@@ -38,11 +39,12 @@ def count_curve(entry: ModelEntry, root: Path) -> tuple[Report, Formula]:
             f"{entry.source.where()}: no curve: give the range of a dim, e.g. curve = {{ seq = [64, 8192] }}"
         )
     reports: dict[Point, Report] = {}
+    count_at = entry_counter(entry, root)
 
     def sample(point: Point) -> dict[Hashable, int]:
         values = dict(zip(dims, point))
         try:
-            report = count_entry(entry.at(values), root)
+            report = count_at(entry.at(values))
         except CountingError as exc:
             at = ", ".join(f"{dim}={size}" for dim, size in values.items())
             raise CountingError(f"at {at}: {exc}") from None

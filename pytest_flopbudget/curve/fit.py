@@ -12,7 +12,7 @@ polynomial:
 3. verification at lattice points the fit was not built from (the degree probes and the far corner): a miss is a
    piecewise cost, and in one dim the break is found by bisection; a lattice of `3 x 2**k`, `5 x 2**k`, `7 x 2**k`
    is tried before concluding so, for strides such as 14 or 320;
-4. off the lattice, per dim: at primes, an odd size and an odd multiple of `G/2` (holding there: every size),
+4. off the lattice, per dim: at a prime, an odd size and an odd multiple of `G/2` (holding there: every size),
    else at odd multiples of `G/2`, `G/4`, ..., to find the smallest step the formula holds at.
 
 A stride larger than the range's low end cannot be told from a branch on the size: it is reported as not one
@@ -38,6 +38,8 @@ Sample = Mapping[Hashable, int]
 
 #: A lattice leaves at least this many multiples in the range (a degree-2 cost needs 4 to be found, 2 more to verify).
 MIN_LATTICE_POINTS = 6
+#: The fit is checked at no fewer lattice points it was not built from.
+MIN_VERIFIED = 2
 #: The highest degree looked for: beyond it the cost is taken as no polynomial at all.
 MAX_DEGREE = 6
 #: The odd parts of the lattice steps tried in turn (strides of 14, 48 or 320 need a 7, a 3 or a 5).
@@ -142,7 +144,7 @@ class _Attempt:
             if degree is None:
                 return False
             self.degrees.append(degree)
-        grid = [axis[: degree + 1] for axis, degree in zip(self.axes, self.degrees)]
+        grid = [list(axis[: degree + 1]) for axis, degree in zip(self.axes, self.degrees)]
         samples = {point: self.sampler(point) for point in product(*grid)}
         keys = list(dict.fromkeys(key for sample in samples.values() for key in sample))
         self.polys = interpolate(self.dims, grid, samples, keys)
@@ -161,10 +163,13 @@ class _Attempt:
         return None
 
     def _verification_points(self) -> list[Point]:
-        """The degree probes (one lattice point past the grid per dim), the far corner and a point between."""
+        """The degree probes (one lattice point past the grid per dim) and the far corner; a point between them
+        where that makes fewer than `MIN_VERIFIED`."""
         points = [self.along(axis, degree + 1) for axis, degree in enumerate(self.degrees)]
         points.append(tuple(axis[-1] for axis in self.axes))
-        points.append(tuple(axis[(len(axis) + degree) // 2] for axis, degree in zip(self.axes, self.degrees)))
+        points = list(dict.fromkeys(points))
+        if len(points) < MIN_VERIFIED:
+            points.append(tuple(axis[(len(axis) + degree) // 2] for axis, degree in zip(self.axes, self.degrees)))
         return list(dict.fromkeys(points))
 
     def check(self, point: Point) -> bool:
@@ -213,7 +218,7 @@ def _first_miss(attempt: _Attempt) -> tuple[int, Point]:
     axis = attempt.axes[0]
     good = attempt.degrees[0]  # the grid's last point: the fit holds there by construction
     bad = len(axis) - 1
-    missed = min(i for i, x in enumerate(axis) if (x,) in attempt.missed)
+    missed = min(axis.index(point[0]) for point in attempt.missed)
     bad = min(bad, missed)
     while bad - good > 1:
         middle = (good + bad) // 2
@@ -225,14 +230,14 @@ def _first_miss(attempt: _Attempt) -> tuple[int, Point]:
 
 
 def _smallest_step(attempt: _Attempt, axis: int, bounds: tuple[int, int]) -> int:
-    """The smallest step the fit holds at along `axis`: every size when it holds at two primes, an odd number and
-    an odd multiple of `G/2`; else the first of `G/2`, `G/4`, ..., the odd part of `G`, at whose odd multiples it
-    misses, doubled."""
+    """The smallest step the fit holds at along `axis`: every size when it holds at a prime near the top, an odd
+    size near the bottom and an odd multiple of `G/2`; else the first of `G/2`, `G/4`, ..., the odd part of `G`,
+    at whose odd multiples it misses, doubled."""
     low, high = bounds
     step = attempt.steps[axis]
     if step == 1:
         return 1
-    everywhere = [*_primes_in(low, high, 2), *_off_lattice(low, high, 1, 2)[:1]]
+    everywhere = [*_primes_in(low, high, 1), *_off_lattice(low, high, 1, 2)[-1:]]  # odd: near each end
     if step % 2 == 0:
         everywhere += _off_lattice(low, high, step // 2, step)[:1]
     if all(attempt.check(_moved(attempt.base, axis, x)) for x in dict.fromkeys(everywhere)):
@@ -263,6 +268,8 @@ def _off_lattice(low: int, high: int, finer: int, step: int) -> list[int]:
 def _primes_in(low: int, high: int, count: int) -> list[int]:
     found: list[int] = []
     x = high
+    if high > 10**9:  # trial division would take long; an odd size tests the same residues
+        return found
     while x >= max(low, 2) and len(found) < count:
         if all(x % d for d in range(2, int(x**0.5) + 1)):
             found.append(x)
@@ -282,8 +289,9 @@ def _lattice_step(low: int, high: int, odd: int) -> int | None:
     return step
 
 
-def _multiples(low: int, high: int, step: int) -> list[int]:
-    return list(range(-(-low // step) * step, high + 1, step))
+def _multiples(low: int, high: int, step: int) -> range:
+    """The multiples of `step` in [low, high], lazily: a range of 10**18 sizes is never listed."""
+    return range(-(-low // step) * step, high + 1, step)
 
 
 def _difference(values: Sequence[int]) -> int:

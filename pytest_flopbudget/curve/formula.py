@@ -128,6 +128,12 @@ class Formula:
                 total = total + polys.get(by_name(metric), Polynomial(self.dims))
         return total
 
+    def layers_above(self, metric: Metric | str, dim: str, degree: int) -> dict[str, Polynomial]:
+        """The layers whose own formula for `metric` grows faster than `dim**degree`, each with the terms that do
+        (`{"h.0.attn": 128*seq**2}`), in the model's order: what a `max-degree` budget names."""
+        found = {path: self.layer(path, metric).above(dim, degree) for path in self.layers}
+        return {path: poly for path, poly in found.items() if poly.terms}
+
     def to_dict(self) -> dict[str, Any]:
         """`{"formula": {metric: text}, "curve": {...}}`: the two keys a count's JSON adds to the Report's."""
         return {

@@ -64,6 +64,11 @@ class Polynomial:
         axis = self.dims.index(dim)
         return max(exps[axis] for exps in self.terms)
 
+    def above(self, dim: str, degree: int) -> Polynomial:
+        """The terms whose power of `dim` exceeds `degree` (`max-degree = { seq = 1 }`: what breaks it)."""
+        axis = self.dims.index(dim)
+        return Polynomial(self.dims, {exps: c for exps, c in self.terms.items() if exps[axis] > degree})
+
     def term(self, exponents: Exponents) -> Fraction:
         return self.terms.get(tuple(exponents), Fraction(0))
 

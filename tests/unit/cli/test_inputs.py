@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_flopbudget.cli.inputs import describe_inputs, parse_inputs
+from pytest_flopbudget.cli.inputs import describe_inputs, parse_dims, parse_inputs
 from pytest_flopbudget.cli.project import UsageError
 from pytest_flopbudget.config.pyproject import InputSpec
 
@@ -66,3 +66,56 @@ def test_describe_inputs_for_titles():
     assert describe_inputs([{"shape": [], "dtype": "int64"}]) == "scalar int64"
     assert describe_inputs([3]) == "3"
     assert describe_inputs([]) == "no inputs"
+
+
+# -- named dims: `--input 1,seq:int64` and `--dim seq=64..8192` ------------------------------------------------
+
+
+def test_a_name_in_a_shape_is_a_dim_sized_later() -> None:
+    assert parse_inputs(["1,seq:int64"], None, ["seq"]) == [InputSpec((1, 0), "int64", (None, "seq"))]
+    assert parse_inputs(["x=batch, 3, side, side"], None, ("batch", "side")) == {
+        "x": InputSpec((0, 3, 0, 0), None, ("batch", None, "side", "side"))
+    }
+    assert parse_inputs(["1x16"], None, ["x"]) == [InputSpec((1, 16))]  # x between numbers still separates sizes
+
+
+def test_a_name_no_dim_sizes_is_one_line_naming_it() -> None:
+    with pytest.raises(UsageError, match=r"^--input '1,seq' is not a shape: .*--dim seq=2048 \(a point\)"):
+        parse_inputs(["1,seq"], None, ["len"])
+
+
+@pytest.mark.parametrize(
+    ("values", "points", "ranges"),
+    [
+        (None, {}, {}),
+        (["seq=2048"], {"seq": 2048}, {}),
+        (["seq=64..8192", "batch=1"], {"batch": 1}, {"seq": (64, 8192)}),
+        ([" h = 32 .. 1024 "], {}, {"h": (32, 1024)}),
+    ],
+)
+def test_dims_are_points_or_ranges(
+    values: list[str] | None, points: dict[str, int], ranges: dict[str, tuple[int, int]]
+) -> None:
+    assert parse_dims(values) == (points, ranges)
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ("seq", "write NAME=SIZE for a point"),
+        ("1seq=4", "write NAME=SIZE for a point"),
+        ("seq=big", "write NAME=SIZE for a point"),
+        ("seq=64..", "write NAME=SIZE for a point"),
+        ("seq=0", "a size is at least 1"),
+        ("seq=64..64", "a range needs 1 <= LOW < HIGH"),
+        ("seq=0..64", "a range needs 1 <= LOW < HIGH"),
+    ],
+)
+def test_a_bad_dim_is_one_line(value: str, message: str) -> None:
+    with pytest.raises(UsageError, match=f"^--dim '{value}': {message}"):
+        parse_dims([value])
+
+
+def test_a_dim_given_twice_is_refused() -> None:
+    with pytest.raises(UsageError, match="'seq' is given twice"):
+        parse_dims(["seq=1", "seq=2..8"])

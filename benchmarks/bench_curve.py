@@ -1,0 +1,94 @@
+"""Cost of a formula (`flopbudget count --dim LOW..HIGH`) against one point count of the same entry.
+
+    python benchmarks/bench_curve.py [--repeat N]
+
+Both go through `backends.count_entry` as `flopbudget count` does (loading the model each time): ResNet-50 on meta
+weights in (height, width) over [64, 1024] each, and Llama-7B on meta weights in seq over [64, 4096]. The formula
+is lattice interpolation (curve/fit.py): degree probes, the tensor grid, checks off the fit and the step search,
+each a point count. The issue's target is a ratio of at most 3; see the figures printed and docs/curves.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+PYPROJECT = """\
+[tool.flopbudget.models.resnet50]
+target = "examples.factories:resnet50_on_meta"
+inputs = [[1, 3, "height", "width"]]
+dims = { height = 224, width = 224 }
+curve = { height = [64, 1024], width = [64, 1024] }
+flops = "1P"
+
+[tool.flopbudget.models.llama_7b]
+target = "benchmarks.bench_curve:llama_7b_on_meta"
+inputs = [{ shape = [1, "seq"], dtype = "int64" }]
+dims = { seq = 2048 }
+curve = { seq = [64, 4096] }
+flops = "1P"
+"""
+
+
+def llama_7b_on_meta() -> Any:
+    """Llama-2-7B shapes with meta (shape-only) weights."""
+    import torch
+
+    from examples.decoder import Llama, LlamaConfig
+
+    with torch.device("meta"):
+        return Llama(LlamaConfig.llama_7b())
+
+
+def measure(name: str, repeat: int) -> dict[str, Any]:
+    from pytest_flopbudget.backends import count_entry
+    from pytest_flopbudget.config.pyproject import parse_settings
+    from pytest_flopbudget.curve.engine import count_curve
+
+    entry = parse_settings(PYPROJECT, ROOT / "pyproject.toml").models[name]
+    count_entry(entry, ROOT)  # warm: imports, first-call caches
+    points, fresh, curves = [], [], []
+    formula = None
+    for i in range(repeat):
+        start = time.perf_counter()
+        count_entry(entry, ROOT)  # the same sizes again: what the process has memoised of them helps
+        points.append(time.perf_counter() - start)
+        start = time.perf_counter()
+        count_entry(entry.at({dim: size + 8 * (i + 1) for dim, size in entry.dims.items()}), ROOT)  # new sizes
+        fresh.append(time.perf_counter() - start)
+        start = time.perf_counter()
+        _, formula = count_curve(entry, ROOT)
+        curves.append(time.perf_counter() - start)
+    assert formula is not None
+    point, new, curve = statistics.median(points), statistics.median(fresh), statistics.median(curves)
+    return {
+        "model": name,
+        "point_again_s": round(point, 3),
+        "point_new_sizes_s": round(new, 3),
+        "formula_s": round(curve, 3),
+        "ratio_to_new_sizes": round(curve / new, 1),
+        "ratio_to_again": round(curve / point, 1),
+        "counts": formula.holds.samples,
+        "holds": formula.holds.describe(),
+        "flops": str(formula.total("flops")),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--repeat", type=int, default=3)
+    options = parser.parse_args()
+    for name in ("resnet50", "llama_7b"):
+        print(json.dumps(measure(name, options.repeat)))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,78 @@
+"""Lattice interpolation on synthetic costs: exact polynomials, strides (quasi-polynomials), branches."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Hashable, Mapping
+
+import pytest
+
+from pytest_flopbudget.curve.fit import Fit, FitError, fit, interpolate
+
+
+def fitted(
+    cost: Callable[..., Mapping[Hashable, int]], dims: list[str], ranges: list[tuple[int, int]], **kw: object
+) -> Fit:
+    return fit(lambda point: cost(*point), dims, ranges, **kw)  # type: ignore[arg-type]
+
+
+def texts(found: Fit) -> dict[Hashable, str]:
+    return {key: str(poly) for key, poly in found.polys.items()}
+
+
+def test_a_polynomial_is_found_exactly_and_holds_at_every_size() -> None:
+    found = fitted(lambda s: {"a": 64 * s * s + 7340032 * s, "b": 5, "c": s * (s + 1) // 2}, ["seq"], [(64, 8192)])
+    assert texts(found) == {"a": "64*seq**2 + 7340032*seq", "b": "5", "c": "seq**2/2 + seq/2"}
+    assert (found.step, found.ranges, found.piecewise, found.failing) == ({"seq": 1}, {"seq": (64, 8192)}, False, set())
+    assert found.verified >= 2 and found.samples <= 12
+
+
+def test_several_dims_by_tensor_product() -> None:
+    found = fitted(lambda b, s: {"a": 3 * b * s * s + b * s + 7}, ["batch", "seq"], [(1, 16), (16, 512)])
+    assert texts(found) == {"a": "3*batch*seq**2 + batch*seq + 7"}
+    assert found.step == {"batch": 1, "seq": 1} and not found.piecewise
+
+
+def test_a_stride_is_found_and_the_formula_holds_at_its_multiples_only() -> None:
+    def conv(h: int, w: int) -> dict[str, int]:
+        return {"conv": math.ceil(h / 32) * math.ceil(w / 32) * 100 + h * w * 3, "head": 7}
+
+    found = fitted(conv, ["height", "width"], [(64, 1024), (64, 1024)])
+    assert found.step == {"height": 32, "width": 32} and not found.piecewise
+    poly = found.polys["conv"]
+    for h in range(64, 1025, 32):
+        for w in range(64, 1025, 96):
+            assert poly.at({"height": h, "width": w}) == conv(h, w)["conv"]
+    assert poly.at({"height": 80, "width": 64}) != conv(80, 64)["conv"]
+
+
+def test_a_stride_with_an_odd_factor() -> None:
+    found = fitted(lambda s: {"patches": ((s - 14) // 14 + 1) ** 2}, ["side"], [(64, 1024)])
+    assert (texts(found), found.step) == ({"patches": "side**2/196"}, {"side": 14})
+
+
+def test_a_branch_on_the_size_is_reported_with_where_the_formula_holds() -> None:
+    found = fitted(lambda s: {"a": s * s if s <= 512 else 3 * s}, ["seq"], [(64, 8192)])
+    assert found.piecewise and texts(found) == {"a": "seq**2"}
+    assert found.ranges == {"seq": (64, 512)} and found.broken_at == {"seq": 576}
+
+
+def test_a_series_outside_the_core_that_misses_is_named_not_trusted() -> None:
+    found = fitted(
+        lambda s: {"sum": 5 * s, "peak": max(s * s, 500 * s)}, ["seq"], [(64, 1024)], core=lambda key: key == "sum"
+    )
+    assert not found.piecewise and found.failing == {"peak"}
+
+
+def test_a_range_too_small_or_no_polynomial_is_an_error() -> None:
+    with pytest.raises(FitError, match=r"seq in \[1, 4\] has fewer than 6 sizes"):
+        fitted(lambda s: {"a": s}, ["seq"], [(1, 4)])
+    with pytest.raises(FitError, match="no polynomial of degree 6 or less"):
+        fitted(lambda s: {"a": 2**s}, ["seq"], [(1, 40)])
+
+
+def test_interpolate_is_exact_on_its_grid() -> None:
+    grid = [[1, 2, 3], [10, 20]]
+    samples = {(x, y): {"k": x * x * y - 4} for x in grid[0] for y in grid[1]}
+    (poly,) = interpolate(["x", "y"], grid, samples, ["k"]).values()
+    assert str(poly) == "x**2*y - 4"
