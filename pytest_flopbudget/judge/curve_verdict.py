@@ -16,7 +16,6 @@ from math import ceil
 from pytest_flopbudget.config.budget import Budget, DegreeLimit, PointLimits
 from pytest_flopbudget.config.location import Location
 from pytest_flopbudget.curve.formula import Formula
-from pytest_flopbudget.curve.polynomial import Polynomial
 from pytest_flopbudget.judge.formula_diff import grouped_labels, term_changes
 from pytest_flopbudget.metrics import METRICS, Metric
 from pytest_flopbudget.render.formatting import format_pair, format_percent
@@ -27,24 +26,16 @@ SHOWN = 3
 
 def degree_problem(limit: DegreeLimit, formula: Formula) -> str | None:
     """Why `formula` breaks `limit` (`FLOPs grow as seq**2 (max-degree seq = 1): seq**2 term ... from ...`),
-    None when it keeps it."""
+    None when it keeps it (a dim the formula is not in does not grow it)."""
     total = formula.total(limit.metric)
-    degree = total.degree(limit.dim) if limit.dim in total.dims else 0
-    if degree <= limit.degree:
+    if limit.dim not in formula.dims or total.degree(limit.dim) <= limit.degree:
         return None
-    axis = total.dims.index(limit.dim)
-    top = Polynomial(total.dims, {e: c for e, c in total.terms.items() if e[axis] == degree})
+    degree = total.degree(limit.dim)
+    top = total.above(limit.dim, degree - 1)  # the terms of the highest power: what grows fastest
     monomial = f"{limit.dim}**{degree}" if degree > 1 else limit.dim
     text = f"{limit.metric.label} grow as {monomial} (max-degree {limit.dim} = {limit.degree}): {monomial} term {top}"
-    layers = [
-        path
-        for path, polys in formula.layers.items()
-        if limit.metric in polys
-        and limit.dim in polys[limit.metric].dims
-        and polys[limit.metric].degree(limit.dim) > limit.degree
-    ]
-    if layers:
-        labels = grouped_labels(layers)
+    labels = grouped_labels(formula.layers_above(limit.metric, limit.dim, limit.degree))
+    if labels:
         more = f" (+{len(labels) - SHOWN} more)" if len(labels) > SHOWN else ""
         text += f" from {', '.join(labels[:SHOWN])}{more}"
     return text
