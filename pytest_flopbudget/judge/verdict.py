@@ -360,7 +360,7 @@ def _curve_findings(measurement: Measurement, baseline: Formula | None) -> list[
         first = budget.degrees[0].source if budget.degrees else budget.at[0].source
         message = (
             "max-degree and at are judged on the model's formula, and this count has none: set curve = "
-            "{ dim = [low, high] } on its [tool.flopbudget.models] entry"
+            "{ dim = [low, high] } on its [tool.flopbudget.models] entry, or count it with flopbudget.count_curve"
         )
         return [Finding(ERROR, FindingKind.NO_FORMULA, message, source=first)]
     for degree in budget.degrees:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 import pytest
 
@@ -96,15 +96,15 @@ def _with_curve(budget: Budget, arguments: Mapping[str, object], where: Location
     `LocatedError` naming the argument. The test's count must carry a formula for them to be judged."""
     if not arguments:
         return budget
-    parsed = {}
-    for key, parse in (("max_degree", parse_max_degree), ("at", parse_at)):
-        if key in arguments:
 
-            def locate(sub: tuple[str, ...], key: str = key) -> Location:
-                return Location(where.file, where.line, f"{where.key}({key}=...)" + "".join(f"[{s!r}]" for s in sub))
+    def locate(key: str) -> Callable[[tuple[str, ...]], Location]:
+        return lambda sub: Location(
+            where.file, where.line, f"{where.key}({key}=...)" + "".join(f"[{s!r}]" for s in sub)
+        )
 
-            parsed[key] = parse(arguments[key], locate, None, what="formula")
-    return dataclasses.replace(budget, degrees=parsed.get("max_degree", ()), at=parsed.get("at", ()))
+    degrees = parse_max_degree(arguments["max_degree"], locate("max_degree"), None) if "max_degree" in arguments else ()
+    points = parse_at(arguments["at"], locate("at"), None, what="formula") if "at" in arguments else ()
+    return dataclasses.replace(budget, degrees=degrees, at=points)
 
 
 def owned_model(item: pytest.Item) -> str | None:

@@ -130,3 +130,46 @@ def test_the_baseline_keeps_the_formula_and_the_check_names_the_term_that_change
     assert gpt["formula"]["formula"]["flops"] == "536*seq**2 + 209344*seq"
     assert gpt["baseline_formula"]["formula"]["flops"] == "280*seq**2 + 55520*seq"
     assert any(f["kind"] == "formula" for f in gpt["findings"])
+
+
+MARKER_TESTS = """\
+import pytest
+import torch
+
+from models import gpt, linear
+
+IDS = {"shape": [1, "seq"], "dtype": "int64"}
+
+
+@pytest.mark.flop_budget(max_degree={"seq": 1})
+def test_gpt(flopbudget):
+    flopbudget.count_curve(gpt(), IDS, dims={"seq": 128}, curve={"seq": (16, 512)})
+
+
+@pytest.mark.flop_budget(max_degree={"seq": 1}, at=[{"seq": 512, "flops": "20M"}])
+def test_linear(flopbudget):
+    flopbudget.count_curve(linear(), IDS, dims={"seq": 128}, curve={"seq": (16, 512)})
+
+
+@pytest.mark.flop_budget(max_degree={"seq": 1})
+def test_point(flopbudget):
+    flopbudget.count(linear(), torch.zeros(1, 128, dtype=torch.long))
+"""
+
+
+def test_the_marker_judges_a_curve_counted_by_the_fixture(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    project(pytester.path)
+    (pytester.path / "pyproject.toml").write_text("[tool.flopbudget]\ncollect-models = false\n")
+    (pytester.path / "test_curves.py").write_text(MARKER_TESTS)
+    result = inner_pytest(pytester, monkeypatch, "serial", subprocess_run=True)("test_curves.py")
+    output = result.stdout.str()
+    result.assert_outcomes(passed=1, failed=2)
+    assert (
+        "FAILED test_curves.py::test_gpt - test_gpt: FLOPs grow as seq**2 (max-degree seq = 1): seq**2 term "
+        "280*seq**2 from h.{0..1}.attn" in output
+    )
+    assert (
+        "FAILED test_curves.py::test_point - test_point: max-degree and at are judged on the model's formula" in output
+    )
