@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
-from e2e_helpers import flopbudget, inner_pytest
+from e2e_helpers import flopbudget, git, init_repo, inner_pytest
 
 pytest.importorskip("torch")
 
@@ -173,3 +173,17 @@ def test_the_marker_judges_a_curve_counted_by_the_fixture(
     assert (
         "FAILED test_curves.py::test_point - test_point: max-degree and at are judged on the model's formula" in output
     )
+
+
+def test_base_ref_compares_the_formula_with_the_base_baseline(tmp_path: Path) -> None:
+    project(tmp_path, degree=2)
+    assert flopbudget(tmp_path, "check", "--no-cache", "--update").returncode == 0
+    init_repo(tmp_path)
+    git(tmp_path, "add", "-A")
+    git(tmp_path, "commit", "-qm", "base")
+    project(tmp_path, degree=3, width=64)  # wider, and the degree raised: both for the reviewer to see
+    assert flopbudget(tmp_path, "check", "--no-cache", "--update").returncode == 0
+    result = flopbudget(tmp_path, "check", "--no-cache", "--base-ref", "main")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "gpt: warning: MACs formula changed: seq**2 term of h.{0..1}.attn +100.0%" in result.stdout
+    assert "gpt: max-degree.seq budget raised from 2 to 3 since main" in result.stdout
