@@ -5,7 +5,9 @@
 Both go through `backends.count_entry` as `flopbudget count` does (loading the model each time): ResNet-50 on meta
 weights in (height, width) over [64, 1024] each, and Llama-7B on meta weights in seq over [64, 4096]. The formula
 is lattice interpolation (curve/fit.py): degree probes, the tensor grid, checks off the fit and the step search,
-each a point count. The issue's target is a ratio of at most 3; see the figures printed and docs/curves.md.
+each a point count. The ratio that matters is a first formula (every size new to the process) against a point
+count at new sizes: on the shared 2-core development machine about 16x for ResNet-50 (13 counts) and 7-9x for
+Llama-7B (8 counts), against the issue's target of at most 3 (docs/curves.md says why).
 """
 
 from __future__ import annotations
@@ -68,14 +70,17 @@ def measure(name: str, repeat: int) -> dict[str, Any]:
         _, formula = count_curve(entry, ROOT)
         curves.append(time.perf_counter() - start)
     assert formula is not None
-    point, new, curve = statistics.median(points), statistics.median(fresh), statistics.median(curves)
+    point, new = statistics.median(points), statistics.median(fresh)
+    first, again = curves[0], statistics.median(curves[1:] or curves)
     return {
         "model": name,
-        "point_again_s": round(point, 3),
         "point_new_sizes_s": round(new, 3),
-        "formula_s": round(curve, 3),
-        "ratio_to_new_sizes": round(curve / new, 1),
-        "ratio_to_again": round(curve / point, 1),
+        "point_again_s": round(point, 3),
+        "formula_first_s": round(first, 3),
+        "formula_again_s": round(again, 3),
+        # the honest figure: a first formula (every size new to the process) against a count at new sizes
+        "ratio": round(first / new, 1),
+        "ratio_again": round(again / point, 1),
         "counts": formula.holds.samples,
         "holds": formula.holds.describe(),
         "flops": str(formula.total("flops")),

@@ -11,7 +11,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from pytest_flopbudget.config.pyproject import ModelEntry, is_onnx_target
+from pytest_flopbudget.config.pyproject import ModelEntry, dim_names, is_onnx_target
 
 from ..errors import CountingError
 from ..report import Report
@@ -39,7 +39,9 @@ class OnnxFiles:
         if not path.is_file():
             raise problem(entry.source_of("target"), f"no such ONNX file: {path}")
         inputs = {name: list(s.shape) for name, s in entry.inputs.items()} if isinstance(entry.inputs, dict) else None
-        dims = {"dims": dict(entry.dims)} if entry.dims else {}  # the graph's symbolic dims, by name
+        # the graph's own symbolic dims, by name (a dim the shapes name is in them already)
+        symbols = {name: size for name, size in entry.dims.items() if name not in dim_names(entry.inputs)}
+        dims = {"dims": symbols} if symbols else {}
         return Loaded(entry, str(path), kwargs={"inputs": inputs, **dims})
 
     def reload(self, loaded: Loaded, entry: ModelEntry, root: Path) -> Loaded:

@@ -80,7 +80,8 @@ def count_curve(entry: ModelEntry, root: Path) -> tuple[Report, Formula]:
         samples=found.samples,
         verified=found.verified,
     )
-    return report, Formula(dims=dims, totals=totals, layers=layers, holds=holds, point=dict(entry.dims))
+    formula = Formula(dims, totals, layers, holds, point=dict(entry.dims), ranges=dict(entry.curve))
+    return report, formula
 
 
 def series(report: Report) -> dict[Hashable, int]:

@@ -199,8 +199,7 @@ def _finish(attempt: _Attempt, sampler: Sampler) -> Fit:
         broken_at = dict(zip(attempt.dims, broken))
     step = {dim: s for dim, s in zip(attempt.dims, attempt.steps)}
     if not piecewise or len(attempt.dims) == 1:
-        for axis, dim in enumerate(attempt.dims):
-            step[dim] = _smallest_step(attempt, axis, ranges[dim])
+        step = dict(zip(attempt.dims, _smallest_steps(attempt, [ranges[dim] for dim in attempt.dims])))
     return Fit(
         polys=attempt.polys,
         step=step,
@@ -229,26 +228,54 @@ def _first_miss(attempt: _Attempt) -> tuple[int, Point]:
     return axis[good], (axis[bad],)
 
 
-def _smallest_step(attempt: _Attempt, axis: int, bounds: tuple[int, int]) -> int:
-    """The smallest step the fit holds at along `axis`: every size when it holds at a prime near the top, an odd
+def _smallest_steps(attempt: _Attempt, bounds: list[tuple[int, int]]) -> list[int]:
+    """The smallest step the fit holds at along each dim: every size when it holds at a prime near the top, an odd
     size near the bottom and an odd multiple of `G/2`; else the first of `G/2`, `G/4`, ..., the odd part of `G`,
-    at whose odd multiples it misses, doubled."""
-    low, high = bounds
-    step = attempt.steps[axis]
-    if step == 1:
-        return 1
-    everywhere = [*_primes_in(low, high, 1), *_off_lattice(low, high, 1, 2)[-1:]]  # odd: near each end
-    if step % 2 == 0:
-        everywhere += _off_lattice(low, high, step // 2, step)[:1]
-    if all(attempt.check(_moved(attempt.base, axis, x)) for x in dict.fromkeys(everywhere)):
-        return 1
-    while step > 1:
-        finer = step // 2 if step % 2 == 0 else 1
-        candidates = _off_lattice(low, high, finer, step)
-        if not candidates or not all(attempt.check(_moved(attempt.base, axis, x)) for x in candidates):
-            break
-        step = finer
-    return step
+    at whose odd multiples it misses, doubled. The dims are moved off the lattice together: whether each holds at
+    every size is then asked one at a time, but the scan stops for all at the first level where they miss
+    together (strided dims share their stride; a coarser step is never a wrong one)."""
+    steps = list(attempt.steps)
+    everywhere: dict[int, list[int]] = {}
+    for axis, step in enumerate(steps):
+        if step > 1:
+            low, high = bounds[axis]
+            sizes = [*_primes_in(low, high, 1), *_off_lattice(low, high, 1, 2)[-1:]]  # odd: near each end
+            if step % 2 == 0:
+                sizes += _off_lattice(low, high, step // 2, step)[:1]
+            everywhere[axis] = list(dict.fromkeys(sizes))
+    holding = _holding(attempt, {axis: sizes for axis, sizes in everywhere.items() if sizes})
+    for axis in holding:
+        steps[axis] = 1
+    active = [axis for axis in everywhere if axis not in holding]
+    while active:
+        finer = {axis: steps[axis] // 2 if steps[axis] % 2 == 0 else 1 for axis in active}
+        candidates = {axis: _off_lattice(*bounds[axis], finer[axis], steps[axis]) for axis in active}
+        holding = _holding(attempt, {axis: sizes for axis, sizes in candidates.items() if sizes}, one_by_one=False)
+        for axis in holding:
+            steps[axis] = finer[axis]
+        active = [axis for axis in holding if steps[axis] > 1]
+    return steps
+
+
+def _holding(attempt: _Attempt, candidates: dict[int, list[int]], one_by_one: bool = True) -> set[int]:
+    """The dims at whose `candidates` sizes the fit holds (the others at the lattice's first point): checked with
+    every dim moved at once, then dim by dim where that misses (with `one_by_one`; else none is taken to hold,
+    which keeps each dim's step sound, if perhaps coarser than it could be)."""
+    if not candidates:
+        return set()
+    joint = []
+    for i in range(max(len(sizes) for sizes in candidates.values())):
+        point = list(attempt.base)
+        for axis, sizes in candidates.items():
+            point[axis] = sizes[min(i, len(sizes) - 1)]
+        joint.append(tuple(point))
+    if all(attempt.check(point) for point in joint):
+        return set(candidates)
+    if len(candidates) == 1 or not one_by_one:
+        return set()
+    return {
+        axis for axis, sizes in candidates.items() if all(attempt.check(_moved(attempt.base, axis, x)) for x in sizes)
+    }
 
 
 def _moved(point: Point, axis: int, value: int) -> Point:

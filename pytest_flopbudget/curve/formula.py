@@ -8,6 +8,7 @@ rest under `"curve"`: the dims and their ranges, where the formulas hold, and th
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -16,6 +17,8 @@ from pytest_flopbudget.metrics import METRICS, Metric, by_name
 
 from .polynomial import Polynomial, parse
 
+#: A dim's name, as pyproject's `dims` and `--dim` accept it.
+_DIM = re.compile(r"[A-Za-z_]\w*")
 #: Bumped when the `"curve"` layout changes incompatibly.
 FORMULA_FORMAT = "pytest-flopbudget/formula/1"
 
@@ -62,8 +65,13 @@ class Holds:
             where = f"at {multiples}, {ranges}"
         text = f"exact {where}"
         if self.piecewise:
-            point = ", ".join(f"{dim}={value}" for dim, value in (self.broken_at or {}).items())
-            text = f"piecewise: {text} only; the cost is not one polynomial beyond (it differs at {point})"
+            broken = self.broken_at or {}
+            point = ", ".join(f"{dim}={value}" for dim, value in broken.items())
+            inside = all(low <= broken.get(dim, low) <= high for dim, (low, high) in self.ranges.items())
+            if inside:  # several dims: where it stops holding is not narrowed down
+                text = f"not one polynomial on {ranges}: the formula misses the count at {point}"
+            else:
+                text = f"piecewise: {text} only; the cost is not one polynomial beyond (it differs at {point})"
         if self.inexact:
             text += f"; not exact for {', '.join(m.label for m in self.inexact)}"
         return text
@@ -103,7 +111,8 @@ class Formula:
     """Every metric of one model as a polynomial in `dims`: `totals[metric]` and, for the metrics a report keeps per
     layer, `layers[path][metric]` (exclusive of the children, as `Report.layers`: they add up to the totals).
 
-    `point` is the entry's point (where point budgets apply); `holds` says where the formulas are exact.
+    `point` is the entry's point (where point budgets apply), `ranges` the range asked for each dim (`curve`);
+    `holds` says where the formulas are exact (its `ranges` are narrower where the cost is piecewise).
     """
 
     dims: tuple[str, ...]
@@ -111,6 +120,7 @@ class Formula:
     layers: dict[str, dict[Metric, Polynomial]]
     holds: Holds
     point: dict[str, int] = field(default_factory=dict)
+    ranges: dict[str, tuple[int, int]] = field(default_factory=dict)
 
     def total(self, metric: Metric | str) -> Polynomial:
         """The model's formula for `metric` (zero where it has none)."""
@@ -142,6 +152,7 @@ class Formula:
                 "format": FORMULA_FORMAT,
                 "dims": list(self.dims),
                 "point": dict(self.point),
+                "ranges": {dim: list(bounds) for dim, bounds in self.ranges.items()},
                 "holds": self.holds.to_dict(),
                 "layers": {path: {str(m): str(p) for m, p in polys.items()} for path, polys in self.layers.items()},
             },
@@ -154,6 +165,8 @@ class Formula:
         if curve.get("format") != FORMULA_FORMAT:
             raise ValueError(f"curve.format is {curve.get('format')!r}, expected {FORMULA_FORMAT!r}")
         dims = tuple(_text(d, "curve.dims") for d in _list(curve.get("dims"), "curve.dims"))
+        if len(set(dims)) != len(dims) or not all(_DIM.fullmatch(d) for d in dims):
+            raise ValueError("curve.dims must be distinct names such as seq or height")
 
         def polys(value: object, where: str) -> dict[Metric, Polynomial]:
             known = _mapping(value, where)
@@ -171,6 +184,10 @@ class Formula:
             },
             holds=Holds.from_dict(_mapping(curve.get("holds"), "curve.holds")),
             point={str(k): _size(v, f"point.{k}") for k, v in _mapping(curve.get("point", {}), "point").items()},
+            ranges={
+                str(k): _bounds(v, f"curve.ranges.{k}")
+                for k, v in _mapping(curve.get("ranges", {}), "curve.ranges").items()
+            },
         )
 
 

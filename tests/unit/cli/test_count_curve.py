@@ -15,6 +15,7 @@ pytest.importorskip("torch")
 
 from pytest_flopbudget.cli import main
 from pytest_flopbudget.curve.formula import Formula
+from pytest_flopbudget.report import Report
 
 # MLP(8 -> 4 -> 2) on [rows, 8]: fc1 rows*32 MACs, fc2 rows*8: 40*rows MACs; FLOPs 2 per MAC + bias adds (4 + 2)
 # per row + the activation's 4 per row: 90*rows.
@@ -58,6 +59,7 @@ def test_json_gives_the_formulas_beside_the_count_at_the_point(
     assert data["curve"]["layers"]["fc1"]["macs"] == "32*rows"
     assert data["inputs"][0]["shape"] == [64, 8] and data["totals"]["macs"] == 40 * 64  # the range's high end
     assert str(Formula.from_dict(data).total("flops")) == "90*rows"
+    assert Report.from_dict(data).macs == 40 * 64  # still a Report: the two keys are beside its own
 
 
 def test_the_table_prints_the_formulas_under_it(project: str, capsys: pytest.CaptureFixture[str]) -> None:

@@ -175,6 +175,12 @@ def test_an_onnx_graphs_symbolic_dims_get_a_formula(tmp_path: Path) -> None:
     assert report.macs == formula.total(MACS).at({"batch": 2, "sequence": 16})
     point = {"batch": 3, "sequence": 101}
     assert formula.total(MACS).at(point) == count_entry(model.at(point), tmp_path).macs
+    # the shapes may name dims of their own too: `len` sizes x's sequence axis, batch stays the graph's symbol
+    text = text.replace("sequence = 16", "len = 16").replace("sequence = [16, 256]", "len = [16, 256]")
+    text += 'inputs = { x = ["batch", "len", 16] }\n'
+    named = parse_settings(text, tmp_path / "pyproject.toml").models["m"]
+    _, again = count_curve(named, tmp_path)
+    assert str(again.total(MACS)) == "32*batch*len**2 + 512*batch*len"
 
 
 def test_a_count_that_fails_at_a_size_names_the_size(root: Path) -> None:

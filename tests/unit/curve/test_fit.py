@@ -76,3 +76,15 @@ def test_interpolate_is_exact_on_its_grid() -> None:
     samples = {(x, y): {"k": x * x * y - 4} for x in grid[0] for y in grid[1]}
     (poly,) = interpolate(["x", "y"], grid, samples, ["k"]).values()
     assert str(poly) == "x**2*y - 4"
+
+
+def test_dims_with_different_strides_get_steps_the_formula_holds_at() -> None:
+    def cost(h: int, w: int) -> dict[str, int]:
+        return {"conv": math.ceil(h / 32) * math.ceil(w / 8) * 10}
+
+    found = fitted(cost, ["height", "width"], [(64, 512), (64, 512)])
+    assert found.step["height"] == 32 and found.step["width"] % 8 == 0 and not found.piecewise
+    poly = found.polys["conv"]
+    for h in range(64, 513, found.step["height"]):
+        for w in range(64, 513, found.step["width"]):
+            assert poly.at({"height": h, "width": w}) == cost(h, w)["conv"]

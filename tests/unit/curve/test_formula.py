@@ -24,6 +24,7 @@ def formula(holds: Holds | None = None) -> Formula:
         },
         holds=holds or Holds(step={"seq": 1}, ranges={"seq": (64, 8192)}, samples=9, verified=6),
         point={"seq": 2048},
+        ranges={"seq": (64, 8192)},
     )
 
 
@@ -46,6 +47,7 @@ def test_json_round_trip_through_text() -> None:
     data = json.loads(json.dumps(f.to_dict()))
     assert data["formula"] == {"flops": "128*seq**2 + 10*seq", "macs": "64*seq**2 + 5*seq"}
     assert data["curve"]["format"] == FORMULA_FORMAT and data["curve"]["layers"]["h.0.attn"]["macs"] == "64*seq**2"
+    assert (data["curve"]["ranges"], data["curve"]["point"]) == ({"seq": [64, 8192]}, {"seq": 2048})
     back = Formula.from_dict(data)
     assert back == f and back.holds == f.holds
 
@@ -61,6 +63,10 @@ def test_json_round_trip_through_text() -> None:
         (
             Holds({"seq": 1}, {"seq": (64, 512)}, piecewise=True, broken_at={"seq": 576}),
             "piecewise: exact on seq in [64, 512] only; the cost is not one polynomial beyond (it differs at seq=576)",
+        ),
+        (
+            Holds({"b": 1, "s": 1}, {"b": (1, 8), "s": (8, 64)}, piecewise=True, broken_at={"b": 8, "s": 64}),
+            "not one polynomial on b in [1, 8], s in [8, 64]: the formula misses the count at b=8, s=64",
         ),
         (
             Holds({"seq": 1}, {"seq": (8, 64)}, inexact=(PEAK_MEMORY,)),
@@ -82,6 +88,8 @@ def test_where_it_holds_in_words(holds: Holds, text: str) -> None:
         (lambda d: d["formula"].update(watts="1"), "unknown metric 'watts'"),
         (lambda d: d["curve"]["holds"].update(step={"seq": 0}), "step.seq must be an integer of at least 1"),
         (lambda d: d["curve"]["holds"].update(ranges={"seq": [1]}), r"must be \[low, high\]"),
+        (lambda d: d["curve"].update(dims=["seq", "seq"]), "must be distinct names"),
+        (lambda d: d["curve"].update(dims=["a b"]), "must be distinct names"),
     ],
 )
 def test_a_malformed_document_is_refused(change: Any, message: str) -> None:
