@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pytest_flopbudget.config.location import Location, display_path
 from pytest_flopbudget.config.pyproject import ModelEntry, Settings
@@ -31,6 +31,9 @@ from pytest_flopbudget.judge.verdict import FindingKind, Measurement, Verdict, j
 
 from .errors import BaselineError, FlopBudgetError
 from .report import Report
+
+if TYPE_CHECKING:
+    from .curve.formula import Formula
 
 EXIT_OK = 0
 EXIT_OVER_BUDGET = 1
@@ -171,17 +174,22 @@ class Run:
     ) -> Measurement:
         """Count one configured model (with `counter`, e.g. the count cache's, else `count_entry`) and record it; a
         model that cannot be counted is recorded as `Unchecked` and its `FlopBudgetError` re-raised, so the
-        caller can fail its own item too."""
+        caller can fail its own item too. A model with a `curve` is counted with its formula (`count_curve`, in
+        the counter's own way where it has one: in a child process, never from the cache)."""
         if counter is None:
             from .backends import count_entry
 
             counter = count_entry
+        formula = None
         try:
-            report = counter(entry, root)
+            if entry.curve:
+                report, formula = _count_curve(entry, root, counter)
+            else:
+                report = counter(entry, root)
         except FlopBudgetError as exc:
             self.unchecked.append(Unchecked(entry.name, str(exc), entry.source, nodeid))
             raise
-        measurement = Measurement(entry.name, report, entry.budget, entry.source, nodeid)
+        measurement = Measurement(entry.name, report, entry.budget, entry.source, nodeid, formula=formula)
         self.measurements.append(measurement)
         return measurement
 
@@ -283,11 +291,25 @@ class Run:
             latest[measurement.name] = measurement
         for name, measurement in sorted(latest.items()):
             try:
-                changed = self.store.save(name, measurement.report)
+                changed = self.store.save(name, measurement.report, measurement.formula)
             except (BaselineError, OSError) as exc:
                 result.update_errors.append(f"baseline for {name!r} not written: {exc}")
                 continue
             (result.written if changed else result.unchanged).append(name)
+
+
+def _count_curve(
+    entry: ModelEntry, root: Path, counter: Callable[[ModelEntry, Path], Report]
+) -> tuple[Report, Formula]:
+    """The count at the entry's point and its formula: through `counter.count_curve` where the counter has one
+    (the CLI's, which counts in a child process), else in this process (`curve.engine.count_curve`)."""
+    own = getattr(counter, "count_curve", None)
+    if callable(own):
+        counted: tuple[Report, Formula] = own(entry, root)
+        return counted
+    from .curve.engine import count_curve
+
+    return count_curve(entry, root)
 
 
 def require_baseline(setting: bool | None, env: Mapping[str, str]) -> bool:

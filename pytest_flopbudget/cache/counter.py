@@ -35,7 +35,7 @@ import sys
 import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pytest_flopbudget.cache.dependencies import Dependencies, Recorder
 from pytest_flopbudget.cache.store import CountCache, Lookup, entry_key
@@ -44,6 +44,9 @@ from pytest_flopbudget.config.pyproject import ModelEntry
 from pytest_flopbudget.errors import CountingError, FlopBudgetError
 from pytest_flopbudget.metrics import METRICS
 from pytest_flopbudget.report import Report
+
+if TYPE_CHECKING:
+    from pytest_flopbudget.curve.formula import Formula
 
 Counter = Callable[[ModelEntry, Path], Report]
 
@@ -73,6 +76,7 @@ class IsolatedCounter:
         self._ready = False
         self._planned: list[ModelEntry] = []
         self._done: dict[str, tuple[bytes, int, Dependencies | None]] = {}  # name -> payload, status, shared
+        self._formulas: dict[str, Formula] = {}  # name -> the formula a curve count sent back
         #: Held across each fork (the progress line's lock), so no child starts with a stream mid-write.
         self.fork_guard: contextlib.AbstractContextManager[Any] = contextlib.nullcontext()
 
@@ -89,13 +93,23 @@ class IsolatedCounter:
             group = [e for e in self._planned if _module_of(e) == module and e.name not in self._done]
             self._count_group(group if entry in group else [entry], root)
         payload, status, shared = self._done.pop(entry.name)
-        report, dependencies = _answer(entry, payload, status)
+        report, dependencies, formula = _answer(entry, payload, status)
+        if formula is not None:
+            self._formulas[entry.name] = formula
         if dependencies is not None:
             if shared is None:  # the libraries' reads could not be recorded: neither can this count's
                 return report, None
             dependencies.merge(shared)
             dependencies.merge(self._torch)
         return report, dependencies
+
+    def count_curve(self, entry: ModelEntry, root: Path) -> tuple[Report, Formula]:
+        """The count at the entry's point and its formula (`curve.engine.count_curve`), in the model's child."""
+        report = self.count(entry, root)[0]
+        formula = self._formulas.pop(entry.name, None)
+        if formula is None:
+            raise CountingError(f"{entry.source.where()}: its count sent back no formula")
+        return report, formula
 
     def _prepare(self) -> None:
         """Import torch and warm the backend up once, before the first fork, so that every child starts warm.
@@ -245,7 +259,7 @@ class CachedCounter:
         """Look every model up first, so the models to be counted are known (and share their libraries' process)."""
         for entry in entries:
             self._lookups[entry.name] = self.cache.lookup(entry_key(entry.table, root))
-        self.counter.plan([e for e in entries if self.verify or self._lookups[e.name].report is None])
+        self.counter.plan([e for e in entries if self.verify or e.curve or self._lookups[e.name].report is None])
 
     def __call__(self, entry: ModelEntry, root: Path) -> Report:
         key = entry_key(entry.table, root)
@@ -267,6 +281,15 @@ class CachedCounter:
             self.not_cached.append((entry.name, reason or "what it read could not be recorded"))
             self.cache.discard(key)  # an older record must not answer for it either
         return report
+
+    def count_curve(self, entry: ModelEntry, root: Path) -> tuple[Report, Formula]:
+        """A count with a curve, never from the cache nor into it: a record holds a point's Report, and answering a
+        budget on the curve from one would judge it without its formula (fail closed)."""
+        self._lookups.pop(entry.name, None)
+        self.cache.discard(entry_key(entry.table, root))
+        counted = self.counter.count_curve(entry, root)
+        self.not_cached.append((entry.name, "a count with a curve is not cached (its formula is counted each time)"))
+        return counted
 
 
 def not_cacheable(dependencies: Dependencies | None) -> str | None:
@@ -356,9 +379,17 @@ def _child(entry: ModelEntry, root: Path, write_end: int, shared: set[str] | Non
         from pytest_flopbudget.backends import count_entry
 
         recorder = Recorder()
+        formula = None
         with recorder if shared is not None else contextlib.nullcontext():
-            report = count_entry(entry, root)
+            if entry.curve:  # the formula too (run.Run.count asks for it with `count_curve`)
+                from pytest_flopbudget.curve.engine import count_curve
+
+                report, formula = count_curve(entry, root)
+            else:
+                report = count_entry(entry, root)
         message: dict[str, Any] = {"report": report.to_dict(), "dependencies": None}
+        if formula is not None:
+            message["formula"] = formula.to_dict()
         try:
             if shared is not None:
                 loaded = [module for name, module in list(sys.modules.items()) if name not in shared]
@@ -382,7 +413,7 @@ def _child(entry: ModelEntry, root: Path, write_end: int, shared: set[str] | Non
         os._exit(code)
 
 
-def _answer(entry: ModelEntry, payload: bytes, status: int) -> tuple[Report, Dependencies | None]:
+def _answer(entry: ModelEntry, payload: bytes, status: int) -> tuple[Report, Dependencies | None, Formula | None]:
     where = entry.source.where()
     try:
         message = json.loads(payload) if payload else None
@@ -401,7 +432,13 @@ def _answer(entry: ModelEntry, payload: bytes, status: int) -> tuple[Report, Dep
     if "internal" in message:  # one model's failure, not the run's: the other models are still checked
         raise CountingError(f"{where}: counting failed: {message['internal']}")
     dependencies = message.get("dependencies")
-    return Report.from_dict(message["report"]), (Dependencies.from_dict(dependencies) if dependencies else None)
+    formula = None
+    if message.get("formula") is not None:
+        from pytest_flopbudget.curve.formula import Formula
+
+        formula = Formula.from_dict(message["formula"])
+    report = Report.from_dict(message["report"])
+    return report, (Dependencies.from_dict(dependencies) if dependencies else None), formula
 
 
 class _Relayed(CountingError):

@@ -89,19 +89,70 @@ class MaxIncrease:
 
 
 @dataclass(frozen=True)
+class DegreeLimit:
+    """`max-degree = { seq = 1 }`: `metric`'s formula may grow at most as `dim**degree` (docs/curve-budgets.md)."""
+
+    metric: Metric
+    dim: str
+    degree: int
+    source: Location = field(default_factory=Location)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"metric": self.metric, "dim": self.dim, "degree": self.degree, "source": self.source.to_dict()}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> DegreeLimit:
+        source = Location.from_dict(data["source"])
+        return cls(by_name(str(data["metric"])), str(data["dim"]), int(data["degree"]), source)
+
+
+@dataclass(frozen=True)
+class PointLimits:
+    """`at = [{ seq = 8192, flops = "2T" }]`: ceilings at one point of the curve, judged on the model's formula."""
+
+    point: Mapping[str, int]
+    limits: Mapping[Metric, Limit]
+    source: Location = field(default_factory=Location)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "point": dict(self.point),
+            "limits": {m: lim.to_dict() for m, lim in self.limits.items()},
+            "source": self.source.to_dict(),
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> PointLimits:
+        return cls(
+            {str(k): int(v) for k, v in data["point"].items()},
+            {by_name(str(m)): Limit.from_dict(v) for m, v in data["limits"].items()},
+            Location.from_dict(data["source"]),
+        )
+
+
+@dataclass(frozen=True)
 class Budget:
-    """Ceilings per metric plus an optional max-increase; `source` is where the budget as a whole is declared."""
+    """Ceilings per metric plus an optional max-increase; `source` is where the budget as a whole is declared.
+
+    `degrees` and `at` are the budgets on the curve (`max-degree`, `at`), judged on the model's formula."""
 
     limits: Mapping[Metric, Limit] = field(default_factory=dict)
     max_increase: MaxIncrease | None = None
     source: Location | None = None
+    degrees: tuple[DegreeLimit, ...] = ()
+    at: tuple[PointLimits, ...] = ()
 
     def limit(self, metric: Metric) -> Limit | None:
         return self.limits.get(metric)
 
     @property
     def is_empty(self) -> bool:
-        return not self.limits and self.max_increase is None
+        return not self.limits and self.max_increase is None and not self.on_curve
+
+    @property
+    def on_curve(self) -> bool:
+        """Whether a part of this budget is judged on the model's formula (it needs a curve count)."""
+        return bool(self.degrees or self.at)
 
     def override(self, other: Budget) -> Budget:
         """This budget with `other`'s limits replacing ours metric by metric (explicit marker args win)."""
@@ -110,14 +161,20 @@ class Budget:
             limits={m: limits[m] for m in METRICS if m in limits},
             max_increase=other.max_increase if other.max_increase is not None else self.max_increase,
             source=other.source or self.source,
+            degrees=other.degrees,  # the budget on the curve is not lent: it needs the curve count of its own entry
+            at=other.at,
         )
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        data: dict[str, Any] = {
             "limits": {m: lim.to_dict() for m, lim in self.limits.items()},
             "max_increase": self.max_increase.to_dict() if self.max_increase else None,
             "source": self.source.to_dict() if self.source else None,
         }
+        if self.on_curve:  # only when set, so the outputs of projects without curves do not change
+            data["max_degree"] = [limit.to_dict() for limit in self.degrees]
+            data["at"] = [point.to_dict() for point in self.at]
+        return data
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Budget:
@@ -127,6 +184,8 @@ class Budget:
             limits={by_name(str(m)): Limit.from_dict(v) for m, v in data.get("limits", {}).items()},
             max_increase=MaxIncrease.from_dict(increase) if increase else None,
             source=Location.from_dict(source) if source else None,
+            degrees=tuple(DegreeLimit.from_dict(item) for item in data.get("max_degree", [])),
+            at=tuple(PointLimits.from_dict(item) for item in data.get("at", [])),
         )
 
 

@@ -12,12 +12,13 @@ import dataclasses
 import difflib
 import re
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Union
 
 from pytest_flopbudget.config.budget import Budget, parse_budget, shown
+from pytest_flopbudget.config.curve_budget import parse_at, parse_max_degree
 from pytest_flopbudget.config.location import LocatedError, Location, Problem
 from pytest_flopbudget.config.toml_locator import KeyPath, line_of, locate_keys
 from pytest_flopbudget.metrics import METRICS
@@ -33,7 +34,9 @@ TABLE: KeyPath = ("tool", "flopbudget")
 PROJECT_KEYS = ("baseline-dir", "collect-models", "require-baseline", "models")
 #: pyproject key -> budget slot (see `budget.parse_budget`): each metric's `key`, then max-increase.
 BUDGET_KEYS = {**{metric.key: str(metric) for metric in METRICS}, "max-increase": "max_increase"}
-MODEL_KEYS = ("target", "inputs", "method", "training", "execution", *BUDGET_KEYS, "dims", "curve")
+#: The budgets on the curve (config/curve_budget.py), judged on the model's formula.
+CURVE_BUDGET_KEYS = ("max-degree", "at")
+MODEL_KEYS = ("target", "inputs", "method", "training", "execution", *BUDGET_KEYS, "dims", "curve", *CURVE_BUDGET_KEYS)
 INPUT_KEYS = ("shape", "dtype")
 EXECUTIONS = ("fake", "real")
 #: The dtype of a generated input whose dtype is not given and that is not token ids.
@@ -311,6 +314,7 @@ class _Validator:
         budget = self.budget(path, entry, sources)
         point = self.dims(path, entry, inputs, onnx)
         curve = self.curve(path, entry, point)
+        budget = self.curve_budget(path, entry, budget, curve)
         if len(self.problems) > before or target is None:
             return None
         return ModelEntry(
@@ -463,9 +467,29 @@ class _Validator:
         except LocatedError as exc:
             self.problems.extend(exc.problems)
             return Budget(source=self.source(path))
-        if not values:
+        if not values and not any(key in entry for key in CURVE_BUDGET_KEYS):
             self.problem(path, f"declares no budget; set at least one of: {', '.join(BUDGET_KEYS)}")
         return budget
+
+    def curve_budget(
+        self, path: KeyPath, entry: Mapping[str, Any], budget: Budget, curve: Mapping[str, tuple[int, int]]
+    ) -> Budget:
+        """`budget` with the model's `max-degree` and `at` (docs/curve-budgets.md)."""
+        found: dict[str, tuple[Any, ...]] = {}
+        parsers: dict[str, Callable[..., tuple[Any, ...]]] = {"max-degree": parse_max_degree, "at": parse_at}
+        for key, parse in parsers.items():
+            if key in entry:
+
+                def locate(sub: tuple[str, ...], key: str = key) -> Location:
+                    return self.source((*path, key, *sub))
+
+                try:
+                    found[key] = parse(entry[key], locate, curve)
+                except LocatedError as exc:
+                    self.problems.extend(exc.problems)
+        if not found:
+            return budget
+        return dataclasses.replace(budget, degrees=found.get("max-degree", ()), at=found.get("at", ()))
 
 
 def _quote_key(part: str) -> str:

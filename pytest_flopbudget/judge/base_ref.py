@@ -276,7 +276,41 @@ def _compare_model(old: ModelEntry, new: ModelEntry, ref: str) -> list[BudgetCha
                     after_increase.source,
                 )
             )  # fmt: skip
-    return changes
+    return changes + _curve_changes(old, new, ref)
+
+
+def _curve_changes(old: ModelEntry, new: ModelEntry, ref: str) -> list[BudgetChange]:
+    """The budgets on the curve raised or removed: `max-degree.seq` (one change however many metrics one number
+    caps) and each ceiling of `at`, matched by its point and metric."""
+    changes: dict[tuple[str, str], BudgetChange] = {}
+    degrees = {(d.metric, d.dim): d for d in new.budget.degrees}
+    for before in old.budget.degrees:
+        after = degrees.get((before.metric, before.dim))
+        setting = "max-degree." + (after or before).source.key.partition(".max-degree.")[2]
+        if after is None:
+            change = BudgetChange(new.name, setting, REMOVED, str(before.degree), None, ref, new.source)
+        elif after.degree > before.degree:
+            change = BudgetChange(new.name, setting, RAISED, str(before.degree), str(after.degree), ref, after.source)
+        else:
+            continue
+        changes.setdefault((setting, change.kind), change)
+    points = {tuple(sorted(p.point.items())): p for p in new.budget.at}
+    for point in old.budget.at:
+        now = points.get(tuple(sorted(point.point.items())))
+        at = ", ".join(f"{dim}={size}" for dim, size in point.point.items())
+        for metric, limit in point.limits.items():
+            setting = f"at {at} {metric.key}"
+            current = now.limits.get(metric) if now is not None else None
+            if current is None:
+                changes[(setting, REMOVED)] = BudgetChange(
+                    new.name, setting, REMOVED, limit.text, None, ref, new.source
+                )
+            elif current.value > limit.value:
+                percent = format_percent(current.value - limit.value, limit.value) if limit.value else None
+                changes[(setting, RAISED)] = BudgetChange(
+                    new.name, setting, RAISED, limit.text, current.text, ref, current.source, percent
+                )
+    return list(changes.values())
 
 
 def _setting(limit: Limit, metric: Metric) -> str:

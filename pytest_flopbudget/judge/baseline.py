@@ -15,12 +15,15 @@ import json
 import os
 import re
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from pytest_flopbudget.atomic_file import FileTooLargeError, NotRegularFileError, read_regular_file, write_atomic
 from pytest_flopbudget.config.location import display_path
 from pytest_flopbudget.errors import BaselineError
 from pytest_flopbudget.report import Report
+
+if TYPE_CHECKING:
+    from pytest_flopbudget.curve.formula import Formula
 
 SUFFIX = ".json"
 _UNSAFE = re.compile(r"[^A-Za-z0-9._\-\[\]=+,@]")
@@ -52,9 +55,34 @@ def baseline_filename(name: str) -> str:
     return stem + SUFFIX
 
 
-def dumps(report: Report) -> str:
-    """The exact text of a baseline file: byte-for-byte reproducible for the same Report."""
-    return json.dumps(report.to_dict(), sort_keys=True, indent=2, ensure_ascii=True) + "\n"
+def dumps(report: Report, formula: Formula | None = None) -> str:
+    """The exact text of a baseline file: byte-for-byte reproducible for the same Report (and formula).
+
+    A model with a curve keeps its formula next to the Report, under the two keys a count's JSON uses
+    (`"formula"`, `"curve"`, which carries its own format): a file without them is a baseline as before, and
+    the Report reader ignores them."""
+    data = report.to_dict() if formula is None else {**report.to_dict(), **formula.to_dict()}
+    return json.dumps(data, sort_keys=True, indent=2, ensure_ascii=True) + "\n"
+
+
+def parse_formula(text: str, shown: str) -> Formula | None:
+    """The formula a baseline's text keeps, None when it keeps none; a malformed one raises `BaselineError`
+    (never read as no formula: the diff of its terms would be silently lost)."""
+    from pytest_flopbudget.curve.formula import Formula
+
+    try:
+        data = json.loads(text, parse_int=_parse_int)
+        if not isinstance(data, dict) or "curve" not in data:
+            return None
+        return Formula.from_dict(data)
+    except (ValueError, TypeError, RecursionError) as exc:
+        raise _error(shown, f"its formula cannot be read ({_one_line(exc)}); {_FOREIGN}") from None
+
+
+def baseline_formula(store: BaselineSource, name: str) -> Formula | None:
+    """The formula `store`'s baseline of `name` keeps (the working tree's, or a base ref's), None without one."""
+    text = store.text(name)
+    return None if text is None else parse_formula(text, store.display(name))
 
 
 def read_baseline(path: str | os.PathLike[str]) -> Report:
@@ -213,7 +241,7 @@ class BaselineStore:
             return None
         return read_baseline(path)
 
-    def save(self, name: str, report: Report) -> bool:
+    def save(self, name: str, report: Report, formula: Formula | None = None) -> bool:
         """Write the baseline for `name`; returns False when the file already holds exactly this Report.
 
         A file in an older layout (`report/1`) that holds exactly this Report is left as it is: an update rewrites
@@ -222,7 +250,7 @@ class BaselineStore:
         `BaselineError`: it may be someone else's data, and replacing it silently would lose it.
         """
         path = self.path_for(name)
-        text = dumps(report)
+        text = dumps(report, formula)
         try:  # a report that would not read back (a count over 10^30) is not written, so every file we write reads
             Report.from_dict(json.loads(text))
         except ValueError as exc:
@@ -230,7 +258,7 @@ class BaselineStore:
         shown = self.display(name)
         if _present(path, shown):
             existing = _read_file(path, shown)  # read once: equal means nothing to do, else it must be ours
-            if existing == text or dumps(parse_baseline(existing, shown)) == text:
+            if existing == text or dumps(parse_baseline(existing, shown), parse_formula(existing, shown)) == text:
                 return False
         write_atomic(path, text)
         return True

@@ -29,4 +29,6 @@ def _clause_name(kind: str, metric: Metric | None) -> str:
     """`FLOPs` for a ceiling, `FLOPs growth` for max-increase, `baseline` for an unreadable file."""
     if metric is None:
         return str(kind)
+    if kind in ("degree", "point ceiling"):  # a budget on the curve: `MACs degree`, `FLOPs point ceiling`
+        return f"{metric_title(metric)} {kind}"
     return f"{metric_title(metric)} growth" if kind == "increase" else metric_title(metric)

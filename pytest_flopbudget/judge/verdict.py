@@ -11,17 +11,20 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pytest_flopbudget.config.budget import Budget
 from pytest_flopbudget.config.location import Location
 from pytest_flopbudget.errors import BaselineError
 from pytest_flopbudget.front_ends import ANY_UPDATE_HINT
-from pytest_flopbudget.judge.baseline import BaselineSource
+from pytest_flopbudget.judge.baseline import BaselineSource, baseline_formula
 from pytest_flopbudget.judge.diff import LayerDiff, diff_layers
 from pytest_flopbudget.metrics import METRICS, SKIPPED, Metric, by_name
 from pytest_flopbudget.render.formatting import format_pair, format_percent, layer_label
 from pytest_flopbudget.report import Report
+
+if TYPE_CHECKING:
+    from pytest_flopbudget.curve.formula import Formula
 
 
 class Kind(str, Enum):
@@ -56,6 +59,14 @@ class FindingKind(Kind):
     #: A budget on an optional metric the count has no figure for (bytes of an ONNX model), or a max-increase on
     #: one the baseline predates: said, never judged as zero.
     NOT_MEASURED = "not measured"
+    #: The formula grows faster in a dim than `max-degree` allows (judge/curve_verdict.py).
+    DEGREE = "degree"
+    #: Over a ceiling at a point of the curve (`at`), read off the formula.
+    POINT_CEILING = "point ceiling"
+    #: A budget on the curve the formula cannot answer (none counted, not exact, not holding at the point).
+    NO_FORMULA = "no formula"
+    #: Terms of the formula changed since the baseline's (`seq**2 term of h.{0..1}.attn +100%`).
+    FORMULA = "formula"
 
 
 ERROR = Severity.ERROR
@@ -91,8 +102,12 @@ class Finding:
         so the worst overrun comes first."""
         if self.kind == FindingKind.BASELINE:
             return -1, 0.0  # nothing else about the model can be trusted until its baseline can be read
-        if self.kind == FindingKind.CEILING:
+        if self.kind == FindingKind.DEGREE:
+            return 0, -math.inf  # how the cost grows outweighs by how much it is over at one size
+        if self.kind in (FindingKind.CEILING, FindingKind.POINT_CEILING):
             return 0, -_ratio(self.actual, self.limit)
+        if self.kind == FindingKind.NO_FORMULA:
+            return 0, 0.0
         if self.kind in (FindingKind.INCREASE, FindingKind.GROWTH):
             return 1, -_ratio(self.actual, self.baseline)
         if self.kind == FindingKind.SKIPPED:
@@ -129,9 +144,11 @@ class Measurement:
     #: `--cache=verify`: how the model's cached count differs from this (fresh) count (`flops 356 cached, 712
     #: counted`); a violation in every output, since a cache that answers wrongly lets a gate pass blind.
     cache_mismatch: str | None = None
+    #: Every metric as a formula of the model's named dims, where its entry sets a `curve` (docs/curves.md).
+    formula: Formula | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        data = {
             "name": self.name,
             "report": self.report.to_dict(),
             "budget": self.budget.to_dict(),
@@ -140,6 +157,9 @@ class Measurement:
             "test_failed": self.test_failed,
             "cache_mismatch": self.cache_mismatch,
         }
+        if self.formula is not None:
+            data["formula"] = self.formula.to_dict()
+        return data
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Measurement:
@@ -151,7 +171,16 @@ class Measurement:
             nodeid=data.get("nodeid"),
             test_failed=bool(data.get("test_failed", False)),
             cache_mismatch=data.get("cache_mismatch"),
+            formula=_formula(data.get("formula")),
         )
+
+
+def _formula(data: Any) -> Formula | None:
+    if data is None:
+        return None
+    from pytest_flopbudget.curve.formula import Formula
+
+    return Formula.from_dict(data)
 
 
 @dataclass
@@ -162,6 +191,8 @@ class Verdict:
     findings: list[Finding]
     baseline: Report | None = None
     baseline_file: str | None = None
+    #: The baseline's formula, where the baseline keeps one (a curve model's baseline written since it had a curve).
+    baseline_formula: Formula | None = None
 
     @property
     def name(self) -> str:
@@ -247,6 +278,7 @@ def evaluate(
     *,
     baseline_file: str | None = None,
     baseline_error: str | None = None,
+    baseline_formula: Formula | None = None,
 ) -> Verdict:
     """Check `measurement` against its budget and `baseline`. Limits are inclusive: equal to the limit passes.
 
@@ -293,6 +325,7 @@ def evaluate(
                 )
             )
     findings.extend(_growth_findings(measurement, baseline))
+    findings.extend(_curve_findings(measurement, baseline_formula))
     limit = budget.limit(SKIPPED)
     if report.skipped_calls and (limit is None or report.skipped_calls <= limit.value):
         ops = ", ".join(f"{op} x{calls}" for op, calls in report.skipped.items())
@@ -308,17 +341,61 @@ def evaluate(
                 source=budget.source or measurement.origin,
             )
         )
-    return Verdict(measurement, findings, baseline, baseline_file)
+    return Verdict(measurement, findings, baseline, baseline_file, baseline_formula)
 
 
 def judge(measurement: Measurement, store: BaselineSource) -> Verdict:
     """Evaluate against the stored baseline; an unreadable baseline file is a violation, never ignored."""
     shown = store.display(measurement.name)
+    formula = None
     try:
         baseline, error = store.load(measurement.name), None
+        if baseline is not None and measurement.formula is not None:
+            formula = baseline_formula(store, measurement.name)
     except BaselineError as exc:
         baseline, error = None, str(exc)
-    return evaluate(measurement, baseline, baseline_file=shown, baseline_error=error)
+    return evaluate(measurement, baseline, baseline_file=shown, baseline_error=error, baseline_formula=formula)
+
+
+def _curve_findings(measurement: Measurement, baseline: Formula | None) -> list[Finding]:
+    """The budgets on the curve judged on the measurement's formula, and its terms changed since the baseline's
+    (judge/curve_verdict.py); nothing for a model without either."""
+    budget, formula = measurement.budget, measurement.formula
+    if not budget.on_curve and formula is None:
+        return []
+    from pytest_flopbudget.judge import curve_verdict
+
+    findings: list[Finding] = []
+    if formula is None:
+        first = budget.degrees[0].source if budget.degrees else budget.at[0].source
+        message = (
+            "max-degree and at are judged on the model's formula, and this count has none: set curve = "
+            "{ dim = [low, high] } on its [tool.flopbudget.models] entry, or count it with flopbudget.count_curve"
+        )
+        return [Finding(ERROR, FindingKind.NO_FORMULA, message, source=first)]
+    for degree in budget.degrees:
+        why = curve_verdict.not_exact(degree.metric, formula)
+        if why is not None:
+            message = f"{why}, so max-degree {degree.dim} = {degree.degree} cannot be checked"
+            findings.append(Finding(ERROR, FindingKind.NO_FORMULA, message, degree.metric, source=degree.source))
+        problem = curve_verdict.degree_problem(degree, formula)
+        if problem is not None:
+            actual = formula.total(degree.metric).degree(degree.dim)
+            findings.append(
+                Finding(
+                    ERROR, FindingKind.DEGREE, problem, degree.metric, actual=actual, limit=degree.degree,
+                    source=degree.source,
+                )
+            )  # fmt: skip
+    for point in budget.at:
+        for metric, message, now, ceiling, source in curve_verdict.at_problems(point, formula):
+            kind = FindingKind.NO_FORMULA if now is None else FindingKind.POINT_CEILING
+            findings.append(Finding(ERROR, kind, message, metric, actual=now, limit=ceiling, source=source))
+    if baseline is not None:
+        origin = budget.source or measurement.origin
+        for metric, message in curve_verdict.formula_changes(baseline, formula, budget):
+            findings.append(Finding(WARNING, FindingKind.FORMULA, message, metric, source=origin))
+    return findings
 
 
 def missing_baseline(measurement: Measurement, shown: str, *, required: bool) -> Finding:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pytest
@@ -65,6 +66,37 @@ class FlopBudgetFixture:
         except FlopBudgetError as exc:
             raise exc.with_traceback(None) from None
         state.report = report
+        return report
+
+    def count_curve(
+        self,
+        model: Any,
+        *shapes: Any,
+        dims: Mapping[str, int],
+        curve: Mapping[str, Sequence[int]],
+        training: bool = False,
+        method: str = "forward",
+    ) -> Report:
+        """Count `model` over a curve (`shapes` as pyproject's `inputs`, e.g. `[1, "seq"]`), as a pyproject model
+        with these `dims` and `curve` is counted: the Report at `dims`, and the formula the marker's `max_degree=`
+        and `at=` are judged on (docs/curve-budgets.md). One count per test, like `count`."""
+        __tracebackhide__ = True
+        state = self._state
+        if state.report is not None:
+            raise FlopBudgetError(
+                f"flopbudget.count() was already called in {self._item.name}; a test checks one model: "
+                f"split it into one test per model or parametrize it"
+            )
+        from pytest_flopbudget.plugin.fixture_curve import count_model_curve
+
+        try:
+            report, formula = count_model_curve(
+                model, shapes, dims=dims, curve=curve, name=state.name, origin=state.origin,
+                root=self._item.config.rootpath, training=training, method=method,
+            )  # fmt: skip
+        except FlopBudgetError as exc:
+            raise exc.with_traceback(None) from None
+        state.report, state.formula = report, formula
         return report
 
     @property

@@ -6,12 +6,14 @@ and every limit keeps the line of the decorator (or `pytest.param`) that set it,
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 import pytest
 
 from pytest_flopbudget.config.budget import Budget, parse_budget
+from pytest_flopbudget.config.curve_budget import parse_at, parse_max_degree
 from pytest_flopbudget.config.location import Location
 from pytest_flopbudget.config.pyproject import ModelEntry
 from pytest_flopbudget.errors import FlopBudgetError
@@ -31,7 +33,7 @@ def _marker_signature() -> inspect.Signature:
     """`(flops=None, *, macs=None, ..., max_increase=None, name=None)`: one argument per metric (the first may be
     positional), built from the metric definitions so a new metric is a marker argument without an edit here."""
     keyword, positional = inspect.Parameter.KEYWORD_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD
-    arguments = [metric.argument for metric in METRICS] + ["max_increase", "name"]
+    arguments = [metric.argument for metric in METRICS] + ["max_increase", *_CURVE_ARGUMENTS, "name"]
     return inspect.Signature(
         [
             inspect.Parameter(name, positional if index == 0 else keyword, default=None)
@@ -39,6 +41,9 @@ def _marker_signature() -> inspect.Signature:
         ]
     )
 
+
+#: The budgets on the curve (config/curve_budget.py): judged on the formula of a model counted over a curve.
+_CURVE_ARGUMENTS = ("max_degree", "at")
 
 #: What users write, for the help line and for errors.
 _MARKER_SIGNATURE = _marker_signature()
@@ -61,6 +66,7 @@ def marker_budget(
     name = arguments.pop("name", None)
     if name is not None and (not isinstance(name, str) or not name.strip()):
         raise Failure(f"{origin.where()}: flop_budget(name={name!r}): expected a non-empty model name")
+    curve = {key: arguments.pop(key) for key in _CURVE_ARGUMENTS if arguments.get(key) is not None}
     values = {_MARKER_SLOTS[key]: value for key, value in arguments.items()}
     line = marker_line(origin.file, origin.line, marker) or origin.line  # the decorator or pytest.param to edit
     sources = {
@@ -68,6 +74,7 @@ def marker_budget(
     }
     try:
         budget = parse_budget(values, sources, Location(origin.file, line, origin.key))
+        budget = _with_curve(budget, curve, Location(origin.file, line, f"{item.name}: flop_budget"))
     except FlopBudgetError as exc:
         raise Failure(str(exc)) from None
     entry = models.get(name) if name else None
@@ -82,6 +89,22 @@ def marker_budget(
             f"or max_increase, or name= a model of [tool.flopbudget.models]"
         )
     return name or default_name(item.nodeid), budget
+
+
+def _with_curve(budget: Budget, arguments: Mapping[str, object], where: Location) -> Budget:
+    """`budget` with the marker's `max_degree={"seq": 1}` and `at=[{"seq": 8192, "flops": "2T"}]`; raises
+    `LocatedError` naming the argument. The test's count must carry a formula for them to be judged."""
+    if not arguments:
+        return budget
+
+    def locate(key: str) -> Callable[[tuple[str, ...]], Location]:
+        return lambda sub: Location(
+            where.file, where.line, f"{where.key}({key}=...)" + "".join(f"[{s!r}]" for s in sub)
+        )
+
+    degrees = parse_max_degree(arguments["max_degree"], locate("max_degree"), None) if "max_degree" in arguments else ()
+    points = parse_at(arguments["at"], locate("at"), None, what="formula") if "at" in arguments else ()
+    return dataclasses.replace(budget, degrees=degrees, at=points)
 
 
 def owned_model(item: pytest.Item) -> str | None:

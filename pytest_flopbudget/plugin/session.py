@@ -167,7 +167,13 @@ class FlopBudgetSession:
             )
             return
         measurement = Measurement(
-            state.name, state.report, state.budget or Budget(), state.origin, item.nodeid, test_failed=report.failed
+            state.name,
+            state.report,
+            state.budget or Budget(),
+            state.origin,
+            item.nodeid,
+            test_failed=report.failed,
+            formula=state.formula,
         )
         verdict = self.run.judge(measurement)
         self.run.record(measurement)

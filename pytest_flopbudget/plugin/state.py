@@ -14,6 +14,7 @@ import pytest
 from pytest_flopbudget.config.budget import Budget
 from pytest_flopbudget.config.location import Location
 from pytest_flopbudget.config.pyproject import Settings
+from pytest_flopbudget.curve.formula import Formula
 from pytest_flopbudget.judge.baseline import BaselineStore
 from pytest_flopbudget.report import Report
 from pytest_flopbudget.run import Run
@@ -44,6 +45,8 @@ class ItemState:
     origin: Location
     budget: Budget | None = None
     report: Report | None = None
+    #: The formula of a curve count (`flopbudget.count_curve`), None for a point count.
+    formula: Formula | None = None
 
 
 SESSION: pytest.StashKey[SessionState] = pytest.StashKey()

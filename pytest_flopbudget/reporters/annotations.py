@@ -194,6 +194,10 @@ def _title(name: str, finding: Finding) -> str:
         "growth": f"{unit} grew over the baseline",
         "skipped": "ops not counted",
         "cache mismatch": "cached count differs from a fresh count",
+        "degree": f"{unit} grow faster than max-degree",
+        "point ceiling": f"over a {unit} ceiling on the curve",
+        "no formula": "budget on the curve cannot be checked",
+        "formula": f"{unit} formula changed",
     }
     return f"flopbudget: {name} {titles.get(finding.kind, finding.kind)}"
 

@@ -28,6 +28,8 @@ SEVERITY = {
     "unchecked": "critical",
     "ceiling": "critical",
     "increase": "critical",
+    "degree": "critical",
+    "point ceiling": "critical",
     "baseline": "major",
     "raised": "major",
     "removed": "major",

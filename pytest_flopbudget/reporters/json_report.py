@@ -83,7 +83,7 @@ def _text(data: dict[str, Any]) -> str:
 def model_entry(verdict: Verdict, *, root: str | os.PathLike[str]) -> dict[str, Any]:
     """One model: identity, verdict, figures per metric, findings, budget, report and baseline."""
     measurement = verdict.measurement
-    return {
+    entry = {
         "name": verdict.name,
         "nodeid": measurement.nodeid,
         "origin": _source(measurement.origin, root),
@@ -99,6 +99,11 @@ def model_entry(verdict: Verdict, *, root: str | os.PathLike[str]) -> dict[str, 
         "report": verdict.report.to_dict(),
         "baseline": verdict.baseline.to_dict() if verdict.baseline is not None else None,
     }
+    if measurement.formula is not None:  # a model with a curve: its formula and the baseline's, as a count's JSON
+        entry["formula"] = measurement.formula.to_dict()
+        formula = verdict.baseline_formula
+        entry["baseline_formula"] = formula.to_dict() if formula is not None else None
+    return entry
 
 
 # -- helpers ---------------------------------------------------------------------------------------------------------

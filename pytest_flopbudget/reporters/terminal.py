@@ -32,6 +32,7 @@ from ..metrics import FLOPS, METRICS, SKIPPED, Metric, by_name
 from ..report import Report
 from ..run import RunResult
 from ..units import SI, PrefixSystem
+from . import curve_lines
 from .output import Findings, OutputContext
 
 TOP = 15
@@ -93,6 +94,7 @@ def details(
         else:
             lines.append(f"top layers by {metric_title(metric)}:")
             lines.extend(top_layers_table(verdict, metric, top=top))
+    lines.extend(curve_lines.formula_lines(verdict))  # a model with a curve: its formula (and the baseline's)
     if verdict.report.skipped_ops and (SKIPPED in verdict.failed_metrics() or lines):
         lines.extend(_skipped_lines(verdict))
     if verdict.baseline is None and not any(f.kind == FindingKind.BASELINE for f in verdict.violations):
@@ -119,6 +121,9 @@ def accept_hint(verdict: Verdict, *, update_hint: str, base_ref: str | None = No
             exact = finding.metric.whole  # a number of op calls is written as it is
             value = str(finding.actual) if exact else ceiling_above(finding.actual, prefixes=finding.metric.prefixes)
             edits.append(budget_edit(finding.source, finding.metric, value, start))
+        edit = curve_lines.degree_edit(finding, start)
+        if edit is not None:
+            edits.append(edit)
     growth = [f for f in verdict.violations if f.kind == FindingKind.INCREASE and f.baseline is not None]
     if growth and base_ref:  # the base's baseline stays: the growth over it must be allowed
         edits.append(_increase_edit(verdict, growth, start))

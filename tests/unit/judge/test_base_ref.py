@@ -201,3 +201,31 @@ def test_a_base_baseline_that_cannot_be_read_is_left_to_the_verdict() -> None:
             return "main:.flopbudget/m.json"
 
     assert baseline_changes([Measurement("m", Report())], Unreadable(), Unreadable(), None) == []  # type: ignore[arg-type]
+
+
+CURVE_MODEL = """\
+[tool.flopbudget.models.gpt]
+target = "m:gpt"
+inputs = [[1, "seq"]]
+dims = { seq = 128 }
+curve = { seq = [16, 512] }
+"""
+
+
+def test_budgets_on_the_curve_raised_or_removed_are_flagged(tmp_path: Path) -> None:
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "pyproject.toml").write_text(
+        CURVE_MODEL + 'max-degree = { seq = 1 }\nat = [{ seq = 512, flops = "1G", macs = "1G" }]\n'
+    )
+    (tmp_path / "pyproject.toml").write_text(
+        CURVE_MODEL + 'max-degree = { seq = 2 }\nat = [{ seq = 512, flops = "2G" }]\n'
+    )
+    changes = compare_budgets(
+        load_settings(tmp_path / "a" / "pyproject.toml"), load_settings(tmp_path / "pyproject.toml"), "v1"
+    )
+    assert [c.message for c in changes] == [
+        "gpt: max-degree.seq budget raised from 1 to 2 since v1",  # one number caps three metrics: one change
+        "gpt: at seq=512 flops budget raised from 1G to 2G (+100.0%) since v1",
+        "gpt: at seq=512 macs budget 1G removed since v1",
+    ]
+    assert changes[0].source.line == 6

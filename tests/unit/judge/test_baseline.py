@@ -564,3 +564,72 @@ def test_top_layers_and_unknown_metric() -> None:
     assert REPORT.layer_metric("macs")["fc2"] == 25
     with pytest.raises(ValueError, match="unknown metric"):
         metric_value(REPORT, "gflops")
+
+
+# -- a curve model's baseline keeps its formula ----------------------------------------------------------------------
+
+
+def _formula(attn: str = "140*seq**2") -> Any:
+    from pytest_flopbudget.curve.formula import Formula, Holds
+    from pytest_flopbudget.curve.polynomial import parse
+    from pytest_flopbudget.metrics import FLOPS
+
+    dims = ("seq",)
+    return Formula(
+        dims=dims,
+        totals={FLOPS: parse(f"{attn} + 64*seq", dims)},
+        layers={"h.0.attn": {FLOPS: parse(attn, dims)}, "head": {FLOPS: parse("64*seq", dims)}},
+        holds=Holds(step={"seq": 1}, ranges={"seq": (16, 512)}, samples=9, verified=6),
+        point={"seq": 128},
+    )
+
+
+def test_a_baseline_keeps_the_formula_and_reads_it_back(tmp_path: Path) -> None:
+    from pytest_flopbudget.judge.baseline import baseline_formula
+
+    store = BaselineStore(tmp_path)
+    report = make_report({"h.0.attn": (100, 50, 0)})
+    assert store.save("gpt", report, _formula())
+    data = json.loads(store.path_for("gpt").read_text())
+    assert data["formula"] == {"flops": "140*seq**2 + 64*seq"}
+    assert data["curve"]["layers"]["h.0.attn"] == {"flops": "140*seq**2"}
+    assert store.load("gpt").to_dict() == report.to_dict()  # the Report reader ignores the formula's keys
+    assert baseline_formula(store, "gpt").to_dict() == _formula().to_dict()
+    assert not store.save("gpt", report, _formula())  # the same count and formula: nothing to write
+    assert store.save("gpt", report, _formula("280*seq**2"))  # a changed formula is a changed baseline
+
+
+def test_an_old_baseline_without_a_formula_reads_as_none(tmp_path: Path) -> None:
+    from pytest_flopbudget.judge.baseline import baseline_formula
+
+    store = BaselineStore(tmp_path)
+    store.save("gpt", make_report({"a": (1, 1, 1)}))
+    assert "curve" not in json.loads(store.path_for("gpt").read_text())
+    assert baseline_formula(store, "gpt") is None
+    assert baseline_formula(store, "missing") is None
+
+
+def test_a_malformed_formula_in_a_baseline_is_an_error_naming_the_file(tmp_path: Path) -> None:
+    from pytest_flopbudget.judge.baseline import baseline_formula
+
+    store = BaselineStore(tmp_path)
+    store.save("gpt", make_report({"a": (1, 1, 1)}), _formula())
+    path = store.path_for("gpt")
+    path.write_text(path.read_text().replace('"140*seq**2 + 64*seq"', '"__import__(1)"'))
+    with pytest.raises(BaselineError, match=r"gpt\.json: its formula cannot be read"):
+        baseline_formula(store, "gpt")
+
+
+def test_judge_compares_a_formula_with_the_baseline_formula(tmp_path: Path) -> None:
+    from pytest_flopbudget.judge.verdict import FindingKind
+
+    store = BaselineStore(tmp_path)
+    report = make_report({"h.0.attn": (100, 50, 0)})
+    store.save("gpt", report, _formula())
+    measurement = Measurement("gpt", report, formula=_formula("280*seq**2"))
+    verdict = judge(measurement, store)
+    assert verdict.baseline_formula is not None
+    assert [f.message for f in verdict.findings if f.kind == FindingKind.FORMULA] == [
+        "FLOPs formula changed: seq**2 term of h.0.attn +100.0%"
+    ]
+    assert Measurement.from_dict(measurement.to_dict()).formula.to_dict() == _formula("280*seq**2").to_dict()

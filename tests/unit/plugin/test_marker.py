@@ -52,3 +52,30 @@ def test_name_lends_the_pyproject_budget_which_the_marker_overrides(tmp_path: Pa
     name, budget = budget_of(tmp_path, params="2M", name="net", models=models)
     assert name == "net"
     assert budget.limit("flops").value == 1_000_000_000 and budget.limit("params").value == 2_000_000
+
+
+def test_max_degree_and_at_are_marker_arguments(tmp_path: Path) -> None:
+    _, budget = budget_of(tmp_path, max_degree={"seq": 1}, at=[{"seq": 8192, "flops": "2T"}])
+    assert [(d.metric, d.dim, d.degree) for d in budget.degrees] == [
+        ("flops", "seq", 1),
+        ("macs", "seq", 1),
+        ("params", "seq", 1),
+    ]
+    assert budget.degrees[0].source.key == "test_net: flop_budget(max_degree=...)['seq']"
+    assert budget.at[0].point == {"seq": 8192} and budget.at[0].limits["flops"].value == 2 * 10**12
+
+
+def test_a_bad_max_degree_names_the_marker_argument(tmp_path: Path) -> None:
+    with pytest.raises(Failure, match=r"test_net: flop_budget\(max_degree=...\)\['seq'\]: expected a whole number"):
+        budget_of(tmp_path, max_degree={"seq": "linear"})
+
+
+def test_name_lends_no_budget_on_the_curve(tmp_path: Path) -> None:
+    """A marker test counts one point: the pyproject model's max-degree is judged on its own item's curve count."""
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.flopbudget.models.net]\ntarget = "m:net"\ninputs = [[1, "seq"]]\ndims = { seq = 8 }\n'
+        'curve = { seq = [8, 64] }\nflops = "1G"\nmax-degree = { seq = 1 }\n'
+    )
+    models = load_settings(tmp_path / "pyproject.toml", tmp_path).models
+    _, budget = budget_of(tmp_path, name="net", models=models)
+    assert budget.limit("flops").value == 1_000_000_000 and not budget.on_curve

@@ -1,0 +1,65 @@
+"""What the outputs say about a curve model: its formula in the details, the max-degree edit that accepts a degree,
+the annotation's title, and the JSON results' formula keys (only for a model with a curve)."""
+
+from __future__ import annotations
+
+from pytest_flopbudget.config.budget import Budget, DegreeLimit
+from pytest_flopbudget.config.location import Location
+from pytest_flopbudget.curve.formula import Formula, Holds
+from pytest_flopbudget.curve.polynomial import parse
+from pytest_flopbudget.judge.verdict import Measurement, evaluate
+from pytest_flopbudget.metrics import FLOPS, MACS
+from pytest_flopbudget.report import LayerCost, PhaseTotals, Report
+from pytest_flopbudget.reporters import annotations, json_report
+from pytest_flopbudget.reporters.curve_lines import degree_edit, formula_lines
+
+DIMS = ("seq",)
+SOURCE = Location("/p/pyproject.toml", 7, "tool.flopbudget.models.gpt.max-degree.seq")
+
+
+def formula(attn: str) -> Formula:
+    total = parse(f"{attn} + 100*seq", DIMS)
+    return Formula(
+        dims=DIMS,
+        totals={FLOPS: total, MACS: parse("0", DIMS)},
+        layers={"h.0.attn": {FLOPS: parse(attn, DIMS)}, "head": {FLOPS: parse("100*seq", DIMS)}},
+        holds=Holds(step={"seq": 1}, ranges={"seq": (16, 512)}),
+        point={"seq": 128},
+    )
+
+
+def verdict(found: Formula | None, base: Formula | None = None):  # type: ignore[no-untyped-def]
+    report = Report(layers={"": LayerCost(flops=10)}, forward=PhaseTotals(flops=10))
+    budget = Budget(degrees=(DegreeLimit(FLOPS, "seq", 1, SOURCE),)) if found is not None else Budget()
+    measurement = Measurement("gpt", report, budget, Location("/p/pyproject.toml", 1, "gpt"), formula=found)
+    return evaluate(measurement, baseline_formula=base)
+
+
+def test_the_details_print_the_formula_and_the_baseline_formula_where_it_differs() -> None:
+    lines = formula_lines(verdict(formula("2*seq**2"), formula("seq**2")))
+    assert lines == [
+        "formula in seq, exact on seq in [16, 512]:",
+        "  FLOPs  2*seq**2 + 100*seq  (baseline seq**2 + 100*seq)",
+        "  MACs   0",
+    ]
+    assert formula_lines(verdict(None)) == []
+
+
+def test_a_degree_finding_is_accepted_by_raising_max_degree() -> None:
+    (finding,) = verdict(formula("2*seq**2")).violations
+    assert degree_edit(finding, start="/p") == "set max-degree seq = 2 at pyproject.toml:7"
+
+
+def test_the_annotation_is_titled_by_what_the_budget_on_the_curve_says() -> None:
+    (annotation,) = annotations.from_verdict(verdict(formula("2*seq**2")))
+    assert annotation.title == "flopbudget: gpt FLOPs grow faster than max-degree"
+    assert annotation.source_line == 7
+
+
+def test_json_results_carry_the_formula_only_for_a_curve_model() -> None:
+    entry = json_report.model_entry(verdict(formula("2*seq**2"), formula("seq**2")), root="/p")
+    assert entry["formula"]["formula"]["flops"] == "2*seq**2 + 100*seq"
+    assert entry["baseline_formula"]["formula"]["flops"] == "seq**2 + 100*seq"
+    assert entry["budget"]["max_degree"][0]["dim"] == "seq"
+    plain = json_report.model_entry(verdict(None), root="/p")
+    assert "formula" not in plain and "baseline_formula" not in plain and "max_degree" not in plain["budget"]
