@@ -11,7 +11,7 @@ from pytest_flopbudget.config.budget import Budget
 from pytest_flopbudget.config.curve_budget import parse_at, parse_max_degree
 from pytest_flopbudget.config.location import LocatedError, Location
 from pytest_flopbudget.config.pyproject import ModelEntry, Settings, load_settings
-from pytest_flopbudget.metrics import BYTES, FLOPS, MACS, PARAMS, PEAK_MEMORY
+from pytest_flopbudget.metrics import BYTES, FLOPS, INT_OPS, MACS, PARAMS, PEAK_MEMORY
 
 MODEL = """\
 [tool.flopbudget.models.gpt]
@@ -44,6 +44,7 @@ def test_a_number_caps_every_metric_shown_without_a_budget_of_its_own(tmp_path: 
     assert [(d.metric, d.dim, d.degree) for d in budget.degrees] == [
         (FLOPS, "seq", 1),
         (MACS, "seq", 1),
+        (INT_OPS, "seq", 1),
         (PARAMS, "seq", 1),
     ]
     assert budget.degrees[0].source.line == 6
@@ -54,7 +55,13 @@ def test_a_number_caps_every_metric_shown_without_a_budget_of_its_own(tmp_path: 
 def test_a_metric_table_caps_that_metric_instead(tmp_path: Path) -> None:
     budget = entry(tmp_path, "max-degree = { seq = 1, flops = { seq = 2 }, peak-memory = { seq = 1 } }\n").budget
     found = {(d.metric, d.dim): d.degree for d in budget.degrees}
-    assert found == {(FLOPS, "seq"): 2, (MACS, "seq"): 1, (PARAMS, "seq"): 1, (PEAK_MEMORY, "seq"): 1}
+    assert found == {
+        (FLOPS, "seq"): 2,
+        (MACS, "seq"): 1,
+        (INT_OPS, "seq"): 1,
+        (PARAMS, "seq"): 1,
+        (PEAK_MEMORY, "seq"): 1,
+    }
 
 
 def test_ceilings_at_points_of_the_curve(tmp_path: Path) -> None:
@@ -92,7 +99,7 @@ def test_the_budget_round_trips_and_a_budget_without_curve_keys_writes_what_it_a
         ("at = { seq = 512 }\n", "models.gpt.at: expected a list of tables of dim = size and budgets"),
         ('at = [{ seq = 4096, flops = "1G" }]\n', "at.0.seq: expected a size in the curve's range [16, 512], got 4096"),
         ('at = [{ flops = "1G" }]\n', "at.0: names no dim of the curve (seq): at which size?"),
-        ("at = [{ seq = 64 }]\n", "at.0: sets no ceiling; give one of: flops, macs, params"),
+        ("at = [{ seq = 64 }]\n", "at.0: sets no ceiling; give one of: flops, macs, int-ops, params"),
         ('at = [{ seq = 64, flops = "1 Gi" }]\n', "at.0.flops: '1 Gi' is not a budget"),
         ('at = [{ seq = 64, height = 3, flops = "1G" }]\n', "at.0.height: unknown key; expected a dim of the curve"),
         ("at = [{ seq = 64, max-skipped-ops = 1 }]\n", "at.0.max-skipped-ops: unknown key"),
@@ -125,7 +132,7 @@ def test_a_marker_names_any_dim_and_any_positive_size() -> None:
     def locate(sub: tuple[str, ...]) -> Location:
         return Location("t.py", 3, ".".join(("max_degree", *sub)))
 
-    flops, _, _ = parse_max_degree({"seq": 1}, locate, None)
+    flops, *_ = parse_max_degree({"seq": 1}, locate, None)
     assert (flops.metric, flops.dim, flops.degree) == (FLOPS, "seq", 1)
     (point,) = parse_at([{"seq": 8192, "flops": "2T"}], locate, None)
     assert point.point == {"seq": 8192} and point.limits[FLOPS].value == 2 * 10**12

@@ -59,6 +59,7 @@ def test_max_degree_and_at_are_marker_arguments(tmp_path: Path) -> None:
     assert [(d.metric, d.dim, d.degree) for d in budget.degrees] == [
         ("flops", "seq", 1),
         ("macs", "seq", 1),
+        ("int-ops", "seq", 1),
         ("params", "seq", 1),
     ]
     assert budget.degrees[0].source.key == "test_net: flop_budget(max_degree=...)['seq']"
