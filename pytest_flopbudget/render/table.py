@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from pytest_flopbudget.render.formatting import ROOT_LABEL, format_count
+from pytest_flopbudget.render.phases import format_phases
 from pytest_flopbudget.report import ROOT, LayerCost, Report, ancestors
 from pytest_flopbudget.safe_text import safe_text
 
@@ -74,6 +75,7 @@ def format_layer_table(report: Report, depth: int | None = 2, title: str = "") -
     lines.append("-" * len(header))
     lines.append(_totals(report))
     lines.extend(format_skipped(report))
+    lines.extend(format_phases(report))
     return "\n".join(lines)
 
 
