@@ -29,6 +29,7 @@ def decode_step_name(step: int) -> str:
     """`decode 1` .. `decode N-1`: the cached forward that yields token step + 1."""
     return f"decode {step}"
 
+
 #: The root module (ops that ran directly in the model's own forward, or outside any module).
 ROOT = ""
 

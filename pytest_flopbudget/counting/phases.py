@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from ..metrics import METRICS
+from ..metrics import METRICS, by_name
 from ..report import PREFILL, EstimatedOp, LayerCost, Phase, SkippedOp, decode_step_name
 from .tally import Tally
 
@@ -115,7 +115,9 @@ def _at(line: tuple[int, int], step: int) -> int:
     return start + slope * (step - 1)
 
 
-def _add_derived(total: Tally, line: Mapping[Key, tuple[int, int]], steps: Sequence[int], counted: Mapping[int, CountedPhase]) -> None:
+def _add_derived(
+    total: Tally, line: Mapping[Key, tuple[int, int]], steps: Sequence[int], counted: Mapping[int, CountedPhase]
+) -> None:
     """Add the figures of every step in `steps` (read off `line`, summed in closed form) to `total`."""
     times = len(steps)
     offsets = sum(step - 1 for step in steps)
@@ -133,7 +135,7 @@ def _add_derived(total: Tally, line: Mapping[Key, tuple[int, int]], steps: Seque
             ops.setdefault((key[1], key[2]), {})[key[3]] = value
     for (path, op), figures in ops.items():
         calls = figures.pop("calls", 0)
-        total.add_values(path, op, figures, calls)
+        total.add_values(path, op, {by_name(metric): value for metric, value in figures.items()}, calls)
     # add_values added each op's figures to the forward totals already; the phase keys only name the steps' totals
     for key, value in summed.items():
         if key[0] == "skip":

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from pytest_flopbudget.render.formatting import ROOT_LABEL, format_count
-from pytest_flopbudget.render.phases import format_phases
+from pytest_flopbudget.render.phase_table import format_phases
 from pytest_flopbudget.report import ROOT, LayerCost, Report, ancestors
 from pytest_flopbudget.safe_text import safe_text
 

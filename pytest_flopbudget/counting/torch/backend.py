@@ -324,7 +324,7 @@ def count_torch(
         )
     check_method(model, method)
     if generation is not None and execution != "fake":
-        raise CountingError("generate counts on fake tensors only (execution = \"fake\")")
+        raise CountingError('generate counts on fake tensors only (execution = "fake")')
     if execution not in ("fake", "real"):
         raise CountingError(f"execution={execution!r} is not supported; use 'fake' (default) or 'real'")
 

@@ -107,7 +107,9 @@ class Generation:
 
 def is_generator(model: Any) -> bool:
     """A Hugging Face model that generates (`GenerationMixin.generate`)."""
-    return callable(getattr(model, "generate", None)) and callable(getattr(model, "prepare_inputs_for_generation", None))
+    return callable(getattr(model, "generate", None)) and callable(
+        getattr(model, "prepare_inputs_for_generation", None)
+    )
 
 
 def _hugging_face(
@@ -136,10 +138,12 @@ def _hugging_face(
     try:
         first = EARLY_CHECK + 2 if derive else tokens  # derive: the prefill and steps 1-4 (4 ends that run)
         recorder.begin()
-        out = counted.generate(*args, **_greedy(kwargs, first, derive))
+        out = _generate(counted)(*args, **_greedy(kwargs, first, derive))
         recorder.end()
         if opened[0] != first:
-            raise CountingError(f"generate ran {opened[0]} forward(s) for {first} new token(s); cannot split its phases")
+            raise CountingError(
+                f"generate ran {opened[0]} forward(s) for {first} new token(s); cannot split its phases"
+            )
         phases = dict(enumerate(recorder.phases))
         prefill = phases.pop(0)
         if not derive:
@@ -170,13 +174,18 @@ def _late_steps(
     recorder.phases.clear()
     opened[0] = 0
     recorder.begin()
-    counted.generate(longer, **{cache_name: cache}, **_greedy({}, 3, False))
+    _generate(counted)(longer, **{cache_name: cache}, **_greedy({}, 3, False))
     recorder.end()
     if opened[0] != 3 or len(recorder.phases) != 3:
         raise NotLinear("generate on a grown cache did not run three forwards")
     # their compute is that of the real steps; their live bytes lack what the real loop still holds from the
     # steps before (this run never made them): no peak is given rather than a low one
     return {tokens - 2: CountedPhase(recorder.phases[1].tally), tokens - 1: CountedPhase(recorder.phases[2].tally)}
+
+
+def _generate(model: torch.nn.Module) -> Callable[..., Any]:
+    generate: Callable[..., Any] = getattr(model, "generate")  # noqa: B009 (an nn.Module's attribute types as Tensor)
+    return generate
 
 
 def _greedy(kwargs: Mapping[str, Any], tokens: int, keep_cache: bool) -> dict[str, Any]:
@@ -238,7 +247,9 @@ def _protocol(
         try:
             built = decode_inputs(counted, prompt + step - 1)
         except Exception as exc:
-            raise CountingError(f"decode-inputs(model, {prompt + step - 1}) raised {type(exc).__name__}: {exc}") from None
+            raise CountingError(
+                f"decode-inputs(model, {prompt + step - 1}) raised {type(exc).__name__}: {exc}"
+            ) from None
         recorder.end(keep=False)
         step_args, step_kwargs = _as_call(built)
         recorder.begin()

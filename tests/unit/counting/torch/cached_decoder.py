@@ -22,9 +22,7 @@ class CachedDecoder(nn.Module):
 
     def _attend(self, x: torch.Tensor, layer: int, past: tuple[torch.Tensor, torch.Tensor] | None) -> torch.Tensor:
         batch, length, _ = x.shape
-        q, k, v = (
-            t.view(batch, length, HEADS, HEAD_DIM).transpose(1, 2) for t in self.qkv[layer](x).chunk(3, dim=-1)
-        )
+        q, k, v = (t.view(batch, length, HEADS, HEAD_DIM).transpose(1, 2) for t in self.qkv[layer](x).chunk(3, dim=-1))
         if past is not None:
             k, v = torch.cat([past[0], k], dim=2), torch.cat([past[1], v], dim=2)
         weights = (q @ k.transpose(-1, -2)).softmax(-1)

@@ -9,13 +9,13 @@ import pytest
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
+from cached_decoder import HEAD_DIM, HEADS, LAYERS, decode_inputs, decoder  # noqa: E402
+
 from pytest_flopbudget.counting.torch import generation as generation_module  # noqa: E402
 from pytest_flopbudget.counting.torch.backend import count_torch  # noqa: E402
 from pytest_flopbudget.counting.torch.generation import Generation  # noqa: E402
 from pytest_flopbudget.errors import CountingError  # noqa: E402
 from pytest_flopbudget.report import PREFILL, Report  # noqa: E402
-
-from cached_decoder import HEAD_DIM, HEADS, LAYERS, decode_inputs, decoder  # noqa: E402
 
 PROMPT = 6
 
