@@ -18,6 +18,8 @@ counts every step instead.
 
 from __future__ import annotations
 
+import logging
+import warnings
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -184,8 +186,22 @@ def _late_steps(
 
 
 def _generate(model: torch.nn.Module) -> Callable[..., Any]:
+    """The copy's `generate`, its warnings quiet: on fake tensors a pad token or the length the config was trained
+    to is no news, and the count's own output must stay readable."""
     generate: Callable[..., Any] = getattr(model, "generate")  # noqa: B009 (an nn.Module's attribute types as Tensor)
-    return generate
+
+    def quiet(*args: Any, **kwargs: Any) -> Any:
+        logger = logging.getLogger("transformers")
+        level = logger.level
+        logger.setLevel(logging.ERROR)
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                return generate(*args, **kwargs)
+        finally:
+            logger.setLevel(level)
+
+    return quiet
 
 
 def _greedy(kwargs: Mapping[str, Any], tokens: int, keep_cache: bool) -> dict[str, Any]:
