@@ -95,13 +95,15 @@ class Budget:
     limits: Mapping[Metric, Limit] = field(default_factory=dict)
     max_increase: MaxIncrease | None = None
     source: Location | None = None
+    #: Ceilings per phase (`phases = { decode-mean = { flops = "15G" } }`, phase_budget.py): phase -> metric -> limit.
+    phases: Mapping[str, Mapping[Metric, Limit]] = field(default_factory=dict)
 
     def limit(self, metric: Metric) -> Limit | None:
         return self.limits.get(metric)
 
     @property
     def is_empty(self) -> bool:
-        return not self.limits and self.max_increase is None
+        return not self.limits and self.max_increase is None and not self.phases
 
     def override(self, other: Budget) -> Budget:
         """This budget with `other`'s limits replacing ours metric by metric (explicit marker args win)."""
@@ -110,14 +112,20 @@ class Budget:
             limits={m: limits[m] for m in METRICS if m in limits},
             max_increase=other.max_increase if other.max_increase is not None else self.max_increase,
             source=other.source or self.source,
+            phases={**self.phases, **other.phases},
         )
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        data = {
             "limits": {m: lim.to_dict() for m, lim in self.limits.items()},
             "max_increase": self.max_increase.to_dict() if self.max_increase else None,
             "source": self.source.to_dict() if self.source else None,
         }
+        if self.phases:  # only when set: every other budget's JSON is as it was
+            data["phases"] = {
+                phase: {m: lim.to_dict() for m, lim in limits.items()} for phase, limits in self.phases.items()
+            }
+        return data
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Budget:
@@ -127,6 +135,10 @@ class Budget:
             limits={by_name(str(m)): Limit.from_dict(v) for m, v in data.get("limits", {}).items()},
             max_increase=MaxIncrease.from_dict(increase) if increase else None,
             source=Location.from_dict(source) if source else None,
+            phases={
+                str(phase): {by_name(str(m)): Limit.from_dict(v) for m, v in limits.items()}
+                for phase, limits in data.get("phases", {}).items()
+            },
         )
 
 

@@ -35,6 +35,7 @@ PROJECT_KEYS = ("baseline-dir", "collect-models", "require-baseline", "models")
 BUDGET_KEYS = {**{metric.key: str(metric) for metric in METRICS}, "max-increase": "max_increase"}
 MODEL_KEYS = (
     "target", "inputs", "method", "training", "execution", *BUDGET_KEYS, "dims", "curve", "generate", "decode-inputs",
+    "phases",
 )  # fmt: skip
 INPUT_KEYS = ("shape", "dtype")
 EXECUTIONS = ("fake", "real")
@@ -355,6 +356,15 @@ class _Validator:
             self.problem((*path, "decode-inputs"), "decode-inputs builds a decode step's inputs: give generate = N too")
         return int(generate), decode_inputs
 
+    def phase_budgets(self, path: KeyPath, value: Any) -> dict[str, dict[Any, Any]]:
+        """`phases = { decode-mean = { flops = "15G" } }`: ceilings per phase, each located to its own key."""
+        from pytest_flopbudget.config.phase_budget import parse_phase_budgets
+
+        def source_of(phase: str, key: str | None) -> Location:
+            return self.source((*path, phase) if key is None else (*path, phase, str(key)))
+
+        return parse_phase_budgets(value, self.source(path), source_of)
+
     def target(self, path: KeyPath, target: Any) -> str | None:
         if target is None:
             self.problem(path, f"missing key 'target': {TARGET_GRAMMAR}")
@@ -487,10 +497,12 @@ class _Validator:
         slot_sources = {slot: sources[key] for key, slot in BUDGET_KEYS.items() if key in entry}
         try:
             budget = parse_budget(values, slot_sources, self.source(path))
+            if "phases" in entry:
+                budget = dataclasses.replace(budget, phases=self.phase_budgets((*path, "phases"), entry["phases"]))
         except LocatedError as exc:
             self.problems.extend(exc.problems)
             return Budget(source=self.source(path))
-        if not values:
+        if not values and "phases" not in entry:
             self.problem(path, f"declares no budget; set at least one of: {', '.join(BUDGET_KEYS)}")
         return budget
 

@@ -6,6 +6,7 @@ and every limit keeps the line of the decorator (or `pytest.param`) that set it,
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 from collections.abc import Mapping
 
@@ -13,6 +14,7 @@ import pytest
 
 from pytest_flopbudget.config.budget import Budget, parse_budget
 from pytest_flopbudget.config.location import Location
+from pytest_flopbudget.config.phase_budget import parse_phase_budgets
 from pytest_flopbudget.config.pyproject import ModelEntry
 from pytest_flopbudget.errors import FlopBudgetError
 from pytest_flopbudget.metrics import METRICS
@@ -31,7 +33,7 @@ def _marker_signature() -> inspect.Signature:
     """`(flops=None, *, macs=None, ..., max_increase=None, name=None)`: one argument per metric (the first may be
     positional), built from the metric definitions so a new metric is a marker argument without an edit here."""
     keyword, positional = inspect.Parameter.KEYWORD_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD
-    arguments = [metric.argument for metric in METRICS] + ["max_increase", "name"]
+    arguments = [metric.argument for metric in METRICS] + ["max_increase", "phases", "name"]
     return inspect.Signature(
         [
             inspect.Parameter(name, positional if index == 0 else keyword, default=None)
@@ -59,6 +61,7 @@ def marker_budget(
         raise Failure(f"{origin.where()}: flop_budget: {exc}; {takes}") from None
     arguments = dict(bound.arguments)
     name = arguments.pop("name", None)
+    phases = arguments.pop("phases", None)
     if name is not None and (not isinstance(name, str) or not name.strip()):
         raise Failure(f"{origin.where()}: flop_budget(name={name!r}): expected a non-empty model name")
     values = {_MARKER_SLOTS[key]: value for key, value in arguments.items()}
@@ -68,6 +71,9 @@ def marker_budget(
     }
     try:
         budget = parse_budget(values, sources, Location(origin.file, line, origin.key))
+        if phases is not None:
+            where = Location(origin.file, line, f"{item.name}: flop_budget(phases=...)")
+            budget = dataclasses.replace(budget, phases=parse_phase_budgets(phases, where))
     except FlopBudgetError as exc:
         raise Failure(str(exc)) from None
     entry = models.get(name) if name else None
