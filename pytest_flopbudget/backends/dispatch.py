@@ -106,9 +106,9 @@ def count(
         )
     options = CountOptions(training=training, execution=execution, loss_fn=loss_fn, inputs=inputs, method=method)
     if generate is not None or decode_inputs is not None:
-        from ..counting.torch.generation import count_generation
-
-        if backend.name != "torch" or training or not generate:
+        counter = getattr(backend, "count_generated", None)
+        if counter is None or training or not generate:
             raise CountingError("generate=N (N >= 1) counts a PyTorch model's inference, not training or a file")
-        return count_generation(model, example_inputs, forward_kwargs, generate, execution, method, decode_inputs)
+        report: Report = counter(model, example_inputs, forward_kwargs, generate, execution, method, decode_inputs)
+        return report
     return backend.count_model(model, example_inputs, forward_kwargs, options)

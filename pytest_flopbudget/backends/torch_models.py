@@ -70,6 +70,27 @@ class TorchModels:
             loaded.model, loaded.args, dict(loaded.kwargs), execution=entry.execution, generation=generation
         )
 
+    def count_generated(
+        self,
+        model: Any,
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        tokens: int,
+        execution: str = "fake",
+        method: str = "forward",
+        decode_inputs: Any = None,
+    ) -> Report:
+        """The public `count(model, ids, generate=N)`: the whole generation under no_grad, with its phases."""
+        import torch
+
+        from ..counting.torch.backend import count_torch
+        from ..counting.torch.generation import Generation
+
+        with torch.no_grad():
+            return count_torch(
+                model, args, kwargs, execution=execution, generation=Generation(tokens, method, decode_inputs)
+            )
+
     def count_model(self, model: Any, args: tuple[Any, ...], kwargs: dict[str, Any], options: CountOptions) -> Report:
         from ..counting.torch.backend import count_torch
 

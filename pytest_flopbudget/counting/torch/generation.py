@@ -107,24 +107,6 @@ class Generation:
         return _protocol(counted, args, kwargs, recorder, self.tokens, self.method, self.decode_inputs, derive)
 
 
-def count_generation(
-    model: Any,
-    args: tuple[Any, ...],
-    kwargs: dict[str, Any],
-    tokens: int,
-    execution: str = "fake",
-    method: str = "forward",
-    decode_inputs: Callable[..., Any] | None = None,
-) -> Any:
-    """The public `count(model, ids, generate=N)`: the Report of the whole generation, with its phases."""
-    from .backend import count_torch
-
-    with torch.no_grad():
-        return count_torch(
-            model, args, kwargs, execution=execution, generation=Generation(tokens, method, decode_inputs)
-        )
-
-
 def is_generator(model: Any) -> bool:
     """A Hugging Face model that generates (`GenerationMixin.generate`)."""
     return callable(getattr(model, "generate", None)) and callable(
