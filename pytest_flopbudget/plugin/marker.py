@@ -30,8 +30,9 @@ _MARKER_DOC = (
 
 
 def _marker_signature() -> inspect.Signature:
-    """`(flops=None, *, macs=None, ..., max_increase=None, phases=None, name=None)`: one argument per metric (the first may be
-    positional), built from the metric definitions so a new metric is a marker argument without an edit here."""
+    """`(flops=None, *, macs=None, ..., max_increase=None, phases=None, name=None)`: one argument per metric (the
+    first may be positional), built from the metric definitions so a new metric is a marker argument without an edit
+    here; `phases` holds the ceilings per phase (config/phase_budget.py)."""
     keyword, positional = inspect.Parameter.KEYWORD_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD
     arguments = [metric.argument for metric in METRICS] + ["max_increase", "phases", "name"]
     return inspect.Signature(
