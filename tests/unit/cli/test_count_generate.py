@@ -88,3 +88,15 @@ def test_wrong_flags_are_refused(
 ) -> None:
     code, _, err = run(capsys, "count", f"{module}:llama", "--input", "1,8:int64", *flags)
     assert code == 2 and message in err
+
+
+def test_the_prompt_length_may_be_a_named_dim(module: str, capsys: pytest.CaptureFixture[str]) -> None:
+    named = ("--input", "1,prompt:int64", "--dim", "prompt=8", "--generate", "3", "--format", "json")
+    code, out, err = run(capsys, "count", f"{module}:llama", *named)
+    assert code == 0, err
+    code, plain, err = run(
+        capsys, "count", f"{module}:llama", "--input", "1,8:int64", "--generate", "3", "--format", "json"
+    )
+    assert json.loads(out)["phases"] == json.loads(plain)["phases"]
+    code, _, err = run(capsys, "count", f"{module}:llama", "--input", "1,p:int64", "--dim", "p=4..8", "--generate", "3")
+    assert code == 2 and "--generate counts one point" in err
