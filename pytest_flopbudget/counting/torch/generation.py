@@ -176,7 +176,10 @@ def _late_steps(
     recorder.phases.clear()
     opened[0] = 0
     recorder.begin()
-    _generate(counted)(longer, **{cache_name: cache}, **_greedy({}, 3, False))
+    try:
+        _generate(counted)(longer, **{cache_name: cache}, **_greedy({}, 3, False))
+    except Exception as exc:  # a model whose generate does not resume from a cache: count every step instead
+        raise NotLinear(f"generate on a grown cache raised {type(exc).__name__}") from None
     recorder.end()
     if opened[0] != 3 or len(recorder.phases) != 3:
         raise NotLinear("generate on a grown cache did not run three forwards")

@@ -162,3 +162,15 @@ def test_a_model_without_generate_or_a_decode_step_is_refused() -> None:
     ids = torch.zeros(1, PROMPT, dtype=torch.int64)
     with pytest.raises(CountingError, match="decode-inputs"):
         count_torch(decoder(), (ids,), {}, generation=Generation(3))
+
+
+def test_a_cache_that_cannot_grow_makes_every_step_counted(monkeypatch: pytest.MonkeyPatch) -> None:
+    def cannot(cache: object, extra: int) -> None:
+        raise ValueError("a cache of its own kind")
+
+    monkeypatch.setattr(generation_module, "_grow", cannot)
+    counting = Generation(10)
+    with torch.no_grad():
+        report = count_torch(tiny_gpt2(), (torch.zeros(1, PROMPT, dtype=torch.int64),), {}, generation=counting)
+    assert counting.counted_steps == list(range(1, 10))
+    assert report.macs == flop_counter_macs(tiny_gpt2(), 10)
