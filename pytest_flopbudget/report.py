@@ -19,6 +19,17 @@ from pytest_flopbudget.metrics import FLOPS, INT_OPS, MACS, METRICS, PARAMS, PEA
 REPORT_FORMAT = "pytest-flopbudget/report/2"
 #: The first layout (one field per metric in each layer and op): still read, so committed baselines stay valid.
 REPORT_FORMAT_1 = "pytest-flopbudget/report/1"
+#: A generation count (`generate = N`) adds `phases` to a `report/2` file: an addition older readers never see,
+#: since only a generating model's file has it (the format string stays, so every other file is byte-identical).
+
+#: The name of a generation's first phase (the prompt's forward, which yields the first token) and of decode step k.
+PREFILL = "prefill"
+
+
+def decode_step_name(step: int) -> str:
+    """`decode 1` .. `decode N-1`: the cached forward that yields token step + 1."""
+    return f"decode {step}"
+
 
 #: The root module (ops that ran directly in the model's own forward, or outside any module).
 ROOT = ""
@@ -196,6 +207,31 @@ class BothPhases:
         return self.phases_total(INT_OPS)
 
 
+class Phase(Figures):
+    """One phase of a count: a generation's prefill or one decode step, or a training step's forward or backward.
+
+    Every per-op metric of the phase (`values`) and, where the count measured it, the peak of live tensor bytes
+    during the phase (`peak_memory`, None when not measured).
+    """
+
+    def __init__(
+        self, name: str, values: Mapping[Metric, int] | Mapping[str, int] | None = None, peak_memory: int | None = None
+    ) -> None:
+        super().__init__(values)
+        self.name = name
+        self.peak_memory = peak_memory
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Phase) and (self.name, self.values, self.peak_memory) == (
+            other.name,
+            other.values,
+            other.peak_memory,
+        )
+
+    def __repr__(self) -> str:
+        return f"Phase({self.name!r}, values={self.values}, peak_memory={self.peak_memory})"
+
+
 @dataclass
 class SkippedOp:
     """An op that has compute but no formula: it counts as zero, and says so."""
@@ -263,6 +299,9 @@ class Report(BothPhases):
     #: Live bytes op by op, where the count kept them (a PyTorch count that measured peak memory): not compared,
     #: not written to JSON.
     memory_timeline: MemoryTimeline | None = field(default=None, compare=False)
+    #: A generation count's phases: the prefill, then one entry per decode step (`generate = N`: N - 1 of them);
+    #: empty otherwise. Their per-op metrics add up to the report's totals.
+    phases: list[Phase] = field(default_factory=list)
 
     def __str__(self) -> str:
         """The per-layer table `flopbudget count` prints (depth 2), so `print(count(model, x))` shows where the
@@ -314,6 +353,20 @@ class Report(BothPhases):
     @property
     def skipped_calls(self) -> int:
         return sum(op.calls for op in self.skipped_ops.values())
+
+    @property
+    def generated(self) -> int:
+        """How many tokens the counted generation produced (the prefill's and one per decode step); 0 if none."""
+        return len(self.phases)
+
+    def phase_list(self) -> list[Phase]:
+        """The phases a budget or an output can name: a generation's (prefill, decode 1, ...), a training step's
+        `forward` and `backward` (the existing split), else none."""
+        if self.phases:
+            return self.phases
+        if self.training:
+            return [Phase("forward", self.forward.values), Phase("backward", self.backward.values)]
+        return []
 
     def measures(self, metric: Metric) -> bool:
         """Whether this report has a figure for `metric` (an optional metric may be not measured)."""
@@ -380,6 +433,8 @@ class Report(BothPhases):
         }
         if PEAK_MEMORY in self.optional_metrics:  # only when measured: an ONNX count or an older file has none
             data["peak_memory"] = {"bytes": self.peak_memory, "layer": self.peak_layer}
+        if self.phases:  # only for a generation count, so every other file stays as it was
+            data["phases"] = [_phase_entry(phase, counted) for phase in self.phases]
         if self.train_mode:  # only when set, so baselines of models counted in eval mode do not change
             data["train_mode"] = True
         if self.estimated_ops:  # only when a rule was used, so baselines of ordinary models do not change
@@ -454,6 +509,14 @@ class Report(BothPhases):
             report.peak_memory = _count(_get(peak, "bytes", "peak_memory"), "peak_memory.bytes")
             report.peak_layer = _str(_get(peak, "layer", "peak_memory"), "peak_memory.layer")
             report.optional_metrics = report.optional_metrics | {PEAK_MEMORY}
+        report.phases = [
+            _phase_from(value, f"phases[{index}]", per_op)
+            for index, value in enumerate(_list(_get(data, "phases", "", []), "phases"))
+        ]
+        if report.phases and any(
+            sum(phase.get(metric) for phase in report.phases) != totals[metric] for metric in per_op
+        ):
+            raise ValueError("totals are not the sum of the phases")
         if any(totals[metric] != report.phases_total(metric) for metric in per_op):
             raise ValueError("totals do not match the forward and backward phases")
         # A hand-edited total that no longer equals the sum of its layers would judge a model by a number that was
@@ -513,6 +576,24 @@ _FORMAT_1_METRICS = (FLOPS, MACS, PARAMS)
 
 def _phase_dict(phase: PhaseTotals, counted: tuple[Metric, ...]) -> dict[str, int]:
     return {metric: phase.get(metric) for metric in METRICS.per_op if metric in counted}
+
+
+def _phase_entry(phase: Phase, counted: tuple[Metric, ...]) -> dict[str, Any]:
+    entry: dict[str, Any] = {"name": phase.name, "metrics": _phase_dict(PhaseTotals(phase.values), counted)}
+    if phase.peak_memory is not None:
+        entry["peak_memory"] = phase.peak_memory
+    return entry
+
+
+def _phase_from(data: object, where: str, per_op: tuple[Metric, ...]) -> Phase:
+    """A phase of a generation: `{"name": "decode 3", "metrics": {...}, "peak_memory": n}` (peak optional)."""
+    phase = _object(data, where)
+    peak = _get(phase, "peak_memory", where, None)
+    return Phase(
+        _str(_get(phase, "name", where), f"{where}.name"),
+        _counts(_get(phase, "metrics", where), f"{where}.metrics", per_op),
+        None if peak is None else _count(peak, f"{where}.peak_memory"),
+    )
 
 
 def _layer_dict(cost: LayerCost, counted: tuple[Metric, ...]) -> dict[str, Any]:

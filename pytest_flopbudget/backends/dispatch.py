@@ -86,6 +86,8 @@ def count(
     loss_fn: Callable[[Any], Any] | None = None,
     inputs: Mapping[str, Sequence[int]] | None = None,
     method: str = "forward",
+    generate: int | None = None,
+    decode_inputs: Callable[..., Any] | None = None,
     **forward_kwargs: Any,
 ) -> Report:
     """Count the FLOPs, MACs, parameters and skipped ops of one forward pass (or one training step).
@@ -93,6 +95,8 @@ def count(
     `model` is a `torch.nn.Module` (called with `example_inputs` and `forward_kwargs`), or an ONNX model given as a
     path or an `onnx.ModelProto` (with `inputs=` binding input names to shapes where the graph leaves them open).
     `method="decode"` counts that method of the model instead of forward (run on the count's private copy).
+    `generate=N` counts a greedy generation of N new tokens phase by phase (docs/generation.md; `method` and
+    `decode_inputs` give the decode step of a model without Hugging Face's `generate`).
     """
     backend = backend_for_model(model)
     if backend is None:
@@ -101,4 +105,10 @@ def count(
             f"got {type(model).__name__} {model!r:.60}"
         )
     options = CountOptions(training=training, execution=execution, loss_fn=loss_fn, inputs=inputs, method=method)
+    if generate is not None or decode_inputs is not None:
+        counter = getattr(backend, "count_generated", None)
+        if counter is None or training or not generate:
+            raise CountingError("generate=N (N >= 1) counts a PyTorch model's inference, not training or a file")
+        report: Report = counter(model, example_inputs, forward_kwargs, generate, execution, method, decode_inputs)
+        return report
     return backend.count_model(model, example_inputs, forward_kwargs, options)

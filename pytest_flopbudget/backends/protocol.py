@@ -27,6 +27,8 @@ class Loaded:
     model: Any
     args: tuple[Any, ...] = ()
     kwargs: dict[str, Any] = dataclasses.field(default_factory=dict)
+    #: `decode-inputs`: the function that builds a decode step's inputs (PyTorch generation), imported on load.
+    decode_inputs: Any = None
 
 
 @dataclasses.dataclass(frozen=True)

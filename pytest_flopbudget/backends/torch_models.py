@@ -45,18 +45,51 @@ class TorchModels:
         model = load_model(entry, root)
         with contextlib.nullcontext() if entry.training else _inference(model):
             args, kwargs = build_inputs(entry, root, model)
-        return Loaded(entry, model, args, kwargs)
+        return Loaded(entry, model, args, kwargs, _decode_inputs(entry, root))
 
     def reload(self, loaded: Loaded, entry: ModelEntry, root: Path) -> Loaded:
         with contextlib.nullcontext() if entry.training else _inference(loaded.model):
             args, kwargs = build_inputs(entry, root, loaded.model)
-        return Loaded(entry, loaded.model, args, kwargs)
+        return Loaded(entry, loaded.model, args, kwargs, _decode_inputs(entry, root))
 
     def count(self, loaded: Loaded) -> Report:
         entry = loaded.entry
         options = CountOptions(training=entry.training, execution=entry.execution, method=entry.method)
         with contextlib.nullcontext() if entry.training else _inference(loaded.model):
+            if entry.generate:
+                return self.count_generation(loaded, entry)
             return self.count_model(loaded.model, loaded.args, dict(loaded.kwargs), options)
+
+    def count_generation(self, loaded: Loaded, entry: ModelEntry) -> Report:
+        """`generate = N`: Hugging Face's own greedy generate, or the decode-step protocol (`decode-inputs`)."""
+        from ..counting.torch.backend import count_torch
+        from ..counting.torch.generation import Generation
+
+        generation = Generation(entry.generate, entry.method, loaded.decode_inputs)
+        return count_torch(
+            loaded.model, loaded.args, dict(loaded.kwargs), execution=entry.execution, generation=generation
+        )
+
+    def count_generated(
+        self,
+        model: Any,
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        tokens: int,
+        execution: str = "fake",
+        method: str = "forward",
+        decode_inputs: Any = None,
+    ) -> Report:
+        """The public `count(model, ids, generate=N)`: the whole generation under no_grad, with its phases."""
+        import torch
+
+        from ..counting.torch.backend import count_torch
+        from ..counting.torch.generation import Generation
+
+        with torch.no_grad():
+            return count_torch(
+                model, args, kwargs, execution=execution, generation=Generation(tokens, method, decode_inputs)
+            )
 
     def count_model(self, model: Any, args: tuple[Any, ...], kwargs: dict[str, Any], options: CountOptions) -> Report:
         from ..counting.torch.backend import count_torch
@@ -75,6 +108,16 @@ class TorchModels:
 
     def input_names(self, path: str) -> list[str]:
         return []
+
+
+def _decode_inputs(entry: ModelEntry, root: Path) -> Any:
+    """The `decode-inputs` function of a generation entry (None without one)."""
+    if entry.decode_inputs is None:
+        return None
+    function = import_object(entry.decode_inputs, root, entry.source_of("decode-inputs"))
+    if not callable(function):
+        raise _problem(entry.source_of("decode-inputs"), f"{entry.decode_inputs} is not a function")
+    return function
 
 
 def import_object(reference: str, root: Path, source: Location) -> Any:

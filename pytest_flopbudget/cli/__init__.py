@@ -168,6 +168,19 @@ def build_parser() -> argparse.ArgumentParser:
         "--method", metavar="NAME", help="count this method instead of forward, e.g. decode or encode (PyTorch)"
     )
     count.add_argument(
+        "--generate",
+        type=_tokens,
+        metavar="N",
+        help="count a greedy generation of N new tokens: the prefill, then N-1 cached decode steps, each a phase "
+        "(Hugging Face generate, or --method STEP --decode-inputs pkg.mod:fn; docs/generation.md)",
+    )
+    count.add_argument(
+        "--decode-inputs",
+        metavar="pkg.mod:fn",
+        help="with --generate, for a model without Hugging Face's generate: fn(model, context) builds the inputs "
+        "of one decode step (--method) with a cache of context tokens",
+    )
+    count.add_argument(
         "--depth",
         type=_depth,
         default=2,
@@ -358,7 +371,8 @@ def _count(args: argparse.Namespace) -> int:
     request = CountRequest(
         target=args.target, input=args.input, dtype=args.dtype, training=args.training, execution=args.execution,
         method=args.method, depth=args.depth, format=args.format, pyproject=args.pyproject, metric=metric,
-        output=args.output, hardware=args.hardware, dims=args.dim,
+        output=args.output, hardware=args.hardware, dims=args.dim, generate=args.generate,
+        decode_inputs=args.decode_inputs,
     )  # fmt: skip
     return run_count(request, _out(), _err())
 
@@ -430,6 +444,16 @@ class OutputError(FlopBudgetError):
 
 
 # -- helpers -------------------------------------------------------------------------------------------------------
+
+
+def _tokens(text: str) -> int:
+    try:
+        tokens = int(text)
+    except ValueError:
+        tokens = 0
+    if tokens < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of new tokens: give a whole number >= 1")
+    return tokens
 
 
 def _depth(text: str) -> int | None:

@@ -59,6 +59,10 @@ class CountRequest:
     hardware: str | None = None
     #: `--dim seq=2048` (a point) or `--dim seq=64..8192` (a range: the count gives each metric's formula).
     dims: list[str] | None = None
+    #: `--generate N`: count a greedy generation of N new tokens, phase by phase.
+    generate: int | None = None
+    #: `--decode-inputs pkg.mod:fn`: a decode step's inputs for a model without Hugging Face's generate.
+    decode_inputs: str | None = None
 
 
 #: Formats that draw a picture (`reporters/flame.py`).
@@ -166,7 +170,27 @@ def resolve_target(request: CountRequest) -> tuple[ModelEntry, Path]:
     """
     points, ranges = parse_dims(request.dims)
     entry, root = _resolve(request, (*points, *ranges))
-    return with_dims(entry, points, ranges, backend_for(entry).files), root
+    return with_generation(with_dims(entry, points, ranges, backend_for(entry).files), request), root
+
+
+def with_generation(entry: ModelEntry, request: CountRequest) -> ModelEntry:
+    """`--generate N` and `--decode-inputs` over the entry's own `generate` and `decode-inputs`."""
+    if request.decode_inputs is not None and not (request.generate or entry.generate):
+        raise UsageError("--decode-inputs builds a decode step's inputs: give --generate N too")
+    if not (request.generate or request.decode_inputs):
+        return entry
+    if backend_for(entry).files or request.training or entry.training:
+        raise UsageError("--generate counts a PyTorch model's inference (not an ONNX graph, not --training)")
+    if entry.curve:
+        raise UsageError("--generate counts one point; give --dim NAME=SIZE, not a range")
+    return dataclasses.replace(
+        entry,
+        generate=request.generate or entry.generate,
+        decode_inputs=request.decode_inputs or entry.decode_inputs,
+        sources={**entry.sources, "decode-inputs": Location(key="--decode-inputs")}
+        if request.decode_inputs
+        else entry.sources,
+    )
 
 
 def _resolve(request: CountRequest, dims: tuple[str, ...]) -> tuple[ModelEntry, Path]:

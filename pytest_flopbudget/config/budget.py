@@ -141,13 +141,15 @@ class Budget:
     source: Location | None = None
     degrees: tuple[DegreeLimit, ...] = ()
     at: tuple[PointLimits, ...] = ()
+    #: Ceilings per phase (`phases = { decode-mean = { flops = "15G" } }`, phase_budget.py): phase -> metric -> limit.
+    phases: Mapping[str, Mapping[Metric, Limit]] = field(default_factory=dict)
 
     def limit(self, metric: Metric) -> Limit | None:
         return self.limits.get(metric)
 
     @property
     def is_empty(self) -> bool:
-        return not self.limits and self.max_increase is None and not self.on_curve
+        return not self.limits and self.max_increase is None and not self.on_curve and not self.phases
 
     @property
     def on_curve(self) -> bool:
@@ -163,6 +165,7 @@ class Budget:
             source=other.source or self.source,
             degrees=other.degrees,  # the budget on the curve is not lent: it needs the curve count of its own entry
             at=other.at,
+            phases={**self.phases, **other.phases},
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -174,6 +177,10 @@ class Budget:
         if self.on_curve:  # only when set, so the outputs of projects without curves do not change
             data["max_degree"] = [limit.to_dict() for limit in self.degrees]
             data["at"] = [point.to_dict() for point in self.at]
+        if self.phases:  # only when set: every other budget's JSON is as it was
+            data["phases"] = {
+                phase: {m: lim.to_dict() for m, lim in limits.items()} for phase, limits in self.phases.items()
+            }
         return data
 
     @classmethod
@@ -186,6 +193,10 @@ class Budget:
             source=Location.from_dict(source) if source else None,
             degrees=tuple(DegreeLimit.from_dict(item) for item in data.get("max_degree", [])),
             at=tuple(PointLimits.from_dict(item) for item in data.get("at", [])),
+            phases={
+                str(phase): {by_name(str(m)): Limit.from_dict(v) for m, v in limits.items()}
+                for phase, limits in data.get("phases", {}).items()
+            },
         )
 
 

@@ -36,7 +36,10 @@ PROJECT_KEYS = ("baseline-dir", "collect-models", "require-baseline", "models")
 BUDGET_KEYS = {**{metric.key: str(metric) for metric in METRICS}, "max-increase": "max_increase"}
 #: The budgets on the curve (config/curve_budget.py), judged on the model's formula.
 CURVE_BUDGET_KEYS = ("max-degree", "at")
-MODEL_KEYS = ("target", "inputs", "method", "training", "execution", *BUDGET_KEYS, "dims", "curve", *CURVE_BUDGET_KEYS)
+MODEL_KEYS = (
+    "target", "inputs", "method", "training", "execution", *BUDGET_KEYS, "dims", "curve", *CURVE_BUDGET_KEYS,
+    "generate", "decode-inputs", "phases",
+)  # fmt: skip
 INPUT_KEYS = ("shape", "dtype")
 EXECUTIONS = ("fake", "real")
 #: The dtype of a generated input whose dtype is not given and that is not token ids.
@@ -140,6 +143,11 @@ class ModelEntry:
     dims: dict[str, int] = field(default_factory=dict)
     #: The range each dim's cost formula must hold on (`curve = { seq = [64, 8192] }`), low and high inclusive.
     curve: dict[str, tuple[int, int]] = field(default_factory=dict)
+    #: `generate = N`: count a greedy generation of N new tokens (a prefill, then N - 1 cached decode steps);
+    #: 0 counts one call. `decode_inputs` (`decode-inputs = "pkg.mod:fn"`) builds a decode step's inputs for a
+    #: model without Hugging Face's `generate` (docs/generation.md).
+    generate: int = 0
+    decode_inputs: str | None = None
 
     @property
     def is_onnx(self) -> bool:
@@ -311,6 +319,7 @@ class _Validator:
             self.problem((*path, "method"), f'expected a method name such as "decode", got {shown(method)}')
         elif "method" in entry and onnx:
             self.problem((*path, "method"), "method applies to PyTorch targets only, not to ONNX files")
+        generate, decode_inputs = self.generation(path, entry, onnx, training)
         budget = self.budget(path, entry, sources)
         point = self.dims(path, entry, inputs, onnx)
         curve = self.curve(path, entry, point)
@@ -330,7 +339,35 @@ class _Validator:
             table=dict(entry),
             dims=point,
             curve=curve,
+            generate=generate,
+            decode_inputs=decode_inputs,
         ).at(point)
+
+    def generation(self, path: KeyPath, entry: Mapping[str, Any], onnx: bool, training: Any) -> tuple[int, str | None]:
+        """`generate = N` (new tokens, 1 or more) and `decode-inputs = "pkg.mod:fn"` (the decode-step protocol)."""
+        generate = entry.get("generate", 0)
+        decode_inputs = entry.get("decode-inputs")
+        if "generate" in entry and (type(generate) is not int or generate < 1):
+            self.problem((*path, "generate"), f"expected a number of new tokens (1 or more), got {shown(generate)}")
+            generate = 0
+        elif "generate" in entry and (onnx or training is True):
+            what = "ONNX files" if onnx else "training = true"
+            self.problem((*path, "generate"), f"generate applies to PyTorch inference targets, not to {what}")
+        if decode_inputs is not None and (not isinstance(decode_inputs, str) or not is_reference(decode_inputs)):
+            self.problem((*path, "decode-inputs"), f'expected "package.module:function", got {shown(decode_inputs)}')
+            decode_inputs = None
+        elif decode_inputs is not None and "generate" not in entry:
+            self.problem((*path, "decode-inputs"), "decode-inputs builds a decode step's inputs: give generate = N too")
+        return int(generate), decode_inputs
+
+    def phase_budgets(self, path: KeyPath, value: Any) -> dict[str, dict[Any, Any]]:
+        """`phases = { decode-mean = { flops = "15G" } }`: ceilings per phase, each located to its own key."""
+        from pytest_flopbudget.config.phase_budget import parse_phase_budgets
+
+        def source_of(phase: str, key: str | None) -> Location:
+            return self.source((*path, phase) if key is None else (*path, phase, str(key)))
+
+        return parse_phase_budgets(value, self.source(path), source_of)
 
     def target(self, path: KeyPath, target: Any) -> str | None:
         if target is None:
@@ -464,10 +501,12 @@ class _Validator:
         slot_sources = {slot: sources[key] for key, slot in BUDGET_KEYS.items() if key in entry}
         try:
             budget = parse_budget(values, slot_sources, self.source(path))
+            if "phases" in entry:
+                budget = dataclasses.replace(budget, phases=self.phase_budgets((*path, "phases"), entry["phases"]))
         except LocatedError as exc:
             self.problems.extend(exc.problems)
             return Budget(source=self.source(path))
-        if not values and not any(key in entry for key in CURVE_BUDGET_KEYS):
+        if not values and "phases" not in entry and not any(key in entry for key in CURVE_BUDGET_KEYS):
             self.problem(path, f"declares no budget; set at least one of: {', '.join(BUDGET_KEYS)}")
         return budget
 

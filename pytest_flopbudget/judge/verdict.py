@@ -324,6 +324,7 @@ def evaluate(
                     source=limit.source,
                 )
             )
+    findings.extend(_phase_findings(report, budget))
     findings.extend(_growth_findings(measurement, baseline))
     findings.extend(_curve_findings(measurement, baseline_formula))
     limit = budget.limit(SKIPPED)
@@ -454,6 +455,32 @@ def _growth_findings(measurement: Measurement, baseline: Report | None) -> list[
                     source=source or measurement.origin,
                 )
             )  # fmt: skip
+    return findings
+
+
+def _phase_findings(report: Report, budget: Budget) -> list[Finding]:
+    """Ceilings per phase (`phases = { decode-mean = { flops = "15G" } }`): the reason names the phase. A phase the
+    count does not have (a decode step of a model counted without `generate`) fails: its budget cannot be checked."""
+    from pytest_flopbudget.config.phase_budget import PHASES
+    from pytest_flopbudget.judge.phase_figures import phase_figure
+
+    findings: list[Finding] = []
+    for phase, limits in budget.phases.items():
+        for metric, limit in limits.items():
+            figure = phase_figure(report, phase, metric)
+            if figure is None or not report.measures(metric):
+                why = (
+                    f"{PHASES[phase]}: no such phase in this count (generate = N makes one, training = true the other)"
+                )
+                findings.append(
+                    Finding(ERROR, FindingKind.NOT_MEASURED, why, metric, limit=limit.value, source=limit.source)
+                )
+            elif figure > limit.value:
+                now = math.ceil(figure)
+                message = f"{PHASES[phase]}: {_ceiling_message(metric, now, limit.value)}"
+                findings.append(
+                    Finding(ERROR, FindingKind.CEILING, message, metric, now, limit.value, source=limit.source)
+                )
     return findings
 
 

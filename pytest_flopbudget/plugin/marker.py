@@ -15,6 +15,7 @@ import pytest
 from pytest_flopbudget.config.budget import Budget, parse_budget
 from pytest_flopbudget.config.curve_budget import parse_at, parse_max_degree
 from pytest_flopbudget.config.location import Location
+from pytest_flopbudget.config.phase_budget import parse_phase_budgets
 from pytest_flopbudget.config.pyproject import ModelEntry
 from pytest_flopbudget.errors import FlopBudgetError
 from pytest_flopbudget.metrics import METRICS
@@ -30,10 +31,11 @@ _MARKER_DOC = (
 
 
 def _marker_signature() -> inspect.Signature:
-    """`(flops=None, *, macs=None, ..., max_increase=None, name=None)`: one argument per metric (the first may be
-    positional), built from the metric definitions so a new metric is a marker argument without an edit here."""
+    """`(flops=None, *, macs=None, ..., max_increase=None, phases=None, name=None)`: one argument per metric (the
+    first may be positional), built from the metric definitions so a new metric is a marker argument without an edit
+    here; `phases` holds the ceilings per phase (config/phase_budget.py)."""
     keyword, positional = inspect.Parameter.KEYWORD_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD
-    arguments = [metric.argument for metric in METRICS] + ["max_increase", *_CURVE_ARGUMENTS, "name"]
+    arguments = [metric.argument for metric in METRICS] + ["max_increase", *_CURVE_ARGUMENTS, "phases", "name"]
     return inspect.Signature(
         [
             inspect.Parameter(name, positional if index == 0 else keyword, default=None)
@@ -64,6 +66,7 @@ def marker_budget(
         raise Failure(f"{origin.where()}: flop_budget: {exc}; {takes}") from None
     arguments = dict(bound.arguments)
     name = arguments.pop("name", None)
+    phases = arguments.pop("phases", None)
     if name is not None and (not isinstance(name, str) or not name.strip()):
         raise Failure(f"{origin.where()}: flop_budget(name={name!r}): expected a non-empty model name")
     curve = {key: arguments.pop(key) for key in _CURVE_ARGUMENTS if arguments.get(key) is not None}
@@ -75,6 +78,9 @@ def marker_budget(
     try:
         budget = parse_budget(values, sources, Location(origin.file, line, origin.key))
         budget = _with_curve(budget, curve, Location(origin.file, line, f"{item.name}: flop_budget"))
+        if phases is not None:
+            where = Location(origin.file, line, f"{item.name}: flop_budget(phases=...)")
+            budget = dataclasses.replace(budget, phases=parse_phase_budgets(phases, where))
     except FlopBudgetError as exc:
         raise Failure(str(exc)) from None
     entry = models.get(name) if name else None

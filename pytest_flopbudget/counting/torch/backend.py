@@ -33,6 +33,7 @@ from .data_dependent import _DYNAMIC_TAGS, _SCALAR_OP, BOUND_RULE, ROUTING_RULE,
 from .defer_dynamo import deferred_dynamo
 from .fake_fallbacks import FAKE_FALLBACKS
 from .fast_fake import FakeFactory
+from .generation import Generation
 from .keras_layers import keras_params, keras_paths
 from .known_inputs import InputValues
 from .lazy_shape_env import LazyShapeEnv
@@ -311,15 +312,19 @@ def count_torch(
     loss_fn: Callable[[Any], Any] | None = None,
     method: str = "forward",
     peak: LiveBytes | None = None,
+    generation: Generation | None = None,
 ) -> Report:
     """Every count follows the live tensor bytes of the counted call (peak_memory.py): the Report's `peak_memory`;
-    `peak`, if given, is the tracker to use (to read its details afterwards)."""
+    `peak`, if given, is the tracker to use (to read its details afterwards). With `generation` the call is a
+    generation (generation.py): the Report gets its phases."""
     if not isinstance(model, torch.nn.Module):
         raise CountingError(
             f"count() needs a torch.nn.Module, a path to an .onnx file or an onnx.ModelProto; "
             f"got {type(model).__name__}"
         )
     check_method(model, method)
+    if generation is not None and execution != "fake":
+        raise CountingError('generate counts on fake tensors only (execution = "fake")')
     if execution not in ("fake", "real"):
         raise CountingError(f"execution={execution!r} is not supported; use 'fake' (default) or 'real'")
 
@@ -351,7 +356,10 @@ def count_torch(
             try:
                 formatting = context.values.formatting() if context.values is not None else contextlib.nullcontext()
                 with mode, formatting, _grad_mode(training):
-                    output = call(*fake_args, **fake_kwargs)
+                    if generation is not None:
+                        output = generation(counted, fake_args, fake_kwargs, mode)
+                    else:
+                        output = call(*fake_args, **fake_kwargs)
                     if training:
                         loss = loss_fn(output) if loss_fn is not None else _sum_outputs(output)
                         _check_loss(loss)
@@ -374,7 +382,10 @@ def count_torch(
         report.memory_timeline = live.timeline()
         report.optional_metrics = report.optional_metrics | {PEAK_MEMORY}
         report.conventions = conventions_with(report.optional_metrics)
-    if method != "forward":
+    if generation is not None:
+        report.phases = generation.phases
+        report.model = f"{report.model}.generate"
+    elif method != "forward":
         report.model = f"{report.model}.{method}"
     return report
 

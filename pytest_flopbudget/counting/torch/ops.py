@@ -767,6 +767,15 @@ def _unique_consecutive(a: Args, out: Any) -> Cost:
     return f.elementwise(numel(a["self"]))
 
 
+@register("aten.isin")
+def _isin(a: Args, out: Any) -> Cost:
+    """Each element compared with each test element (a Python scalar on either side is one): `generate`'s
+    end-of-sequence check."""
+    elements = a["elements"] if "elements" in a else a.get("element")
+    tests = a["test_elements"] if "test_elements" in a else a.get("test_element")
+    return f.elementwise(_count_of(elements) * _count_of(tests))
+
+
 @register("aten.searchsorted")
 def _searchsorted(a: Args, out: Any) -> Cost:
     """A binary search per value among the last dim of `sorted_sequence`."""

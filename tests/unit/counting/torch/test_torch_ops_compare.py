@@ -171,3 +171,10 @@ def test_the_documented_custom_router_example_follows_the_rule(documented_exampl
     finally:
         for registered in registered_formulas():
             registered.remove()
+
+
+def test_isin_compares_each_element_with_each_test_element() -> None:
+    # generate's end-of-sequence check: 40 elements against 3 test elements, or against one scalar
+    report = run(lambda t: torch.isin(t, torch.tensor([0.5, 1.5, 2.5])), x())
+    assert op_costs(report)["aten.isin"] == (1, 120, 0)
+    assert op_costs(run(lambda t: torch.isin(t, 2.0), x()))["aten.isin"] == (1, 40, 0)

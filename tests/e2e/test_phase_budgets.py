@@ -1,0 +1,148 @@
+"""Budgets per phase end to end: a budget on the mean decode step fails `flopbudget check` and pytest when a change
+makes every generated token costlier while the prefill stays within its budget, and the reason names the phase."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from fractions import Fraction
+from pathlib import Path
+
+import pytest
+from e2e_helpers import clean_env, flopbudget
+
+pytest.importorskip("transformers")
+
+MODELS = """\
+import torch
+import transformers
+
+FFN = {ffn}
+
+
+def llama():
+    torch.manual_seed(0)
+    config = transformers.LlamaConfig(
+        vocab_size=64, hidden_size=32, intermediate_size=FFN, num_hidden_layers=2, num_attention_heads=2,
+        num_key_value_heads=2, attn_implementation="eager",
+    )
+    return transformers.LlamaForCausalLM(config)
+"""
+
+PYPROJECT = """\
+[tool.flopbudget.models.chat]
+target = "models:llama"
+inputs = [{{ shape = [1, 64], dtype = "int64" }}]
+generate = 6
+phases = {{ prefill = {{ flops = {prefill} }}, decode-mean = {{ flops = {decode} }} }}
+"""
+
+
+def figures(ffn: int) -> tuple[int, Fraction]:
+    """The prefill's FLOPs and the mean decode step's, counted here as the check will."""
+    import torch
+    import transformers
+
+    from pytest_flopbudget.counting.torch.backend import count_torch
+    from pytest_flopbudget.counting.torch.generation import Generation
+
+    config = transformers.LlamaConfig(
+        vocab_size=64, hidden_size=32, intermediate_size=ffn, num_hidden_layers=2, num_attention_heads=2,
+        num_key_value_heads=2, attn_implementation="eager",
+    )  # fmt: skip
+    with torch.no_grad():
+        report = count_torch(
+            transformers.LlamaForCausalLM(config).eval(),
+            (torch.zeros(1, 64, dtype=torch.int64),),
+            {},
+            generation=Generation(6),
+        )
+    steps = report.phases[1:]
+    return report.phases[0].flops, Fraction(sum(step.flops for step in steps), len(steps))
+
+
+@pytest.fixture(scope="module")
+def budgets() -> tuple[int, int]:
+    """A prefill budget both versions meet and a decode-mean budget only the smaller FFN meets."""
+    small_prefill, small_decode = figures(48)
+    large_prefill, large_decode = figures(96)
+    assert large_decode > small_decode and large_prefill > small_prefill
+    return large_prefill, int(small_decode) + 1
+
+
+def project(tmp_path: Path, ffn: int, budgets: tuple[int, int]) -> Path:
+    (tmp_path / "models.py").write_text(MODELS.format(ffn=ffn))
+    (tmp_path / "pyproject.toml").write_text(PYPROJECT.format(prefill=budgets[0], decode=budgets[1]))
+    return tmp_path
+
+
+def test_check_fails_on_the_mean_decode_step_and_names_it(tmp_path: Path, budgets: tuple[int, int]) -> None:
+    passing = flopbudget(project(tmp_path, 48, budgets), "check", "--no-cache")
+    assert passing.returncode == 0, passing.stdout + passing.stderr
+    failing = flopbudget(project(tmp_path, 96, budgets), "check", "--no-cache")
+    assert failing.returncode == 1, failing.stdout + failing.stderr
+    assert "chat: decode mean per token: " in failing.stdout
+    assert "prefill:" not in failing.stdout  # the prefill stays within its budget
+
+
+def test_pytest_fails_the_model_item_with_the_same_reason(tmp_path: Path, budgets: tuple[int, int]) -> None:
+    project(tmp_path, 96, budgets)
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:hypothesispytest", "pyproject.toml"],
+        cwd=tmp_path, capture_output=True, text=True, env=clean_env(COLUMNS="200"), check=False, timeout=300,
+    )  # fmt: skip
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "decode mean per token: " in result.stdout
+
+
+def test_a_decode_budget_on_a_count_without_generate_cannot_pass(tmp_path: Path, budgets: tuple[int, int]) -> None:
+    project(tmp_path, 48, budgets)
+    text = (tmp_path / "pyproject.toml").read_text().replace("generate = 6\n", "")
+    (tmp_path / "pyproject.toml").write_text(text)
+    result = flopbudget(tmp_path, "check", "--no-cache")
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "chat: prefill: no such phase in this count" in result.stdout
+
+
+MARKER_TESTS = """\
+import pytest
+import torch
+import transformers
+from torch import nn
+
+
+def llama():
+    config = transformers.LlamaConfig(
+        vocab_size=64, hidden_size=32, intermediate_size=48, num_hidden_layers=2, num_attention_heads=2,
+        num_key_value_heads=2, attn_implementation="eager",
+    )
+    return transformers.LlamaForCausalLM(config).eval()
+
+
+@pytest.mark.flop_budget(phases={"backward": {"flops": "100"}, "forward": {"flops": "1G"}})
+def test_training(flopbudget):
+    flopbudget.count(nn.Linear(8, 2), torch.randn(4, 8), training=True)
+
+
+@pytest.mark.flop_budget(phases={"decode-last": {"macs": "10"}})
+def test_generation(flopbudget):
+    flopbudget.count(llama(), torch.zeros(1, 8, dtype=torch.int64), generate=4)
+
+
+@pytest.mark.flop_budget(phases={"decode-last": {"macs": "1G"}, "prefill": {"flops": "1G"}})
+def test_generation_within(flopbudget):
+    report = flopbudget.count(llama(), torch.zeros(1, 8, dtype=torch.int64), generate=4)
+    assert [phase.name for phase in report.phases] == ["prefill", "decode 1", "decode 2", "decode 3"]
+"""
+
+
+def test_the_marker_budgets_training_and_generation_phases(tmp_path: Path) -> None:
+    (tmp_path / "test_markers.py").write_text(MARKER_TESTS)
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:hypothesispytest", "test_markers.py"],
+        cwd=tmp_path, capture_output=True, text=True, env=clean_env(COLUMNS="200"), check=False, timeout=300,
+    )  # fmt: skip
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "2 failed, 1 passed" in result.stdout
+    assert "backward: " in result.stdout and "> budget 100 FLOPs" in result.stdout
+    assert "last decode step: " in result.stdout and "> budget 10 MACs" in result.stdout

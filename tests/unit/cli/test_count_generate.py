@@ -1,0 +1,102 @@
+"""`flopbudget count TARGET --input 1,P:int64 --generate N`: phases in the JSON and under the table, in process."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("transformers")
+
+from pytest_flopbudget.cli import main
+
+MODELS = """\
+import torch
+import transformers
+
+
+def llama():
+    torch.manual_seed(0)
+    config = transformers.LlamaConfig(
+        vocab_size=64, hidden_size=32, intermediate_size=48, num_hidden_layers=2, num_attention_heads=2,
+        num_key_value_heads=2, attn_implementation="eager",
+    )
+    return transformers.LlamaForCausalLM(config)
+"""
+
+
+@pytest.fixture
+def module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest) -> Iterator[str]:
+    name = "generate_models_" + "".join(c if c.isalnum() else "_" for c in request.node.name)[:40]
+    (tmp_path / f"{name}.py").write_text(MODELS)
+    monkeypatch.chdir(tmp_path)
+    yield name
+    sys.modules.pop(name, None)
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_json_lists_the_prefill_and_every_decode_step(module: str, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(
+        capsys, "count", f"{module}:llama", "--input", "1,8:int64", "--generate", "10", "--format", "json"
+    )
+    assert code == 0, err
+    data = json.loads(out)
+    assert [phase["name"] for phase in data["phases"]] == ["prefill", *(f"decode {k}" for k in range(1, 10))]
+    assert sum(phase["metrics"]["macs"] for phase in data["phases"]) == data["totals"]["macs"]
+    # one more cached token per step: 2 x 2 layers x 2 heads x 16 head_dim MACs
+    macs = [phase["metrics"]["macs"] for phase in data["phases"][1:]]
+    assert {b - a for a, b in zip(macs, macs[1:])} == {128}
+    assert data["model"] == "LlamaForCausalLM.generate"
+
+
+def test_the_table_shows_prefill_first_last_and_mean(module: str, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(capsys, "count", f"{module}:llama", "--input", "1,8:int64", "--generate", "6")
+    assert code == 0, err
+    assert "phases (6 tokens generated)" in out
+    for row in ("prefill", "decode 1 (first)", "decode 5 (last)", "decode mean per token"):
+        assert f"\n{row} " in out
+
+
+def test_without_generate_nothing_changes(module: str, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "count", f"{module}:llama", "--input", "1,8:int64", "--format", "json")
+    assert code == 0 and "phases" not in json.loads(out)
+
+
+def test_zero_tokens_is_a_usage_error(module: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as info:
+        main(["count", f"{module}:llama", "--input", "1,8:int64", "--generate", "0"])
+    assert info.value.code == 2 and "not a number of new tokens" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["--decode-inputs", "a.b:c"], "give --generate N too"),
+        (["--generate", "3", "--training"], "--generate counts a PyTorch model's inference"),
+    ],
+)
+def test_wrong_flags_are_refused(
+    module: str, capsys: pytest.CaptureFixture[str], flags: list[str], message: str
+) -> None:
+    code, _, err = run(capsys, "count", f"{module}:llama", "--input", "1,8:int64", *flags)
+    assert code == 2 and message in err
+
+
+def test_the_prompt_length_may_be_a_named_dim(module: str, capsys: pytest.CaptureFixture[str]) -> None:
+    named = ("--input", "1,prompt:int64", "--dim", "prompt=8", "--generate", "3", "--format", "json")
+    code, out, err = run(capsys, "count", f"{module}:llama", *named)
+    assert code == 0, err
+    code, plain, err = run(
+        capsys, "count", f"{module}:llama", "--input", "1,8:int64", "--generate", "3", "--format", "json"
+    )
+    assert json.loads(out)["phases"] == json.loads(plain)["phases"]
+    code, _, err = run(capsys, "count", f"{module}:llama", "--input", "1,p:int64", "--dim", "p=4..8", "--generate", "3")
+    assert code == 2 and "--generate counts one point" in err
