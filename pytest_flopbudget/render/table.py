@@ -13,9 +13,9 @@ from collections.abc import Iterable
 
 from pytest_flopbudget.metrics import BYTES, INT_OPS, PARAM_BYTES, PEAK_MEMORY
 from pytest_flopbudget.render.formatting import ROOT_LABEL, format_count, format_figure, format_value, layer_label
+from pytest_flopbudget.render.phase_table import format_phases
 from pytest_flopbudget.render.roofline import Estimate, format_seconds, intensity, intensity_figure
 from pytest_flopbudget.render.roofline_report import Roofline, layer_intensity
-from pytest_flopbudget.render.phase_table import format_phases
 from pytest_flopbudget.report import ROOT, LayerCost, Report, ancestors
 from pytest_flopbudget.safe_text import safe_text
 
