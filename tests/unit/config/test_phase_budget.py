@@ -28,7 +28,7 @@ def test_limits_per_phase_are_parsed_with_the_budget_grammar() -> None:
     ("value", "message"),
     [
         ({"decode": {"flops": "1G"}}, "unknown phase 'decode'"),
-        ({"prefill": {"params": "1G"}}, "a phase budget is one of flops, macs, bytes"),
+        ({"prefill": {"params": "1G"}}, "a phase budget is one of flops, macs, int-ops, bytes"),
         ({"prefill": {}}, "expected a table"),
         ({"prefill": {"flops": "1 Gi"}}, "'1 Gi' is not a budget"),
         ("1G", "expected a table of phases"),
