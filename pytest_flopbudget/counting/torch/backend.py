@@ -270,7 +270,7 @@ class CountingMode(TorchDispatchMode):
 
     @staticmethod
     def _cost(func: Any, key: str, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any) -> Cost | str | Free:
-        """The op's cost, the reason it is skipped, or `FREE` (not recorded at all)."""
+        """The op's cost, the reason it is skipped, or `FREE` (no FLOPs; recorded only for the bytes it moves)."""
         entry = TORCH_OPS.lookup(key)
         if isinstance(entry, Free):
             return entry
