@@ -67,7 +67,8 @@ def test_without_a_buffer_bytes_budget_there_is_no_buffer_column(tmp_path: Path)
     result = flopbudget(tmp_path, "check", "--no-cache")
     assert result.returncode == 0, result.stdout + result.stderr
     header = next(line for line in result.stdout.splitlines() if line.startswith("model "))
-    assert header.split() == ["model", "status", "FLOPs", "MACs", "params", "skipped", "budget", "use", "vs", "baseline"]
+    assert header.split() == ["model", "status", "FLOPs", "MACs", "params", "skipped", "budget", "use", "vs",
+                              "baseline"]  # fmt: skip
     assert "buffer" not in result.stdout
 
 

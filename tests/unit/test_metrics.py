@@ -42,7 +42,16 @@ def test_the_metrics_in_their_order_with_their_names() -> None:
     assert list(METRICS) == names
     assert [m.key for m in METRICS] == [*names[:3], "max-skipped-ops", *names[4:]]
     assert [m.argument for m in METRICS] == [n.replace("-", "_") for n in [*names[:3], "max-skipped-ops", *names[4:]]]
-    labels = ["FLOPs", "MACs", "params", "skipped op calls", "bytes moved", "param bytes", "buffer bytes", "peak memory"]
+    labels = [
+        "FLOPs",
+        "MACs",
+        "params",
+        "skipped op calls",
+        "bytes moved",
+        "param bytes",
+        "buffer bytes",
+        "peak memory",
+    ]
     assert [m.label for m in METRICS] == labels
     assert METRICS.growth == (FLOPS, MACS, PARAMS, BYTES, PARAM_BYTES, BUFFER_BYTES, PEAK_MEMORY)
     assert METRICS.counted == (FLOPS, MACS, PARAMS, BYTES, PARAM_BYTES, BUFFER_BYTES)

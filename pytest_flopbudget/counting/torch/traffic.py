@@ -24,7 +24,7 @@ count then leaves `bytes` not measured rather than low.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any, Callable, Optional
+from typing import Any, Callable
 
 import torch
 from torch.utils._pytree import tree_flatten
@@ -51,7 +51,7 @@ def bytes_moved(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], out: A
     return tensor_bytes(t for t in read if not any(t is o for o in outs)) + tensor_bytes(written)
 
 
-_MASK_INDEX: dict[Any, Optional[int]] = {}
+_MASK_INDEX: dict[Any, int | None] = {}
 
 
 def _masked(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any) -> Any:
@@ -189,7 +189,7 @@ NO_TRAFFIC = frozenset(
     }
 )
 
-_RULES: dict[Any, Optional[Rule]] = {}
+_RULES: dict[Any, Rule | None] = {}
 
 
 def free_op_traffic(func: Any, key: str) -> Rule | None:
@@ -198,7 +198,7 @@ def free_op_traffic(func: Any, key: str) -> Rule | None:
     if func in _RULES:
         return _RULES[func]
     rule: Rule | None
-    if key in NO_TRAFFIC or not func.namespace == "aten" or _is_view(func):
+    if key in NO_TRAFFIC or func.namespace != "aten" or _is_view(func):
         rule = None
     elif key in GATHERS:
         rule = _gathered
