@@ -787,8 +787,8 @@ def _own_buffer_bytes(module: torch.nn.Module, seen: set[int]) -> int:
     at its dtype's element size; non-persistent buffers (a rotary embedding's `inv_freq`) are in: they are memory
     the model holds while it runs, though its state_dict leaves them out."""
     total = 0
-    for buffer in module.buffers(recurse=False):
-        if id(buffer) not in seen:
+    for buffer in module._buffers.values():  # what `buffers(recurse=False)` walks, without its generator chain
+        if buffer is not None and id(buffer) not in seen:
             seen.add(id(buffer))
             total += buffer.numel() * buffer.element_size()
     return total
