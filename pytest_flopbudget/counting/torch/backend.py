@@ -284,15 +284,18 @@ class CountingMode(TorchDispatchMode):
 
 def _aliasing(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[int, ...]:
     """For each tensor argument (top level, or one level down in a list), the position of the first argument that
-    is the same tensor: what `bytes_moved` depends on beyond shapes and dtypes."""
-    tensors: list[Any] = []
-    for value in (*args, *kwargs.values()):
+    is the same tensor: what `bytes_moved` depends on beyond shapes and dtypes. `()` when all are distinct (the
+    common case, and the positions would then follow from the shape memo's key)."""
+    ids: list[int] = []
+    for value in (*args, *kwargs.values()) if kwargs else args:
         if isinstance(value, torch.Tensor):
-            tensors.append(value)
+            ids.append(id(value))
         elif isinstance(value, (list, tuple)):
-            tensors.extend(item for item in value if isinstance(item, torch.Tensor))
+            ids.extend(id(item) for item in value if isinstance(item, torch.Tensor))
+    if len(set(ids)) == len(ids):
+        return ()
     first: dict[int, int] = {}
-    return tuple(first.setdefault(id(tensor), index) for index, tensor in enumerate(tensors))
+    return tuple(first.setdefault(tensor, index) for index, tensor in enumerate(ids))
 
 
 def _is_free(op: str) -> bool:
