@@ -44,10 +44,12 @@ def bytes_moved(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], out: A
     `out=` tensor is written, not read. An output a backward's `output_mask` turns off is not written (fake mode
     returns a tensor there, the real kernel none). Raises `Unsized` for a size fake mode does not know.
     """
-    written = _tensors(_masked(func, args, kwargs, out))
-    outs = _tensors(kwargs.get("out"))
-    read = _tensors((args, kwargs))
-    return tensor_bytes(t for t in read if not any(t is o for o in outs)) + tensor_bytes(written)
+    written = [out] if isinstance(out, torch.Tensor) else _tensors(_masked(func, args, kwargs, out))
+    read = _tensors((args, kwargs) if kwargs else args)
+    if kwargs and "out" in kwargs:
+        outs = _tensors(kwargs["out"])
+        read = [t for t in read if not any(t is o for o in outs)]
+    return tensor_bytes(read) + tensor_bytes(written)
 
 
 _MASK_INDEX: dict[Any, int | None] = {}
