@@ -338,3 +338,33 @@ def test_buffers_count_on_their_layer_once_non_persistent_ones_included() -> Non
 def test_a_model_without_buffers_measures_zero_buffer_bytes() -> None:
     report = count(nn.Linear(5, 6), torch.randn(4, 5))
     assert report.measures(BUFFER_BYTES) and report.metric(BUFFER_BYTES) == 0
+
+
+@pytest.mark.parametrize(
+    ("op", "rule"),
+    [
+        ("detach_.default", None),  # in-place views and metadata: nothing moves
+        ("transpose_.default", None),
+        ("as_strided_.default", None),
+        ("set_.source_Tensor", None),
+        ("resize_.default", None),
+        ("_unsafe_view.default", None),  # a view whose schema does not say so
+        ("empty.memory_format", None),
+        ("split_with_sizes.default", None),
+        ("copy_.default", "_overwritten"),
+        ("fill_.Scalar", "_overwritten"),
+        ("zeros_like.default", "_overwritten"),
+        ("embedding.default", "_gathered"),
+        ("index.Tensor", "_gathered"),
+        ("cat.default", "bytes_moved"),
+        ("masked_fill_.Scalar", "bytes_moved"),  # the positions written depend on data: the whole tensor counts
+    ],
+)
+def test_each_free_op_has_the_rule_its_schema_and_kind_give(op: str, rule: str | None) -> None:
+    from pytest_flopbudget.counting.torch.ops import op_key
+    from pytest_flopbudget.counting.torch.traffic import free_op_traffic
+
+    packet, overload = op.split(".")
+    func = getattr(getattr(torch.ops.aten, packet), overload)
+    found = free_op_traffic(func, op_key(func))
+    assert (found.__name__ if found is not None else None) == rule
