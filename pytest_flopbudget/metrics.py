@@ -326,8 +326,10 @@ BYTES = define_in_bytes(
     label="bytes moved",
     conventions={
         "bytes": (
-            "per counted op: every distinct tensor input read once and every output written once, each at its "
-            "dtype's element size; free (metadata-only) ops move 0; an in-place op reads and writes its tensor "
+            "per op: every distinct tensor input read once and every output written once, each at its "
+            "dtype's element size; views and metadata-only ops move 0; ops free of FLOPs that copy, gather, pad "
+            "or fill move bytes too, a gather (embedding, index_select) reading its indices and the rows it "
+            "gathers, a copy_ or fill_ not reading what it overwrites; an in-place op reads and writes its tensor "
             "once each; an out= tensor is written, not read"
         )
     },
@@ -340,6 +342,21 @@ PARAM_BYTES = define_in_bytes(
     slot_units=("param-bytes",),
     scope=PER_LAYER,
     conventions={"param-bytes": "bytes of the unique parameters in their own dtypes, buffers excluded"},
+)
+
+#: The bytes of each module's own unique buffers (running statistics, rotary tables, masks), in their own dtypes:
+#: held apart from param-bytes, which a deployment's weights are measured by.
+BUFFER_BYTES = define_in_bytes(
+    "buffer-bytes",
+    label="buffer bytes",
+    argument="buffer_bytes",
+    slot_units=("buffer-bytes",),
+    scope=PER_LAYER,
+    conventions={
+        "buffer-bytes": (
+            "bytes of the unique buffers in their own dtypes (shared buffers once), non-persistent ones included"
+        )
+    },
 )
 
 
@@ -375,7 +392,7 @@ PEAK_MEMORY = define_in_bytes(
 )
 
 #: Every metric, in the order outputs list them.
-METRICS = Registry(FLOPS, MACS, INT_OPS, PARAMS, SKIPPED, BYTES, PARAM_BYTES, PEAK_MEMORY)
+METRICS = Registry(FLOPS, MACS, INT_OPS, PARAMS, SKIPPED, BYTES, PARAM_BYTES, BUFFER_BYTES, PEAK_MEMORY)
 
 
 def by_name(name: str) -> Metric:

@@ -2,8 +2,10 @@
 
 A backend asks `lookup(op)` and gets one of three answers: a formula, `FREE`, or `None`. `None` means the op has
 compute we have no formula for, and the backend must report it as skipped: there is deliberately no default.
-`FREE` is the one zero-cost sentinel of both backends: a free op is not recorded at all, whereas a formula that
-returns a zero `Cost` (dropout in inference) records the call.
+`FREE` is the one zero-cost sentinel of both backends: a free op costs no FLOPs and is not recorded for them,
+whereas a formula that returns a zero `Cost` (dropout in inference) records the call. Free of FLOPs is not free
+of memory: the PyTorch engine records a free op that copies, gathers or fills with the bytes it moves alone
+(`counting/torch/traffic.py`); a view is not recorded at all.
 
 Formulas registered with `register_formula` (`user_formulas.py`) sit on top of the built-in table: `lookup` finds
 them first, and removing one brings back what was there before.

@@ -10,7 +10,7 @@ them as plain strings (`SkippedOp.reason`), so they must not change.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Container, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -92,6 +92,22 @@ class Tally(BothPhases):
         for path, layer in other.layers.items():
             for op, calls in layer.skipped.items():
                 self.layers.setdefault(path, LayerCost()).add_skipped(op, calls * times)
+
+    def forget(self, metric: Metric, recorded_for_it: Container[str] = ()) -> None:
+        """Drop every figure of `metric`, for a count that could not measure all of it (a part is not a figure),
+        and the ops in `recorded_for_it` that were tallied for that metric alone; layers left empty go too."""
+        for phase in (self.forward, self.backward):
+            phase.values.pop(metric, None)
+        for path in list(self.layers):
+            layer = self.layers[path]
+            layer.values.pop(metric, None)
+            for op in list(layer.ops):
+                values = layer.ops[op].values
+                values.pop(metric, None)
+                if not values and op in recorded_for_it:
+                    del layer.ops[op]
+            if not (layer.values or layer.ops or layer.skipped):
+                del self.layers[path]
 
     def report_fields(self) -> dict[str, Any]:
         """The `Report` fields this tally fills: `Report(**tally.report_fields(), ...)`."""

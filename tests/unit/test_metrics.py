@@ -17,6 +17,7 @@ from pytest_flopbudget.config.pyproject import BUDGET_KEYS
 from pytest_flopbudget.judge.reason import reason
 from pytest_flopbudget.judge.verdict import Measurement, evaluate
 from pytest_flopbudget.metrics import (
+    BUFFER_BYTES,
     BYTES,
     FLOPS,
     INT_OPS,
@@ -38,18 +39,28 @@ from pytest_flopbudget.units import BINARY, SI
 
 
 def test_the_metrics_in_their_order_with_their_names() -> None:
-    names = ["flops", "macs", "int-ops", "params", "skipped", "bytes", "param-bytes", "peak-memory"]
+    names = ["flops", "macs", "int-ops", "params", "skipped", "bytes", "param-bytes", "buffer-bytes", "peak-memory"]
     assert list(METRICS) == names
     assert [m.key for m in METRICS] == [*names[:4], "max-skipped-ops", *names[5:]]
     assert [m.argument for m in METRICS] == [n.replace("-", "_") for n in [*names[:4], "max-skipped-ops", *names[5:]]]
-    labels = ["FLOPs", "MACs", "integer ops", "params", "skipped op calls", "bytes moved", "param bytes", "peak memory"]
+    labels = [
+        "FLOPs",
+        "MACs",
+        "integer ops",
+        "params",
+        "skipped op calls",
+        "bytes moved",
+        "param bytes",
+        "buffer bytes",
+        "peak memory",
+    ]
     assert [m.label for m in METRICS] == labels
-    assert METRICS.growth == (FLOPS, MACS, INT_OPS, PARAMS, BYTES, PARAM_BYTES, PEAK_MEMORY)
-    assert METRICS.counted == (FLOPS, MACS, INT_OPS, PARAMS, BYTES, PARAM_BYTES)
+    assert METRICS.growth == (FLOPS, MACS, INT_OPS, PARAMS, BYTES, PARAM_BYTES, BUFFER_BYTES, PEAK_MEMORY)
+    assert METRICS.counted == (FLOPS, MACS, INT_OPS, PARAMS, BYTES, PARAM_BYTES, BUFFER_BYTES)
     assert METRICS.per_op == (FLOPS, MACS, INT_OPS, BYTES)
-    assert METRICS.optional == (BYTES, PARAM_BYTES, PEAK_MEMORY) and METRICS.omit_zero == (INT_OPS,)
+    assert METRICS.optional == (BYTES, PARAM_BYTES, BUFFER_BYTES, PEAK_MEMORY) and METRICS.omit_zero == (INT_OPS,)
     assert all(m.prefixes == SI for m in METRICS if not m.optional)
-    assert BYTES.prefixes == PARAM_BYTES.prefixes == PEAK_MEMORY.prefixes == BINARY | SI
+    assert BYTES.prefixes == PARAM_BYTES.prefixes == BUFFER_BYTES.prefixes == PEAK_MEMORY.prefixes == BINARY | SI
 
 
 def test_lookups() -> None:
@@ -60,6 +71,7 @@ def test_lookups() -> None:
     assert by_name("params") is PARAMS
     match = (
         "unknown metric 'gflops'; expected one of flops, macs, int-ops, params, skipped, bytes, param-bytes, "
+        "buffer-bytes, "
         "peak-memory"
     )
     with pytest.raises(ValueError, match=match):
@@ -83,6 +95,7 @@ def test_config_maps_come_from_the_definitions() -> None:
         "max-skipped-ops": "skipped",
         "bytes": "bytes",
         "param-bytes": "param-bytes",
+        "buffer-bytes": "buffer-bytes",
         "peak-memory": "peak-memory",
         "max-increase": "max_increase",
     }

@@ -15,7 +15,7 @@ import contextlib
 import logging
 import os
 import types
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -24,7 +24,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten, tree_map
 
 from ...errors import CountingError
-from ...metrics import BYTES, PARAM_BYTES, PARAMS, PEAK_MEMORY
+from ...metrics import BUFFER_BYTES, BYTES, PARAM_BYTES, PARAMS, PEAK_MEMORY
 from ...report import LayerCost, Report, conventions_with
 from ..formulas import Cost, on_integers
 from ..registry import Free
@@ -42,6 +42,7 @@ from .module_paths import ModulePathTracker
 from .ops import SAME_SHAPE_INPLACE, TORCH_OPS, integer_output, op_key
 from .peak_memory import LiveBytes, PeakMemory
 from .shape_memo import ShapeMemo
+from .traffic import Rule, Unsized, bytes_moved, free_op_traffic
 from .unknown_values import UnknownReads, describe
 
 _PRIM_DEVICE = torch.ops.prim.device.default
@@ -110,6 +111,8 @@ class CountingMode(TorchDispatchMode):
         self._costs: dict[Any, Cost | str | Free] = {}
         #: bytes moved per memo key, like `_costs` (the same shapes and dtypes move the same bytes)
         self._bytes: dict[Any, int] = {}
+        #: ops whose bytes could not be sized (an unbacked size): the count's `bytes` is then not measured
+        self.unsized_bytes: list[str] = []
         self._maybe_dynamic: dict[Any, bool] = {}
         #: follows live tensor bytes when the count measures peak memory (peak_memory.py)
         self.peak: LiveBytes | None = None
@@ -164,15 +167,13 @@ class CountingMode(TorchDispatchMode):
         if isinstance(cost, str):
             self.tally.skip(path, key, cost)
         elif not isinstance(cost, Free):
-            # the shape memo's key says nothing of which arguments are the same tensor (`x * x` reads x once,
-            # `x * y` reads both): the bytes memo keys on that too, or a replay would answer for the other
-            bytes_key = (memo_key, _aliasing(args, kwargs)) if memo_key is not None else None
-            moved = self._bytes.get(bytes_key) if bytes_key is not None else None
-            if moved is None:
-                moved = bytes_moved(func, args, kwargs, out)
-                if bytes_key is not None:
-                    self._bytes[bytes_key] = moved
+            moved = self._moved(bytes_moved, key, func, memo_key, args, kwargs, out)
             self.tally.add_values(path, key, {**cost.values(), BYTES: moved}, backward=node is not None)
+        else:  # free of FLOPs, but a copy, a gather or a fill still moves memory (traffic.py); a view moves none
+            rule = free_op_traffic(func, key)
+            moved = self._moved(rule, key, func, memo_key, args, kwargs, out) if rule is not None else 0
+            if moved:
+                self.tally.add_values(path, key, {BYTES: moved}, backward=node is not None)
         if self.peak is not None:
             try:
                 self.peak.observe(args, out, node, path)
@@ -180,6 +181,32 @@ class CountingMode(TorchDispatchMode):
                 self.peak.failed = True
                 self.peak = None
         return out
+
+    def _moved(
+        self,
+        rule: Rule,
+        key: str,
+        func: Any,
+        memo_key: Any,
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        out: Any,
+    ) -> int:
+        """The bytes the op moves by `rule`, memoised like its cost; 0 with `unsized_bytes` noted for a size fake
+        mode does not know (the report then leaves `bytes` not measured)."""
+        # the shape memo's key says nothing of which arguments are the same tensor (`x * x` reads x once,
+        # `x * y` reads both): the bytes memo keys on that too, or a replay would answer for the other
+        bytes_key = (memo_key, _aliasing(args, kwargs)) if memo_key is not None else None
+        moved = self._bytes.get(bytes_key) if bytes_key is not None else None
+        if moved is None:
+            try:
+                moved = rule(func, args, kwargs, out)
+            except Unsized:
+                self.unsized_bytes.append(key)
+                return 0
+            if bytes_key is not None:
+                self._bytes[bytes_key] = moved
+        return moved
 
     def _guarded(
         self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], run: Callable[..., Any] | None = None
@@ -244,7 +271,7 @@ class CountingMode(TorchDispatchMode):
 
     @staticmethod
     def _cost(func: Any, key: str, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any) -> Cost | str | Free:
-        """The op's cost, the reason it is skipped, or `FREE` (not recorded at all)."""
+        """The op's cost, the reason it is skipped, or `FREE` (no FLOPs; recorded only for the bytes it moves)."""
         entry = TORCH_OPS.lookup(key)
         if isinstance(entry, Free):
             return entry
@@ -256,43 +283,24 @@ class CountingMode(TorchDispatchMode):
             return _formula_failure(exc)
 
 
-def bytes_moved(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any) -> int:
-    """The memory traffic of one counted op: every distinct tensor among its inputs read once, every distinct
-    tensor among its outputs written once, each at its own dtype's element size.
-
-    So `x.add_(y)` reads x and y and writes x (the aliased output is written once, on top of its one read), and an
-    `out=` tensor is written, not read. A size fake mode does not know (unbacked) moves nothing rather than fail.
-    """
-    written = [t for t in tree_flatten(out)[0] if isinstance(t, torch.Tensor)]
-    outs = [t for t in tree_flatten(kwargs.get("out"))[0] if isinstance(t, torch.Tensor)]
-    read = [t for t in tree_flatten((args, kwargs))[0] if isinstance(t, torch.Tensor)]
-    return _tensor_bytes(t for t in read if not any(t is o for o in outs)) + _tensor_bytes(written)
-
-
 def _aliasing(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[int, ...]:
     """For each tensor argument (top level, or one level down in a list), the position of the first argument that
-    is the same tensor: what `bytes_moved` depends on beyond shapes and dtypes."""
-    tensors: list[Any] = []
-    for value in (*args, *kwargs.values()):
+    is the same tensor: what `bytes_moved` depends on beyond shapes and dtypes. `()` when all are distinct (the
+    common case, and the positions would then follow from the shape memo's key)."""
+    ids: list[int] = []
+    for value in (*args, *kwargs.values()) if kwargs else args:
         if isinstance(value, torch.Tensor):
-            tensors.append(value)
+            ids.append(id(value))
         elif isinstance(value, (list, tuple)):
-            tensors.extend(item for item in value if isinstance(item, torch.Tensor))
+            ids.extend(id(item) for item in value if isinstance(item, torch.Tensor))
+    if len(set(ids)) == len(ids):
+        return ()
     first: dict[int, int] = {}
-    return tuple(first.setdefault(id(tensor), index) for index, tensor in enumerate(tensors))
+    return tuple(first.setdefault(tensor, index) for index, tensor in enumerate(ids))
 
 
-def _tensor_bytes(tensors: Iterable[Any]) -> int:
-    total, seen = 0, set()
-    for tensor in tensors:
-        if id(tensor) in seen:
-            continue
-        seen.add(id(tensor))
-        try:
-            total += int(tensor.numel()) * tensor.element_size()
-        except Exception:  # an unbacked symbolic size: no figure to add
-            continue
-    return total
+def _is_free(op: str) -> bool:
+    return isinstance(TORCH_OPS.lookup(op), Free)
 
 
 def _formula_failure(exc: Exception) -> str:
@@ -375,7 +383,10 @@ def count_torch(
         if tracker is not None:
             tracker.close()
 
-    report = _build_report(model, mode.tally, tracker, training, execution, args, kwargs, counted)
+    if mode.unsized_bytes:  # part of the traffic has no size: no figure at all rather than a low one
+        mode.tally.forget(BYTES, {op for layer in mode.tally.layers.values() for op in layer.ops if _is_free(op)})
+    bytes_measured = not mode.unsized_bytes
+    report = _build_report(model, mode.tally, tracker, training, execution, args, kwargs, counted, bytes_measured)
     measured = live.result()
     if not live.failed and measured.unsized == 0:  # a storage it could not size would make the peak low: say nothing
         report.peak_memory, report.peak_layer = measured.bytes, measured.layer
@@ -747,6 +758,7 @@ def _build_report(
     args: tuple[Any, ...],
     kwargs: dict[str, Any],
     counted: torch.nn.Module | None = None,
+    bytes_measured: bool = True,
 ) -> Report:
     layers = tally.layers
     seen: set[int] = set()
@@ -765,8 +777,13 @@ def _build_report(
             layer = layers.setdefault(path, LayerCost())
             layer.add(PARAMS, own)
             layer.add(PARAM_BYTES, own_bytes)
+        buffer_bytes = _own_buffer_bytes(module, seen)
+        if buffer_bytes:
+            layers.setdefault(path, LayerCost()).add(BUFFER_BYTES, buffer_bytes)
     # Keras weights are counted, not their dtypes: their bytes are not measured
-    optional = frozenset({BYTES} if keras is not None else {BYTES, PARAM_BYTES})
+    optional = frozenset({BYTES} if keras is not None else {BYTES, PARAM_BYTES, BUFFER_BYTES})
+    if not bytes_measured:
+        optional = optional - {BYTES}
     return Report(
         **tally.report_fields(),
         training=training,
@@ -778,6 +795,18 @@ def _build_report(
         conventions=conventions_with(optional),
         optional_metrics=optional,
     )
+
+
+def _own_buffer_bytes(module: torch.nn.Module, seen: set[int]) -> int:
+    """The bytes of the module's own buffers not counted on an earlier module (a shared buffer counts once), each
+    at its dtype's element size; non-persistent buffers (a rotary embedding's `inv_freq`) are in: they are memory
+    the model holds while it runs, though its state_dict leaves them out."""
+    total = 0
+    for buffer in module._buffers.values():  # what `buffers(recurse=False)` walks, without its generator chain
+        if buffer is not None and id(buffer) not in seen:
+            seen.add(id(buffer))
+            total += buffer.numel() * buffer.element_size()
+    return total
 
 
 def _train_mode_matters(model: torch.nn.Module) -> bool:

@@ -230,6 +230,7 @@ def test_all_errors_are_reported_together(tmp_path: Path, monkeypatch: pytest.Mo
         "non-negative integers such as [1, 3, 224, 224] ([] for a 0-d scalar)",
         "pyproject.toml:8: tool.flopbudget.models.a.flop: unknown key; did you mean 'flops'? expected one of: target, "
         "inputs, method, training, execution, flops, macs, int-ops, params, max-skipped-ops, bytes, param-bytes, "
+        "buffer-bytes, "
         "peak-memory, max-increase",
         "pyproject.toml:9: tool.flopbudget.models.a.flops: '4.1Gi' is not a budget: binary prefixes",
         "pyproject.toml:10: tool.flopbudget.models.a.training: expected true or false, got 'no'",
@@ -241,7 +242,7 @@ def test_all_errors_are_reported_together(tmp_path: Path, monkeypatch: pytest.Mo
         "pyproject.toml:19: tool.flopbudget.models.c.inputs.0.dtype: unknown dtype 'int65'; expected one of: float32",
         "pyproject.toml:21: tool.flopbudget.models.d: missing key 'inputs'",
         "pyproject.toml:25: tool.flopbudget.models.e: declares no budget; set at least one of: flops, macs, int-ops, "
-        "params, max-skipped-ops, bytes, param-bytes, peak-memory, max-increase",
+        "params, max-skipped-ops, bytes, param-bytes, buffer-bytes, peak-memory, max-increase",
     ]
     assert len(lines) == len(expected)
     for line, start in zip(lines, expected):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pytest_flopbudget import Cost, Report
 from pytest_flopbudget.counting.tally import NO_FORMULA, Tally, formula_failed
-from pytest_flopbudget.metrics import PARAMS
+from pytest_flopbudget.metrics import BYTES, FLOPS, PARAMS
 
 
 def test_costs_go_to_their_layer_and_phase() -> None:
@@ -81,3 +81,18 @@ def test_report_fields_fill_a_report() -> None:
     assert report.skipped == {"topk": 1}
     assert report.estimated == {}
     assert report.layers["a"].ops["mm"].calls == 2
+
+
+def test_forgetting_a_metric_drops_its_figures_and_the_ops_tallied_for_it_alone() -> None:
+    tally = Tally()
+    tally.add_values("a", "mm", {FLOPS: 8, BYTES: 20})
+    tally.add_values("a", "cat", {BYTES: 12})  # free of FLOPs: listed for its bytes alone
+    tally.add_values("b", "cat", {BYTES: 4}, backward=True)
+    tally.add_values("b", "dropout", {BYTES: 4})  # a zero-cost formula: its call stays listed
+    tally.forget(BYTES, {"cat"})
+    assert (tally.forward.values, tally.backward.values) == ({FLOPS: 8}, {})
+    assert tally.layers["a"].values == {FLOPS: 8} and set(tally.layers["a"].ops) == {"mm"}
+    assert tally.layers["a"].ops["mm"].values == {FLOPS: 8}
+    assert set(tally.layers["b"].ops) == {"dropout"} and tally.layers["b"].ops["dropout"].calls == 1
+    tally.forget(BYTES, {"dropout"})
+    assert set(tally.layers) == {"a"}  # a layer left with nothing goes
