@@ -65,7 +65,9 @@ def test_memory_measures_where_measured(make_project, make_report) -> None:
     report = dataclasses.replace(make_report({"a": 10}), optional_metrics=frozenset(METRICS.optional), peak_memory=4096)
     document = bencher_metrics([project.verdict("resnet", report)])
     jsonschema.validate(document, SCHEMA)
-    assert list(document["resnet"]) == ["flops", "macs", "params", "skipped", "bytes", "param-bytes", "peak-memory"]
+    assert list(document["resnet"]) == [
+        "flops", "macs", "params", "skipped", "bytes", "param-bytes", "buffer-bytes", "peak-memory",
+    ]  # fmt: skip
     assert document["resnet"]["peak-memory"] == {"value": 4096}
 
 

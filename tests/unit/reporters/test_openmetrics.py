@@ -95,7 +95,7 @@ def test_memory_metrics_carry_their_unit(make_project, make_report) -> None:
     # integer ops only where there are some (this model has none)
     assert list(families) == [family(metric) for metric in METRICS if not metric.omit_zero]
     assert [family(metric) for metric in METRICS.optional] == [
-        "flopbudget_bytes", "flopbudget_param_bytes", "flopbudget_peak_memory_bytes",
+        "flopbudget_bytes", "flopbudget_param_bytes", "flopbudget_buffer_bytes", "flopbudget_peak_memory_bytes",
     ]  # fmt: skip
     assert families["flopbudget_peak_memory_bytes"] == {"resnet": 4096}
 

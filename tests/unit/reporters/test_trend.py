@@ -71,6 +71,6 @@ def test_names_are_inert_ordered_and_unique(make_project, make_report) -> None:
 
 def test_unit_words() -> None:
     assert [unit(metric) for metric in METRICS] == [
-        "FLOPs", "MACs", "int ops", "params", "skipped op calls", "bytes", "bytes", "bytes",
+        "FLOPs", "MACs", "int ops", "params", "skipped op calls", "bytes", "bytes", "bytes", "bytes",
     ]  # fmt: skip
     assert unit(BYTES) == "bytes"
