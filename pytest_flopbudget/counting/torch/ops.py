@@ -817,6 +817,28 @@ def _bincount(a: Args, out: Any) -> Cost:
 # --- free ops --------------------------------------------------------------------------------------------------
 
 #: Views, copies, dtype/device moves, allocation, indexing and metadata: no arithmetic.
+#: Ops that read or write no tensor data at all: sizes, asserts, storage bookkeeping. Free of FLOPs, and they move
+#: no bytes either (counting/torch/traffic.py).
+BOOKKEEPING_OPS = (
+    "aten.sym_size",
+    "aten.sym_stride",
+    "aten.sym_numel",
+    "aten.sym_storage_offset",
+    "aten.is_same_size",
+    "aten._has_compatible_shallow_copy_type",
+    "aten.set",
+    "aten.resize",
+    "aten.resize_as",
+    "aten.record_stream",
+    "aten._assert_async",
+    "aten._assert_scalar",
+    "aten._functional_assert_async",
+    "aten._functional_assert_scalar",
+    "aten.sym_constrain_range",
+    "aten.sym_constrain_range_for_size",
+    "aten._assert_tensor_metadata",
+)
+
 FREE_OPS = (
     "aten.view",
     "aten._unsafe_view",
@@ -920,23 +942,7 @@ FREE_OPS = (
     "aten.native_channel_shuffle",
     "aten._local_scalar_dense",
     "aten.item",
-    "aten.sym_size",
-    "aten.sym_stride",
-    "aten.sym_numel",
-    "aten.sym_storage_offset",
-    "aten.is_same_size",
-    "aten._has_compatible_shallow_copy_type",
-    "aten.set",
-    "aten.resize",
-    "aten.resize_as",
-    "aten.record_stream",
-    "aten._assert_async",
-    "aten._assert_scalar",
-    "aten._functional_assert_async",
-    "aten._functional_assert_scalar",
-    "aten.sym_constrain_range",
-    "aten.sym_constrain_range_for_size",
-    "aten._assert_tensor_metadata",
+    *BOOKKEEPING_OPS,
     "aten.uniform",
     "aten.normal",
     "aten.rand",

@@ -28,6 +28,8 @@ from typing import Any, Callable
 
 import torch
 
+from .ops import BOOKKEEPING_OPS
+
 #: The bytes one op moves: (op, positional args, keyword args, outputs) -> bytes.
 Rule = Callable[[Any, tuple[Any, ...], dict[str, Any], Any], int]
 
@@ -175,6 +177,7 @@ OVERWRITES = frozenset(
 #: synchronisation of one element, not counted, so that a value fake mode knows and one it does not count alike).
 NO_TRAFFIC = frozenset(
     {
+        *BOOKKEEPING_OPS,
         "aten._unsafe_view",
         "aten.unsafe_split",
         "aten.unsafe_split_with_sizes",
@@ -186,23 +189,6 @@ NO_TRAFFIC = frozenset(
         "aten.empty_strided",
         "aten.new_empty",
         "aten.new_empty_strided",
-        "aten.sym_size",
-        "aten.sym_stride",
-        "aten.sym_numel",
-        "aten.sym_storage_offset",
-        "aten.is_same_size",
-        "aten._has_compatible_shallow_copy_type",
-        "aten.set",
-        "aten.resize",
-        "aten.resize_as",
-        "aten.record_stream",
-        "aten._assert_async",
-        "aten._assert_scalar",
-        "aten._functional_assert_async",
-        "aten._functional_assert_scalar",
-        "aten.sym_constrain_range",
-        "aten.sym_constrain_range_for_size",
-        "aten._assert_tensor_metadata",
         "aten._linalg_check_errors",
         "aten._local_scalar_dense",
         "aten.item",
