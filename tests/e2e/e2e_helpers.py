@@ -70,6 +70,15 @@ def clean_env(**overrides: str) -> dict[str, str]:
     return env
 
 
+def pytest_in(cwd: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    """`python -m pytest ARGS` in `cwd` as a user's project would run it (no cache, no hypothesis plugin), with a
+    clean environment plus `env`: for the few tests that need a real process rather than pytester's."""
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:hypothesispytest", *args],
+        cwd=cwd, capture_output=True, text=True, env=clean_env(**env), check=False, timeout=300,
+    )  # fmt: skip
+
+
 def flopbudget(cwd: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
     """`python -m pytest_flopbudget ARGS` in `cwd`, with a clean environment plus `env`."""
     return subprocess.run(

@@ -3,12 +3,10 @@ one-line reason naming the metric; a model without one sees no buffer column."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from e2e_helpers import clean_env, flopbudget
+from e2e_helpers import flopbudget, pytest_in
 
 pytest.importorskip("torch")
 
@@ -74,10 +72,7 @@ def test_without_a_buffer_bytes_budget_there_is_no_buffer_column(tmp_path: Path)
 
 def test_the_marker_argument_buffer_bytes(tmp_path: Path) -> None:
     (tmp_path / "test_markers.py").write_text(MARKER_TESTS)
-    result = subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:hypothesispytest", "test_markers.py"],
-        cwd=tmp_path, capture_output=True, text=True, env=clean_env(COLUMNS="200"), check=False, timeout=300,
-    )  # fmt: skip
+    result = pytest_in(tmp_path, "test_markers.py", COLUMNS="200")
     assert result.returncode == 1, result.stdout + result.stderr
     assert "buffer bytes 72 B > budget 64 B" in result.stdout
 

@@ -4,12 +4,10 @@ showing it, and projects without integer work seeing the outputs they always saw
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from e2e_helpers import clean_env, flopbudget
+from e2e_helpers import flopbudget, pytest_in
 
 pytest.importorskip("torch")
 
@@ -84,10 +82,7 @@ def test_count_shows_the_integer_ops_column(tmp_path: Path) -> None:
 
 def test_marker_argument_int_ops(tmp_path: Path) -> None:
     (tmp_path / "test_markers.py").write_text(MARKER_TESTS)
-    result = subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:hypothesispytest", "test_markers.py"],
-        cwd=tmp_path, capture_output=True, text=True, env=clean_env(COLUMNS="200"), check=False, timeout=300,
-    )  # fmt: skip
+    result = pytest_in(tmp_path, "test_markers.py", COLUMNS="200")
     assert result.returncode == 1, result.stdout + result.stderr
     assert "131k int ops > budget 100k int ops" in result.stdout
 

@@ -3,12 +3,10 @@ metric, and projects without them seeing the tables they always saw."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from e2e_helpers import MODELS, clean_env, flopbudget
+from e2e_helpers import MODELS, flopbudget, pytest_in
 
 pytest.importorskip("torch")
 
@@ -62,10 +60,7 @@ def test_a_project_without_memory_budgets_sees_no_memory_column(tmp_path: Path) 
 
 def test_marker_arguments_param_bytes_and_bytes(tmp_path: Path) -> None:
     (tmp_path / "test_markers.py").write_text(MARKER_TESTS)
-    result = subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:hypothesispytest", "test_markers.py"],
-        cwd=tmp_path, capture_output=True, text=True, env=clean_env(COLUMNS="200"), check=False, timeout=300,
-    )  # fmt: skip
+    result = pytest_in(tmp_path, "test_markers.py", COLUMNS="200")
     assert result.returncode == 1, result.stdout + result.stderr
     assert "param bytes 72 B > budget 64 B" in result.stdout
 

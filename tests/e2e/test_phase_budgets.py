@@ -3,13 +3,11 @@ makes every generated token costlier while the prefill stays within its budget, 
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from fractions import Fraction
 from pathlib import Path
 
 import pytest
-from e2e_helpers import clean_env, flopbudget
+from e2e_helpers import flopbudget, pytest_in
 
 pytest.importorskip("transformers")
 
@@ -87,10 +85,7 @@ def test_check_fails_on_the_mean_decode_step_and_names_it(tmp_path: Path, budget
 
 def test_pytest_fails_the_model_item_with_the_same_reason(tmp_path: Path, budgets: tuple[int, int]) -> None:
     project(tmp_path, 96, budgets)
-    result = subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:hypothesispytest", "pyproject.toml"],
-        cwd=tmp_path, capture_output=True, text=True, env=clean_env(COLUMNS="200"), check=False, timeout=300,
-    )  # fmt: skip
+    result = pytest_in(tmp_path, "pyproject.toml", COLUMNS="200")
     assert result.returncode == 1, result.stdout + result.stderr
     assert "decode mean per token: " in result.stdout
 
@@ -138,10 +133,7 @@ def test_generation_within(flopbudget):
 
 def test_the_marker_budgets_training_and_generation_phases(tmp_path: Path) -> None:
     (tmp_path / "test_markers.py").write_text(MARKER_TESTS)
-    result = subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:hypothesispytest", "test_markers.py"],
-        cwd=tmp_path, capture_output=True, text=True, env=clean_env(COLUMNS="200"), check=False, timeout=300,
-    )  # fmt: skip
+    result = pytest_in(tmp_path, "test_markers.py", COLUMNS="200")
     assert result.returncode == 1, result.stdout + result.stderr
     assert "2 failed, 1 passed" in result.stdout
     assert "backward: " in result.stdout and "> budget 100 FLOPs" in result.stdout
