@@ -27,6 +27,7 @@ from ..run import RunResult, Unchecked
 from ..safe_text import safe_text
 from . import terminal
 from .annotations import relative_path
+from .curve_lines import curve_table
 from .output import Findings, OutputContext
 
 #: GitHub's limit for one step's summary.
@@ -72,6 +73,7 @@ def summary(
     rows = [row for verdict in ordered for row in _rows(verdict, verdict.name in duplicated)]
     table_head = [_row(HEADER), _row(("---",) * len(HEADER))] if rows else []
     blocks = [_details_block(v, update_hint, os.fspath(workspace or os.getcwd()), base_ref) for v in failed]
+    blocks += [block for block in (_curve_block(v) for v in ordered) if block]
     return truncate(head, table_head, rows, blocks, max_bytes=max_bytes)
 
 
@@ -285,6 +287,26 @@ def _details_block(verdict: Verdict, update_hint: str, workspace: str, base_ref:
     return "\n".join(
         ["<details>", f"<summary>{STATUS['fail']} {summary_line}</summary>", "", fence + "text", text, fence, "",
          "</details>", ""]
+    )  # fmt: skip
+
+
+def _curve_block(verdict: Verdict) -> str:
+    """`<details>` comparing the base and head curves of a model whose formula changed (failed or not), with both
+    formulas: empty for every other model, so a project without curves gets the summary it always got."""
+    table = curve_table(verdict)
+    formula, base = verdict.measurement.formula, verdict.baseline_formula
+    if not table or formula is None or base is None:
+        return ""
+    name = html.escape(" ".join(safe_text(verdict.name).splitlines()), quote=False)
+    dims = ", ".join(formula.dims)
+    formulas = [
+        f"- {cell(m.label)}: base `{base.total(m)}`, now `{formula.total(m)}`"
+        for m in METRICS.growth
+        if m in formula.totals and base.total(m) != formula.total(m) and verdict.judges(m)
+    ]
+    return "\n".join(
+        ["<details>", f"<summary>\U0001f4c8 {name}: cost curve changed in {html.escape(dims)}</summary>", "",
+         *table, "", *formulas, "", f"{formula.holds.describe()}", "", "</details>", ""]
     )  # fmt: skip
 
 

@@ -63,3 +63,33 @@ def test_json_results_carry_the_formula_only_for_a_curve_model() -> None:
     assert entry["budget"]["max_degree"][0]["dim"] == "seq"
     plain = json_report.model_entry(verdict(None), root="/p")
     assert "formula" not in plain and "baseline_formula" not in plain and "max_degree" not in plain["budget"]
+
+
+def test_the_summary_compares_base_and_head_curves_along_the_range() -> None:
+    from pytest_flopbudget.reporters.curve_lines import curve_table
+
+    rows = curve_table(verdict(formula("2*seq**2"), formula("seq**2")))
+    assert rows[0] == "| seq | FLOPs base \u2192 now |"
+    # sizes: the range [16, 512] by powers of two; at 16 the base is 16**2 + 100*16 = 1,856 FLOPs and the head
+    # 2*16**2 + 1600 = 2,112 (+13.8%); at 512, 262,144 + 51,200 = 313,344 against 575,488 (+83.7%)
+    assert [row.split(" | ")[0].strip("| ") for row in rows[2:]] == ["16", "32", "64", "128", "256", "512"]
+    assert rows[2] == "| 16 | 1.86 kFLOPs \u2192 2.11 kFLOPs (+13.8%) |"
+    assert rows[-1] == "| 512 | 313 kFLOPs \u2192 575 kFLOPs (+83.7%) |"
+    assert curve_table(verdict(formula("seq**2"), formula("seq**2"))) == []  # unchanged: no table
+    assert curve_table(verdict(formula("seq**2"))) == []  # no baseline formula: nothing to compare
+
+
+def test_the_job_summary_shows_the_curves_of_a_model_whose_formula_changed_even_when_it_passed() -> None:
+    from pytest_flopbudget.reporters.markdown import summary
+
+    grown = verdict(formula("3*seq"), formula("seq"))  # degree 1 within max-degree seq = 1: it passes
+    assert grown.passed
+    text = summary([grown], update_hint="flopbudget check --update")
+    assert "<summary>\U0001f4c8 gpt: cost curve changed in seq</summary>" in text
+    # at 512: 512 + 100*512 = 51,712 FLOPs at the base, 3*512 + 51,200 = 52,736 now (+2.0%)
+    assert "| 512 | 51.7 kFLOPs \u2192 52.7 kFLOPs (+2.0%) |" in text
+    assert "- FLOPs: base `101*seq`, now `103*seq`" in text
+    failed = summary([verdict(formula("2*seq**2"), formula("seq**2"))], update_hint="flopbudget check --update")
+    assert "| 512 | 313 kFLOPs \u2192 575 kFLOPs (+83.7%) |" in failed
+    same = summary([verdict(formula("seq"), formula("seq"))], update_hint="flopbudget check --update")
+    assert "cost curve" not in same
