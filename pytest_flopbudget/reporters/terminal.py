@@ -15,6 +15,7 @@ from collections.abc import Iterable, Sequence
 from pytest_flopbudget.config.location import Location
 from pytest_flopbudget.front_ends import PYTEST_UPDATE_HINT
 from pytest_flopbudget.judge.diff import LayerDiff, top_layers
+from pytest_flopbudget.judge.diff_groups import group_changes
 from pytest_flopbudget.judge.reason import reason
 from pytest_flopbudget.judge.verdict import Finding, FindingKind, Verdict
 from pytest_flopbudget.render.formatting import (
@@ -199,8 +200,12 @@ def update_command(verdict: Verdict, update_hint: str) -> str:
 
 
 def diff_table(diff: LayerDiff, *, top: int = TOP) -> list[str]:
-    """`layer | baseline | now | delta` rows, largest |delta| first, then the rest collapsed, then the total."""
-    shown, rest = diff.top(top)
+    """`layer | baseline | now | delta` rows, largest |delta| first, then the rest collapsed, then the total.
+
+    Repeated blocks that changed alike are one row (`layers.{0..31}.mlp.up ×32`, figures summed: see
+    `judge.diff_groups`); the rest line still counts layers."""
+    groups = group_changes(diff.changes)
+    shown, rest = groups[:top], [change for group in groups[top:] for change in group.changes]
     prefixes = by_name(diff.metric).prefixes
     rows = [("layer", "baseline", "now", "delta")]
     for change in shown:
@@ -209,7 +214,7 @@ def diff_table(diff: LayerDiff, *, top: int = TOP) -> list[str]:
             note = format_percent(change.delta, change.baseline or 0)
         rows.append(
             (
-                layer_label(change.path),
+                change.label,
                 _figure(change.baseline, prefixes),
                 _figure(change.now, prefixes),
                 f"{_signed(change.delta, prefixes)} ({note})",
