@@ -1,4 +1,4 @@
-"""Repeated blocks of a per-layer diff as one row: `layers.{0..31}.mlp.up ×32` instead of 32 identical rows.
+"""Repeated blocks of a per-layer diff as one row: `layers.{0..31}.mlp.up x32` instead of 32 identical rows.
 
 A change made to every block of a transformer shows up on every block; listed one by one it fills the table (and
 pushes every other change under the "more changed layers" line) while saying one thing. Layers whose paths differ
@@ -23,11 +23,11 @@ class ChangeGroup:
 
     @property
     def label(self) -> str:
-        """`layers.{0..31}.mlp.up ×32`, or the one layer's path as a single row always showed it."""
+        """`layers.{0..31}.mlp.up x32`, or the one layer's path as a single row always showed it."""
         paths = [change.path for change in self.changes]
         if len(paths) == 1:
             return group_label(paths)
-        return f"{group_label(paths)} ×{len(paths)}"
+        return f"{group_label(paths)} x{len(paths)}"  # ASCII, as the rest of the terminal text
 
     @property
     def status(self) -> str:

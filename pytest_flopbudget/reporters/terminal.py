@@ -202,7 +202,7 @@ def update_command(verdict: Verdict, update_hint: str) -> str:
 def diff_table(diff: LayerDiff, *, top: int = TOP) -> list[str]:
     """`layer | baseline | now | delta` rows, largest |delta| first, then the rest collapsed, then the total.
 
-    Repeated blocks that changed alike are one row (`layers.{0..31}.mlp.up ×32`, figures summed: see
+    Repeated blocks that changed alike are one row (`layers.{0..31}.mlp.up x32`, figures summed: see
     `judge.diff_groups`); the rest line still counts layers."""
     groups = group_changes(diff.changes)
     shown, rest = groups[:top], [change for group in groups[top:] for change in group.changes]

@@ -11,7 +11,7 @@ def test_thirty_two_identical_blocks_are_one_group() -> None:
     groups = group_changes(changes)
     assert len(groups) == 1
     (group,) = groups
-    assert group.label == "layers.{0..31}.mlp.up ×32"
+    assert group.label == "layers.{0..31}.mlp.up x32"
     assert (group.baseline, group.now, group.delta, group.status) == (3200, 4800, 1600, "changed")
 
 
@@ -19,9 +19,9 @@ def test_blocks_that_changed_differently_stay_apart() -> None:
     changes = [LayerChange(f"h.{i}.attn", 100, 200) for i in range(4)]
     changes += [LayerChange("h.4.attn", 100, 300), LayerChange("h.5.attn", None, 50), LayerChange("h.6.attn", None, 50)]
     labels = {group.label: group for group in group_changes(changes)}
-    assert set(labels) == {"h.{0..3}.attn ×4", "h.4.attn", "h.{5..6}.attn ×2"}
-    assert labels["h.{5..6}.attn ×2"].baseline is None and labels["h.{5..6}.attn ×2"].now == 100
-    assert [g.label for g in group_changes(changes)][0] == "h.{0..3}.attn ×4"  # the largest group change first
+    assert set(labels) == {"h.{0..3}.attn x4", "h.4.attn", "h.{5..6}.attn x2"}
+    assert labels["h.{5..6}.attn x2"].baseline is None and labels["h.{5..6}.attn x2"].now == 100
+    assert group_changes(changes)[0].label == "h.{0..3}.attn x4"  # the largest group change first
 
 
 def test_non_numeric_names_and_single_rows_are_untouched() -> None:
@@ -33,4 +33,4 @@ def test_non_numeric_names_and_single_rows_are_untouched() -> None:
 
 def test_a_removed_group_has_no_figure_now() -> None:
     groups = group_changes([LayerChange(f"blocks.{i}.proj", 7, None) for i in (0, 2, 5)])
-    assert [(g.label, g.baseline, g.now, g.delta) for g in groups] == [("blocks.{0,2,5}.proj ×3", 21, None, -21)]
+    assert [(g.label, g.baseline, g.now, g.delta) for g in groups] == [("blocks.{0,2,5}.proj x3", 21, None, -21)]

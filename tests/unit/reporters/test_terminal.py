@@ -253,6 +253,6 @@ def test_diff_groups_repeated_blocks_that_changed_alike() -> None:
     now = make_report({f"layers.{i}.mlp.up": 150 for i in range(32)} | {"head": 20, "embed": 5})
     text = details(verdict_for(now, baseline, flops=1), update_hint=HINT)
     rows = [line.split() for line in text.splitlines()]
-    assert ["layers.{0..31}.mlp.up", "×32", "3.20k", "4.80k", "+1.60k", "(+50.0%)"] in rows
+    assert ["layers.{0..31}.mlp.up", "x32", "3.20k", "4.80k", "+1.60k", "(+50.0%)"] in rows
     assert ["head", "10", "20", "+10", "(+100.0%)"] in rows
     assert not any(row[0] == "layers.0.mlp.up" for row in rows if row)
