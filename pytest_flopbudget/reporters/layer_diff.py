@@ -57,7 +57,7 @@ def format_diff(verdict: Verdict) -> str:
     baseline = verdict.baseline
     assert baseline is not None
     shown = verdict.baseline_file
-    changed = [m for m in DIFF_METRICS if verdict.judges(m) and (diff := verdict.diff(m)) is not None and diff.changes]
+    changed = changed_metrics(verdict)
     if not changed:
         figures = ", ".join(_figure(verdict.report, m) for m in METRICS.counted if verdict.judges(m))
         lines = [f"{verdict.name}: no change since {shown} ({figures})"]
@@ -73,6 +73,11 @@ def format_diff(verdict: Verdict) -> str:
             lines.extend(diff_table(diff))
     lines.extend(baseline_notes(verdict))  # the same words as a failure's details for a baseline counted differently
     return "\n".join(lines)
+
+
+def changed_metrics(verdict: Verdict) -> list[Metric]:
+    """The metrics shown for `verdict` whose per-layer diff against the baseline is not empty."""
+    return [m for m in DIFF_METRICS if verdict.judges(m) and (diff := verdict.diff(m)) is not None and diff.changes]
 
 
 def _figure(report: Report, metric: Metric) -> str:

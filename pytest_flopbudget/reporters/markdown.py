@@ -28,6 +28,7 @@ from ..safe_text import safe_text
 from . import terminal
 from .annotations import relative_path
 from .curve_lines import curve_table
+from .layer_diff import changed_metrics, format_diff
 from .output import Findings, OutputContext
 
 #: GitHub's limit for one step's summary.
@@ -41,6 +42,8 @@ STATUS = {"fail": "❌", "warn": "⚠️", "ok": "✅"}
 BAR_CELLS = 10
 BAR_FULL = "█"
 BAR_EMPTY = "░"
+#: How many names the one line of unchanged models lists before `…` (the log has them all).
+UNCHANGED_NAMES = 10
 HEADER = ("", "model", "metric", "budget", "baseline", "now", "delta", "budget use")
 
 _MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]|~])")
@@ -70,9 +73,15 @@ def summary(
         head.extend(_changes_section(changes, workspace or os.getcwd()))
     names = [v.name for v in verdicts]
     duplicated = {name for name in names if names.count(name) > 1}
-    rows = [row for verdict in ordered for row in _rows(verdict, verdict.name in duplicated)]
+    unchanged = [v for v in ordered if _unchanged(v)]
+    unchanged = unchanged if len(unchanged) > 1 else []  # one model keeps its row: a line would say no less
+    rows = [
+        row for verdict in ordered if verdict not in unchanged for row in _rows(verdict, verdict.name in duplicated)
+    ]
+    rows += [_unchanged_row(unchanged)] if unchanged else []
     table_head = [_row(HEADER), _row(("---",) * len(HEADER))] if rows else []
     blocks = [_details_block(v, update_hint, os.fspath(workspace or os.getcwd()), base_ref) for v in failed]
+    blocks += [_change_block(v) for v in ordered if v.passed and v.baseline is not None and changed_metrics(v)]
     blocks += [block for block in (_curve_block(v) for v in ordered) if block]
     return truncate(head, table_head, rows, blocks, max_bytes=max_bytes)
 
@@ -229,12 +238,7 @@ def _rows(verdict: Verdict, show_nodeid: bool = False) -> list[str]:
 
     `show_nodeid` tells apart tests that count a model of the same name.
     """
-    flagged = {f.metric for f in verdict.findings if f.metric}
-    metrics: list[Metric] = [m for m in METRICS if verdict.budget.limit(m) is not None or m in flagged]
-    if not metrics:
-        metrics = [FLOPS]
-    # integer ops wherever the model has some: integer work moved out of FLOPs must not read as gone
-    metrics += [m for m in METRICS.omit_zero if m not in metrics and verdict.judges(m)]
+    metrics = _row_metrics(verdict)
     violated = {f.metric for f in verdict.violations}
     warned = {f.metric for f in verdict.warnings}
     rows = []
@@ -247,6 +251,16 @@ def _rows(verdict: Verdict, show_nodeid: bool = False) -> list[str]:
             name += f"<br><sub>{cell(verdict.measurement.nodeid)}</sub>"
         rows.append(_row((STATUS[status], name, *_figures(verdict, metric))))
     return rows
+
+
+def _row_metrics(verdict: Verdict) -> list[Metric]:
+    flagged = {f.metric for f in verdict.findings if f.metric}
+    metrics: list[Metric] = [m for m in METRICS if verdict.budget.limit(m) is not None or m in flagged]
+    if not metrics:
+        metrics = [FLOPS]
+    # integer ops wherever the model has some: integer work moved out of FLOPs must not read as gone
+    metrics += [m for m in METRICS.omit_zero if m not in metrics and verdict.judges(m)]
+    return metrics
 
 
 def _figures(verdict: Verdict, metric: Metric) -> tuple[str, ...]:
@@ -288,6 +302,33 @@ def _details_block(verdict: Verdict, update_hint: str, workspace: str, base_ref:
         ["<details>", f"<summary>{STATUS['fail']} {summary_line}</summary>", "", fence + "text", text, fence, "",
          "</details>", ""]
     )  # fmt: skip
+
+
+def _change_block(verdict: Verdict) -> str:
+    """`<details>` with a model's change in totals as summary and its per-layer diff (`flopbudget diff`'s text) as a
+    code block: for a model that changed and passed, so that growth inside a budget shows where it is too."""
+    totals, *tables = format_diff(verdict).splitlines()
+    text = "\n".join(tables)
+    fence = "`" * max(3, _longest_backtick_run(text) + 1)
+    summary_line = html.escape(" ".join(totals.splitlines()), quote=False)
+    return "\n".join(
+        ["<details>", f"<summary>{STATUS[_model_status(verdict)]} {summary_line}</summary>", "", fence + "text", text,
+         fence, "", "</details>", ""]
+    )  # fmt: skip
+
+
+def _unchanged(verdict: Verdict) -> bool:
+    """Whether the model's every row would read `=`: passed without warnings, the same figures as its baseline."""
+    if not verdict.passed or verdict.warnings or verdict.baseline is None:
+        return False
+    return all(verdict.delta(metric) == 0 for metric in _row_metrics(verdict))
+
+
+def _unchanged_row(verdicts: Sequence[Verdict]) -> str:
+    """`12 models unchanged: a, b, c, …`: the rows of models that did not move, as one."""
+    names = ", ".join(cell(v.name) for v in verdicts[:UNCHANGED_NAMES])
+    more = ", …" if len(verdicts) > UNCHANGED_NAMES else ""
+    return _row((STATUS["ok"], f"{plural(len(verdicts), 'model')} unchanged: {names}{more}", "", "", "", "", "", ""))
 
 
 def _curve_block(verdict: Verdict) -> str:

@@ -58,7 +58,19 @@ to accept: set flops = "1.2k" at pyproject.toml:6 (tool.flopbudget.models.resnet
 ```
 
 </details>
-"""  # noqa: E501 (the golden hint is one line)
+
+<details>
+<summary>⚠️ vit: 1.50 kFLOPs (unchanged), 750 MACs (unchanged), 1 params (unchanged), 0 skipped op calls -&gt; 2 skipped op calls (new)</summary>
+
+```text
+skipped op calls per layer, against .flopbudget/vit.json:
+  layer    baseline  now       delta
+  (model)         -    2  +2 (added)
+  total           0    2    +2 (new)
+```
+
+</details>
+"""  # noqa: E501 (the golden hint and summary lines are one line each)
 
 
 def test_golden_summary(make_project, make_report) -> None:
@@ -70,6 +82,32 @@ def test_golden_summary(make_project, make_report) -> None:
         "vit", "flops", "raised", "1.5k", "2k", "origin/main", project.settings.models["vit"].sources["flops"], "+33.3%"
     )
     assert summary([odd, vit, resnet], [change], update_hint=HINT, workspace=project.root) == GOLDEN
+
+
+def test_a_model_that_grew_inside_its_budget_shows_where(make_project, make_report) -> None:
+    project = make_project(PYPROJECT)
+    layers = {f"layers.{i}.mlp.up": 39 for i in range(32)}
+    vit = project.verdict("vit", make_report(layers), make_report(dict.fromkeys(layers, 30)))
+    text = summary([vit], update_hint=HINT, workspace=project.root)
+    assert text.splitlines()[0].startswith("### flopbudget: ✅ 1 model within budget")
+    assert " vit: 960 FLOPs -&gt; 1.25 kFLOPs (+30.0%)" in text
+    assert "  layers.{0..31}.mlp.up x32       960  1.25k  +288 (+30.0%)" in text.splitlines()
+
+
+def test_unchanged_models_collapse_into_one_row(make_project, make_report) -> None:
+    models = "".join(
+        f'[tool.flopbudget.models.m{i:02d}]\ntarget = "pkg:m"\ninputs = [[1]]\nflops = 10\n\n' for i in range(12)
+    )
+    project = make_project("[tool.flopbudget]\n\n" + models)
+    same = [project.verdict(f"m{i:02d}", make_report({"a": 5}), make_report({"a": 5})) for i in range(12)]
+    new = project.verdict("m11", make_report({"a": 5}))  # no baseline: its row says "-", not "="
+    text = summary([*same[:11], new], update_hint=HINT)
+    names = ", ".join(f"m{i:02d}" for i in range(10))
+    assert f"| ✅ | 11 models unchanged: {names}, … |  |  |  |  |  |  |" in text.splitlines()
+    assert "| ✅ | m11 | FLOPs | 10 | - | 5 | - | █████░░░░░ 50.0% |" in text.splitlines()
+    assert text.count("| ✅ |") == 2 and "<details>" not in text
+    one = summary(same[:1], update_hint=HINT)  # a single unchanged model keeps its row
+    assert "| ✅ | m00 | FLOPs | 10 | 5 | 5 | = | █████░░░░░ 50.0% |" in one.splitlines()
 
 
 def test_all_within_budget_has_no_details(make_project, make_report) -> None:
