@@ -408,11 +408,12 @@ def missing_baseline(measurement: Measurement, shown: str, *, required: bool) ->
 
 
 def _growth_findings(measurement: Measurement, baseline: Report | None) -> list[Finding]:
-    """Growth over max-increase is an error; other growth within the ceilings is a warning worth a look."""
+    """Growth over max-increase is an error; other growth within the ceilings is a warning worth a look, or, with a
+    warn-increase, only growth over it (warn-then-fail: the warning comes before the failure)."""
     if baseline is None:
         return []
     budget = measurement.budget
-    increase = budget.max_increase
+    increase, warn = budget.max_increase, budget.warn_increase
     findings = []
     for metric in METRICS.growth:
         limit = budget.limit(metric)
@@ -447,7 +448,12 @@ def _growth_findings(measurement: Measurement, baseline: Report | None) -> list[
                 )
             )
         elif limit is None or now <= limit.value:
+            if warn is not None and warn.allows(old, now):
+                continue  # within warn-increase: growth the project accepts without a word
+            if warn is not None:
+                message += f", more than warn-increase {warn.text}"
             source = increase.source if increase else (limit.source if limit else budget.source)
+            source = warn.source if warn else source
             ceiling = limit.value if limit else None
             findings.append(
                 Finding(

@@ -71,7 +71,20 @@ def pytest_summary(result: RunResult) -> list[str]:
     or nothing at all for a session without a counted model, an error or a baseline to mention."""
     if not (result.verdicts or result.update_errors or result.unchecked or result.stale or result.removed):
         return []
-    return [f"error: {e.message}" for e in result.unchecked if e.nodeid is None] + run_summary(result)
+    lines = [f"error: {e.message}" for e in result.unchecked if e.nodeid is None]
+    return lines + warn_increase_lines(result) + run_summary(result)
+
+
+def warn_increase_lines(result: RunResult) -> list[str]:
+    """`NAME: warning: ... more than warn-increase 1%`: the warnings a project asked for with warn-increase, which
+    no test shows (the test passes); growth on models without one stays in the table's `vs baseline` column."""
+    return [
+        f"{v.name}: warning: {f.message}"
+        for v in result.verdicts
+        if v.passed and v.budget.warn_increase is not None
+        for f in v.warnings
+        if f.kind == FindingKind.GROWTH
+    ]
 
 
 def details(
