@@ -9,20 +9,22 @@ differ between a run of one test and a run of the suite.
 from __future__ import annotations
 
 import sys
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import torch
 
 #: The model libraries whose version is recorded when a model is built from their classes.
 MODEL_LIBRARIES = ("transformers", "diffusers")
 
 
-def model_library_versions(model: Any) -> dict[str, str]:
+def model_library_versions(model: torch.nn.Module) -> dict[str, str]:
     """`{"transformers": "4.57.1"}` for each model library one of `model`'s modules comes from (empty for none)."""
     loaded = [name for name in MODEL_LIBRARIES if name in sys.modules]  # never imported: never used
     if not loaded:
         return {}
-    modules = model.modules() if hasattr(model, "modules") else [model]
     used: set[str] = set()
-    for module in modules:
+    for module in model.modules():
         for cls in type(module).__mro__:
             library = cls.__module__.partition(".")[0]
             if library in loaded:
