@@ -17,6 +17,7 @@ from pytest_flopbudget.front_ends import PYTEST_UPDATE_HINT
 from pytest_flopbudget.judge.diff import LayerDiff, top_layers
 from pytest_flopbudget.judge.reason import reason
 from pytest_flopbudget.judge.verdict import Finding, FindingKind, Verdict
+from pytest_flopbudget.judge.versions import version_note
 from pytest_flopbudget.render.formatting import (
     ROOT_LABEL,
     ceiling_above,
@@ -421,7 +422,8 @@ def _skipped_lines(verdict: Verdict) -> list[str]:
 
 
 def baseline_notes(verdict: Verdict) -> list[str]:
-    """Say so when the baseline was counted differently: a diff across input shapes is not like for like."""
+    """Say so when the baseline was counted differently: a diff across input shapes is not like for like, and a
+    count that moved with torch (or another library) may owe the change to the library."""
     notes = []
     old, new = verdict.baseline, verdict.report
     assert old is not None
@@ -435,6 +437,9 @@ def baseline_notes(verdict: Verdict) -> list[str]:
             f"note: the baseline was counted with the model in {modes[old.train_mode]} mode, now in "
             f"{modes[new.train_mode]} mode (batch-norm statistics and dropout show in the diff; forgot .eval()?)"
         )
+    versions = version_note(old.versions, new.versions)
+    if versions and any(verdict.judges(m) and verdict.delta(m) for m in METRICS):  # only a count that moved
+        notes.append(f"note: {versions}")
     return notes
 
 

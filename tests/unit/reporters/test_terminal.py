@@ -246,3 +246,19 @@ def test_a_terminal_that_cannot_be_written_is_the_front_ends_to_handle() -> None
     over = verdict_for(make_report({"a": 30}), make_report({"a": 10}), flops=20)
     with pytest.raises(BrokenPipeError):
         emit(RunResult([over], front_end=CLI_FRONT_END), [TERMINAL], env={}, stream=Gone(), errors=io.StringIO())
+
+
+def test_a_count_that_moved_with_torch_says_so() -> None:
+    baseline, now = make_report({"a": 1}), make_report({"a": 2})
+    baseline.versions, now.versions = {"torch": "2.13.0"}, {"torch": "2.14.0"}
+    text = details(verdict_for(now, baseline, flops=1), update_hint=HINT)
+    assert "note: counted with torch 2.13.0 at the base, 2.14.0 now" in text.splitlines()
+
+
+def test_versions_say_nothing_when_the_count_did_not_move_or_the_baseline_has_none() -> None:
+    baseline, now = make_report({"a": 2}), make_report({"a": 2})
+    baseline.versions, now.versions = {"torch": "2.13.0"}, {"torch": "2.14.0"}
+    assert "counted with" not in details(verdict_for(now, baseline, flops=1), update_hint=HINT)  # tighter budget
+    old, grown = make_report({"a": 1}), make_report({"a": 2})
+    grown.versions = {"torch": "2.14.0"}
+    assert "counted with" not in details(verdict_for(grown, old, flops=1), update_hint=HINT)  # an old baseline
