@@ -19,6 +19,7 @@ from pytest_flopbudget.errors import BaselineError
 from pytest_flopbudget.front_ends import ANY_UPDATE_HINT
 from pytest_flopbudget.judge.baseline import BaselineSource, baseline_formula
 from pytest_flopbudget.judge.diff import LayerDiff, diff_layers
+from pytest_flopbudget.judge.phase_growth import phase_growth_findings
 from pytest_flopbudget.metrics import METRICS, SKIPPED, Metric, by_name
 from pytest_flopbudget.render.formatting import format_pair, format_percent, layer_label
 from pytest_flopbudget.report import Report
@@ -325,6 +326,7 @@ def evaluate(
                 )
             )
     findings.extend(_phase_findings(report, budget))
+    findings.extend(phase_growth_findings(report, baseline, budget))
     findings.extend(_growth_findings(measurement, baseline))
     findings.extend(_curve_findings(measurement, baseline_formula))
     limit = budget.limit(SKIPPED)
