@@ -19,6 +19,7 @@ from pytest_flopbudget.errors import BaselineError
 from pytest_flopbudget.front_ends import ANY_UPDATE_HINT
 from pytest_flopbudget.judge.baseline import BaselineSource, baseline_formula
 from pytest_flopbudget.judge.diff import LayerDiff, diff_layers
+from pytest_flopbudget.judge.phase_figures import phase_usages
 from pytest_flopbudget.judge.phase_growth import phase_growth_findings
 from pytest_flopbudget.metrics import METRICS, SKIPPED, Metric, by_name
 from pytest_flopbudget.render.formatting import format_pair, format_percent, layer_label
@@ -257,8 +258,9 @@ class Verdict:
         return now / limit.value
 
     def highest_usage(self) -> tuple[str, float] | None:
-        """The metric closest to (or furthest over) its ceiling, for one-number summaries."""
-        used = [(m, u) for m in METRICS if (u := self.usage(m)) is not None]
+        """The metric (or phase: `decode-mean flops`) closest to (or furthest over) its ceiling, for one-number
+        summaries."""
+        used = [(m, u) for m in METRICS if (u := self.usage(m)) is not None] + phase_usages(self.report, self.budget)
         return max(used, key=lambda item: item[1]) if used else None
 
     def diff(self, metric: Metric) -> LayerDiff | None:
