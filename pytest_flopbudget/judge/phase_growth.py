@@ -39,9 +39,7 @@ def phase_growth_findings(report: Report, baseline: Report | None, budget: Budge
                 continue
             shown_now, shown_old = format_pair(math.ceil(now), math.ceil(old), metric)
             growth = format_percent(now - old, old) if old else "new"  # type: ignore[arg-type]
-            message = (
-                f"{PHASES[phase]} {growth} > max-increase {increase.text} ({shown_now}, baseline {shown_old})"
-            )
+            message = f"{PHASES[phase]} {growth} > max-increase {increase.text} ({shown_now}, baseline {shown_old})"
             allowed = int(old + old * Fraction(increase.fraction))
             findings.append(
                 Finding(

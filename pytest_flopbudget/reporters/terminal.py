@@ -108,6 +108,7 @@ def details(
         else:
             lines.append(f"top layers by {metric_title(metric)}:")
             lines.extend(top_layers_table(verdict, metric, top=top))
+    lines.extend(phase_lines(verdict, metrics, baseline_shown))  # a generation or training: which phase moved
     lines.extend(curve_lines.formula_lines(verdict))  # a model with a curve: its formula (and the baseline's)
     if verdict.report.skipped_ops and (SKIPPED in verdict.failed_metrics() or lines):
         lines.extend(_skipped_lines(verdict))
@@ -119,6 +120,17 @@ def details(
     if hint:
         lines.append(hint)
     return "\n".join(lines)
+
+
+def phase_lines(verdict: Verdict, metrics: Sequence[Metric], against: str) -> list[str]:
+    """The phases base vs now (render/phase_diff.py) where some moved, for a generation or a count whose budget
+    sets phases; nothing for any other count (its text is unchanged)."""
+    if verdict.baseline is None or not (verdict.report.phases or verdict.budget.phases):
+        return []
+    from ..render.phase_diff import phase_diffs
+
+    per_op = [metric for metric in metrics if metric in METRICS.per_op]
+    return phase_diffs(verdict.baseline, verdict.report, per_op, against)
 
 
 def accept_hint(verdict: Verdict, *, update_hint: str, base_ref: str | None = None, start: str | None = None) -> str:
