@@ -20,7 +20,7 @@ from pytest_flopbudget.front_ends import ANY_UPDATE_HINT
 from pytest_flopbudget.judge.baseline import BaselineSource, baseline_formula
 from pytest_flopbudget.judge.diff import LayerDiff, diff_layers
 from pytest_flopbudget.judge.phase_figures import phase_usages
-from pytest_flopbudget.judge.phase_growth import phase_growth_findings
+from pytest_flopbudget.judge.phase_growth import phase_growth
 from pytest_flopbudget.metrics import METRICS, SKIPPED, Metric, by_name
 from pytest_flopbudget.render.formatting import format_pair, format_percent, layer_label
 from pytest_flopbudget.report import Report
@@ -328,7 +328,9 @@ def evaluate(
                 )
             )
     findings.extend(_phase_findings(report, budget))
-    findings.extend(phase_growth_findings(report, baseline, budget))
+    for grown in phase_growth(report, baseline, budget):  # max-increase per budgeted phase
+        findings.append(Finding(ERROR, FindingKind.INCREASE, grown.message, grown.metric, grown.now, grown.allowed,
+                                grown.baseline, grown.source))  # fmt: skip
     findings.extend(_growth_findings(measurement, baseline))
     findings.extend(_curve_findings(measurement, baseline_formula))
     limit = budget.limit(SKIPPED)
