@@ -7,7 +7,7 @@ from fractions import Fraction
 from pathlib import Path
 
 import pytest
-from e2e_helpers import flopbudget, pytest_in
+from e2e_helpers import flopbudget, git, init_repo, pytest_in
 
 pytest.importorskip("transformers")
 
@@ -182,10 +182,26 @@ def test_a_phase_grown_past_max_increase_fails_while_the_total_passes_it(tmp_pat
     assert table[2].split()[:3] == ["forward", "25.3k", "25.3k"] and "(+0.0%)" in table[2]
     assert table[3].split()[:3] == ["backward", "25.0k", "41.6k"] and "(+66.7%)" in table[3]
     assert "backward flops" in failing.stdout  # the budget use column: the phase nearest its ceiling
-    result = subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:hypothesispytest", "pyproject.toml"],
-        cwd=tmp_path, capture_output=True, text=True, env=clean_env(COLUMNS="200"), check=False, timeout=300,
-    )  # fmt: skip
+    result = pytest_in(tmp_path, "pyproject.toml", COLUMNS="200")
     assert result.returncode == 1, result.stdout + result.stderr
     assert "backward +66.7% > max-increase 50%" in result.stdout
     assert "FLOPs per phase, against " in result.stdout
+
+
+def test_base_ref_flags_a_raised_phase_ceiling_and_judges_the_phase_against_the_base(tmp_path: Path) -> None:
+    """A change that lifts the backward's ceiling and rewrites its own baseline: `--base-ref` says the ceiling was
+    raised and still fails the backward's growth over the base's baseline."""
+    init_repo(tmp_path)
+    assert flopbudget(training_project(tmp_path, frozen=True), "check", "--no-cache", "--update").returncode == 0
+    git(tmp_path, "add", "-A")
+    git(tmp_path, "commit", "-qm", "frozen first layer")
+    git(tmp_path, "checkout", "-qb", "unfreeze")
+    training_project(tmp_path, frozen=False)
+    pyproject = tmp_path / "pyproject.toml"
+    pyproject.write_text(pyproject.read_text().replace('backward = { flops = "1G" }', 'backward = { flops = "2G" }'))
+    assert flopbudget(tmp_path, "check", "--no-cache", "--update").returncode == 0
+    git(tmp_path, "commit", "-qam", "unfrozen, baseline and backward ceiling raised")
+    result = flopbudget(tmp_path, "check", "--no-cache", "--base-ref", "main")
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "train_step: backward +66.7% > max-increase 50%" in result.stdout
+    assert "train_step: phases.backward.flops budget raised from 1G to 2G (+100.0%) since main" in result.stdout
