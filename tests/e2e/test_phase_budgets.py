@@ -182,6 +182,9 @@ def test_a_phase_grown_past_max_increase_fails_while_the_total_passes_it(tmp_pat
     assert table[2].split()[:3] == ["forward", "25.3k", "25.3k"] and "(+0.0%)" in table[2]
     assert table[3].split()[:3] == ["backward", "25.0k", "41.6k"] and "(+66.7%)" in table[3]
     assert "backward flops" in failing.stdout  # the budget use column: the phase nearest its ceiling
+    diff = flopbudget(tmp_path, "diff", "train_step")
+    assert diff.returncode == 0, diff.stdout + diff.stderr
+    assert "MACs per phase, against .flopbudget/train_step.json:" in diff.stdout
     result = pytest_in(tmp_path, "pyproject.toml", COLUMNS="200")
     assert result.returncode == 1, result.stdout + result.stderr
     assert "backward +66.7% > max-increase 50%" in result.stdout
