@@ -106,3 +106,11 @@ def test_usage_errors(project: Path, capsys: pytest.CaptureFixture[str], argv: l
     code, _, err = run_main(argv, project, capsys)
     assert code == 2
     assert message in one_error_line(err)
+
+
+def test_text_to_a_file_is_the_text_output(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    run_main(["check", "--update", "mlp"], project, capsys)
+    _, printed, _ = run_main(["diff", "mlp"], project, capsys)
+    code, out, _ = run_main(["diff", "mlp", "-o", "diff.txt"], project, capsys)
+    assert (code, out) == (0, "")
+    assert (project / "diff.txt").read_text() == printed
