@@ -184,5 +184,5 @@ def run_action_step(
     assert step["shell"] == "bash"
     return subprocess.run(
         ["bash", "--noprofile", "--norc", "-eo", "pipefail", str(script)],
-        cwd=workdir, capture_output=True, text=True, env=clean_env(**github, **step_env, **env), timeout=300,
+        cwd=workdir, capture_output=True, text=True, env=clean_env(**{**github, **step_env, **env}), timeout=300,
     )  # fmt: skip
