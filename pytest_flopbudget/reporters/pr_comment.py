@@ -45,6 +45,8 @@ def comment_body(findings: Findings, workspace: str) -> str:
     """The marker line, then the job summary, cut to fit a comment (UTF-8 bytes are never fewer than
     characters, so a summary under the limit in bytes is under it in characters)."""
     text = markdown.summary_of(findings.result, workspace=workspace, max_bytes=MAX_CHARS - _RESERVE)
+    # the summary's truncation note names the summary's limit; here the comment's applies (no-op when uncut)
+    text = text.replace("GitHub's 1 MiB limit", "GitHub's limit for a comment")
     return f"{MARKER}\n{text}"
 
 
@@ -143,19 +145,26 @@ def _pull_request_number(event_path: str) -> int | None:
 
 
 def _find_comment(url: str, token: str) -> int | None:
-    """The id of the first comment whose body starts with the marker, else None (every page read)."""
+    """The id of the comment whose body starts with the marker, else None. A bot's (the job's token posts as
+    github-actions[bot]) wins over a person's who pasted the marker, whose comment the token could not edit."""
+    found: int | None = None
     for page in range(1, _MAX_PAGES + 1):
         comments = _request("GET", f"{url}?per_page={_PER_PAGE}&page={page}", token)
         if not isinstance(comments, list):
-            return None
+            break
         for comment in comments:
-            if isinstance(comment, dict) and str(comment.get("body", "")).startswith(MARKER):
-                comment_id = comment.get("id")
-                if isinstance(comment_id, int):
-                    return comment_id
+            if not isinstance(comment, dict) or not str(comment.get("body", "")).startswith(MARKER):
+                continue
+            comment_id = comment.get("id")
+            if not isinstance(comment_id, int):
+                continue
+            user = comment.get("user")
+            if isinstance(user, dict) and user.get("type") == "Bot":
+                return comment_id
+            found = comment_id if found is None else found
         if len(comments) < _PER_PAGE:
-            return None
-    return None
+            break
+    return found
 
 
 def _request(method: str, url: str, token: str, payload: dict[str, str] | None = None) -> Any:

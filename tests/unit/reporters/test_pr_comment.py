@@ -117,6 +117,16 @@ def test_finds_its_comment_on_a_later_page(api, tmp_path: Path) -> None:
     assert fake.comments[-1] == {"id": 500, "body": f"{MARKER}\nnew\n"}  # the marker added when missing
 
 
+def test_the_bots_comment_wins_over_a_pasted_marker(api, tmp_path: Path) -> None:
+    fake, url = api
+    fake.comments = [
+        {"id": 2, "body": f"{MARKER}\npasted", "user": {"login": "someone", "type": "User"}},
+        {"id": 3, "body": f"{MARKER}\nold", "user": {"login": "github-actions[bot]", "type": "Bot"}},
+    ]
+    assert post(f"{MARKER}\nnew\n", github_env(tmp_path, url), io.StringIO()) == "updated"
+    assert [c["body"] for c in fake.comments] == [f"{MARKER}\npasted", f"{MARKER}\nnew\n"]
+
+
 @pytest.mark.parametrize("status", [403, 404])
 def test_a_fork_token_degrades_to_one_notice(api, tmp_path: Path, status: int) -> None:
     fake, url = api
@@ -175,7 +185,8 @@ def test_a_huge_run_is_cut_to_the_comment_limit(make_project, make_report) -> No
     project = make_project("[tool.flopbudget]\n\n" + models)
     verdicts = [project.verdict(f"m{i:04d}", make_report({"conv": 100})) for i in range(800)]
     huge = comment_body(Findings(RunResult(verdicts)), str(project.root))
-    assert len(huge) <= MAX_CHARS and huge.startswith(MARKER + "\n") and "_Summary cut" in huge
+    assert len(huge) <= MAX_CHARS and huge.startswith(MARKER + "\n")
+    assert "_Summary cut to stay under GitHub's limit for a comment" in huge
 
 
 def test_comment_report_kind_writes_the_body_file(make_project, make_report, tmp_path: Path) -> None:
