@@ -53,7 +53,7 @@ CACHEDIR_TAG = (
 )
 GITIGNORE = "# Created by pytest-flopbudget automatically.\n*\n"
 #: Keys of a model's table that judge a count but do not change it: editing a ceiling must not recount.
-CEILING_KEYS = frozenset({*(metric.key for metric in METRICS), "max-increase"})
+CEILING_KEYS = frozenset({*(metric.key for metric in METRICS), "max-increase", "warn-increase"})
 
 
 def cache_enabled(setting: bool | None, env: Mapping[str, str]) -> bool:

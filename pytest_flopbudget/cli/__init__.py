@@ -98,7 +98,8 @@ written. Exit status 0, or 2 if a model has no baseline or could not be counted.
 
 examples:
   flopbudget diff resnet50
-  flopbudget diff                       # every model"""
+  flopbudget diff                       # every model
+  flopbudget diff resnet50 --format html -o diff.html   # base vs now as an icicle coloured by growth"""
 
 
 class _Parser(argparse.ArgumentParser):
@@ -302,6 +303,19 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     diff.add_argument("names", nargs="*", metavar="NAME", help="models to compare (default: all)")
+    diff.add_argument(
+        "--format",
+        choices=("text", "svg", "html"),
+        default="text",
+        help="text (default), or svg or html: one model's icicle (box widths from the count now) coloured by each "
+        "layer's change against the baseline",
+    )
+    diff.add_argument(
+        "--metric",
+        choices=tuple(str(metric) for metric in METRICS.counted),
+        help="what the boxes of --format svg/html show and are coloured by (default flops)",
+    )
+    diff.add_argument("-o", "--output", metavar="PATH", help="write to PATH (atomically) instead of stdout")
     diff.set_defaults(handler=_diff)
     return parser
 
@@ -400,7 +414,11 @@ def _init(args: argparse.Namespace) -> int:
 def _diff(args: argparse.Namespace) -> int:
     from .diff import run_diff
 
-    return run_diff(pyproject=args.pyproject, names=args.names, out=_out(), err=_err())
+    metric = by_name(args.metric) if args.metric else None
+    return run_diff(
+        pyproject=args.pyproject, names=args.names, out=_out(), err=_err(), format=args.format, metric=metric,
+        output=args.output,
+    )  # fmt: skip
 
 
 def _out() -> Any:

@@ -143,13 +143,21 @@ class Budget:
     at: tuple[PointLimits, ...] = ()
     #: Ceilings per phase (`phases = { decode-mean = { flops = "15G" } }`, phase_budget.py): phase -> metric -> limit.
     phases: Mapping[str, Mapping[Metric, Limit]] = field(default_factory=dict)
+    #: `warn-increase`: growth above it (and within max-increase) is a warning that does not fail; at most max-increase.
+    warn_increase: MaxIncrease | None = None
 
     def limit(self, metric: Metric) -> Limit | None:
         return self.limits.get(metric)
 
     @property
     def is_empty(self) -> bool:
-        return not self.limits and self.max_increase is None and not self.on_curve and not self.phases
+        return (
+            not self.limits
+            and self.max_increase is None
+            and self.warn_increase is None
+            and not self.on_curve
+            and not self.phases
+        )
 
     @property
     def on_curve(self) -> bool:
@@ -166,6 +174,7 @@ class Budget:
             degrees=other.degrees,  # the budget on the curve is not lent: it needs the curve count of its own entry
             at=other.at,
             phases={**self.phases, **other.phases},
+            warn_increase=other.warn_increase if other.warn_increase is not None else self.warn_increase,
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -177,6 +186,8 @@ class Budget:
         if self.on_curve:  # only when set, so the outputs of projects without curves do not change
             data["max_degree"] = [limit.to_dict() for limit in self.degrees]
             data["at"] = [point.to_dict() for point in self.at]
+        if self.warn_increase is not None:  # only when set: every other budget's JSON is as it was
+            data["warn_increase"] = self.warn_increase.to_dict()
         if self.phases:  # only when set: every other budget's JSON is as it was
             data["phases"] = {
                 phase: {m: lim.to_dict() for m, lim in limits.items()} for phase, limits in self.phases.items()
@@ -186,6 +197,7 @@ class Budget:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Budget:
         increase = data.get("max_increase")
+        warn = data.get("warn_increase")
         source = data.get("source")
         return cls(
             limits={by_name(str(m)): Limit.from_dict(v) for m, v in data.get("limits", {}).items()},
@@ -197,6 +209,7 @@ class Budget:
                 str(phase): {by_name(str(m)): Limit.from_dict(v) for m, v in limits.items()}
                 for phase, limits in data.get("phases", {}).items()
             },
+            warn_increase=MaxIncrease.from_dict(warn) if warn else None,
         )
 
 
@@ -217,11 +230,12 @@ def parse_quantity(value: Any, slot: str = "flops", source: Location | None = No
     return Limit(metric, int(number), text.strip(), source)
 
 
-def parse_increase(value: Any, source: Location | None = None) -> MaxIncrease:
-    """`"2%"` -> `MaxIncrease(Decimal("0.02"))`. A bare number is refused: is `2` two percent or 200 percent?"""
+def parse_increase(value: Any, source: Location | None = None, key: str = "max-increase") -> MaxIncrease:
+    """`"2%"` -> `MaxIncrease(Decimal("0.02"))`. A bare number is refused: is `2` two percent or 200 percent?
+    `key` (`max-increase` or `warn-increase`) names the setting in the error."""
     source = source or Location()
     if not isinstance(value, str):
-        raise _error(value, source, "max-increase is a percentage string", PERCENT_GRAMMAR, what="a percentage")
+        raise _error(value, source, f"{key} is a percentage string", PERCENT_GRAMMAR, what="a percentage")
     text = _checked_text(value, source, PERCENT_GRAMMAR, "a percentage")
     if text.startswith("-"):
         raise _error(value, source, "it is negative", PERCENT_GRAMMAR, what="a percentage")
@@ -238,14 +252,16 @@ def parse_increase(value: Any, source: Location | None = None) -> MaxIncrease:
 
 
 def parse_budget(values: Mapping[str, Any], sources: Mapping[str, Location], origin: Location | None = None) -> Budget:
-    """A `Budget` from raw values keyed by slot (`flops`, `macs`, `params`, `skipped`, `max_increase`).
+    """A `Budget` from raw values keyed by slot (`flops`, `macs`, `params`, `skipped`, `max_increase`,
+    `warn_increase`).
 
     Every bad value is reported, not only the first. A value in the flops slot with a MAC unit is a MAC budget;
-    setting the same metric twice that way is an error.
+    setting the same metric twice that way is an error, and so is a warn-increase above the max-increase.
     """
     problems: list[Problem] = []
     limits: dict[Metric, Limit] = {}
     increase: MaxIncrease | None = None
+    warn: MaxIncrease | None = None
     for slot, value in values.items():
         if value is None:
             continue
@@ -253,6 +269,9 @@ def parse_budget(values: Mapping[str, Any], sources: Mapping[str, Location], ori
         try:
             if slot == "max_increase":
                 increase = parse_increase(value, source)
+                continue
+            if slot == "warn_increase":
+                warn = parse_increase(value, source, "warn-increase")
                 continue
             limit = parse_quantity(value, slot, source)
         except LocatedError as exc:
@@ -265,9 +284,12 @@ def parse_budget(values: Mapping[str, Any], sources: Mapping[str, Location], ori
             )
             continue
         limits[limit.metric] = limit
+    if warn is not None and increase is not None and warn.fraction > increase.fraction:
+        why = f"warn-increase {warn.text} is larger than max-increase {increase.text}: it would never warn"
+        problems.append(Problem(warn.source, f"{why}; set it below max-increase"))
     if problems:
         raise LocatedError(problems)
-    return Budget({m: limits[m] for m in METRICS if m in limits}, increase, origin)
+    return Budget({m: limits[m] for m in METRICS if m in limits}, increase, origin, warn_increase=warn)
 
 
 def grammar(prefixes: PrefixSystem) -> str:

@@ -32,8 +32,12 @@ DEFAULT_BASELINE_DIR = ".flopbudget"
 TABLE: KeyPath = ("tool", "flopbudget")
 
 PROJECT_KEYS = ("baseline-dir", "collect-models", "require-baseline", "models")
-#: pyproject key -> budget slot (see `budget.parse_budget`): each metric's `key`, then max-increase.
-BUDGET_KEYS = {**{metric.key: str(metric) for metric in METRICS}, "max-increase": "max_increase"}
+#: pyproject key -> budget slot (see `budget.parse_budget`): each metric's `key`, then max-increase and warn-increase.
+BUDGET_KEYS = {
+    **{metric.key: str(metric) for metric in METRICS},
+    "max-increase": "max_increase",
+    "warn-increase": "warn_increase",
+}
 #: The budgets on the curve (config/curve_budget.py), judged on the model's formula.
 CURVE_BUDGET_KEYS = ("max-degree", "at")
 MODEL_KEYS = (

@@ -276,7 +276,7 @@ def _compare_model(old: ModelEntry, new: ModelEntry, ref: str) -> list[BudgetCha
                     after_increase.source,
                 )
             )  # fmt: skip
-    return changes + _curve_changes(old, new, ref)
+    return changes + _curve_changes(old, new, ref) + _phase_changes(old, new, ref)
 
 
 def _curve_changes(old: ModelEntry, new: ModelEntry, ref: str) -> list[BudgetChange]:
@@ -313,6 +313,24 @@ def _curve_changes(old: ModelEntry, new: ModelEntry, ref: str) -> list[BudgetCha
     return list(changes.values())
 
 
+def _phase_changes(old: ModelEntry, new: ModelEntry, ref: str) -> list[BudgetChange]:
+    """The ceilings per phase raised or removed (`phases.decode-mean.flops`), like any other budget: lifting the
+    mean decode step's ceiling in the change that made each token costlier would otherwise pass unseen."""
+    changes = []
+    for phase, limits in old.budget.phases.items():
+        for metric, before in limits.items():
+            after = new.budget.phases.get(phase, {}).get(metric)
+            setting = f"phases.{phase}.{_setting(after or before, metric)}"
+            if after is None:
+                changes.append(BudgetChange(new.name, setting, REMOVED, before.text, None, ref, new.source))
+            elif after.value > before.value:
+                percent = format_percent(after.value - before.value, before.value) if before.value else None
+                changes.append(
+                    BudgetChange(new.name, setting, RAISED, before.text, after.text, ref, after.source, percent)
+                )
+    return changes
+
+
 def _setting(limit: Limit, metric: Metric) -> str:
     """The pyproject key as written (`flops` for `flops = "4 GMACs"`), else the usual key of `metric`."""
     key = limit.source.key.rpartition(".")[2]
@@ -324,6 +342,11 @@ def _budget_text(budget: Budget) -> str:
     parts = [f"{_setting(limit, metric)} {limit.text}" for metric, limit in budget.limits.items()]
     if budget.max_increase is not None:
         parts.append(f"max-increase {budget.max_increase.text}")
+    parts += [
+        f"phases.{phase}.{_setting(lim, m)} {lim.text}"
+        for phase, limits in budget.phases.items()
+        for m, lim in limits.items()
+    ]
     return ", ".join(parts)
 
 

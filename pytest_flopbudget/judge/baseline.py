@@ -14,12 +14,14 @@ import itertools
 import json
 import os
 import re
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from pytest_flopbudget.atomic_file import FileTooLargeError, NotRegularFileError, read_regular_file, write_atomic
 from pytest_flopbudget.config.location import display_path
 from pytest_flopbudget.errors import BaselineError
+from pytest_flopbudget.judge.versions import with_libraries_of
 from pytest_flopbudget.report import Report
 
 if TYPE_CHECKING:
@@ -244,10 +246,12 @@ class BaselineStore:
     def save(self, name: str, report: Report, formula: Formula | None = None) -> bool:
         """Write the baseline for `name`; returns False when the file already holds exactly this Report.
 
-        A file in an older layout (`report/1`) that holds exactly this Report is left as it is: an update rewrites
-        a baseline when its count changed, never only to change its layout, so upgrading the tool does not touch
-        every committed baseline. An existing file that is not a valid baseline is left alone and raises
-        `BaselineError`: it may be someone else's data, and replacing it silently would lose it.
+        A file in an older layout (`report/1`) that holds exactly this Report, or this Report counted with other
+        library versions (`versions`: torch, this tool), is left as it is: an update rewrites a baseline when its
+        count changed, never only to change its layout or its versions, so upgrading torch or the tool does not
+        touch every committed baseline (its versions then say what last changed the count). An existing file that
+        is not a valid baseline is left alone and raises `BaselineError`: it may be someone else's data, and
+        replacing it silently would lose it.
         """
         path = self.path_for(name)
         text = dumps(report, formula)
@@ -258,7 +262,11 @@ class BaselineStore:
         shown = self.display(name)
         if _present(path, shown):
             existing = _read_file(path, shown)  # read once: equal means nothing to do, else it must be ours
-            if existing == text or dumps(parse_baseline(existing, shown), parse_formula(existing, shown)) == text:
+            if existing == text:
                 return False
+            kept = parse_baseline(existing, shown)
+            versions = with_libraries_of(kept.versions, report.versions)
+            if dumps(replace(kept, versions=versions), parse_formula(existing, shown)) == text:
+                return False  # the same count in an older layout, or with other library versions: kept as it is
         write_atomic(path, text)
         return True

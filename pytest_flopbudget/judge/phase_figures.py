@@ -4,9 +4,13 @@ forward or backward, read from a Report (None when the report has no such phase)
 from __future__ import annotations
 
 from fractions import Fraction
+from typing import TYPE_CHECKING
 
 from pytest_flopbudget.metrics import Metric
 from pytest_flopbudget.report import Report
+
+if TYPE_CHECKING:
+    from pytest_flopbudget.config.budget import Budget
 
 
 def phase_figure(report: Report, phase: str, metric: Metric) -> Fraction | None:
@@ -21,3 +25,17 @@ def phase_figure(report: Report, phase: str, metric: Metric) -> Fraction | None:
     if phase in ("forward", "backward") and report.training:
         return Fraction((report.forward if phase == "forward" else report.backward).get(metric))
     return None
+
+
+def phase_usages(report: Report, budget: Budget) -> list[tuple[str, float]]:
+    """Share of each phase ceiling used (`decode-mean flops`, 1.0 = at the limit), for the check's "budget use"
+    column: a phase close to its ceiling is the budget nearest to failing even when the total has no ceiling."""
+    used: list[tuple[str, float]] = []
+    for phase, limits in budget.phases.items():
+        for metric, limit in limits.items():
+            figure = phase_figure(report, phase, metric)
+            if figure is None or not report.measures(metric):
+                continue
+            share = (0.0 if figure == 0 else float("inf")) if limit.value == 0 else float(figure / limit.value)
+            used.append((f"{phase} {metric}", share))
+    return used

@@ -19,6 +19,8 @@ from pytest_flopbudget.errors import BaselineError
 from pytest_flopbudget.front_ends import ANY_UPDATE_HINT
 from pytest_flopbudget.judge.baseline import BaselineSource, baseline_formula
 from pytest_flopbudget.judge.diff import LayerDiff, diff_layers
+from pytest_flopbudget.judge.phase_figures import phase_usages
+from pytest_flopbudget.judge.phase_growth import phase_growth
 from pytest_flopbudget.metrics import METRICS, SKIPPED, Metric, by_name
 from pytest_flopbudget.render.formatting import format_pair, format_percent, layer_label
 from pytest_flopbudget.report import Report
@@ -256,8 +258,9 @@ class Verdict:
         return now / limit.value
 
     def highest_usage(self) -> tuple[str, float] | None:
-        """The metric closest to (or furthest over) its ceiling, for one-number summaries."""
-        used = [(m, u) for m in METRICS if (u := self.usage(m)) is not None]
+        """The metric (or phase: `decode-mean flops`) closest to (or furthest over) its ceiling, for one-number
+        summaries."""
+        used = [(m, u) for m in METRICS if (u := self.usage(m)) is not None] + phase_usages(self.report, self.budget)
         return max(used, key=lambda item: item[1]) if used else None
 
     def diff(self, metric: Metric) -> LayerDiff | None:
@@ -325,6 +328,9 @@ def evaluate(
                 )
             )
     findings.extend(_phase_findings(report, budget))
+    for grown in phase_growth(report, baseline, budget):  # max-increase per budgeted phase
+        findings.append(Finding(ERROR, FindingKind.INCREASE, grown.message, grown.metric, grown.now, grown.allowed,
+                                grown.baseline, grown.source))  # fmt: skip
     findings.extend(_growth_findings(measurement, baseline))
     findings.extend(_curve_findings(measurement, baseline_formula))
     limit = budget.limit(SKIPPED)
@@ -408,11 +414,12 @@ def missing_baseline(measurement: Measurement, shown: str, *, required: bool) ->
 
 
 def _growth_findings(measurement: Measurement, baseline: Report | None) -> list[Finding]:
-    """Growth over max-increase is an error; other growth within the ceilings is a warning worth a look."""
+    """Growth over max-increase is an error; other growth within the ceilings is a warning worth a look, or, with a
+    warn-increase, only growth over it (warn-then-fail: the warning comes before the failure)."""
     if baseline is None:
         return []
     budget = measurement.budget
-    increase = budget.max_increase
+    increase, warn = budget.max_increase, budget.warn_increase
     findings = []
     for metric in METRICS.growth:
         limit = budget.limit(metric)
@@ -447,7 +454,12 @@ def _growth_findings(measurement: Measurement, baseline: Report | None) -> list[
                 )
             )
         elif limit is None or now <= limit.value:
+            if warn is not None and warn.allows(old, now):
+                continue  # within warn-increase: growth the project accepts without a word
+            if warn is not None:
+                message += f", more than warn-increase {warn.text}"
             source = increase.source if increase else (limit.source if limit else budget.source)
+            source = warn.source if warn else source
             ceiling = limit.value if limit else None
             findings.append(
                 Finding(

@@ -35,7 +35,8 @@ def _marker_signature() -> inspect.Signature:
     first may be positional), built from the metric definitions so a new metric is a marker argument without an edit
     here; `phases` holds the ceilings per phase (config/phase_budget.py)."""
     keyword, positional = inspect.Parameter.KEYWORD_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD
-    arguments = [metric.argument for metric in METRICS] + ["max_increase", *_CURVE_ARGUMENTS, "phases", "name"]
+    arguments = [metric.argument for metric in METRICS] + ["max_increase", "warn_increase", *_CURVE_ARGUMENTS]
+    arguments += ["phases", "name"]
     return inspect.Signature(
         [
             inspect.Parameter(name, positional if index == 0 else keyword, default=None)
@@ -50,7 +51,11 @@ _CURVE_ARGUMENTS = ("max_degree", "at")
 #: What users write, for the help line and for errors.
 _MARKER_SIGNATURE = _marker_signature()
 #: marker argument -> budget slot (see `budget.parse_budget`): each metric's `argument`, then max_increase.
-_MARKER_SLOTS = {**{metric.argument: str(metric) for metric in METRICS}, "max_increase": "max_increase"}
+_MARKER_SLOTS = {
+    **{metric.argument: str(metric) for metric in METRICS},
+    "max_increase": "max_increase",
+    "warn_increase": "warn_increase",
+}
 MARKER_HELP = f"flop_budget{_MARKER_SIGNATURE}: {_MARKER_DOC}"
 
 

@@ -275,7 +275,10 @@ def _share(value: int, total: int) -> str:
     return f"{percent:.0f}%" if percent >= 9.95 or percent == 0 else f"{percent:.1f}%"
 
 
-def _box(box: Box, top: int, total: int, name: str, metric: Metric) -> str:
+def _box(
+    box: Box, top: int, total: int, name: str, metric: Metric, fill: str | None = None, tooltip: str | None = None
+) -> str:
+    """One box; `fill` and `tooltip` (already escaped) replace the name's colour and the figures (the diff's)."""
     path = box.path
     short = name if path == ROOT else (path.rsplit(".", 1)[-1] or path)
     full = name if path == ROOT else path
@@ -285,8 +288,8 @@ def _box(box: Box, top: int, total: int, name: str, metric: Metric) -> str:
     x, width, y = box.start + MARGIN * 100, box.end - box.start, top + box.depth * ROW
     parts = [
         f'<g class="layer" data-path="{xml_text(path)}" data-depth="{box.depth}">',
-        f"<title>{_tooltip(full, box, share, metric)}</title>",
-        f'<rect x="{_px(x)}" y="{y}" width="{_px(width)}" height="{ROW - 1}" fill="{_colour(path, short)}"/>',
+        f"<title>{tooltip or _tooltip(full, box, share, metric)}</title>",
+        f'<rect x="{_px(x)}" y="{y}" width="{_px(width)}" height="{ROW - 1}" fill="{fill or _colour(path, short)}"/>',
     ]
     if label:
         parts.append(f'<text x="{_px(x + 300)}" y="{y + 14}">{xml_text(label)}</text>')

@@ -175,7 +175,7 @@ def _from_finding(verdict: Verdict, finding: Finding) -> Annotation:
         kind=finding.kind,
         model=name,
         subject=metric,
-        title=_title(name, finding),
+        title=_title(name, finding, warned=verdict.budget.warn_increase is not None),
         message=message,
         details=details,
         source_file=source.file,
@@ -185,8 +185,11 @@ def _from_finding(verdict: Verdict, finding: Finding) -> Annotation:
     )
 
 
-def _title(name: str, finding: Finding) -> str:
+def _title(name: str, finding: Finding, *, warned: bool = False) -> str:
+    """`warned`: the budget has a warn-increase, so growth is only reported over it."""
     unit = metric_title(finding.metric)
+    if warned and finding.kind == FindingKind.GROWTH:
+        return f"flopbudget: {name} {unit} grew more than warn-increase"
     titles = {
         "ceiling": f"over the {unit} budget",
         "increase": f"{unit} grew more than max-increase",

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 from ..errors import ConfigError
 from ..run import RunResult
-from . import bencher, benchmark, github, gitlab, json_report, layer_diff, markdown, openmetrics, terminal
+from . import bencher, benchmark, github, gitlab, json_report, layer_diff, markdown, openmetrics, pr_comment, terminal
 from .annotations import collect
 from .output import Findings, Output, OutputContext, SupportsWrite
 
@@ -33,17 +33,22 @@ OUTPUTS: dict[str, Output] = {
     "bencher": bencher.BencherOutput(),
     "terminal": terminal.TerminalOutput(),
     "diff": layer_diff.LayerDiffOutput(),
+    "comment": pr_comment.CommentOutput(),
 }
 
 #: Spec kinds that take a path (`gitlab:PATH`) and those that must not.
-PATH_KINDS = ("gitlab", "json", "markdown", "metrics", "benchmark", "bencher")
+PATH_KINDS = ("gitlab", "json", "markdown", "metrics", "benchmark", "bencher", "comment")
 PLAIN_KINDS = ("github", "auto", "none")
-GRAMMAR = "github, gitlab:PATH, json:PATH, markdown:PATH, metrics:PATH, benchmark:PATH, bencher:PATH, auto or none"
+GRAMMAR = (
+    "github, gitlab:PATH, json:PATH, markdown:PATH, metrics:PATH, benchmark:PATH, bencher:PATH, comment:PATH, auto "
+    "or none"
+)
 SPEC_HELP = (
     "CI output, repeatable: github (annotations and job summary), gitlab:PATH (Code Quality JSON), "
     "json:PATH (full results), markdown:PATH (the summary as a file), metrics:PATH (GitLab metrics report, "
     "OpenMetrics), benchmark:PATH (github-action-benchmark customSmallerIsBetter JSON), bencher:PATH (Bencher "
-    "Metric Format JSON), none (no github output on GitHub Actions, where it is on by default)"
+    "Metric Format JSON), comment:PATH (the pull-request comment's body, for the action to post), none (no github "
+    "output on GitHub Actions, where it is on by default)"
 )
 
 

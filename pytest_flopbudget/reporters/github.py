@@ -76,6 +76,22 @@ def workflow_commands(
     return shown
 
 
+def left_out(annotations: Sequence[Annotation], limit: int = MAX_PER_LEVEL) -> dict[str, int]:
+    """How many annotations of each level `workflow_commands` leaves out (levels with none are absent), errors
+    first: what the job summary and the step's log count for the reviewer, who sees only the first `limit`."""
+    counts = dict.fromkeys(LEVELS, 0)
+    for annotation in annotations:
+        counts[annotation.level if annotation.level in LEVELS else "warning"] += 1
+    return {level: n - limit for level, n in counts.items() if n > limit}
+
+
+def left_out_text(counts: dict[str, int]) -> str:
+    """`12 more errors and 1 more warning not annotated`, or "" when nothing was left out."""
+    if not counts:
+        return ""
+    return " and ".join(plural(n, f"more {level}") for level, n in counts.items()) + " not annotated"
+
+
 # -- helpers ---------------------------------------------------------------------------------------------------------
 
 
@@ -132,10 +148,16 @@ class GitHubOutput:
                 else:
                     stream.write(safe_line(line) + "\n")
         summary_path = context.env.get("GITHUB_STEP_SUMMARY")
+        not_annotated = left_out_text(left_out(findings.annotations))
+        if not_annotated:  # the count the reviewer needs, after the left-out findings' plain lines
+            where = "see the job summary" if summary_path else "listed above"
+            stream.write(f"flopbudget: {not_annotated}: {where}\n")
         if not summary_path:
             return
         room = markdown.room_left(summary_path)
         if room < markdown.MIN_ROOM:  # this step's summary is already at GitHub's limit: leave it alone
             return
-        text = markdown.summary_of(findings.result, workspace=context.root, max_bytes=room)
+        cap = f"GitHub shows at most {MAX_PER_LEVEL} annotations of each kind per step; every model is in the table"
+        notes = [f"_{not_annotated}: {cap}._", ""] if not_annotated else []
+        text = markdown.summary_of(findings.result, workspace=context.root, max_bytes=room, notes=notes)
         markdown.append_step_summary(summary_path, text)

@@ -15,7 +15,7 @@ from ..metrics import METRICS, Metric
 from ..report import Report
 from ..run import RunResult
 from .output import Findings, OutputContext
-from .terminal import baseline_notes, diff_table
+from .terminal import baseline_notes, diff_table, phase_lines
 
 
 class LayerDiffOutput:
@@ -71,6 +71,7 @@ def format_diff(verdict: Verdict) -> str:
             assert diff is not None
             lines.append(f"{metric_title(metric)} per layer, against {shown}:")
             lines.extend(diff_table(diff))
+    lines.extend(phase_lines(verdict, [m for m in METRICS.per_op if verdict.judges(m)], shown or "the baseline"))
     lines.extend(baseline_notes(verdict))  # the same words as a failure's details for a baseline counted differently
     return "\n".join(lines)
 

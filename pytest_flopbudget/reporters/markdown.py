@@ -58,15 +58,17 @@ def summary(
     workspace: str | os.PathLike[str] | None = None,
     max_bytes: int = MAX_BYTES - RESERVE,
     base_ref: str | None = None,
+    notes: Sequence[str] = (),
 ) -> str:
     """The whole summary, at most `max_bytes` bytes of UTF-8 (see `truncate` for what goes first).
 
     Locations are shown relative to `workspace` (default: the current directory); `base_ref` is the ref growth was
-    measured against (`--base-ref`), for what to do about it.
+    measured against (`--base-ref`), for what to do about it. `notes` are lines under the headline (how many
+    findings GitHub's annotation cap left out).
     """
     ordered = sorted(verdicts, key=lambda v: (_model_status(v) != "fail", _model_status(v) != "warn", v.name))
     failed = [v for v in ordered if not v.passed]
-    head = [_headline(verdicts, changes, unchecked), ""]
+    head = [_headline(verdicts, changes, unchecked), "", *notes]
     if unchecked:
         head.extend(_unchecked_section(unchecked))
     if changes:
@@ -368,13 +370,13 @@ def _longest_backtick_run(text: str) -> int:
 
 def summary_of(
     result: RunResult, *, workspace: str | os.PathLike[str] | None = None,
-    max_bytes: int = MAX_BYTES - RESERVE,
+    max_bytes: int = MAX_BYTES - RESERVE, notes: Sequence[str] = (),
 ) -> str:  # fmt: skip
     """`summary` of one run's result. A summary is read on the web, whichever front end wrote it: its hints name
     both update commands, so the same run gives the same summary from either."""
     return summary(
         result.verdicts, result.changes, result.unchecked, update_hint=ANY_UPDATE_HINT, workspace=workspace,
-        max_bytes=max_bytes, base_ref=result.base_ref,
+        max_bytes=max_bytes, base_ref=result.base_ref, notes=notes,
     )  # fmt: skip
 
 

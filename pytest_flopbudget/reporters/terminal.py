@@ -18,6 +18,7 @@ from pytest_flopbudget.judge.diff import LayerDiff, top_layers
 from pytest_flopbudget.judge.diff_groups import group_changes
 from pytest_flopbudget.judge.reason import reason
 from pytest_flopbudget.judge.verdict import Finding, FindingKind, Verdict
+from pytest_flopbudget.judge.versions import version_note
 from pytest_flopbudget.render.formatting import (
     ROOT_LABEL,
     ceiling_above,
@@ -72,7 +73,20 @@ def pytest_summary(result: RunResult) -> list[str]:
     or nothing at all for a session without a counted model, an error or a baseline to mention."""
     if not (result.verdicts or result.update_errors or result.unchecked or result.stale or result.removed):
         return []
-    return [f"error: {e.message}" for e in result.unchecked if e.nodeid is None] + run_summary(result)
+    lines = [f"error: {e.message}" for e in result.unchecked if e.nodeid is None]
+    return lines + warn_increase_lines(result) + run_summary(result)
+
+
+def warn_increase_lines(result: RunResult) -> list[str]:
+    """`NAME: warning: ... more than warn-increase 1%`: the warnings a project asked for with warn-increase, which
+    no test shows (the test passes); growth on models without one stays in the table's `vs baseline` column."""
+    return [
+        f"{v.name}: warning: {f.message}"
+        for v in result.verdicts
+        if v.passed and v.budget.warn_increase is not None
+        for f in v.warnings
+        if f.kind == FindingKind.GROWTH
+    ]
 
 
 def details(
@@ -95,6 +109,7 @@ def details(
         else:
             lines.append(f"top layers by {metric_title(metric)}:")
             lines.extend(top_layers_table(verdict, metric, top=top))
+    lines.extend(phase_lines(verdict, metrics, baseline_shown))  # a generation or training: which phase moved
     lines.extend(curve_lines.formula_lines(verdict))  # a model with a curve: its formula (and the baseline's)
     if verdict.report.skipped_ops and (SKIPPED in verdict.failed_metrics() or lines):
         lines.extend(_skipped_lines(verdict))
@@ -106,6 +121,17 @@ def details(
     if hint:
         lines.append(hint)
     return "\n".join(lines)
+
+
+def phase_lines(verdict: Verdict, metrics: Sequence[Metric], against: str) -> list[str]:
+    """The phases base vs now (render/phase_diff.py) where some moved, for a generation or a count whose budget
+    sets phases; nothing for any other count (its text is unchanged)."""
+    if verdict.baseline is None or not (verdict.report.phases or verdict.budget.phases):
+        return []
+    from ..render.phase_diff import phase_diffs
+
+    per_op = [metric for metric in metrics if metric in METRICS.per_op]
+    return phase_diffs(verdict.baseline, verdict.report, per_op, against)
 
 
 def accept_hint(verdict: Verdict, *, update_hint: str, base_ref: str | None = None, start: str | None = None) -> str:
@@ -413,7 +439,8 @@ def _skipped_lines(verdict: Verdict) -> list[str]:
 
 
 def baseline_notes(verdict: Verdict) -> list[str]:
-    """Say so when the baseline was counted differently: a diff across input shapes is not like for like."""
+    """Say so when the baseline was counted differently: a diff across input shapes is not like for like, and a
+    count that moved with torch (or another library) may owe the change to the library."""
     notes = []
     old, new = verdict.baseline, verdict.report
     assert old is not None
@@ -427,6 +454,9 @@ def baseline_notes(verdict: Verdict) -> list[str]:
             f"note: the baseline was counted with the model in {modes[old.train_mode]} mode, now in "
             f"{modes[new.train_mode]} mode (batch-norm statistics and dropout show in the diff; forgot .eval()?)"
         )
+    versions = version_note(old.versions, new.versions)
+    if versions and any(verdict.judges(m) and verdict.delta(m) for m in METRICS):  # only a count that moved
+        notes.append(f"note: {versions}")
     return notes
 
 

@@ -125,6 +125,7 @@ def init_repo(cwd: Path) -> None:
 #: This repository's composite action; `run_action_step` runs its `run:` steps as GitHub would.
 ACTION = Path(__file__).resolve().parents[2] / "action.yml"
 _INPUT = re.compile(r"\$\{\{\s*inputs\.([\w-]+)\s*\}\}")
+_TOKEN = re.compile(r"\$\{\{\s*github\.token\s*\}\}")
 
 
 def action_step(name: str) -> dict[str, Any]:
@@ -147,8 +148,9 @@ def run_action_step(
 ) -> subprocess.CompletedProcess[str]:
     """Run the `run:` script of the action step `name` in `cwd` with bash, as a GitHub runner would.
 
-    The step's `env:` gets its `${{ inputs.* }}` from `inputs` or the action's defaults (any other expression
-    fails the test: the script would see something this runner does not provide), and the variables GitHub sets:
+    The step's `env:` gets its `${{ inputs.* }}` from `inputs` or the action's defaults and `${{ github.token }}`
+    empty (any other expression fails the test: the script would see something this runner does not provide),
+    and the variables GitHub sets:
     GITHUB_ACTIONS, CI, GITHUB_EVENT_NAME, GITHUB_BASE_REF (pull requests only), GITHUB_WORKSPACE,
     GITHUB_ACTION_PATH (this repository) and GITHUB_STEP_SUMMARY (`cwd/../step-summary.md`). `path` is put in
     front of PATH, after this Python's own bin directory: tests put stand-ins for `python` or `flopbudget` there.
@@ -162,6 +164,7 @@ def run_action_step(
 
     def expand(text: str) -> str:
         expanded = _INPUT.sub(lambda m: values[m.group(1)], str(text))
+        expanded = _TOKEN.sub("", expanded)  # the job's token: none here (a test passes GITHUB_TOKEN=... itself)
         assert "${{" not in expanded, f"action.yml step {name!r}: an expression this test cannot provide: {text}"
         return expanded
 
@@ -181,5 +184,5 @@ def run_action_step(
     assert step["shell"] == "bash"
     return subprocess.run(
         ["bash", "--noprofile", "--norc", "-eo", "pipefail", str(script)],
-        cwd=workdir, capture_output=True, text=True, env=clean_env(**github, **step_env, **env), timeout=300,
+        cwd=workdir, capture_output=True, text=True, env=clean_env(**{**github, **step_env, **env}), timeout=300,
     )  # fmt: skip

@@ -233,3 +233,51 @@ def test_the_check_refuses_pytest_inputs_it_cannot_honour(project: Path, tmp_pat
     assert done.returncode == 2
     assert done.stdout.splitlines() == [message]
     assert calls(tool) == []
+
+
+# -- the pull-request comment --------------------------------------------------------------------------------------
+
+COMMENT_STEP = "Comment on the pull request"
+
+
+def test_comment_makes_the_check_write_the_body_and_its_own_step_post_it(project: Path, tmp_path: Path):
+    bin_dir = tmp_path / "bin"
+    tool = stand_in(bin_dir, "flopbudget")
+    runner_temp = tmp_path / "runner-temp"
+    runner_temp.mkdir()
+    body = runner_temp / "flopbudget-comment.md"
+    done = run_action_step("Check", project, {"comment": "true"}, path=[bin_dir], RUNNER_TEMP=str(runner_temp))
+    assert done.returncode == 0, done.stderr
+    assert calls(tool) == [["check", "--base-ref", "origin/main", "--report", f"comment:{body}"]]
+    # the token is this step's alone, and a failed post never fails it
+    body.write_text("<!-- pytest-flopbudget -->\n", encoding="utf-8")
+    python = stand_in(bin_dir, "python", exit_code=1)
+    done = run_action_step(
+        COMMENT_STEP, project, {"comment": "true"}, path=[bin_dir], RUNNER_TEMP=str(runner_temp), GITHUB_TOKEN="t"
+    )
+    assert done.returncode == 0, done.stderr
+    assert calls(python) == [["-m", "pytest_flopbudget.reporters.pr_comment", "flopbudget-comment.md"]]
+
+
+def test_comment_is_off_by_default_and_the_check_has_no_token(project: Path, tmp_path: Path):
+    from e2e_helpers import action_step
+
+    bin_dir = tmp_path / "bin"
+    tool = stand_in(bin_dir, "flopbudget")
+    python = stand_in(bin_dir, "python")
+    assert run_action_step("Check", project, path=[bin_dir]).returncode == 0
+    assert calls(tool) == [["check", "--base-ref", "origin/main"]]
+    done = run_action_step(COMMENT_STEP, project, path=[bin_dir], RUNNER_TEMP=str(tmp_path))
+    assert done.returncode == 0 and done.stdout == "" and calls(python) == []
+    assert "github.token" not in str(action_step("Check compute budgets")) + str(action_step(PYTEST_STEP))
+
+
+def test_the_check_refuses_a_mistyped_comment(project: Path, tmp_path: Path):
+    bin_dir = tmp_path / "bin"
+    tool = stand_in(bin_dir, "flopbudget")
+    done = run_action_step("Check compute budgets", project, {"comment": "yes"}, path=[bin_dir])
+    assert done.returncode == 2
+    assert done.stdout.splitlines() == [
+        "::error title=flopbudget action::input comment: expected true or false, got 'yes'"
+    ]
+    assert calls(tool) == []

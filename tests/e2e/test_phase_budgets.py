@@ -7,7 +7,7 @@ from fractions import Fraction
 from pathlib import Path
 
 import pytest
-from e2e_helpers import flopbudget, pytest_in
+from e2e_helpers import flopbudget, git, init_repo, pytest_in
 
 pytest.importorskip("transformers")
 
@@ -138,3 +138,73 @@ def test_the_marker_budgets_training_and_generation_phases(tmp_path: Path) -> No
     assert "2 failed, 1 passed" in result.stdout
     assert "backward: " in result.stdout and "> budget 100 FLOPs" in result.stdout
     assert "last decode step: " in result.stdout and "> budget 10 MACs" in result.stdout
+
+
+TRAINING_MODELS = """\
+from torch import nn
+
+FROZEN = {frozen}
+
+
+def net():
+    model = nn.Sequential(nn.Linear(32, 32), nn.ReLU(), nn.Linear(32, 32), nn.ReLU(), nn.Linear(32, 32))
+    model[0].requires_grad_(not FROZEN)  # unfrozen: the backward gains its weight gradient and one input gradient
+    return model
+"""
+
+TRAINING_PYPROJECT = """\
+[tool.flopbudget.models.train_step]
+target = "models:net"
+inputs = [[4, 32]]
+training = true
+max-increase = "50%"
+phases = { forward = { flops = "1G" }, backward = { flops = "1G" } }
+"""
+
+
+def training_project(tmp_path: Path, *, frozen: bool) -> Path:
+    (tmp_path / "models.py").write_text(TRAINING_MODELS.format(frozen=frozen))
+    (tmp_path / "pyproject.toml").write_text(TRAINING_PYPROJECT)
+    return tmp_path
+
+
+def test_a_phase_grown_past_max_increase_fails_while_the_total_passes_it(tmp_path: Path) -> None:
+    """The backward grows by two thirds, the total by a third: max-increase 50% fails on the backward alone, in
+    `flopbudget check` and in pytest, and the details show the phases base vs now."""
+    updated = flopbudget(training_project(tmp_path, frozen=True), "check", "--no-cache", "--update")
+    assert updated.returncode == 0, updated.stdout + updated.stderr
+    failing = flopbudget(training_project(tmp_path, frozen=False), "check", "--no-cache")
+    assert failing.returncode == 1, failing.stdout + failing.stderr
+    assert "train_step: backward +66.7% > max-increase 50% (41.6 kFLOPs, baseline 25.0 kFLOPs)" in failing.stdout
+    assert "more than max-increase" not in failing.stdout  # the total grew 33.3%, within it
+    table = failing.stdout.split("FLOPs per phase, against ")[1].splitlines()
+    assert table[1].split() == ["phase", "baseline", "now", "delta"]
+    assert table[2].split()[:3] == ["forward", "25.3k", "25.3k"] and "(+0.0%)" in table[2]
+    assert table[3].split()[:3] == ["backward", "25.0k", "41.6k"] and "(+66.7%)" in table[3]
+    assert "backward flops" in failing.stdout  # the budget use column: the phase nearest its ceiling
+    diff = flopbudget(tmp_path, "diff", "train_step")
+    assert diff.returncode == 0, diff.stdout + diff.stderr
+    assert "MACs per phase, against .flopbudget/train_step.json:" in diff.stdout
+    result = pytest_in(tmp_path, "pyproject.toml", COLUMNS="200")
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "backward +66.7% > max-increase 50%" in result.stdout
+    assert "FLOPs per phase, against " in result.stdout
+
+
+def test_base_ref_flags_a_raised_phase_ceiling_and_judges_the_phase_against_the_base(tmp_path: Path) -> None:
+    """A change that lifts the backward's ceiling and rewrites its own baseline: `--base-ref` says the ceiling was
+    raised and still fails the backward's growth over the base's baseline."""
+    init_repo(tmp_path)
+    assert flopbudget(training_project(tmp_path, frozen=True), "check", "--no-cache", "--update").returncode == 0
+    git(tmp_path, "add", "-A")
+    git(tmp_path, "commit", "-qm", "frozen first layer")
+    git(tmp_path, "checkout", "-qb", "unfreeze")
+    training_project(tmp_path, frozen=False)
+    pyproject = tmp_path / "pyproject.toml"
+    pyproject.write_text(pyproject.read_text().replace('backward = { flops = "1G" }', 'backward = { flops = "2G" }'))
+    assert flopbudget(tmp_path, "check", "--no-cache", "--update").returncode == 0
+    git(tmp_path, "commit", "-qam", "unfrozen, baseline and backward ceiling raised")
+    result = flopbudget(tmp_path, "check", "--no-cache", "--base-ref", "main")
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "train_step: backward +66.7% > max-increase 50%" in result.stdout
+    assert "train_step: phases.backward.flops budget raised from 1G to 2G (+100.0%) since main" in result.stdout

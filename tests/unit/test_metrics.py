@@ -98,6 +98,7 @@ def test_config_maps_come_from_the_definitions() -> None:
         "buffer-bytes": "buffer-bytes",
         "peak-memory": "peak-memory",
         "max-increase": "max_increase",
+        "warn-increase": "warn_increase",
     }
 
 

@@ -37,6 +37,7 @@ from .generation import Generation
 from .keras_layers import keras_params, keras_paths
 from .known_inputs import InputValues
 from .lazy_shape_env import LazyShapeEnv
+from .library_versions import model_library_versions
 from .model_copy import ModelCopy
 from .module_paths import ModulePathTracker
 from .ops import SAME_SHAPE_INPLACE, TORCH_OPS, integer_output, op_key
@@ -791,7 +792,12 @@ def _build_report(
         backend="torch",
         model=type(model).__name__,
         inputs=[_describe(v) for v in tree_flatten((args, kwargs))[0]],
-        versions={"torch": torch.__version__, "execution": execution, **_tool_version()},
+        versions={
+            "torch": torch.__version__,
+            "execution": execution,
+            **_tool_version(),
+            **model_library_versions(model),
+        },
         conventions=conventions_with(optional),
         optional_metrics=optional,
     )

@@ -193,6 +193,37 @@ def test_max_increase_is_inclusive(baseline: int, now: int, allowed: bool) -> No
     assert parse_increase("2%").allows(baseline, now) is allowed
 
 
+def test_warn_increase_is_parsed_like_max_increase_and_named_in_errors() -> None:
+    sources = {
+        slot: Location("/p/pyproject.toml", line, f"models.m.{slot.replace('_', '-')}")
+        for line, slot in ((4, "max_increase"), (5, "warn_increase"))
+    }
+    budget = parse_budget({"max_increase": "10%", "warn_increase": "1%"}, sources)
+    assert budget.warn_increase is not None and budget.warn_increase.fraction == Decimal("0.01")
+    assert budget.warn_increase.source.line == 5 and not budget.is_empty
+    assert Budget.from_dict(budget.to_dict()) == budget
+    assert "warn_increase" not in Budget(max_increase=budget.max_increase).to_dict()  # unchanged JSON without it
+    assert not parse_budget({"warn_increase": "1%"}, sources).is_empty  # warn-increase alone is a budget
+    with pytest.raises(LocatedError) as info:
+        parse_budget({"warn_increase": 1}, sources)
+    assert str(info.value).startswith("/p/pyproject.toml:5: models.m.warn-increase: 1 is not a percentage: ")
+    assert "warn-increase is a percentage string" in str(info.value)
+
+
+def test_warn_increase_above_max_increase_is_a_one_line_error() -> None:
+    sources = {
+        slot: Location("/p/pyproject.toml", line, f"models.m.{slot.replace('_', '-')}")
+        for line, slot in ((4, "max_increase"), (5, "warn_increase"))
+    }
+    with pytest.raises(LocatedError) as info:
+        parse_budget({"max_increase": "2%", "warn_increase": "5%"}, sources)
+    assert str(info.value) == (
+        "/p/pyproject.toml:5: models.m.warn-increase: warn-increase 5% is larger than max-increase 2%: it would "
+        "never warn; set it below max-increase"
+    )
+    assert parse_budget({"max_increase": "2%", "warn_increase": "2%"}, sources).warn_increase is not None
+
+
 def test_parse_budget_collects_every_problem() -> None:
     sources = {
         slot: Location("/p/pyproject.toml", line, f"k.{slot}") for line, slot in enumerate(["flops", "params"], 3)

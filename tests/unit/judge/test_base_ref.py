@@ -229,3 +229,37 @@ def test_budgets_on_the_curve_raised_or_removed_are_flagged(tmp_path: Path) -> N
         "gpt: at seq=512 macs budget 1G removed since v1",
     ]
     assert changes[0].source.line == 6
+
+
+PHASE_MODEL = """\
+[tool.flopbudget.models.chat]
+target = "m:llama"
+inputs = [{ shape = [1, 64], dtype = "int64" }]
+generate = 6
+"""
+
+
+def test_phase_budgets_raised_or_removed_are_flagged(tmp_path: Path) -> None:
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "pyproject.toml").write_text(
+        PHASE_MODEL + 'phases = { prefill = { flops = "30T" }, decode-mean = { flops = "15G", macs = "8G" } }\n'
+    )
+    (tmp_path / "pyproject.toml").write_text(
+        PHASE_MODEL + 'phases = { prefill = { flops = "29T" }, decode-mean = { flops = "20G" } }\n'
+    )
+    changes = compare_budgets(
+        load_settings(tmp_path / "a" / "pyproject.toml"), load_settings(tmp_path / "pyproject.toml"), "v1"
+    )
+    assert [c.message for c in changes] == [
+        "chat: phases.decode-mean.flops budget raised from 15G to 20G (+33.3%) since v1",  # a lowered prefill is fine
+        "chat: phases.decode-mean.macs budget 8G removed since v1",
+    ]
+    assert changes[0].source.line == 5
+    (tmp_path / "pyproject.toml").write_text("[tool.flopbudget]\n")
+    (removed,) = compare_budgets(
+        load_settings(tmp_path / "a" / "pyproject.toml"), load_settings(tmp_path / "pyproject.toml"), "v1"
+    )
+    assert removed.message == (
+        "chat: model and its budgets removed since v1 (it had phases.prefill.flops 30T, "
+        "phases.decode-mean.flops 15G, phases.decode-mean.macs 8G)"
+    )

@@ -633,3 +633,35 @@ def test_judge_compares_a_formula_with_the_baseline_formula(tmp_path: Path) -> N
         "FLOPs formula changed: seq**2 term of h.0.attn +100.0%"
     ]
     assert Measurement.from_dict(measurement.to_dict()).formula.to_dict() == _formula("280*seq**2").to_dict()
+
+
+# -- versions ---------------------------------------------------------------------------------------------------
+
+
+def test_the_baseline_records_the_versions_it_was_counted_with(tmp_path: Path) -> None:
+    store = BaselineStore(tmp_path)
+    store.save("m", REPORT)
+    assert json.loads(store.path_for("m").read_text())["versions"] == {"pytest-flopbudget": "0.1.0", "torch": "2.x"}
+
+
+def test_new_library_versions_alone_do_not_rewrite_a_baseline(tmp_path: Path) -> None:
+    """Upgrading torch or this tool does not touch every committed baseline: the count is the same."""
+    store = BaselineStore(tmp_path)
+    store.save("m", REPORT)
+    before = store.path_for("m").read_text()
+    upgraded = make_report({"": (4, 0, 0), "fc1": (300, 150, 40), "fc2": (50, 25, 6)})
+    upgraded.versions = {"torch": "2.y", "pytest-flopbudget": "0.2.0", "transformers": "5.0.0"}
+    assert store.save("m", upgraded) is False
+    assert store.path_for("m").read_text() == before
+    grown = make_report({"": (4, 0, 0), "fc1": (600, 300, 40), "fc2": (50, 25, 6)})
+    grown.versions = upgraded.versions
+    assert store.save("m", grown) is True  # a count that moved is written with the versions it was counted with
+    assert store.load("m").versions == upgraded.versions
+
+
+def test_how_it_was_counted_is_not_a_library_version(tmp_path: Path) -> None:
+    store = BaselineStore(tmp_path)
+    store.save("m", REPORT)
+    real = make_report({"": (4, 0, 0), "fc1": (300, 150, 40), "fc2": (50, 25, 6)})
+    real.versions = {**REPORT.versions, "execution": "real"}
+    assert store.save("m", real) is True

@@ -48,3 +48,9 @@ def test_a_phase_the_count_does_not_have_cannot_pass() -> None:
     verdict = judged(generation([]), {"decode-last": {"flops": "1G"}})
     assert verdict.violations[0].kind == FindingKind.NOT_MEASURED
     assert verdict.violations[0].message.startswith("last decode step: no such phase")
+
+
+def test_budget_use_counts_the_phase_ceilings() -> None:
+    verdict = judged(generation([10, 11, 13]), {"prefill": {"flops": "2000"}, "decode-mean": {"flops": "17"}})
+    assert verdict.highest_usage() == ("decode-mean flops", float(Fraction(34, 51)))  # 66.7% beats the prefill's 50%
+    assert judged(generation([]), {"decode-mean": {"flops": "1"}}).highest_usage() is None  # no such phase

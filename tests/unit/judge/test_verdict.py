@@ -100,6 +100,34 @@ def test_growth_within_budget_is_a_warning() -> None:
     assert warning.source is not None and warning.source.line == 10
 
 
+def test_warn_increase_warns_between_it_and_max_increase_without_failing() -> None:
+    baseline = make_report({"a": (1000, 500, 100)})
+    grown = make_report({"a": (1050, 500, 100)})  # +5%
+    verdict = evaluate(measure(grown, warn_increase="1%", max_increase="10%"), baseline)
+    assert verdict.passed
+    (warning,) = verdict.warnings
+    assert (warning.severity, warning.kind, warning.metric) == ("warning", "growth", "flops")
+    assert warning.message == "1.05 kFLOPs is +5.0% over baseline 1.00 kFLOPs, more than warn-increase 1%"
+    assert warning.source is not None and warning.source.line == 10  # the line that declares warn-increase
+
+
+def test_growth_within_warn_increase_is_quiet_and_over_max_increase_fails() -> None:
+    baseline = make_report({"a": (1000, 500, 100)})
+    assert evaluate(measure(make_report({"a": (1010, 500, 100)}), warn_increase="1%"), baseline).findings == []
+    warned = evaluate(measure(make_report({"a": (1200, 500, 100)}), warn_increase="1%"), baseline)
+    assert warned.passed and [w.kind for w in warned.warnings] == ["growth"]  # no max-increase: a warning only
+    verdict = evaluate(measure(make_report({"a": (1200, 500, 100)}), warn_increase="1%", max_increase="10%"), baseline)
+    assert [(v.kind, v.metric) for v in verdict.violations] == [("increase", "flops")]
+    assert verdict.warnings == []  # the failure already says it grew
+
+
+def test_warn_increase_applies_to_params_and_macs_too() -> None:
+    baseline = make_report({"a": (1000, 500, 100)})
+    verdict = evaluate(measure(make_report({"a": (1000, 520, 103)}), warn_increase="2%"), baseline)
+    assert verdict.passed
+    assert [w.metric for w in verdict.warnings] == ["macs", "params"]
+
+
 def test_skipped_ops_within_budget_are_a_warning() -> None:
     verdict = evaluate(measure(REPORT, flops="2k"))
     (warning,) = verdict.warnings
@@ -131,7 +159,7 @@ def test_failed_metrics_in_budget_order() -> None:
 
 
 def test_measurement_round_trips() -> None:
-    measurement = measure(REPORT, flops="1G", max_increase="1%")
+    measurement = measure(REPORT, flops="1G", max_increase="1%", warn_increase="0.5%")
     measurement.nodeid = "tests/test_a.py::test_b"
     again = Measurement.from_dict(measurement.to_dict())
     assert again.to_dict() == measurement.to_dict()

@@ -23,7 +23,10 @@ from pytest_flopbudget.run import RunResult, Unchecked
 PYPROJECT = pyproject(RESNET)
 GITHUB = {"GITHUB_ACTIONS": "true"}
 #: The grammar every bad spec's message ends with, spelled out (a test of the text, not of the constant).
-EXPECTED = "github, gitlab:PATH, json:PATH, markdown:PATH, metrics:PATH, benchmark:PATH, bencher:PATH, auto or none"
+EXPECTED = (
+    "github, gitlab:PATH, json:PATH, markdown:PATH, metrics:PATH, benchmark:PATH, bencher:PATH, comment:PATH, auto "
+    "or none"
+)
 
 
 @pytest.mark.parametrize(
@@ -38,6 +41,7 @@ EXPECTED = "github, gitlab:PATH, json:PATH, markdown:PATH, metrics:PATH, benchma
         ("metrics:metrics.txt", ReportSpec("metrics", "metrics.txt")),
         ("benchmark:out/bench.json", ReportSpec("benchmark", "out/bench.json")),
         ("Bencher:bmf.json", ReportSpec("bencher", "bmf.json")),
+        ("comment:body.md", ReportSpec("comment", "body.md")),
         ("auto", ReportSpec("auto")),
         ("none", ReportSpec("none")),
     ],

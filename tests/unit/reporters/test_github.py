@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 
 import pytest
@@ -9,8 +10,17 @@ from reporter_helpers import TWO_MODELS
 
 from pytest_flopbudget.judge.base_ref import BudgetChange
 from pytest_flopbudget.reporters.annotations import collect
-from pytest_flopbudget.reporters.github import command, escape_data, escape_property, workflow_commands
-from pytest_flopbudget.run import Unchecked
+from pytest_flopbudget.reporters.github import (
+    GitHubOutput,
+    command,
+    escape_data,
+    escape_property,
+    left_out,
+    left_out_text,
+    workflow_commands,
+)
+from pytest_flopbudget.reporters.output import Findings, OutputContext
+from pytest_flopbudget.run import RunResult, Unchecked
 
 PYPROJECT = TWO_MODELS
 
@@ -136,6 +146,42 @@ def test_overflow_lines_cannot_inject_commands(make_project, make_report) -> Non
     expected = "flopbudget: error: pyproject.toml:56: m10\\n::error::injected: 5 FLOPs > budget 1 FLOPs (+400.0%)"
     assert lines[-1] == expected
     assert not any(line.startswith("::error::") for line in lines)
+
+
+def test_fifteen_failing_models_annotate_the_worst_ten_and_say_how_many_were_left_out(
+    make_project, make_report, tmp_path: Path
+) -> None:
+    root, verdicts = _overruns(make_project, make_report, errors=15, warnings=2)
+    annotations = collect(verdicts)
+    assert left_out(annotations) == {"error": 5}
+    assert left_out_text({"error": 5, "warning": 1}) == "5 more errors and 1 more warning not annotated"
+    summary, out = tmp_path / "summary.md", io.StringIO()
+    env = {"GITHUB_STEP_SUMMARY": str(summary)}
+    GitHubOutput().write(Findings(RunResult(verdicts), annotations), None, OutputContext(str(root), env, out, out))
+    lines = out.getvalue().splitlines()
+    errors = [line.split("title=flopbudget%3A ")[1].split(" ")[0] for line in lines if line.startswith("::error ")]
+    assert errors == [f"m{i:02d}" for i in range(14, 4, -1)]  # the largest overrun (m14, +15%) first
+    assert len([line for line in lines if line.startswith("::warning ")]) == 2
+    assert lines[-1] == "flopbudget: 5 more errors not annotated: see the job summary"
+    text = summary.read_text()
+    assert (
+        "_5 more errors not annotated: GitHub shows at most 10 annotations of each kind per step; every model is in "
+        "the table._"
+    ) in text
+    assert all(f"| m{i:02d} |" in text for i in range(17))
+    out = io.StringIO()
+    GitHubOutput().write(Findings(RunResult(verdicts), annotations), None, OutputContext(str(root), {}, out, out))
+    assert out.getvalue().splitlines()[-1] == "flopbudget: 5 more errors not annotated: listed above"
+
+
+def test_nothing_left_out_says_nothing(make_project, make_report, tmp_path: Path) -> None:
+    root, verdicts = _overruns(make_project, make_report, errors=10, warnings=10)
+    annotations = collect(verdicts)
+    assert left_out(annotations) == {} and left_out_text({}) == ""
+    summary, out = tmp_path / "summary.md", io.StringIO()
+    env = {"GITHUB_STEP_SUMMARY": str(summary)}
+    GitHubOutput().write(Findings(RunResult(verdicts), annotations), None, OutputContext(str(root), env, out, out))
+    assert "not annotated" not in out.getvalue() + summary.read_text()
 
 
 @pytest.mark.parametrize("limit", [1, 3])

@@ -248,6 +248,38 @@ def test_a_terminal_that_cannot_be_written_is_the_front_ends_to_handle() -> None
         emit(RunResult([over], front_end=CLI_FRONT_END), [TERMINAL], env={}, stream=Gone(), errors=io.StringIO())
 
 
+def test_a_count_that_moved_with_torch_says_so() -> None:
+    baseline, now = make_report({"a": 1}), make_report({"a": 2})
+    baseline.versions, now.versions = {"torch": "2.13.0"}, {"torch": "2.14.0"}
+    text = details(verdict_for(now, baseline, flops=1), update_hint=HINT)
+    assert "note: counted with torch 2.13.0 at the base, 2.14.0 now" in text.splitlines()
+
+
+def test_versions_say_nothing_when_the_count_did_not_move_or_the_baseline_has_none() -> None:
+    baseline, now = make_report({"a": 2}), make_report({"a": 2})
+    baseline.versions, now.versions = {"torch": "2.13.0"}, {"torch": "2.14.0"}
+    assert "counted with" not in details(verdict_for(now, baseline, flops=1), update_hint=HINT)  # tighter budget
+    old, grown = make_report({"a": 1}), make_report({"a": 2})
+    grown.versions = {"torch": "2.14.0"}
+    assert "counted with" not in details(verdict_for(grown, old, flops=1), update_hint=HINT)  # an old baseline
+
+
+def test_details_show_the_phases_base_vs_now_for_a_generation_only() -> None:
+    from pytest_flopbudget.metrics import FLOPS
+    from pytest_flopbudget.report import Phase
+
+    def generation(decode: int) -> Report:
+        report = make_report({"l": 1000 + 3 * decode})
+        report.phases = [Phase("prefill", {FLOPS: 1000})] + [Phase(f"decode {k}", {FLOPS: decode}) for k in (1, 2, 3)]
+        return report
+
+    text = details(verdict_for(generation(130), generation(100), flops=1000), update_hint=HINT)
+    assert "FLOPs per phase, against .flopbudget/net.json:" in text
+    assert "  decode mean per token       100    130  +30 (+30.0%)" in text.splitlines()
+    plain = details(verdict_for(make_report({"l": 1390}), make_report({"l": 1300}), flops=1000), update_hint=HINT)
+    assert "per phase" not in plain  # a count without phases reads as it always did
+
+
 def test_diff_groups_repeated_blocks_that_changed_alike() -> None:
     baseline = make_report({f"layers.{i}.mlp.up": 100 for i in range(32)} | {"head": 10, "embed": 5})
     now = make_report({f"layers.{i}.mlp.up": 150 for i in range(32)} | {"head": 20, "embed": 5})

@@ -1,0 +1,213 @@
+"""The pull-request comment against a fake GitHub REST API (http.server in a thread, no network)."""
+
+from __future__ import annotations
+
+import io
+import json
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+from reporter_helpers import RESNET, pyproject
+
+from pytest_flopbudget.reporters import pr_comment
+from pytest_flopbudget.reporters.ci import ReportSpec, emit
+from pytest_flopbudget.reporters.output import Findings
+from pytest_flopbudget.reporters.pr_comment import MARKER, MAX_CHARS, comment_body, main, post
+from pytest_flopbudget.run import RunResult
+
+TOKEN = "ghs_s3cr3t-t0ken-never-printed"
+REPOSITORY = "octo/models"
+
+
+class FakeGitHub:
+    """Issue comments of pull request 7 in memory; `status` forces every answer (403 for a fork's token)."""
+
+    def __init__(self) -> None:
+        self.comments: list[dict[str, Any]] = [{"id": 1, "body": "LGTM", "user": {"login": "someone"}}]
+        self.requests: list[tuple[str, str, str]] = []
+        self.status = 0
+        self.next_id = 100
+
+    def handle(self, method: str, path: str, auth: str, payload: Any) -> tuple[int, Any]:
+        self.requests.append((method, path, auth))
+        if self.status:
+            return self.status, {"message": "Resource not accessible by integration"}
+        if auth != f"Bearer {TOKEN}":
+            return 401, {"message": "Bad credentials"}
+        route, _, query = path.partition("?")
+        if route == f"/repos/{REPOSITORY}/issues/7/comments" and method == "GET":
+            params = dict(item.split("=") for item in query.split("&") if item)
+            page, per_page = int(params.get("page", 1)), int(params.get("per_page", 30))
+            return 200, self.comments[(page - 1) * per_page : page * per_page]
+        if route == f"/repos/{REPOSITORY}/issues/7/comments" and method == "POST":
+            self.next_id += 1
+            self.comments.append({"id": self.next_id, "body": payload["body"]})
+            return 201, self.comments[-1]
+        prefix = f"/repos/{REPOSITORY}/issues/comments/"
+        if route.startswith(prefix) and method == "PATCH":
+            comment = next(c for c in self.comments if c["id"] == int(route[len(prefix) :]))
+            comment["body"] = payload["body"]
+            return 200, comment
+        return 404, {"message": "Not Found"}
+
+
+@pytest.fixture
+def api() -> Iterator[tuple[FakeGitHub, str]]:
+    fake = FakeGitHub()
+
+    class Handler(BaseHTTPRequestHandler):
+        def _answer(self) -> None:
+            length = int(self.headers.get("Content-Length") or 0)
+            payload = json.loads(self.rfile.read(length)) if length else None
+            status, answer = fake.handle(self.command, self.path, self.headers.get("Authorization", ""), payload)
+            data = json.dumps(answer).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        do_GET = do_POST = do_PATCH = _answer
+
+        def log_message(self, format: str, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield fake, f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def github_env(tmp_path: Path, url: str, event: dict[str, Any] | None = None, **extra: str) -> dict[str, str]:
+    path = tmp_path / "event.json"
+    path.write_text(json.dumps({"pull_request": {"number": 7}} if event is None else event), encoding="utf-8")
+    return {
+        "GITHUB_TOKEN": TOKEN, "GITHUB_REPOSITORY": REPOSITORY, "GITHUB_EVENT_PATH": str(path),
+        "GITHUB_API_URL": url, **extra,
+    }  # fmt: skip
+
+
+def test_creates_once_then_updates_the_same_comment_in_place(api, tmp_path: Path) -> None:
+    fake, url = api
+    env = github_env(tmp_path, url)
+    out = io.StringIO()
+    assert post(f"{MARKER}\nfirst push\n", env, out) == "created"
+    (created,) = [c for c in fake.comments if c["body"].startswith(MARKER)]
+    assert post(f"{MARKER}\nsecond push\n", env, out) == "updated"
+    mine = [c for c in fake.comments if c["body"].startswith(MARKER)]
+    assert [c["id"] for c in mine] == [created["id"]]
+    assert mine[0]["body"] == f"{MARKER}\nsecond push\n"
+    assert fake.comments[0]["body"] == "LGTM"  # the reviewer's comment untouched
+    assert [method for method, _, _ in fake.requests] == ["GET", "POST", "GET", "PATCH"]
+    assert out.getvalue() == ""
+
+
+def test_finds_its_comment_on_a_later_page(api, tmp_path: Path) -> None:
+    fake, url = api
+    fake.comments = [{"id": i, "body": f"chat {i}"} for i in range(1, 151)] + [{"id": 500, "body": f"{MARKER}\nold"}]
+    assert post("new\n", github_env(tmp_path, url), io.StringIO()) == "updated"
+    assert fake.comments[-1] == {"id": 500, "body": f"{MARKER}\nnew\n"}  # the marker added when missing
+
+
+def test_the_bots_comment_wins_over_a_pasted_marker(api, tmp_path: Path) -> None:
+    fake, url = api
+    fake.comments = [
+        {"id": 2, "body": f"{MARKER}\npasted", "user": {"login": "someone", "type": "User"}},
+        {"id": 3, "body": f"{MARKER}\nold", "user": {"login": "github-actions[bot]", "type": "Bot"}},
+    ]
+    assert post(f"{MARKER}\nnew\n", github_env(tmp_path, url), io.StringIO()) == "updated"
+    assert [c["body"] for c in fake.comments] == [f"{MARKER}\npasted", f"{MARKER}\nnew\n"]
+
+
+@pytest.mark.parametrize("status", [403, 404])
+def test_a_fork_token_degrades_to_one_notice(api, tmp_path: Path, status: int) -> None:
+    fake, url = api
+    fake.status = status
+    out = io.StringIO()
+    assert post(f"{MARKER}\nbody\n", github_env(tmp_path, url), out) == "notice"
+    lines = out.getvalue().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("::notice title=flopbudget")
+    assert f"HTTP {status}" in lines[0] and "pull-requests: write" in lines[0]
+    assert TOKEN not in out.getvalue()
+
+
+def test_missing_token_is_one_notice_and_no_request(api, tmp_path: Path) -> None:
+    fake, url = api
+    out = io.StringIO()
+    env = github_env(tmp_path, url)
+    del env["GITHUB_TOKEN"]
+    assert post("body", env, out) == "notice"
+    assert fake.requests == []
+    assert out.getvalue().count("::notice") == 1 and "GITHUB_TOKEN is not set" in out.getvalue()
+
+
+def test_unreachable_api_is_one_notice(tmp_path: Path) -> None:
+    out = io.StringIO()
+    env = github_env(tmp_path, "http://127.0.0.1:9", GITHUB_TOKEN=TOKEN)  # the discard port: nobody listens
+    assert post("body", env, out) == "notice"
+    assert out.getvalue().count("\n") == 1 and TOKEN not in out.getvalue()
+
+
+def test_not_a_pull_request_posts_nothing(api, tmp_path: Path) -> None:
+    fake, url = api
+    out = io.StringIO()
+    assert post("body", github_env(tmp_path, url, event={"ref": "refs/heads/main"}), out) == "skipped"
+    assert post("body", {"GITHUB_TOKEN": TOKEN}, out) == "skipped"
+    assert fake.requests == [] and out.getvalue() == ""
+
+
+def test_an_oversized_body_is_cut_to_the_comment_limit(api, tmp_path: Path) -> None:
+    fake, url = api
+    assert post(MARKER + "\n" + "é" * 100_000, github_env(tmp_path, url), io.StringIO()) == "created"
+    assert len(fake.comments[-1]["body"]) <= MAX_CHARS
+
+
+def test_the_body_is_the_job_summary_under_the_marker_and_the_limit(make_project, make_report) -> None:
+    project = make_project(pyproject(RESNET))
+    verdict = project.verdict("resnet", make_report({"stem": 300, "head": 900}), make_report({"head": 500}))
+    body = comment_body(Findings(RunResult([verdict])), str(project.root))
+    assert body.startswith(MARKER + "\n### flopbudget: ❌ 1 of 1 model over budget")
+    assert "<details>" in body and "| ❌ | resnet | FLOPs |" in body
+
+
+def test_a_huge_run_is_cut_to_the_comment_limit(make_project, make_report) -> None:
+    models = "".join(
+        f'[tool.flopbudget.models.m{i:04d}]\ntarget = "pkg:m"\ninputs = [[1]]\nflops = 10\n\n' for i in range(800)
+    )
+    project = make_project("[tool.flopbudget]\n\n" + models)
+    verdicts = [project.verdict(f"m{i:04d}", make_report({"conv": 100})) for i in range(800)]
+    huge = comment_body(Findings(RunResult(verdicts)), str(project.root))
+    assert len(huge) <= MAX_CHARS and huge.startswith(MARKER + "\n")
+    assert "_Summary cut to stay under GitHub's limit for a comment" in huge
+
+
+def test_comment_report_kind_writes_the_body_file(make_project, make_report, tmp_path: Path) -> None:
+    project = make_project(pyproject(RESNET))
+    verdict = project.verdict("resnet", make_report({"head": 900}))
+    path = tmp_path / "out" / "comment.md"
+    assert emit(RunResult([verdict]), [ReportSpec("comment", str(path))], env={}, stream=io.StringIO()).ok
+    assert path.read_text(encoding="utf-8") == comment_body(Findings(RunResult([verdict])), str(Path.cwd()))
+
+
+def test_main_posts_the_file_and_never_fails(api, tmp_path: Path, monkeypatch, capsys) -> None:
+    fake, url = api
+    body = tmp_path / "comment.md"
+    body.write_text(f"{MARKER}\nfrom a file\n", encoding="utf-8")
+    for key, value in github_env(tmp_path, url).items():
+        monkeypatch.setenv(key, value)
+    assert main([str(body)]) == 0
+    assert fake.comments[-1]["body"] == f"{MARKER}\nfrom a file\n"
+    fake.status = 403
+    assert main([str(body)]) == 0
+    assert main([str(tmp_path / "missing.md")]) == 0
+    captured = capsys.readouterr()
+    assert captured.out.count("::notice") == 2 and TOKEN not in captured.out + captured.err
+    assert pr_comment.main([]) == 2
