@@ -77,9 +77,8 @@ def summary(
     duplicated = {name for name in names if names.count(name) > 1}
     unchanged = [v for v in ordered if _unchanged(v)]
     unchanged = unchanged if len(unchanged) > 1 else []  # one model keeps its row: a line would say no less
-    rows = [
-        row for verdict in ordered if verdict not in unchanged for row in _rows(verdict, verdict.name in duplicated)
-    ]
+    collapsed = {id(v) for v in unchanged}  # by identity: comparing verdicts would compare whole reports
+    rows = [row for v in ordered if id(v) not in collapsed for row in _rows(v, v.name in duplicated)]
     rows += [_unchanged_row(unchanged)] if unchanged else []
     table_head = [_row(HEADER), _row(("---",) * len(HEADER))] if rows else []
     blocks = [_details_block(v, update_hint, os.fspath(workspace or os.getcwd()), base_ref) for v in failed]
