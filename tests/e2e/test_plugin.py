@@ -574,8 +574,8 @@ def test_bad_targets_and_bad_markers(pytester: pytest.Pytester, run: Any) -> Non
         "ERROR",
         "test_e.py:9: test_bad_keyword: flop_budget: got an unexpected keyword argument 'flop'; the marker takes "
         "flop_budget(flops=None, *, macs=None, int_ops=None, params=None, max_skipped_ops=None, bytes=None, "
-        "param_bytes=None, buffer_bytes=None, peak_memory=None, max_increase=None, max_degree=None, at=None, "
-        "phases=None, name=None)",
+        "param_bytes=None, buffer_bytes=None, peak_memory=None, max_increase=None, warn_increase=None, "
+        "max_degree=None, at=None, phases=None, name=None)",
     )
     assert got["test_e.py::test_no_fixture"][0] == "ERROR"
     assert "needs the flopbudget fixture" in got["test_e.py::test_no_fixture"][1]
@@ -638,8 +638,8 @@ def test_marker_and_options_are_documented(pytester: pytest.Pytester, run: Any) 
     assert any(
         line.startswith(
             "@pytest.mark.flop_budget(flops=None, *, macs=None, int_ops=None, params=None, max_skipped_ops=None, "
-            "bytes=None, param_bytes=None, buffer_bytes=None, peak_memory=None, max_increase=None, max_degree=None, "
-            "at=None, phases=None, name=None): fail the test"
+            "bytes=None, param_bytes=None, buffer_bytes=None, peak_memory=None, max_increase=None, warn_increase=None, "
+            "max_degree=None, at=None, phases=None, name=None): fail the test"
         )
         for line in result.outlines
     )
