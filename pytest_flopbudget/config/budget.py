@@ -381,7 +381,8 @@ def _unit(text: str, slot: Metric, value: Any, source: Location) -> Metric | Non
         return None
     if metric not in slot.slot_units:
         allowed = " or ".join(by_name(u).label for u in slot.slot_units) or "no unit"
-        why = f"a {slot.key} budget takes {allowed}, not {text!r}"
+        article = "an" if slot.key[:1].lower() in "aeiou" else "a"  # an int-ops budget, a flops budget
+        why = f"{article} {slot.key} budget takes {allowed}, not {text!r}"
         raise _error(value, source, why, grammar(slot.prefixes))
     return metric
 

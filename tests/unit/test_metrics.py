@@ -144,7 +144,7 @@ def test_a_new_metric_parses_its_binary_budget(activations: Metric) -> None:
     assert limit.value == 536_870_912
     assert parse_quantity("0.5 GB", "activations").value == 500_000_000  # decimal prefixes too
     assert parse_quantity("1Ki", "activations").value == 1024
-    with pytest.raises(LocatedError, match="a activations budget takes activation bytes, not 'FLOPs'"):
+    with pytest.raises(LocatedError, match="an activations budget takes activation bytes, not 'FLOPs'"):
         parse_quantity("1G FLOPs", "activations")
     # the existing metrics still refuse binary prefixes, with the message they always gave
     with pytest.raises(LocatedError, match="binary prefixes such as 'Gi' are not accepted; prefixes are decimal"):

@@ -130,6 +130,7 @@ def test_rejected_budgets_quote_value_source_and_grammar(text: str, hint: str) -
         ("4 GFLOPs", "macs", "a macs budget takes MACs, not 'FLOPs'"),
         ("4 GFLOPs", "params", "a params budget takes params"),
         ("300 MMACs", "params", "a params budget takes params"),
+        ("4 GFLOPs", "int-ops", "an int-ops budget takes integer ops, not 'FLOPs'"),
         ("1.5", "skipped", "whole number"),
         ("3 FLOPs", "skipped", "max-skipped-ops budget takes no unit"),
     ],
