@@ -15,17 +15,15 @@ from __future__ import annotations
 
 from pytest_flopbudget.metrics import FLOPS, METRICS, Metric
 from pytest_flopbudget.render.flame import (
-    _STYLE,
     FONT,
-    FONTS,
     MARGIN,
     ROW,
-    WIDTH,
     _box,
     _text,
     _tree,
     html_page,
     layout,
+    svg_document,
     xml_text,
 )
 from pytest_flopbudget.render.formatting import ROOT_LABEL, format_pair, format_percent, format_value, metric_title
@@ -97,13 +95,7 @@ def render_svg(baseline: Report, report: Report, *, metric: Metric = FLOPS, titl
         note += f"; {hidden} narrow layers not drawn"
     body.append(_text(MARGIN, y, note, fill="#666", size=11))
     height = y + MARGIN
-    head = (
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{height}" viewBox="0 0 {WIDTH} {height}" '
-        f'font-family="{FONTS}" font-size="{FONT}">'
-    )
-    lines = [head, f"<title>{xml_text(title)}</title>", f"<style>{_STYLE}</style>",
-             f'<rect x="0" y="0" width="{WIDTH}" height="{height}" fill="#ffffff"/>', *body, "</svg>"]  # fmt: skip
-    return "\n".join(lines) + "\n"
+    return svg_document(body, height, title)
 
 
 def render_html(baseline: Report, report: Report, *, metric: Metric = FLOPS, title: str = "", name: str = "") -> str:

@@ -127,6 +127,12 @@ def render_svg(
         note += f"; {plural(hidden, 'layer')} narrower than {MIN_WIDTH / 100:g} px not drawn"
     body.append(_text(MARGIN, y, note, fill="#666", size=11))
     height = y + MARGIN
+    return svg_document(body, height, title)
+
+
+def svg_document(body: list[str], height: int, title: str) -> str:
+    """The SVG around an icicle's elements: size, fonts, title, style and a white ground; shared by the count
+    picture and the differential one (diff_flame.py) so both stay the same document."""
     head = (
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{height}" viewBox="0 0 {WIDTH} {height}" '
         f'font-family="{FONTS}" font-size="{FONT}">'
