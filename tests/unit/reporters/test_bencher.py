@@ -5,9 +5,9 @@ from __future__ import annotations
 import dataclasses
 import json
 from pathlib import Path
-from typing import Any
 
 import pytest
+from export_formats import BENCHER_SCHEMA as SCHEMA
 from reporter_helpers import RESNET, pyproject
 
 from pytest_flopbudget.metrics import METRICS
@@ -16,33 +16,6 @@ from pytest_flopbudget.reporters.bencher import bencher_metrics, write_bencher
 jsonschema = pytest.importorskip("jsonschema")
 
 PYPROJECT = pyproject(RESNET)
-
-#: bencher.dev, "Bencher Metric Format (BMF)": an object keyed by benchmark name, each an object keyed by measure,
-#: each holding `value` (number, required), `lower_value` and `upper_value` (numbers). The same page limits a
-#: benchmark name to 1024 characters and a measure slug to 64; the slugs here are kebab-case as Bencher's are.
-SCHEMA: dict[str, Any] = {
-    "$schema": "http://json-schema.org/draft-07/schema",
-    "type": "object",
-    "propertyNames": {"minLength": 1, "maxLength": 1024},
-    "patternProperties": {
-        ".+": {
-            "type": "object",
-            "propertyNames": {"pattern": "^[a-z0-9]+(-[a-z0-9]+)*$", "maxLength": 64},
-            "patternProperties": {
-                ".+": {
-                    "type": "object",
-                    "properties": {
-                        "value": {"type": "number"},
-                        "lower_value": {"type": "number"},
-                        "upper_value": {"type": "number"},
-                    },
-                    "required": ["value"],
-                    "additionalProperties": False,
-                }
-            },
-        }
-    },
-}
 
 
 def test_one_benchmark_per_model_one_measure_per_metric(make_project, make_report) -> None:

@@ -5,9 +5,9 @@ from __future__ import annotations
 import dataclasses
 import json
 from pathlib import Path
-from typing import Any
 
 import pytest
+from export_formats import validate_benchmark as validate
 from reporter_helpers import RESNET, pyproject
 
 from pytest_flopbudget.metrics import METRICS
@@ -16,32 +16,6 @@ from pytest_flopbudget.reporters.benchmark import benchmarks, write_benchmarks
 jsonschema = pytest.importorskip("jsonschema")
 
 PYPROJECT = pyproject(RESNET)
-
-#: The README of benchmark-action/github-action-benchmark ("Examples", custom benchmarks): the file is a JSON array
-#: of objects with `name` (string), `unit` (string) and `value` (number), optionally `range` and `extra` (strings;
-#: `extra` is shown in the chart's tooltip). The action draws one chart per name, so names are unique too.
-SCHEMA: dict[str, Any] = {
-    "$schema": "http://json-schema.org/draft-07/schema#",
-    "type": "array",
-    "items": {
-        "type": "object",
-        "properties": {
-            "name": {"type": "string", "minLength": 1},
-            "unit": {"type": "string", "minLength": 1},
-            "value": {"type": "number"},
-            "range": {"type": "string"},
-            "extra": {"type": "string"},
-        },
-        "required": ["name", "unit", "value"],
-        "additionalProperties": False,
-    },
-}
-
-
-def validate(entries: Any) -> None:
-    jsonschema.validate(entries, SCHEMA)
-    names = [entry["name"] for entry in entries]
-    assert len(names) == len(set(names))
 
 
 def named(project, make_report, *names: str):

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import dataclasses
 import re
-import shlex
 from pathlib import Path
 
-import pytest
+from export_formats import gitlab_keys
+from export_formats import parse_openmetrics as parse
 from reporter_helpers import RESNET, pyproject
 
 from pytest_flopbudget.metrics import METRICS
@@ -26,32 +26,6 @@ HOSTILE = [
     '} 1\nflopbudget_flops{model="y"} 2',
     "a\\x23b",
 ]
-
-
-def parse(text: str) -> dict[str, dict[str, float]]:
-    """family name -> model label -> value, through prometheus_client's OpenMetrics parser (strict: `# EOF`,
-    escapes, unit suffixes, one sample per label set)."""
-    parser = pytest.importorskip("prometheus_client.openmetrics.parser")
-    found: dict[str, dict[str, float]] = {}
-    for metric in parser.text_string_to_metric_families(text):
-        assert metric.type == "gauge"
-        samples = found.setdefault(metric.name, {})
-        for sample in metric.samples:
-            assert sample.name == metric.name and set(sample.labels) == {"model"}
-            assert sample.labels["model"] not in samples
-            samples[sample.labels["model"]] = sample.value
-    return found
-
-
-def gitlab_keys(text: str) -> dict[str, str]:
-    """What GitLab's metrics parser stores (Gitlab::Ci::Parsers::Metrics::Generic): per line, drop everything
-    from the first `#`, split the rest as a shell would, key the first value by the first word."""
-    keys: dict[str, str] = {}
-    for line in text.splitlines():
-        words = shlex.split(re.sub("#.*$", "", line))
-        if words and len(words) > 1:
-            keys[words[0]] = words[1]
-    return keys
 
 
 def verdicts_named(project, make_report, *names: str):
