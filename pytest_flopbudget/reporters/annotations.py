@@ -15,14 +15,13 @@ from dataclasses import dataclass
 
 from pytest_flopbudget.config.location import Location
 from pytest_flopbudget.judge.base_ref import BudgetChange
-from pytest_flopbudget.judge.diff import LayerChange
+from pytest_flopbudget.judge.diff_groups import ChangeGroup, group_changes
 from pytest_flopbudget.judge.reason import reason
 from pytest_flopbudget.judge.verdict import ERROR, WARNING, Finding, FindingKind, Verdict
 from pytest_flopbudget.render.formatting import (
     format_count,
     format_percent,
     format_value,
-    layer_label,
     metric_title,
     plural,
 )
@@ -206,21 +205,25 @@ def _title(name: str, finding: Finding, *, warned: bool = False) -> str:
 
 
 def _layer_hint(verdict: Verdict, metric: Metric | None) -> tuple[str, ...]:
-    """`largest layer changes: layer4.2.conv2 +231M (+100.0%), fc +4.10M (added); 3 more`, or nothing."""
+    """`largest layer changes: layer4.2.conv2 +231M (+100.0%), fc +4.10M (added); 3 more`, or nothing.
+
+    Repeated blocks that changed alike are one entry (`blocks.{0..3}.up x4 +4.10k (+12.5%)`), as in the job
+    summary: otherwise the three entries a line has room for would say one thing three times."""
     if metric is None or not metric.counted:
         return ()
     diff = verdict.diff(metric)
     if diff is None or not diff.changes:
         return ()
-    shown, rest = diff.top(HINT_LAYERS)
-    parts = [f"{layer_label(c.path)} {signed_count(c.delta, metric.prefixes)} ({_change_note(c)})" for c in shown]
+    groups = group_changes(diff.changes)
+    shown, rest = groups[:HINT_LAYERS], [change for group in groups[HINT_LAYERS:] for change in group.changes]
+    parts = [f"{group.label} {signed_count(group.delta, metric.prefixes)} ({_change_note(group)})" for group in shown]
     line = f"largest {metric_title(metric)} changes by layer: " + ", ".join(parts)
     if rest:
         line += f"; {plural(len(rest), 'more changed layer')}"
     return (line,)
 
 
-def _change_note(change: LayerChange) -> str:
+def _change_note(change: ChangeGroup) -> str:
     if change.status != "changed":
         return change.status
     return format_percent(change.delta, change.baseline or 0)

@@ -73,6 +73,9 @@ def summary(
         head.extend(_unchecked_section(unchecked))
     if changes:
         head.extend(_changes_section(changes, workspace or os.getcwd()))
+    warned = [v for v in ordered if v.passed and v.warnings]
+    if warned:
+        head.extend(_warnings_section(warned, workspace or os.getcwd()))
     names = [v.name for v in verdicts]
     duplicated = {name for name in names if names.count(name) > 1}
     unchanged = [v for v in ordered if _unchanged(v)]
@@ -222,6 +225,20 @@ def _changes_section(changes: Sequence[BudgetChange], workspace: str | os.PathLi
         file = relative_path(change.source.file, workspace)
         where = f"{file}:{change.source.line}" if file and change.source.line else file
         lines.append(f"- {STATUS['warn']} {cell(change.message)}" + (f" ({cell(where)})" if where else ""))
+    lines.append("")
+    return lines
+
+
+def _warnings_section(verdicts: Sequence[Verdict], workspace: str | os.PathLike[str]) -> list[str]:
+    """What each warning says, where the reviewer reads first: a ⚠️ row says that a model warned, not why (growth
+    over `warn-increase`, a missing baseline, a metric not measured), and the folded diff below says only where."""
+    lines = ["**Warnings** (the check passes; read them before merging):", ""]
+    for verdict in verdicts:
+        for finding in verdict.warnings:
+            file = relative_path(finding.source.file, workspace) if finding.source else ""
+            where = f"{file}:{finding.source.line}" if file and finding.source and finding.source.line else file
+            text = f"- {STATUS['warn']} {cell(verdict.name)}: {cell(' '.join(finding.message.splitlines()))}"
+            lines.append(text + (f" ({cell(where)})" if where else ""))
     lines.append("")
     return lines
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import configparser
 import email
 import importlib.util
+import json
 import os
 import re
 import runpy
@@ -28,6 +29,7 @@ from pathlib import Path
 
 import pytest
 from e2e_helpers import clean_env, git, run_action_step
+from export_formats import BENCHER_SCHEMA, parse_openmetrics, validate_benchmark
 from test_onboarding import blocks, commands, pull_request, readme_section
 
 yaml = pytest.importorskip("yaml")
@@ -289,11 +291,10 @@ def test_the_pytest_plugin_loads_from_the_wheel(venv: FreshVenv, tmp_path: Path)
     assert "34 FLOPs > budget 20 FLOPs" in done.stdout
 
 
-def test_the_readme_steps_and_the_action_against_the_wheel(venv: FreshVenv, tmp_path: Path) -> None:
-    """Steps 2 to 5 of "Use it in your project" (step 1 made `venv`), as test_onboarding runs them on the checkout."""
-    project = tmp_path / "project"
+def readme_steps(venv: FreshVenv, project: Path, home: str) -> dict[str, str]:
+    """Steps 2 to 4 of "Use it in your project" (step 1 made `venv`), as test_onboarding runs them on the checkout;
+    what each command printed."""
     project.mkdir()
-    home = str(tmp_path / "pre-commit-home")
     assert venv.sh("git init -q -b main && git config user.email t@example.com && git config user.name t",
                    cwd=project).returncode == 0  # fmt: skip
     model = next(block for block in blocks("python") if block.startswith("# mypkg/model.py\n"))
@@ -312,6 +313,14 @@ def test_the_readme_steps_and_the_action_against_the_wheel(venv: FreshVenv, tmp_
         done = venv.sh(command, cwd=project, PRE_COMMIT_HOME=home, COLUMNS="200")
         assert done.returncode == 0, f"{command}\n{done.stdout}\n{done.stderr}"
         printed[command] = done.stdout + done.stderr
+    return printed
+
+
+def test_the_readme_steps_and_the_action_against_the_wheel(venv: FreshVenv, tmp_path: Path) -> None:
+    """Steps 2 to 5 of "Use it in your project" against the wheel: a pull request that widens the model fails."""
+    project = tmp_path / "project"
+    home = str(tmp_path / "pre-commit-home")
+    printed = readme_steps(venv, project, home)
     count = next(out for command, out in printed.items() if command.startswith("flopbudget count"))
     assert "total: 11,237,082 FLOPs, 5,322,832 MACs, 618 params" in count
     assert "11,237,082 FLOPs, 5,322,832 MACs, 618 params" in readme_section()
@@ -342,3 +351,107 @@ def test_the_readme_steps_and_the_action_against_the_wheel(venv: FreshVenv, tmp_
     line = next(n for n, text in enumerate((project / "pyproject.toml").read_text().splitlines(), 1) if "flops" in text)
     assert f"::error file=pyproject.toml,line={line}," in job.stdout
     assert "1 of 1 model over budget" in (tmp_path / "step-summary.md").read_text()
+
+
+# -- the issue's "done when": a pull request that grows a model inside its budget ---------------------------------
+
+TOWER = """\
+from torch import nn
+
+
+class Block(nn.Module):
+    def __init__(self, width, hidden):
+        super().__init__()
+        self.up = nn.Linear(width, hidden)
+        self.act = nn.GELU()
+        self.down = nn.Linear(hidden, width)
+
+    def forward(self, x):
+        return x + self.down(self.act(self.up(x)))
+
+
+class Tower(nn.Module):
+    def __init__(self, width=64, hidden=128, depth=4):
+        super().__init__()
+        self.blocks = nn.ModuleList(Block(width, hidden) for _ in range(depth))
+
+    def forward(self, x):
+        for block in self.blocks:
+            x = block(x)
+        return x
+
+
+def tower():
+    return Tower()
+"""
+
+
+def test_a_pull_request_that_grows_inside_its_budget_warns_with_the_grouped_diff_in_summary_comment_and_exports(
+    venv: FreshVenv, tmp_path: Path
+) -> None:
+    """The wheel installed the README's way, the README's steps, then a second model added on main with room to grow
+    and `warn-increase = "1%"`; a pull request widens every block of it by 12.5%, inside its ceilings. The action's
+    steps (trend exports on, `comment: true`) pass the job with a warning; the job summary and the comment's body
+    show the growth as one grouped row per repeated layer, and the three trend exports parse."""
+    project = tmp_path / "project"
+    home = str(tmp_path / "pre-commit-home")
+    readme_steps(venv, project, home)
+    (project / "mypkg" / "tower.py").write_text(TOWER)
+    added = venv.sh("flopbudget init mypkg.tower:tower --input 1,64 --headroom 30", cwd=project, COLUMNS="200")
+    assert added.returncode == 0, added.stdout + added.stderr
+    pyproject = project / "pyproject.toml"
+    pyproject.write_text(pyproject.read_text() + 'warn-increase = "1%"\n')  # the tower's table is the last one
+    done = venv.sh("flopbudget check --update && git add -A && git commit -qm 'A tower, with room to grow'",
+                   cwd=project, PRE_COMMIT_HOME=home)  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+
+    pull_request(project, "wider-blocks")
+    tower_file = project / "mypkg" / "tower.py"
+    tower_file.write_text(tower_file.read_text().replace("hidden=128", "hidden=144"))
+    done = venv.sh("flopbudget check --update && git add -A && git commit -qm 'Wider blocks'", cwd=project,
+                   PRE_COMMIT_HOME=home)  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+
+    exports = tmp_path / "exports"
+    runner_temp = tmp_path / "runner-temp"
+    runner_temp.mkdir()
+    reports = f"--report metrics:{exports}/metrics.txt --report benchmark:{exports}/benchmark.json"
+    inputs = {
+        "package": "pytest-flopbudget[torch]",
+        "torch-index-url": "",
+        "comment": "true",
+        "args": f"{reports} --report bencher:{exports}/bencher.json",
+    }
+    offline = {"PIP_NO_INDEX": "1", "PIP_FIND_LINKS": str(venv.dist), "PYTHONPATH": "", "RUNNER_TEMP": str(runner_temp)}
+    install = run_action_step("Install", project, inputs, path=[venv.bin], **offline)
+    assert install.returncode == 0, install.stdout + install.stderr
+    job = run_action_step("Check", project, inputs, path=[venv.bin], **offline)
+    assert job.returncode == 0, job.stdout + job.stderr
+
+    # the warning: an annotation on the budget's table, nothing failed
+    warnings = [line for line in job.stdout.splitlines() if line.startswith("::warning ")]
+    (grew,) = [line for line in warnings if "grew more than warn-increase" in line]
+    line = pyproject.read_text().splitlines().index('warn-increase = "1%"') + 1
+    assert grew.startswith(f"::warning file=pyproject.toml,line={line},"), grew
+    assert "largest MACs changes by layer: blocks.{0..3}.down x4 +4.10k (+12.5%25), blocks.{0..3}.up x4" in grew
+    assert "::error" not in job.stdout
+    # 4 blocks x (64*144 + 144*64) MACs = 73,728 now, 4 x (64*128 + 128*64) = 65,536 at the base: +12.5%
+    summary = (tmp_path / "step-summary.md").read_text()
+    body = (runner_temp / "flopbudget-comment.md").read_text()
+    assert body.startswith("<!-- pytest-flopbudget -->\n")
+    for text in (summary, body):
+        assert "+12.5%" in text and "more than warn-increase 1%" in text, text
+        assert "blocks.{0..3}.up x4" in text and "blocks.{0..3}.down x4" in text, text
+        assert "blocks.0.up" not in text  # grouped: no row per block
+        assert "classifier" in text  # the unchanged model keeps its row
+    assert body.split("\n", 1)[1] == summary
+
+    metrics = parse_openmetrics((exports / "metrics.txt").read_text())
+    macs = {model: int(value) for model, value in metrics["flopbudget_macs"].items()}
+    assert macs == {"classifier": 5_322_832, "tower": 73_728}
+    benchmark = json.loads((exports / "benchmark.json").read_text())
+    validate_benchmark(benchmark)
+    assert {entry["name"] for entry in benchmark} >= {"classifier - FLOPs", "tower - FLOPs"}
+    bencher = json.loads((exports / "bencher.json").read_text())
+    pytest.importorskip("jsonschema").validate(bencher, BENCHER_SCHEMA)
+    assert bencher["tower"]["macs"]["value"] == 73_728

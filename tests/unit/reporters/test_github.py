@@ -56,6 +56,16 @@ def test_golden_lines_for_an_overrun_growth_and_skipped_ops(make_project, make_r
     ]
 
 
+def test_repeated_blocks_that_changed_alike_are_one_entry_of_the_layer_hint(make_project, make_report) -> None:
+    project = make_project(PYPROJECT)
+    base = {f"blocks.{i}.up": 100 for i in range(4)} | {"head": 900}
+    now = {f"blocks.{i}.up": 150 for i in range(4)} | {"head": 900}
+    (line,) = workflow_commands(collect([project.verdict("resnet", make_report(now), make_report(base))]),
+                                workspace=project.root)  # fmt: skip
+    # 4 x 100 = 400 FLOPs at the base, 4 x 150 = 600 now: +200 (+50.0%), one entry instead of three of four
+    assert line.endswith("%0Alargest FLOPs changes by layer: blocks.{0..3}.up x4 +200 (+50.0%25)")
+
+
 def test_hostile_model_name_and_path_are_escaped(make_project, make_report) -> None:
     text = PYPROJECT.replace("models.vit]", f"models.{HOSTILE_TOML}]")
     project = make_project(text, subdir="odd,dir:100%")
