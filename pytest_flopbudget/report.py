@@ -12,6 +12,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from pytest_flopbudget.json_fields import a_bool, a_list, a_str, an_object, field_of, joined, show
 from pytest_flopbudget.metrics import FLOPS, INT_OPS, MACS, METRICS, PARAMS, PEAK_MEMORY, Metric, by_name
 
 #: Bumped when the JSON layout changes incompatibly; baselines carry it so a foreign file is recognised.
@@ -456,13 +457,13 @@ class Report(BothPhases):
             raise ValueError("a report must be a JSON object")
         fmt = data.get("format")
         if fmt not in (REPORT_FORMAT, REPORT_FORMAT_1):
-            raise ValueError(f"format is {_show(fmt)}, expected {REPORT_FORMAT!r}")
-        data = _object(data, "the report")
+            raise ValueError(f"format is {show(fmt)}, expected {REPORT_FORMAT!r}")
+        data = an_object(data, "the report")
         # The first layout knew flops, macs and params; the current one holds every counted metric.
         counted: tuple[Metric, ...] = METRICS.counted if fmt == REPORT_FORMAT else _FORMAT_1_METRICS
         # An optional metric a file lacks (written before it existed, or by a backend that does not count it) is
         # not measured: neither zero nor a reason to refuse the file.
-        totals_data = _object(_get(data, "totals", ""), "totals")
+        totals_data = an_object(field_of(data, "totals", ""), "totals")
         optional = frozenset(m for m in counted if m.optional and m in totals_data)
         # An omit_zero metric (integer ops) a file lacks is zero: it is written only where there is some.
         counted = tuple(
@@ -470,48 +471,47 @@ class Report(BothPhases):
         )
         per_op = tuple(m for m in counted if m in METRICS.per_op)
         layer_from = _layer_from if fmt == REPORT_FORMAT else _layer_from_1
-        totals = _counts(_get(data, "totals", ""), "totals", counted)
-        forward = _counts(_get(data, "forward", ""), "forward", per_op)
-        backward = _counts(_get(data, "backward", ""), "backward", per_op)
+        totals = _counts(field_of(data, "totals", ""), "totals", counted)
+        forward = _counts(field_of(data, "forward", ""), "forward", per_op)
+        backward = _counts(field_of(data, "backward", ""), "backward", per_op)
         report = cls(
             layers={
-                key: layer_from(value, f"layers[{_show(key)}]", counted, per_op)
-                for key, value in _items(data, "layers")
+                key: layer_from(value, f"layers[{show(key)}]", counted, per_op) for key, value in _items(data, "layers")
             },
             forward=PhaseTotals(forward),
             backward=PhaseTotals(backward),
             skipped_ops={
-                key: SkippedOp(*_listed_op(value, f"skipped[{_show(key)}]", "reason"))
+                key: SkippedOp(*_listed_op(value, f"skipped[{show(key)}]", "reason"))
                 for key, value in _items(data, "skipped")
             },
             estimated_ops={
-                key: EstimatedOp(*_listed_op(value, f"estimated[{_show(key)}]", "rule"))
+                key: EstimatedOp(*_listed_op(value, f"estimated[{show(key)}]", "rule"))
                 for key, value in _items(data, "estimated", required=False)
             },
-            training=_bool(_get(data, "training", ""), "training"),
-            train_mode=_bool(_get(data, "train_mode", "", False), "train_mode"),
-            backend=_str(_get(data, "backend", ""), "backend"),
-            model=_str(_get(data, "model", "", ""), "model"),
-            inputs=list(_list(_get(data, "inputs", "", []), "inputs")),
+            training=a_bool(field_of(data, "training", ""), "training"),
+            train_mode=a_bool(field_of(data, "train_mode", "", False), "train_mode"),
+            backend=a_str(field_of(data, "backend", ""), "backend"),
+            model=a_str(field_of(data, "model", "", ""), "model"),
+            inputs=list(a_list(field_of(data, "inputs", "", []), "inputs")),
             conventions={
-                key: _str(value, f"conventions[{_show(key)}]")
+                key: a_str(value, f"conventions[{show(key)}]")
                 for key, value in _items(data, "conventions", required=False)
                 if key not in _DERIVED_CONVENTIONS  # `to_dict` writes them again where the metric is written
             },
             versions={
-                key: _str(value, f"versions[{_show(key)}]") for key, value in _items(data, "versions", required=False)
+                key: a_str(value, f"versions[{show(key)}]") for key, value in _items(data, "versions", required=False)
             },
             optional_metrics=optional,
         )
-        peak = _get(data, "peak_memory", "", None)
+        peak = field_of(data, "peak_memory", "", None)
         if peak is not None:
-            peak = _object(peak, "peak_memory")
-            report.peak_memory = _count(_get(peak, "bytes", "peak_memory"), "peak_memory.bytes")
-            report.peak_layer = _str(_get(peak, "layer", "peak_memory"), "peak_memory.layer")
+            peak = an_object(peak, "peak_memory")
+            report.peak_memory = _count(field_of(peak, "bytes", "peak_memory"), "peak_memory.bytes")
+            report.peak_layer = a_str(field_of(peak, "layer", "peak_memory"), "peak_memory.layer")
             report.optional_metrics = report.optional_metrics | {PEAK_MEMORY}
         report.phases = [
             _phase_from(value, f"phases[{index}]", per_op)
-            for index, value in enumerate(_list(_get(data, "phases", "", []), "phases"))
+            for index, value in enumerate(a_list(field_of(data, "phases", "", []), "phases"))
         ]
         if report.phases and any(
             sum(phase.get(metric) for phase in report.phases) != totals[metric] for metric in per_op
@@ -587,11 +587,11 @@ def _phase_entry(phase: Phase, counted: tuple[Metric, ...]) -> dict[str, Any]:
 
 def _phase_from(data: object, where: str, per_op: tuple[Metric, ...]) -> Phase:
     """A phase of a generation: `{"name": "decode 3", "metrics": {...}, "peak_memory": n}` (peak optional)."""
-    phase = _object(data, where)
-    peak = _get(phase, "peak_memory", where, None)
+    phase = an_object(data, where)
+    peak = field_of(phase, "peak_memory", where, None)
     return Phase(
-        _str(_get(phase, "name", where), f"{where}.name"),
-        _counts(_get(phase, "metrics", where), f"{where}.metrics", per_op),
+        a_str(field_of(phase, "name", where), f"{where}.name"),
+        _counts(field_of(phase, "metrics", where), f"{where}.metrics", per_op),
         None if peak is None else _count(peak, f"{where}.peak_memory"),
     )
 
@@ -610,17 +610,17 @@ def _layer_dict(cost: LayerCost, counted: tuple[Metric, ...]) -> dict[str, Any]:
 
 def _layer_from(data: object, where: str, counted: tuple[str, ...], per_op: tuple[str, ...]) -> LayerCost:
     """A layer of the current layout: `{"metrics": {...}, "ops": {op: {"calls": n, "metrics": {...}}}, ...}`."""
-    layer = _object(data, where)
+    layer = an_object(data, where)
     ops: dict[str, OpCost] = {}
     for key, value in _items(layer, "ops", where):
-        at = f"{where}.ops[{_show(key)}]"
-        op = _object(value, at)
+        at = f"{where}.ops[{show(key)}]"
+        op = an_object(value, at)
         ops[key] = OpCost(
-            _count(_get(op, "calls", at), f"{at}.calls"),
-            _known_counts(_get(op, "metrics", at), f"{at}.metrics", per_op),
+            _count(field_of(op, "calls", at), f"{at}.calls"),
+            _known_counts(field_of(op, "metrics", at), f"{at}.metrics", per_op),
         )
     return LayerCost(
-        _known_counts(_get(layer, "metrics", where), f"{where}.metrics", counted),
+        _known_counts(field_of(layer, "metrics", where), f"{where}.metrics", counted),
         ops=ops,
         skipped=_skipped_from(layer, where),
     )
@@ -628,13 +628,13 @@ def _layer_from(data: object, where: str, counted: tuple[str, ...], per_op: tupl
 
 def _layer_from_1(data: object, where: str, counted: tuple[str, ...], per_op: tuple[str, ...]) -> LayerCost:
     """A layer of the `report/1` layout: `{"flops": n, "macs": n, "params": n, "ops": {op: {"calls": n, ...}}}`."""
-    layer = _object(data, where)
+    layer = an_object(data, where)
     ops: dict[str, OpCost] = {}
     for key, value in _items(layer, "ops", where):
-        figures = _counts(value, f"{where}.ops[{_show(key)}]", ("calls", *per_op))
+        figures = _counts(value, f"{where}.ops[{show(key)}]", ("calls", *per_op))
         ops[key] = OpCost(figures.pop("calls"), figures)
     return LayerCost(
-        {metric: _count(_get(layer, metric, where), f"{where}.{metric}") for metric in counted},
+        {metric: _count(field_of(layer, metric, where), f"{where}.{metric}") for metric in counted},
         ops=ops,
         skipped=_skipped_from(layer, where),
     )
@@ -642,7 +642,7 @@ def _layer_from_1(data: object, where: str, counted: tuple[str, ...], per_op: tu
 
 def _skipped_from(layer: Mapping[str, Any], where: str) -> dict[str, int]:
     return {
-        key: _count(value, f"{where}.skipped[{_show(key)}]")
+        key: _count(value, f"{where}.skipped[{show(key)}]")
         for key, value in _items(layer, "skipped", where, required=False)
     }
 
@@ -650,10 +650,10 @@ def _skipped_from(layer: Mapping[str, Any], where: str) -> dict[str, int]:
 def _known_counts(value: object, where: str, names: tuple[str, ...]) -> dict[str, int]:
     """The counts `names` of the object `value`, every one required; a metric this version does not know is an
     error, not ignored, so that a file from a later version is never judged on part of its figures."""
-    data = _object(value, where)
+    data = an_object(value, where)
     for name in data:
         if name not in names:
-            raise ValueError(f"{where} has an unknown metric {_show(name)}")
+            raise ValueError(f"{where} has an unknown metric {show(name)}")
     return _counts(data, where, names)
 
 
@@ -661,64 +661,11 @@ def _known_counts(value: object, where: str, names: tuple[str, ...]) -> dict[str
 #: small enough for every reporter and budget comparison.
 MAX_COUNT = 10**30
 
-_MISSING: Any = object()
-_SHOWN = 60
-
-
-def _show(value: object) -> str:
-    """`value` for a one-line error message: its repr, ASCII-escaped (no newline or control character), and short."""
-    if isinstance(value, Mapping):
-        return "an object"
-    if isinstance(value, list):
-        return "an array"
-    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 128:
-        return f"an integer of {len(str(value)) if value.bit_length() < 10_000 else 'thousands of'} digits"
-    text = ascii(value)
-    return text if len(text) <= _SHOWN else text[: _SHOWN - 3] + "..."
-
-
-def _path(where: str, key: str) -> str:
-    return f"{where}.{key}" if where else key
-
-
-def _get(data: Mapping[str, Any], key: str, where: str, default: Any = _MISSING) -> Any:
-    value = data.get(key, default)
-    if value is _MISSING:
-        raise ValueError(f"missing field {_path(where, key)!r}")
-    return value
-
-
-def _object(value: object, where: str) -> Mapping[str, Any]:
-    if not isinstance(value, Mapping):
-        raise ValueError(f"{where} must be an object, got {_show(value)}")
-    for name in value:
-        if not isinstance(name, str):  # JSON keys are strings; a Mapping from elsewhere may not be
-            raise ValueError(f"{where} has a key that is not a string: {_show(name)}")
-    return value
-
 
 def _count(value: object, where: str) -> int:
     # bool is an int subclass, and a float (1e400 is inf, NaN) must not pass for a count
     if type(value) is not int or not 0 <= value <= MAX_COUNT:
-        raise ValueError(f"{where} must be an integer from 0 to 10^30, got {_show(value)}")
-    return value
-
-
-def _bool(value: object, where: str) -> bool:
-    if not isinstance(value, bool):
-        raise ValueError(f"{where} must be true or false, got {_show(value)}")
-    return value
-
-
-def _str(value: object, where: str) -> str:
-    if not isinstance(value, str):
-        raise ValueError(f"{where} must be a string, got {_show(value)}")
-    return value
-
-
-def _list(value: object, where: str) -> list[Any]:
-    if not isinstance(value, list):
-        raise ValueError(f"{where} must be an array, got {_show(value)}")
+        raise ValueError(f"{where} must be an integer from 0 to 10^30, got {show(value)}")
     return value
 
 
@@ -726,19 +673,19 @@ def _items(data: Mapping[str, Any], key: str, where: str = "", *, required: bool
     """The entries of the object `data[key]`; an optional one that is absent has none."""
     if key not in data and not required:
         return []
-    return list(_object(_get(data, key, where), _path(where, key)).items())
+    return list(an_object(field_of(data, key, where), joined(where, key)).items())
 
 
 def _counts(value: object, where: str, names: tuple[str, ...]) -> dict[str, int]:
     """The counts `names` of the object `value` found at `where`."""
-    data = _object(value, where)
-    return {name: _count(_get(data, name, where), _path(where, name)) for name in names}
+    data = an_object(value, where)
+    return {name: _count(field_of(data, name, where), joined(where, name)) for name in names}
 
 
 def _listed_op(value: object, where: str, text: str) -> tuple[int, list[str], str]:
     """`calls`, `layers` and the `reason` or `rule` text of a skipped or estimated op."""
-    data = _object(value, where)
-    calls = _count(_get(data, "calls", where), f"{where}.calls")
-    layers = _list(_get(data, "layers", where), f"{where}.layers")
-    names = [_str(x, f"{where}.layers[{i}]") for i, x in enumerate(layers)]
-    return calls, names, _str(_get(data, text, where), f"{where}.{text}")
+    data = an_object(value, where)
+    calls = _count(field_of(data, "calls", where), f"{where}.calls")
+    layers = a_list(field_of(data, "layers", where), f"{where}.layers")
+    names = [a_str(x, f"{where}.layers[{i}]") for i, x in enumerate(layers)]
+    return calls, names, a_str(field_of(data, text, where), f"{where}.{text}")

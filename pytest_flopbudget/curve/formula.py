@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from pytest_flopbudget.json_fields import a_bool, a_list, a_str, an_object
 from pytest_flopbudget.metrics import METRICS, Metric, by_name
 
 from .polynomial import Polynomial, parse
@@ -94,13 +95,13 @@ class Holds:
     def from_dict(cls, data: Mapping[str, Any]) -> Holds:
         broken = data.get("broken_at")
         return cls(
-            step={str(k): _size(v, f"step.{k}") for k, v in _mapping(data.get("step"), "step").items()},
-            ranges={str(k): _bounds(v, f"ranges.{k}") for k, v in _mapping(data.get("ranges"), "ranges").items()},
-            piecewise=_flag(data.get("piecewise", False), "piecewise"),
+            step={str(k): _size(v, f"step.{k}") for k, v in an_object(data.get("step"), "step").items()},
+            ranges={str(k): _bounds(v, f"ranges.{k}") for k, v in an_object(data.get("ranges"), "ranges").items()},
+            piecewise=a_bool(data.get("piecewise", False), "piecewise"),
             broken_at=None
             if broken is None
-            else {str(k): _size(v, f"broken_at.{k}") for k, v in _mapping(broken, "broken_at").items()},
-            inexact=tuple(by_name(_text(m, "inexact")) for m in _list(data.get("inexact", []), "inexact")),
+            else {str(k): _size(v, f"broken_at.{k}") for k, v in an_object(broken, "broken_at").items()},
+            inexact=tuple(by_name(a_str(m, "inexact")) for m in a_list(data.get("inexact", []), "inexact")),
             samples=_size(data.get("samples", 0), "samples", minimum=0),
             verified=_size(data.get("verified", 0), "verified", minimum=0),
         )
@@ -161,58 +162,34 @@ class Formula:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Formula:
         """Inverse of `to_dict` (also reads a count's whole JSON); raises `ValueError` saying what is wrong."""
-        curve = _mapping(data.get("curve"), "curve")
+        curve = an_object(data.get("curve"), "curve")
         if curve.get("format") != FORMULA_FORMAT:
             raise ValueError(f"curve.format is {curve.get('format')!r}, expected {FORMULA_FORMAT!r}")
-        dims = tuple(_text(d, "curve.dims") for d in _list(curve.get("dims"), "curve.dims"))
+        dims = tuple(a_str(d, "curve.dims") for d in a_list(curve.get("dims"), "curve.dims"))
         if len(set(dims)) != len(dims) or not all(_DIM.fullmatch(d) for d in dims):
             raise ValueError("curve.dims must be distinct names such as seq or height")
 
         def polys(value: object, where: str) -> dict[Metric, Polynomial]:
-            known = _mapping(value, where)
+            known = an_object(value, where)
             unknown = [name for name in known if name not in METRICS]
             if unknown:
                 raise ValueError(f"{where} has an unknown metric {unknown[0]!r}")
-            return {by_name(m): parse(_text(t, f"{where}.{m}"), dims) for m, t in known.items()}
+            return {by_name(m): parse(a_str(t, f"{where}.{m}"), dims) for m, t in known.items()}
 
         return cls(
             dims=dims,
             totals=polys(data.get("formula"), "formula"),
             layers={
                 str(path): polys(value, f"curve.layers[{path!r}]")
-                for path, value in _mapping(curve.get("layers"), "curve.layers").items()
+                for path, value in an_object(curve.get("layers"), "curve.layers").items()
             },
-            holds=Holds.from_dict(_mapping(curve.get("holds"), "curve.holds")),
-            point={str(k): _size(v, f"point.{k}") for k, v in _mapping(curve.get("point", {}), "point").items()},
+            holds=Holds.from_dict(an_object(curve.get("holds"), "curve.holds")),
+            point={str(k): _size(v, f"point.{k}") for k, v in an_object(curve.get("point", {}), "point").items()},
             ranges={
                 str(k): _bounds(v, f"curve.ranges.{k}")
-                for k, v in _mapping(curve.get("ranges", {}), "curve.ranges").items()
+                for k, v in an_object(curve.get("ranges", {}), "curve.ranges").items()
             },
         )
-
-
-def _mapping(value: object, where: str) -> Mapping[str, Any]:
-    if not isinstance(value, Mapping):
-        raise ValueError(f"{where} must be an object")
-    return value
-
-
-def _list(value: object, where: str) -> list[Any]:
-    if not isinstance(value, list):
-        raise ValueError(f"{where} must be an array")
-    return value
-
-
-def _text(value: object, where: str) -> str:
-    if not isinstance(value, str):
-        raise ValueError(f"{where} must be a string")
-    return value
-
-
-def _flag(value: object, where: str) -> bool:
-    if not isinstance(value, bool):
-        raise ValueError(f"{where} must be true or false")
-    return value
 
 
 def _size(value: object, where: str, minimum: int = 1) -> int:
@@ -222,7 +199,7 @@ def _size(value: object, where: str, minimum: int = 1) -> int:
 
 
 def _bounds(value: object, where: str) -> tuple[int, int]:
-    items = _list(value, where)
+    items = a_list(value, where)
     if len(items) != 2:
         raise ValueError(f"{where} must be [low, high]")
     return _size(items[0], where), _size(items[1], where)
