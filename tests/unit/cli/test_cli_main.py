@@ -20,7 +20,7 @@ torch = pytest.importorskip("torch")
 
 from main_in_process import one_error_line, run_main  # noqa: E402
 
-from pytest_flopbudget import count  # noqa: E402
+from pytest_flopbudget import __version__, count  # noqa: E402
 from pytest_flopbudget.cli import check as cli_check  # noqa: E402
 from pytest_flopbudget.cli import main  # noqa: E402
 
@@ -150,7 +150,7 @@ def test_version(capsys):
     with pytest.raises(SystemExit) as info:
         main(["--version"])
     assert info.value.code == 0
-    assert capsys.readouterr().out.startswith("flopbudget 0.")
+    assert capsys.readouterr().out == f"flopbudget {__version__} (pytest-flopbudget)\n"
 
 
 def test_no_command_prints_the_help_and_exits_2(capsys):
