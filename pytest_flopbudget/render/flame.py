@@ -156,7 +156,8 @@ def render_html(
 
 
 def html_page(svg: str, title: str) -> str:
-    """`svg` inline in a minimal HTML page titled `title` that may load and run nothing."""
+    """`svg` (one picture, or markup holding several: `pictures:PATH`) inline in a minimal HTML page titled `title`
+    that may load and run nothing."""
     heading = xml_text(title)
     return (
         "\n".join(

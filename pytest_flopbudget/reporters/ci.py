@@ -17,7 +17,19 @@ from dataclasses import dataclass, field
 
 from ..errors import ConfigError
 from ..run import RunResult
-from . import bencher, benchmark, github, gitlab, json_report, layer_diff, markdown, openmetrics, pr_comment, terminal
+from . import (
+    bencher,
+    benchmark,
+    diff_pictures,
+    github,
+    gitlab,
+    json_report,
+    layer_diff,
+    markdown,
+    openmetrics,
+    pr_comment,
+    terminal,
+)
 from .annotations import collect
 from .output import Findings, Output, OutputContext, SupportsWrite
 
@@ -34,21 +46,23 @@ OUTPUTS: dict[str, Output] = {
     "terminal": terminal.TerminalOutput(),
     "diff": layer_diff.LayerDiffOutput(),
     "comment": pr_comment.CommentOutput(),
+    "pictures": diff_pictures.PicturesOutput(),
 }
 
 #: Spec kinds that take a path (`gitlab:PATH`) and those that must not.
-PATH_KINDS = ("gitlab", "json", "markdown", "metrics", "benchmark", "bencher", "comment")
+PATH_KINDS = ("gitlab", "json", "markdown", "metrics", "benchmark", "bencher", "comment", "pictures")
 PLAIN_KINDS = ("github", "auto", "none")
 GRAMMAR = (
-    "github, gitlab:PATH, json:PATH, markdown:PATH, metrics:PATH, benchmark:PATH, bencher:PATH, comment:PATH, auto "
-    "or none"
+    "github, gitlab:PATH, json:PATH, markdown:PATH, metrics:PATH, benchmark:PATH, bencher:PATH, comment:PATH, "
+    "pictures:PATH, auto or none"
 )
 SPEC_HELP = (
     "CI output, repeatable: github (annotations and job summary), gitlab:PATH (Code Quality JSON), "
     "json:PATH (full results), markdown:PATH (the summary as a file), metrics:PATH (GitLab metrics report, "
     "OpenMetrics), benchmark:PATH (github-action-benchmark customSmallerIsBetter JSON), bencher:PATH (Bencher "
-    "Metric Format JSON), comment:PATH (the pull-request comment's body, for the action to post), none (no github "
-    "output on GitHub Actions, where it is on by default)"
+    "Metric Format JSON), comment:PATH (the pull-request comment's body, for the action to post), pictures:PATH "
+    "(one HTML page with the differential icicle of every model that changed; none written when none did), none "
+    "(no github output on GitHub Actions, where it is on by default)"
 )
 
 

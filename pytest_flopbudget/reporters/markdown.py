@@ -66,7 +66,7 @@ def summary(
     measured against (`--base-ref`), for what to do about it. `notes` are lines under the headline (how many
     findings GitHub's annotation cap left out).
     """
-    ordered = sorted(verdicts, key=lambda v: (_model_status(v) != "fail", _model_status(v) != "warn", v.name))
+    ordered = summary_order(verdicts)
     failed = [v for v in ordered if not v.passed]
     head = [_headline(verdicts, changes, unchecked), "", *notes]
     if unchecked:
@@ -88,6 +88,12 @@ def summary(
     blocks += [_change_block(v) for v in ordered if v.passed and v.baseline is not None and changed_metrics(v)]
     blocks += [block for block in (_curve_block(v) for v in ordered) if block]
     return truncate(head, table_head, rows, blocks, max_bytes=max_bytes)
+
+
+def summary_order(verdicts: Sequence[Verdict]) -> list[Verdict]:
+    """The models in the order the summary lists them (and their per-layer diffs): failed, warned, then the rest,
+    each by name."""
+    return sorted(verdicts, key=lambda v: (_model_status(v) != "fail", _model_status(v) != "warn", v.name))
 
 
 def truncate(

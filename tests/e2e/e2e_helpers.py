@@ -13,7 +13,7 @@ import re
 import shutil
 import subprocess
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -126,6 +126,7 @@ def init_repo(cwd: Path) -> None:
 ACTION = Path(__file__).resolve().parents[2] / "action.yml"
 _INPUT = re.compile(r"\$\{\{\s*inputs\.([\w-]+)\s*\}\}")
 _TOKEN = re.compile(r"\$\{\{\s*github\.token\s*\}\}")
+_STEP_OUTPUT = re.compile(r"\$\{\{\s*steps\.([\w-]+)\.outputs\.([\w-]+)\s*\}\}")
 
 
 def action_step(name: str) -> dict[str, Any]:
@@ -144,35 +145,51 @@ def run_action_step(
     event: str = "pull_request",
     base_branch: str = "main",
     path: Sequence[Path] = (),
+    steps: Mapping[str, Mapping[str, str]] | None = None,
     **env: str,
 ) -> subprocess.CompletedProcess[str]:
     """Run the `run:` script of the action step `name` in `cwd` with bash, as a GitHub runner would.
 
-    The step's `env:` gets its `${{ inputs.* }}` from `inputs` or the action's defaults and `${{ github.token }}`
-    empty (any other expression fails the test: the script would see something this runner does not provide),
-    and the variables GitHub sets:
+    The step's `env:` gets its `${{ inputs.* }}` from `inputs` or the action's defaults, `${{ github.token }}`
+    empty, and `${{ steps.ID.outputs.NAME }}` from `steps` (the outputs of earlier steps by id, as `step_outputs`
+    reads them or a test gives them for a `uses:` step this runner cannot run; empty when not given, as on GitHub
+    for a step that was skipped; the id must be one of action.yml's). Any other expression fails the test: the
+    script would see something this runner does not provide. And the variables GitHub sets:
     GITHUB_ACTIONS, CI, GITHUB_EVENT_NAME, GITHUB_BASE_REF (pull requests only), GITHUB_WORKSPACE,
-    GITHUB_ACTION_PATH (this repository) and GITHUB_STEP_SUMMARY (`cwd/../step-summary.md`). `path` is put in
-    front of PATH, after this Python's own bin directory: tests put stand-ins for `python` or `flopbudget` there.
+    GITHUB_ACTION_PATH (this repository), GITHUB_STEP_SUMMARY (`cwd/../step-summary.md`), GITHUB_OUTPUT
+    (`cwd/../step-output.txt`, emptied first: `step_outputs` reads it) and RUNNER_TEMP (`cwd/../runner-temp`). `path`
+    is put in front of PATH, after this Python's own bin directory: tests put stand-ins for `python` or
+    `flopbudget` there.
     """
     import yaml
 
     step = action_step(name)
-    defaults = {key: str(spec.get("default", "")) for key, spec in
-                yaml.safe_load(ACTION.read_text(encoding="utf-8"))["inputs"].items()}  # fmt: skip
+    action = yaml.safe_load(ACTION.read_text(encoding="utf-8"))
+    defaults = {key: str(spec.get("default", "")) for key, spec in action["inputs"].items()}
     values = {**defaults, **(inputs or {})}
+    ids = {other["id"] for other in action["runs"]["steps"] if "id" in other}
+
+    def step_output(match: re.Match[str]) -> str:
+        assert match.group(1) in ids, f"action.yml step {name!r}: no step has the id {match.group(1)!r}"
+        return (steps or {}).get(match.group(1), {}).get(match.group(2), "")
 
     def expand(text: str) -> str:
         expanded = _INPUT.sub(lambda m: values[m.group(1)], str(text))
         expanded = _TOKEN.sub("", expanded)  # the job's token: none here (a test passes GITHUB_TOKEN=... itself)
+        expanded = _STEP_OUTPUT.sub(step_output, expanded)
         assert "${{" not in expanded, f"action.yml step {name!r}: an expression this test cannot provide: {text}"
         return expanded
 
     summary = cwd.parent / "step-summary.md"
     summary.touch()
+    outputs = cwd.parent / "step-output.txt"
+    outputs.write_text("", encoding="utf-8")
+    runner_temp = cwd.parent / "runner-temp"
+    runner_temp.mkdir(exist_ok=True)
     github = {
         "GITHUB_ACTIONS": "true", "CI": "true", "GITHUB_EVENT_NAME": event, "GITHUB_WORKSPACE": str(cwd),
         "GITHUB_ACTION_PATH": str(ACTION.parent), "GITHUB_STEP_SUMMARY": str(summary),
+        "GITHUB_OUTPUT": str(outputs), "RUNNER_TEMP": str(runner_temp),
         "PATH": os.pathsep.join([*(str(p) for p in path), str(Path(sys.executable).parent), os.environ["PATH"]]),
     }  # fmt: skip
     if event == "pull_request":
@@ -186,3 +203,13 @@ def run_action_step(
         ["bash", "--noprofile", "--norc", "-eo", "pipefail", str(script)],
         cwd=workdir, capture_output=True, text=True, env=clean_env(**{**github, **step_env, **env}), timeout=300,
     )  # fmt: skip
+
+
+def step_outputs(cwd: Path) -> dict[str, str]:
+    """The outputs the last `run_action_step` in `cwd` set (`NAME=value` lines of GITHUB_OUTPUT)."""
+    outputs: dict[str, str] = {}
+    for line in (cwd.parent / "step-output.txt").read_text(encoding="utf-8").splitlines():
+        key, equals, value = line.partition("=")
+        assert equals and "<<" not in key, f"an output line this runner cannot read: {line!r}"
+        outputs[key] = value
+    return outputs

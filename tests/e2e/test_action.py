@@ -12,6 +12,7 @@ stand-in records the arguments it gets for each event.
 from __future__ import annotations
 
 import os
+import re
 import stat
 from pathlib import Path
 
@@ -44,6 +45,11 @@ def calls(record: Path) -> list[list[str]]:
         return []
     text = record.read_text()
     return [chunk.strip("\n").split("\n") if chunk.strip("\n") else [] for chunk in text.split("--\n")[:-1]]
+
+
+def pictures(tmp_path: Path, runner_temp: str = "runner-temp") -> list[str]:
+    """The check's `--report` for the differential pictures (`pictures: true`, the default), in RUNNER_TEMP."""
+    return ["--report", f"pictures:{tmp_path / runner_temp / 'flopbudget-diff.html'}"]
 
 
 @pytest.fixture
@@ -135,7 +141,7 @@ def test_check_compares_with_the_base_on_pull_requests(project: Path, tmp_path: 
     tool = stand_in(bin_dir, "flopbudget")
     done = run_action_step("Check", project, inputs, event=event, path=[bin_dir])
     assert done.returncode == 0, done.stderr
-    assert calls(tool) == [expected]
+    assert calls(tool) == [[*expected, *pictures(tmp_path)]]
     assert done.stdout.startswith("+ flopbudget " + " ".join(expected))
 
 
@@ -248,7 +254,7 @@ def test_comment_makes_the_check_write_the_body_and_its_own_step_post_it(project
     body = runner_temp / "flopbudget-comment.md"
     done = run_action_step("Check", project, {"comment": "true"}, path=[bin_dir], RUNNER_TEMP=str(runner_temp))
     assert done.returncode == 0, done.stderr
-    assert calls(tool) == [["check", "--base-ref", "origin/main", "--report", f"comment:{body}"]]
+    assert calls(tool) == [["check", "--base-ref", "origin/main", "--report", f"comment:{body}", *pictures(tmp_path)]]
     # the token is this step's alone, and a failed post never fails it
     body.write_text("<!-- pytest-flopbudget -->\n", encoding="utf-8")
     python = stand_in(bin_dir, "python", exit_code=1)
@@ -266,7 +272,7 @@ def test_comment_is_off_by_default_and_the_check_has_no_token(project: Path, tmp
     tool = stand_in(bin_dir, "flopbudget")
     python = stand_in(bin_dir, "python")
     assert run_action_step("Check", project, path=[bin_dir]).returncode == 0
-    assert calls(tool) == [["check", "--base-ref", "origin/main"]]
+    assert calls(tool) == [["check", "--base-ref", "origin/main", *pictures(tmp_path)]]
     done = run_action_step(COMMENT_STEP, project, path=[bin_dir], RUNNER_TEMP=str(tmp_path))
     assert done.returncode == 0 and done.stdout == "" and calls(python) == []
     assert "github.token" not in str(action_step("Check compute budgets")) + str(action_step(PYTEST_STEP))
@@ -281,3 +287,112 @@ def test_the_check_refuses_a_mistyped_comment(project: Path, tmp_path: Path):
         "::error title=flopbudget action::input comment: expected true or false, got 'yes'"
     ]
     assert calls(tool) == []
+
+
+# -- the differential pictures -------------------------------------------------------------------------------------
+
+FIND_STEP = "Find the differential pictures"
+LINK_STEP = "Link the differential pictures"
+URL = "https://github.com/octo/models/actions/runs/7/artifacts/42"
+
+
+def test_pictures_false_leaves_the_check_alone_and_a_mistyped_value_is_refused(project: Path, tmp_path: Path):
+    bin_dir = tmp_path / "bin"
+    tool = stand_in(bin_dir, "flopbudget")
+    assert run_action_step("Check", project, {"pictures": "false"}, path=[bin_dir]).returncode == 0
+    assert calls(tool) == [["check", "--base-ref", "origin/main"]]
+    done = run_action_step("Check compute budgets", project, {"pictures": "yes\n::warning::x"}, path=[bin_dir])
+    assert done.returncode == 2
+    assert done.stdout.splitlines() == [
+        "::error title=flopbudget action::input pictures: expected true or false, got 'yes ::warning::x'"
+    ]
+    assert calls(tool) == [["check", "--base-ref", "origin/main"]]  # nothing more was run
+
+
+def test_the_find_step_outputs_the_page_and_how_many_models_it_draws(project: Path, tmp_path: Path):
+    from e2e_helpers import step_outputs
+
+    done = run_action_step(FIND_STEP, project)
+    assert done.returncode == 0 and done.stdout == "" and step_outputs(project) == {}  # no model changed
+    page = tmp_path / "runner-temp" / "flopbudget-diff.html"
+    page.write_text(
+        '<h1>x</h1>\n<section class="model" id="model-1">\n</section>\n<section class="model" id="model-2">\n'
+        '</section>\n<p><section class="model"></p>\n',  # only a line's start counts: as the page writes them
+        encoding="utf-8",
+    )
+    done = run_action_step(FIND_STEP, project)
+    assert done.returncode == 0, done.stderr
+    assert step_outputs(project) == {"path": str(page), "models": "2"}
+    assert run_action_step(FIND_STEP, project, {"pictures": "false"}).returncode == 0
+    assert step_outputs(project) == {}
+
+
+@pytest.mark.parametrize(
+    ("models", "what"), [("2", "the 2 changed models"), ("1", "the changed model")], ids=["two", "one"]
+)
+def test_the_link_goes_to_the_job_summary_and_the_comment(project: Path, tmp_path: Path, models: str, what: str):
+    summary = tmp_path / "step-summary.md"
+    summary.write_text("### flopbudget: ✅ 2 models within budget\n", encoding="utf-8")
+    body = tmp_path / "runner-temp" / "flopbudget-comment.md"
+    body.parent.mkdir()
+    body.write_text("<!-- pytest-flopbudget -->\n### flopbudget: ✅ 2 models within budget\n", encoding="utf-8")
+    outputs = {"pictures": {"path": "page.html", "models": models}, "upload": {"artifact-url": URL}}
+    done = run_action_step(LINK_STEP, project, steps=outputs)
+    assert done.returncode == 0, done.stderr
+    line = f"Differential pictures of {what}: [flopbudget-diff.html]({URL})"
+    assert summary.read_text(encoding="utf-8") == f"### flopbudget: ✅ 2 models within budget\n\n{line}\n"
+    assert body.read_text(encoding="utf-8") == (
+        f"<!-- pytest-flopbudget -->\n### flopbudget: ✅ 2 models within budget\n\n{line}\n"
+    )
+
+
+def test_no_link_without_an_upload_and_no_comment_body_made_up(project: Path, tmp_path: Path):
+    summary = tmp_path / "step-summary.md"
+    body = tmp_path / "runner-temp" / "flopbudget-comment.md"
+    # the upload was skipped (no page) or failed: its url is empty
+    done = run_action_step(LINK_STEP, project, steps={"pictures": {"path": "page.html", "models": "1"}})
+    assert done.returncode == 0 and done.stdout == "" and summary.read_text() == ""
+    # uploaded, but no comment was asked for: the summary alone
+    outputs = {"pictures": {"path": "page.html", "models": "1"}, "upload": {"artifact-url": URL}}
+    assert run_action_step(LINK_STEP, project, steps=outputs).returncode == 0
+    assert summary.read_text().endswith(f"[flopbudget-diff.html]({URL})\n") and not body.exists()
+
+
+@pytest.mark.slow
+def test_a_pull_request_that_grows_a_model_links_its_picture(project: Path, tmp_path: Path):
+    """The real check on a pull request: the grown model, and only it, is drawn against the base's baseline; the
+    find step counts it; with the url an upload gives, the summary and the comment's body link the page."""
+    pytest.importorskip("torch")
+    from e2e_helpers import MODELS, flopbudget, git, init_repo, step_outputs
+
+    (project / "models.py").write_text(MODELS)
+    pyproject = "".join(
+        f'[tool.flopbudget.models.{name}]\ntarget = "models:{target}"\ninputs = [[1, 8]]\nmacs = "1k"\n\n'
+        for name, target in (("grows", "small"), ("stays", "wide"))
+    )
+    (project / "pyproject.toml").write_text(pyproject)
+    init_repo(project)
+    assert flopbudget(project, "check", "--update").returncode == 0
+    (project / ".gitignore").write_text("__pycache__/\n.flopbudget_cache/\n")
+    git(project, "add", "-A")
+    git(project, "commit", "-qm", "models and baselines")
+    git(project, "update-ref", "refs/remotes/origin/main", "main")
+    git(project, "switch", "-q", "-c", "bigger-batch")
+    (project / "pyproject.toml").write_text(pyproject.replace("inputs = [[1, 8]]", "inputs = [[3, 8]]", 1))
+    git(project, "commit", "-qam", "grows takes a batch of 3")
+    inputs = {"package": "none", "python-version": "", "comment": "true"}
+    check = run_action_step("Check compute budgets", project, inputs)
+    assert check.returncode == 0, check.stdout + check.stderr  # grew inside its budget
+    page = (tmp_path / "runner-temp" / "flopbudget-diff.html").read_text(encoding="utf-8")
+    assert re.findall(r"^<h2>(.*)</h2>$", page, flags=re.M) == ["grows (FLOPs)"]
+    assert "against the baselines at origin/main" in page
+    assert run_action_step(FIND_STEP, project, inputs).returncode == 0
+    found = step_outputs(project)
+    assert found == {"path": str(tmp_path / "runner-temp" / "flopbudget-diff.html"), "models": "1"}
+    link = run_action_step(LINK_STEP, project, inputs, steps={"pictures": found, "upload": {"artifact-url": URL}})
+    assert link.returncode == 0, link.stderr
+    line = f"Differential pictures of the changed model: [flopbudget-diff.html]({URL})"
+    assert (tmp_path / "step-summary.md").read_text(encoding="utf-8").endswith(f"\n\n{line}\n")
+    body = (tmp_path / "runner-temp" / "flopbudget-comment.md").read_text(encoding="utf-8")
+    assert body.startswith("<!-- pytest-flopbudget -->\n") and body.endswith(f"\n\n{line}\n")
+    assert "grows:" in body  # the grown model's per-layer diff, folded, above the link

@@ -121,8 +121,10 @@ def test_readme_steps_give_a_project_whose_pull_requests_pass(tmp_path: Path):
     assert "flopbudget" in done.stdout + done.stderr
     job = ci_job(project)
     assert job.returncode == 0, job.stdout + job.stderr
-    assert job.stdout.startswith("+ flopbudget check --base-ref origin/main\n")
+    page = project.parent / "runner-temp" / "flopbudget-diff.html"
+    assert job.stdout.startswith(f"+ flopbudget check --base-ref origin/main --report pictures:{page}\n")
     assert "::error" not in job.stdout
+    assert not page.exists()  # no model changed: no differential picture to upload
     summary = (project.parent / "step-summary.md").read_text()
     assert "classifier" in summary
 

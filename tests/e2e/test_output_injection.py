@@ -171,3 +171,33 @@ def test_history_exports_and_junit_properties_stay_well_formed(project: Path) ->
     parser = pytest.importorskip("prometheus_client.openmetrics.parser")
     families = list(parser.text_string_to_metric_families(written["metrics.txt"]))
     assert {sample.labels["model"] for family in families for sample in family.samples} == {inert.replace("#", "\\x23")}
+
+
+def test_differential_pictures_are_inert_and_the_same_from_both_front_ends(project: Path) -> None:
+    """`pictures:PATH`: the model's and the layer's names (a newline, `::`, `##[`, an escape, a bidi override) are
+    shown escaped in the page, which stays one section with nothing to run; both front ends write the same page."""
+    quiet = {key: value for key, value in env(project).items() if not key.startswith("GITHUB")}
+    seeded = subprocess.run(
+        [sys.executable, "-m", "pytest_flopbudget", "check", "--update"], cwd=project, env=quiet, capture_output=True,
+        text=True, timeout=300,
+    )  # fmt: skip
+    assert seeded.returncode == 0, seeded.stderr
+    (project / "models.py").write_text(MODELS.replace("nn.Linear(8, 64)", "nn.Linear(8, 96)"))  # the layer grew
+    cli = subprocess.run(
+        [sys.executable, "-m", "pytest_flopbudget", "check", "--report", "pictures:out/cli.html"], cwd=project,
+        env=env(project), capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert cli.returncode == 1, cli.stderr
+    via_pytest = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:hypothesispytest", "pyproject.toml",
+         "--flopbudget-report=pictures:out/pytest.html"],
+        cwd=project, env=env(project), capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert via_pytest.returncode == 1, via_pytest.stdout[-2000:]
+    page = (project / "out" / "cli.html").read_text(encoding="utf-8")
+    assert (project / "out" / "pytest.html").read_text(encoding="utf-8") == page
+    assert_no_controls(page)
+    assert "##[" not in page and "<script" not in page
+    assert len(re.findall(r'^<section class="model"', page, flags=re.M)) == 1  # what the action counts
+    assert "<h2>x\\x0a::stop-commands::pwned\\x1b[2J\\x07\\u202e#&#35;[group] (FLOPs)</h2>" in page
+    assert 'data-path="a\\n::stop-commands::pwned\\x1b[2J\\x07\\u202e#&#35;[group]"' in page  # the layer's box

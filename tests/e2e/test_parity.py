@@ -9,6 +9,7 @@ output is compared.
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -41,7 +42,9 @@ inputs = [[2, 8]]
 macs = "1k"
 """
 
-OUTPUTS = ("r.json", "gl.json", "summary.md", "step-summary.md", "metrics.txt", "bench.json", "bmf.json")
+OUTPUTS = (
+    "r.json", "gl.json", "summary.md", "step-summary.md", "metrics.txt", "bench.json", "bmf.json", "pictures.html",
+)  # fmt: skip
 
 
 def make_project(root: Path) -> Path:
@@ -63,7 +66,7 @@ def environment(root: Path) -> dict[str, str]:
 
 REPORTS = [
     "json:r.json", "gitlab:gl.json", "markdown:summary.md", "metrics:metrics.txt", "benchmark:bench.json",
-    "bencher:bmf.json",
+    "bencher:bmf.json", "pictures:pictures.html",
 ]  # fmt: skip
 
 
@@ -94,6 +97,10 @@ def outputs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, str
         capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     assert seeded.returncode == 0, seeded.stderr
+    # `over` counts twice its baseline now, so it has a per-layer diff and a differential picture
+    grown = PYPROJECT.replace('inputs = [[1, 8]]\nmacs = "100"', 'inputs = [[2, 8]]\nmacs = "100"')
+    assert grown != PYPROJECT
+    (base / "pyproject.toml").write_text(grown)
     results: dict[str, dict[str, str]] = {}
     for name, runner in (("cli", run_cli), ("pytest", run_pytest)):
         root = base.parent / name
@@ -126,5 +133,7 @@ def test_the_shared_outputs_say_what_happened(outputs: dict[str, dict[str, str]]
     assert 'flopbudget_macs{model="over"}' in cli["metrics.txt"] and "broken" not in cli["metrics.txt"]
     assert sorted(json.loads(cli["bmf.json"])) == ["fresh", "ok", "over"]
     assert {e["name"] for e in json.loads(cli["bench.json"])} >= {"ok - MACs", "over - MACs", "fresh - MACs"}
+    # the differential pictures: the one model whose count moved (ok did not, fresh has no baseline)
+    assert re.findall(r"^<h2>(.*)</h2>$", cli["pictures.html"], flags=re.M) == ["over (FLOPs)"]
     # the CLI exits 2 (a model could not be checked), pytest 1 (tests failed): each front end's own convention
     assert (cli["returncode"], outputs["pytest"]["returncode"]) == ("2", "1")

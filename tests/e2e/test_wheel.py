@@ -347,7 +347,9 @@ def test_the_readme_steps_and_the_action_against_the_wheel(venv: FreshVenv, tmp_
     assert install.stdout.splitlines()[-1] == f"flopbudget {VERSION} (pytest-flopbudget)"
     job = run_action_step("Check", project, inputs, path=[venv.bin], **offline)
     assert job.returncode == 1, job.stdout + job.stderr
-    assert job.stdout.startswith("+ flopbudget check --base-ref origin/main\n")
+    page = tmp_path / "runner-temp" / "flopbudget-diff.html"
+    assert job.stdout.startswith(f"+ flopbudget check --base-ref origin/main --report pictures:{page}\n")
+    assert page.is_file()  # the model grew: its differential picture, for the action to upload
     line = next(n for n, text in enumerate((project / "pyproject.toml").read_text().splitlines(), 1) if "flops" in text)
     assert f"::error file=pyproject.toml,line={line}," in job.stdout
     assert "1 of 1 model over budget" in (tmp_path / "step-summary.md").read_text()

@@ -150,7 +150,7 @@ def test_example_workflow_uses_the_action_with_least_privilege() -> None:
 
 def test_action_scripts_take_inputs_through_env_only() -> None:
     steps = steps_of(ACTION)
-    assert len(pins(ACTION)) == 1
+    assert [ref.split("@")[0] for ref in pins(ACTION)] == ["actions/setup-python", "actions/upload-artifact"]
     for step in steps:
         if "run" in step:
             assert step["shell"] == "bash"
@@ -161,6 +161,25 @@ def test_action_scripts_take_inputs_through_env_only() -> None:
             assert step["run"].startswith("set -euo pipefail\n")
     install = next(step for step in steps if step["name"].startswith("Install"))
     assert install["id"] == "install" and "if" not in install
+
+
+def test_action_uploads_the_differential_pictures_as_one_unzipped_file_without_the_token() -> None:
+    """The page `pictures:PATH` wrote is uploaded only when the step before found it, as the file itself (the link
+    opens the page), never failing the job; upload-artifact uses the runner's own artifact token, not the job's."""
+    steps = {step.get("id"): step for step in steps_of(ACTION)}
+    upload = steps["upload"]
+    assert upload["uses"].startswith("actions/upload-artifact@")
+    assert upload["if"] == "${{ !cancelled() && steps.pictures.outputs.path != '' }}"
+    assert upload["with"] == {
+        "path": "${{ steps.pictures.outputs.path }}", "archive": False, "if-no-files-found": "ignore"
+    }  # fmt: skip
+    assert upload["continue-on-error"] is True and "env" not in upload
+    names = [step["name"] for step in steps_of(ACTION)]
+    order = ["Check compute budgets", "Find the differential pictures", "Upload the differential pictures",
+             "Link the differential pictures", "Comment on the pull request"]  # fmt: skip
+    assert [name for name in names if name in order] == order  # the link reaches the comment before it is posted
+    with_token = [step["name"] for step in steps_of(ACTION) if "github.token" in str(step)]
+    assert with_token == ["Comment on the pull request"]
 
 
 # -- the release workflow ---------------------------------------------------------------------------------------------

@@ -24,8 +24,8 @@ PYPROJECT = pyproject(RESNET)
 GITHUB = {"GITHUB_ACTIONS": "true"}
 #: The grammar every bad spec's message ends with, spelled out (a test of the text, not of the constant).
 EXPECTED = (
-    "github, gitlab:PATH, json:PATH, markdown:PATH, metrics:PATH, benchmark:PATH, bencher:PATH, comment:PATH, auto "
-    "or none"
+    "github, gitlab:PATH, json:PATH, markdown:PATH, metrics:PATH, benchmark:PATH, bencher:PATH, comment:PATH, "
+    "pictures:PATH, auto or none"
 )
 
 
