@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from e2e_helpers import clean_env, git, run_action_step
+from e2e_helpers import clean_env, git, run_action_step, step_outputs
 from export_formats import BENCHER_SCHEMA, parse_openmetrics, validate_benchmark
 from test_onboarding import blocks, commands, pull_request, readme_section
 
@@ -394,7 +394,8 @@ def test_a_pull_request_that_grows_inside_its_budget_warns_with_the_grouped_diff
     """The wheel installed the README's way, the README's steps, then a second model added on main with room to grow
     and `warn-increase = "1%"`; a pull request widens every block of it by 12.5%, inside its ceilings. The action's
     steps (trend exports on, `comment: true`) pass the job with a warning; the job summary and the comment's body
-    show the growth as one grouped row per repeated layer, and the three trend exports parse."""
+    say what the warning is, show the growth as one grouped row per repeated layer and link the differential
+    picture, and the three trend exports parse."""
     project = tmp_path / "project"
     home = str(tmp_path / "pre-commit-home")
     readme_steps(venv, project, home)
@@ -415,8 +416,7 @@ def test_a_pull_request_that_grows_inside_its_budget_warns_with_the_grouped_diff
     assert done.returncode == 0, done.stdout + done.stderr
 
     exports = tmp_path / "exports"
-    runner_temp = tmp_path / "runner-temp"
-    runner_temp.mkdir()
+    runner_temp = tmp_path / "runner-temp"  # where run_action_step points RUNNER_TEMP
     reports = f"--report metrics:{exports}/metrics.txt --report benchmark:{exports}/benchmark.json"
     inputs = {
         "package": "pytest-flopbudget[torch]",
@@ -424,7 +424,7 @@ def test_a_pull_request_that_grows_inside_its_budget_warns_with_the_grouped_diff
         "comment": "true",
         "args": f"{reports} --report bencher:{exports}/bencher.json",
     }
-    offline = {"PIP_NO_INDEX": "1", "PIP_FIND_LINKS": str(venv.dist), "PYTHONPATH": "", "RUNNER_TEMP": str(runner_temp)}
+    offline = {"PIP_NO_INDEX": "1", "PIP_FIND_LINKS": str(venv.dist), "PYTHONPATH": ""}
     install = run_action_step("Install", project, inputs, path=[venv.bin], **offline)
     assert install.returncode == 0, install.stdout + install.stderr
     job = run_action_step("Check", project, inputs, path=[venv.bin], **offline)
@@ -437,6 +437,17 @@ def test_a_pull_request_that_grows_inside_its_budget_warns_with_the_grouped_diff
     assert grew.startswith(f"::warning file=pyproject.toml,line={line},"), grew
     assert "largest MACs changes by layer: blocks.{0..3}.down x4 +4.10k (+12.5%25), blocks.{0..3}.up x4" in grew
     assert "::error" not in job.stdout
+    # the differential picture: one page, the tower's section only, uploaded and linked (the upload is GitHub's)
+    page = (runner_temp / "flopbudget-diff.html").read_text()
+    assert re.findall(r"^<h2>(.*)</h2>$", page, flags=re.M) == ["tower (FLOPs)"]
+    assert run_action_step("Find the differential pictures", project, inputs, path=[venv.bin]).returncode == 0
+    found = step_outputs(project)
+    assert found["models"] == "1"
+    url = "https://github.com/o/r/actions/runs/1/artifacts/2"
+    steps = {"pictures": found, "upload": {"artifact-url": url}}
+    link = run_action_step("Link the differential pictures", project, inputs, path=[venv.bin], steps=steps)
+    assert link.returncode == 0, link.stdout + link.stderr
+
     # 4 blocks x (64*144 + 144*64) MACs = 73,728 now, 4 x (64*128 + 128*64) = 65,536 at the base: +12.5%
     summary = (tmp_path / "step-summary.md").read_text()
     body = (runner_temp / "flopbudget-comment.md").read_text()
@@ -446,6 +457,7 @@ def test_a_pull_request_that_grows_inside_its_budget_warns_with_the_grouped_diff
         assert "blocks.{0..3}.up x4" in text and "blocks.{0..3}.down x4" in text, text
         assert "blocks.0.up" not in text  # grouped: no row per block
         assert "classifier" in text  # the unchanged model keeps its row
+        assert text.endswith(f"\n\nDifferential pictures of the changed model: [flopbudget-diff.html]({url})\n")
     assert body.split("\n", 1)[1] == summary
 
     metrics = parse_openmetrics((exports / "metrics.txt").read_text())
