@@ -91,7 +91,7 @@ def cut(body: str, room: int) -> str:
     dropped_rows = dropped_blocks = 0
     for unit in _units(lines):
         length = sum(len(line) + 1 for line in unit)
-        cutting = cutting or bool(kept) and size + length + _NOTE_ROOM > room  # in order: nothing after a gap
+        cutting = cutting or (bool(kept) and size + length + _NOTE_ROOM > room)  # in order: nothing after a gap
         if not cutting:
             kept.extend(unit)
             size += length
@@ -102,7 +102,8 @@ def cut(body: str, room: int) -> str:
     rows, blocks = earlier_rows + dropped_rows, earlier_blocks + dropped_blocks
     while kept and not kept[-1].strip():
         kept.pop()
-    if rows and kept and kept[-1].startswith("|") and not _MORE_ROWS.match(kept[-1]):  # the table ends here: say so in it
+    table_ends = bool(kept) and kept[-1].startswith("|") and not _MORE_ROWS.match(kept[-1])
+    if rows and table_ends:  # the table ends here: it says so itself, as the summary's does
         kept.append(_more_rows(rows))
     if rows or blocks:
         note = markdown.cut_note(rows, blocks, limit=COMMENT_LIMIT)
@@ -116,7 +117,7 @@ def cut(body: str, room: int) -> str:
 
 def _without_marker(body: str, marker: str) -> str:
     """The body without its marker line (the merged comment has one, on top), ending in one newline."""
-    first, newline, rest = body.partition("\n")
+    first, _, rest = body.partition("\n")
     text = rest if first.strip() == marker else body
     return text.rstrip("\n") + "\n"
 

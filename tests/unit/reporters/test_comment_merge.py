@@ -6,7 +6,6 @@ import re
 from collections.abc import Callable
 
 import pytest
-from reporter_helpers import RESNET, pyproject
 
 from pytest_flopbudget.reporters.comment_merge import COMMENT_LIMIT, Part, cut, fair_shares, merge
 from pytest_flopbudget.reporters.output import Findings
@@ -114,16 +113,18 @@ def test_cut_rows_end_the_table_with_a_more_rows_row(body: Body) -> None:
     shown = [line for line in lines if re.match(r"\| ✅ \| m\d{4} \|", line)]
     more = re.fullmatch(r"\|  \| … (\d+) more rows \|  \|  \|  \|  \|  \|  \|", lines[lines.index(shown[-1]) + 1])
     assert more is not None and int(more[1]) + len(shown) == 800
-    assert lines[-1] == f"_Summary cut to stay under {COMMENT_LIMIT}: {more[1]} table rows left out; the job log has them all._"
+    note = f"_Summary cut to stay under {COMMENT_LIMIT}: {more[1]} table rows left out; the job log has them all._"
+    assert lines[-1] == note
     assert lines[-2] == ""
 
 
 def test_a_details_line_inside_a_code_block_does_not_end_the_block() -> None:
-    block = ["<details>", "<summary>❌ tricky</summary>", "", "```text", "</details>", "x" * 600, "```", "", "</details>"]
+    code = ["```text", "</details>", "x" * 600, "```"]  # a layer named `</details>`, in the diff's code block
+    block = ["<details>", "<summary>❌ tricky</summary>", "", *code, "", "</details>"]
     text = "\n".join(["### flopbudget: ❌ 1 of 1 model over budget", "", *block, ""]) + "\n"
     shorter = cut(text, 500)
     assert "<details>" not in shorter and "x" * 600 not in shorter  # the whole block left out, not half of it
-    assert shorter.endswith(f"1 failure detail left out; the job log has them all._\n")
+    assert shorter.endswith("1 failure detail left out; the job log has them all._\n")
 
 
 def test_a_body_that_fits_is_not_touched() -> None:

@@ -219,4 +219,5 @@ def test_main_with_the_bodies_over_the_limit_posts_one_comment_under_it(api, tmp
 @pytest.mark.parametrize("args", [["--title", CHECK_TITLE], ["--title"], ["--verbose", "body.md"]])
 def test_main_refuses_what_is_not_its_usage(args: list[str], capsys) -> None:
     assert main(args) == 2
-    assert "usage: python -m pytest_flopbudget.reporters.pr_comment [--title TITLE] BODY_FILE" in capsys.readouterr().err
+    usage = "usage: python -m pytest_flopbudget.reporters.pr_comment [--title TITLE] BODY_FILE"
+    assert usage in capsys.readouterr().err
