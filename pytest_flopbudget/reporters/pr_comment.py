@@ -122,16 +122,20 @@ def main(argv: list[str] | None = None) -> int:
         sys.stderr.write(f"usage: {_USAGE}\n")
         return 2
     parts = []
+    unreadable = False
     for title, path in requested:
         try:
             parts.append(Part(title or Path(path).name, Path(path).read_text(encoding="utf-8")))
         except FileNotFoundError:
             continue
         except (OSError, UnicodeDecodeError) as exc:
+            unreadable = True
             _notice(sys.stdout, f"no comment body from {path}: cannot read it: {getattr(exc, 'strerror', '') or exc}.")
     if not parts:
-        files = ", ".join(path for _, path in requested)
-        _notice(sys.stdout, f"no pull-request comment: no comment body was written ({files}: the run stopped first).")
+        if not unreadable:  # that one notice said why already
+            files = ", ".join(path for _, path in requested)
+            why = f"no comment body was written ({files}: the runs stopped first)"
+            _notice(sys.stdout, f"no pull-request comment: {why}.")
         return 0
     post(merge(parts, marker=MARKER, max_chars=MAX_CHARS - _RESERVE), os.environ, sys.stdout)
     return 0

@@ -221,3 +221,18 @@ def test_main_refuses_what_is_not_its_usage(args: list[str], capsys) -> None:
     assert main(args) == 2
     usage = "usage: python -m pytest_flopbudget.reporters.pr_comment [--title TITLE] BODY_FILE"
     assert usage in capsys.readouterr().err
+
+
+def test_main_says_once_a_body_cannot_be_read_and_posts_the_other(api, tmp_path: Path, monkeypatch, capsys) -> None:
+    fake, url = api
+    check, tests = tmp_path / "check.md", tmp_path / "pytest.md"
+    check.mkdir()  # there, but not a file it can read
+    tests.write_text(f"{MARKER}\nfrom pytest\n", encoding="utf-8")
+    for key, value in github_env(tmp_path, url).items():
+        monkeypatch.setenv(key, value)
+    assert main(action_args(check, tests)) == 0
+    assert fake.comments[-1]["body"] == f"{MARKER}\nfrom pytest\n"
+    tests.unlink()
+    assert main(action_args(check, tests)) == 0
+    out = capsys.readouterr().out
+    assert out.count("::notice") == 2 and out.count(f"no comment body from {check}: cannot read it") == 2
