@@ -139,16 +139,19 @@ def truncate(
         else:
             dropped_blocks += 1
     if dropped_rows or dropped_blocks:
-        what = []
-        if dropped_rows:
-            what.append(f"{plural(dropped_rows, 'table row')}")
-        if dropped_blocks:
-            what.append(f"{plural(dropped_blocks, 'failure detail')}")
-        out.append(
-            f"\n_Summary cut to stay under GitHub's 1 MiB limit: {' and '.join(what)} left out; "
-            f"the job log has them all._"
-        )
+        out.append("\n" + cut_note(dropped_rows, dropped_blocks))
     return "\n".join(out).rstrip("\n") + "\n"
+
+
+def cut_note(dropped_rows: int, dropped_blocks: int, limit: str = "GitHub's 1 MiB limit") -> str:
+    """The last line of a cut summary: what was left out (at least one of the two counts is not zero), under
+    which `limit`, and that the job log has it all. The pull-request comment says the same under its own limit."""
+    what = []
+    if dropped_rows:
+        what.append(f"{plural(dropped_rows, 'table row')}")
+    if dropped_blocks:
+        what.append(f"{plural(dropped_blocks, 'failure detail')}")
+    return f"_Summary cut to stay under {limit}: {' and '.join(what)} left out; the job log has them all._"
 
 
 def room_left(path: str | os.PathLike[str]) -> int:

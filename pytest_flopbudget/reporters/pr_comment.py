@@ -7,9 +7,11 @@ per-layer diffs go into one comment on it. One comment, not one per push: a hidd
 Two halves, so that the job's token never sits in the environment of the process that imports the project's
 models: `comment:PATH` (`CommentOutput`, a `--report` kind) writes the comment's body to PATH during the check,
 and `python -m pytest_flopbudget.reporters.pr_comment PATH` (`post`), in a step of its own, posts it with the
-token. Posting is best-effort: a missing token, a fork's read-only token (403), a pull request the token cannot
-see (404) or an unreachable API give one `::notice::` line and leave the job summary as the only report; the
-comment never fails a job. Only the standard library (urllib), and the token is never printed.
+token. Given several bodies (the action's check and its pytest run each write one), it posts one comment holding
+them all, each under a heading of its own (`comment_merge`). Posting is best-effort: a missing token, a fork's
+read-only token (403), a pull request the token cannot see (404) or an unreachable API give one `::notice::` line
+and leave the job summary as the only report; the comment never fails a job. Only the standard library (urllib),
+and the token is never printed.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from typing import Any
 from pytest_flopbudget.judge.baseline import write_atomic
 
 from . import github, markdown
+from .comment_merge import Part, merge
 from .output import Findings, OutputContext, SupportsWrite
 
 #: The hidden first line by which the comment is found again on the next push.
@@ -39,6 +42,7 @@ _PER_PAGE = 100
 _MAX_PAGES = 50
 _TIMEOUT_S = 30
 _TITLE = "flopbudget: pull-request comment"
+_USAGE = "python -m pytest_flopbudget.reporters.pr_comment [--title TITLE] BODY_FILE [[--title TITLE] BODY_FILE ...]"
 
 
 def comment_body(findings: Findings, workspace: str) -> str:
@@ -108,22 +112,55 @@ def post(body: str, env: Mapping[str, str], stream: SupportsWrite) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """`python -m pytest_flopbudget.reporters.pr_comment BODY_FILE`: post the body `comment:PATH` wrote. Exits 0
-    whatever the API says (the comment is a courtesy, the check's status is the job's)."""
+    """`python -m pytest_flopbudget.reporters.pr_comment [--title TITLE] BODY_FILE ...`: post the bodies
+    `comment:PATH` wrote as one comment (`comment_merge.merge`: one body as it is, several each under its
+    `--title`). A file that was not written (its run stopped first) is skipped; when none was, one notice says
+    so. Exits 0 whatever the API says (the comment is a courtesy, the runs' status is the job's)."""
     args = sys.argv[1:] if argv is None else argv
-    if len(args) != 1:
-        sys.stderr.write("usage: python -m pytest_flopbudget.reporters.pr_comment BODY_FILE\n")
+    requested = _body_files(args)
+    if not requested:
+        sys.stderr.write(f"usage: {_USAGE}\n")
         return 2
-    try:
-        body = Path(args[0]).read_text(encoding="utf-8")
-    except OSError as exc:
-        _notice(sys.stdout, f"no pull-request comment: cannot read {args[0]}: {exc.strerror or exc}.")
+    parts = []
+    unreadable = False
+    for title, path in requested:
+        try:
+            parts.append(Part(title or Path(path).name, Path(path).read_text(encoding="utf-8")))
+        except FileNotFoundError:
+            continue
+        except (OSError, UnicodeDecodeError) as exc:
+            unreadable = True
+            _notice(sys.stdout, f"no comment body from {path}: cannot read it: {getattr(exc, 'strerror', '') or exc}.")
+    if not parts:
+        if not unreadable:  # that one notice said why already
+            files = ", ".join(path for _, path in requested)
+            why = f"no comment body was written ({files}: the runs stopped first)"
+            _notice(sys.stdout, f"no pull-request comment: {why}.")
         return 0
-    post(body, os.environ, sys.stdout)
+    post(merge(parts, marker=MARKER, max_chars=MAX_CHARS - _RESERVE), os.environ, sys.stdout)
     return 0
 
 
 # -- helpers ---------------------------------------------------------------------------------------------------------
+
+
+def _body_files(args: list[str]) -> list[tuple[str, str]]:
+    """`(title, path)` for each BODY_FILE, its title the `--title` just before it ('' without one); empty when
+    `args` do not follow the usage."""
+    files: list[tuple[str, str]] = []
+    title = ""
+    words = iter(args)
+    for word in words:
+        if word == "--title":
+            title = next(words, "")
+            if not title:
+                return []
+        elif word.startswith("-") and word != "-":
+            return []
+        else:
+            files.append((title, word))
+            title = ""
+    return [] if title else files
 
 
 def _notice(stream: SupportsWrite, message: str) -> str:

@@ -244,6 +244,7 @@ def test_the_check_refuses_pytest_inputs_it_cannot_honour(project: Path, tmp_pat
 # -- the pull-request comment --------------------------------------------------------------------------------------
 
 COMMENT_STEP = "Comment on the pull request"
+CHECK_TITLE = "pyproject models (flopbudget check)"
 
 
 def test_comment_makes_the_check_write_the_body_and_its_own_step_post_it(project: Path, tmp_path: Path):
@@ -262,7 +263,37 @@ def test_comment_makes_the_check_write_the_body_and_its_own_step_post_it(project
         COMMENT_STEP, project, {"comment": "true"}, path=[bin_dir], RUNNER_TEMP=str(runner_temp), GITHUB_TOKEN="t"
     )
     assert done.returncode == 0, done.stderr
-    assert calls(python) == [["-m", "pytest_flopbudget.reporters.pr_comment", "flopbudget-comment.md"]]
+    assert calls(python) == [
+        ["-m", "pytest_flopbudget.reporters.pr_comment", "--title", CHECK_TITLE, "flopbudget-comment.md"]
+    ]
+
+
+def test_with_pytest_the_comment_holds_the_pytest_runs_body_too(project: Path, tmp_path: Path):
+    """The pytest step writes its own body beside the check's; the comment step posts both as one comment."""
+    bin_dir = tmp_path / "bin"
+    python = stand_in(bin_dir, "python")
+    runner_temp = tmp_path / "runner-temp"
+    runner_temp.mkdir()
+    inputs = {"comment": "true", "pytest": "true", "pytest-args": "tests/budgets"}
+    done = run_action_step(PYTEST_STEP, project, inputs, path=[bin_dir], RUNNER_TEMP=str(runner_temp))
+    assert done.returncode == 0, done.stderr
+    body = runner_temp / "flopbudget-comment-pytest.md"
+    command = ["-m", "pytest", "--flopbudget-no-models", "--flopbudget-base-ref=origin/main"]
+    assert calls(python) == [[*command, f"--flopbudget-report=comment:{body}", "tests/budgets"]]
+    (bin_dir / "python.args").unlink()
+    done = run_action_step(COMMENT_STEP, project, inputs, path=[bin_dir], RUNNER_TEMP=str(runner_temp))
+    assert done.returncode == 0, done.stderr
+    assert calls(python) == [
+        ["-m", "pytest_flopbudget.reporters.pr_comment", "--title", CHECK_TITLE, "flopbudget-comment.md",
+         "--title", "budgets in tests (pytest)", "flopbudget-comment-pytest.md"]
+    ]  # fmt: skip
+
+
+def test_with_no_body_written_the_comment_step_gives_one_notice(project: Path, tmp_path: Path):
+    """The check stopped before writing its body (and pytest is off): the real module says so once, posts nothing."""
+    done = run_action_step(COMMENT_STEP, project, {"comment": "true"}, RUNNER_TEMP=str(tmp_path), GITHUB_TOKEN="t")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.count("::notice") == 1 and "no comment body was written" in done.stdout
 
 
 def test_comment_is_off_by_default_and_the_check_has_no_token(project: Path, tmp_path: Path):

@@ -6,11 +6,13 @@ own scripts (`run_action_step`, as in test_action.py) on a pull request into mai
 "Budgets in tests too?" block: the check step runs the real `flopbudget check`, the pytest step the real pytest.
 A pull request that leaves the models alone passes both; one that widens the test's model and rewrites its baseline
 (which would pass a plain `pytest` on the branch) fails the pytest step, with an annotation on the decorator's line
-and a job summary against the base's baseline, while the pyproject step stays green.
+and a job summary against the base's baseline, while the pyproject step stays green. With `comment: true` too, the
+comment step posts one comment (to a fake GitHub API) holding both runs' summaries.
 """
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
@@ -18,6 +20,7 @@ from pathlib import Path
 
 import pytest
 from e2e_helpers import MODELS, ProjectTemplate, clean_env, git, init_repo, run_action_step
+from fake_github import TOKEN, FakeGitHub, pull_request_env, serving
 
 yaml = pytest.importorskip("yaml")
 pytest.importorskip("torch")
@@ -123,3 +126,43 @@ def test_a_pull_request_that_grows_a_budget_in_a_test_fails_the_pytest_step(proj
     assert "24 MACs is +50.0%25 over baseline 16 MACs, more than max-increase 5%25" in tests.stdout
     summary = (project.parent / "step-summary.md").read_text()
     assert "against origin/main:.flopbudget/tests.test_budgets.test_head.json" in summary
+
+
+@pytest.mark.slow
+def test_the_comment_holds_the_pyproject_models_and_the_budgets_in_tests(project: Path, tmp_path: Path) -> None:
+    """`comment: true` with `pytest: true`: both runs write a body and the comment step posts one comment with
+    both, each under the heading of its run."""
+    (project / "models.py").write_text(MODELS.replace("nn.Linear(8, 2)", "nn.Linear(8, 4)"))  # inside its 1k
+    test_file = project / "tests" / "test_budgets.py"
+    test_file.write_text(test_file.read_text().replace("WIDTH = 2", "WIDTH = 3"))  # past its max-increase
+    pytest_update(project)
+    git(project, "commit", "-qam", "Wider models, new baselines")
+    runner_temp = tmp_path / "runner-temp"
+    runner_temp.mkdir()
+    event = tmp_path / "event.json"
+    event.write_text(json.dumps({"pull_request": {"number": 7}}), encoding="utf-8")
+    inputs = {**readme_inputs(), "package": "none", "install": "", "python-version": "", "comment": "true"}
+    check = run_action_step("Check compute budgets", project, inputs, RUNNER_TEMP=str(runner_temp))
+    tests = run_action_step("Check compute budgets in tests", project, inputs, RUNNER_TEMP=str(runner_temp))
+    assert check.returncode == 0, check.stdout + check.stderr
+    assert tests.returncode == 1, tests.stdout[-3000:] + tests.stderr[-3000:]
+    fake = FakeGitHub()
+    with serving(fake) as url:
+        env = pull_request_env(str(event), url, RUNNER_TEMP=str(runner_temp))
+        done = run_action_step("Comment on the pull request", project, inputs, **env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert TOKEN not in done.stdout + done.stderr and "::notice" not in done.stdout
+    assert [method for method, _, _ in fake.requests] == ["GET", "POST"]  # one comment for both runs
+    (comment,) = [c["body"] for c in fake.comments if c["body"].startswith("<!-- pytest-flopbudget -->")]
+    assert comment.count("<!-- pytest-flopbudget -->") == 1
+    head, check_part, pytest_part = re.split(r"^## .+\n\n", comment, flags=re.MULTILINE)
+    assert head == "<!-- pytest-flopbudget -->\n"
+    assert "\n## pyproject models (flopbudget check)\n\n### flopbudget: ✅ 1 model within budget" in comment
+    assert "\n## budgets in tests (pytest)\n\n### flopbudget: ❌ 1 of 1 model over budget" in comment
+    # the pyproject model grew inside its budget: its rows and, folded, where (16 -> 32 MACs)
+    assert "| small | FLOPs |" in check_part and "| MACs | 1.00k | 16 | 32 | +16 (+100.0%) |" in check_part
+    assert "<summary>⚠️ small: 34 FLOPs -&gt; 68 FLOPs (+100.0%)" in check_part
+    assert "test_head" not in check_part
+    # the test's model grew past its max-increase: its row and its per-layer diff against main's baseline
+    assert "| ❌ | tests.test\\_budgets.test\\_head | FLOPs |" in pytest_part and "small" not in pytest_part
+    assert "more than max-increase 5%" in pytest_part and "against origin/main:" in pytest_part

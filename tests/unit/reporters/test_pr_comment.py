@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import io
 import json
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import pytest
+from fake_github import TOKEN, FakeGitHub, pull_request_env, serving
 from reporter_helpers import RESNET, pyproject
 
 from pytest_flopbudget.reporters import pr_comment
@@ -19,80 +18,18 @@ from pytest_flopbudget.reporters.output import Findings
 from pytest_flopbudget.reporters.pr_comment import MARKER, MAX_CHARS, comment_body, main, post
 from pytest_flopbudget.run import RunResult
 
-TOKEN = "ghs_s3cr3t-t0ken-never-printed"
-REPOSITORY = "octo/models"
-
-
-class FakeGitHub:
-    """Issue comments of pull request 7 in memory; `status` forces every answer (403 for a fork's token)."""
-
-    def __init__(self) -> None:
-        self.comments: list[dict[str, Any]] = [{"id": 1, "body": "LGTM", "user": {"login": "someone"}}]
-        self.requests: list[tuple[str, str, str]] = []
-        self.status = 0
-        self.next_id = 100
-
-    def handle(self, method: str, path: str, auth: str, payload: Any) -> tuple[int, Any]:
-        self.requests.append((method, path, auth))
-        if self.status:
-            return self.status, {"message": "Resource not accessible by integration"}
-        if auth != f"Bearer {TOKEN}":
-            return 401, {"message": "Bad credentials"}
-        route, _, query = path.partition("?")
-        if route == f"/repos/{REPOSITORY}/issues/7/comments" and method == "GET":
-            params = dict(item.split("=") for item in query.split("&") if item)
-            page, per_page = int(params.get("page", 1)), int(params.get("per_page", 30))
-            return 200, self.comments[(page - 1) * per_page : page * per_page]
-        if route == f"/repos/{REPOSITORY}/issues/7/comments" and method == "POST":
-            self.next_id += 1
-            self.comments.append({"id": self.next_id, "body": payload["body"]})
-            return 201, self.comments[-1]
-        prefix = f"/repos/{REPOSITORY}/issues/comments/"
-        if route.startswith(prefix) and method == "PATCH":
-            comment = next(c for c in self.comments if c["id"] == int(route[len(prefix) :]))
-            comment["body"] = payload["body"]
-            return 200, comment
-        return 404, {"message": "Not Found"}
-
 
 @pytest.fixture
 def api() -> Iterator[tuple[FakeGitHub, str]]:
     fake = FakeGitHub()
-
-    class Handler(BaseHTTPRequestHandler):
-        def _answer(self) -> None:
-            length = int(self.headers.get("Content-Length") or 0)
-            payload = json.loads(self.rfile.read(length)) if length else None
-            status, answer = fake.handle(self.command, self.path, self.headers.get("Authorization", ""), payload)
-            data = json.dumps(answer).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
-        do_GET = do_POST = do_PATCH = _answer
-
-        def log_message(self, format: str, *args: object) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield fake, f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with serving(fake) as url:
+        yield fake, url
 
 
 def github_env(tmp_path: Path, url: str, event: dict[str, Any] | None = None, **extra: str) -> dict[str, str]:
     path = tmp_path / "event.json"
     path.write_text(json.dumps({"pull_request": {"number": 7}} if event is None else event), encoding="utf-8")
-    return {
-        "GITHUB_TOKEN": TOKEN, "GITHUB_REPOSITORY": REPOSITORY, "GITHUB_EVENT_PATH": str(path),
-        "GITHUB_API_URL": url, **extra,
-    }  # fmt: skip
+    return pull_request_env(str(path), url, **extra)
 
 
 def test_creates_once_then_updates_the_same_comment_in_place(api, tmp_path: Path) -> None:
@@ -211,3 +148,91 @@ def test_main_posts_the_file_and_never_fails(api, tmp_path: Path, monkeypatch, c
     captured = capsys.readouterr()
     assert captured.out.count("::notice") == 2 and TOKEN not in captured.out + captured.err
     assert pr_comment.main([]) == 2
+
+
+# -- several bodies: the action's check and its pytest run ---------------------------------------------------------
+
+CHECK_TITLE = "pyproject models (flopbudget check)"
+PYTEST_TITLE = "budgets in tests (pytest)"
+
+
+def action_args(check: Path, tests: Path) -> list[str]:
+    """The comment step's command line: both bodies, each with the title of its run."""
+    return ["--title", CHECK_TITLE, str(check), "--title", PYTEST_TITLE, str(tests)]
+
+
+def test_main_posts_the_check_and_the_pytest_bodies_as_one_comment(api, tmp_path: Path, monkeypatch) -> None:
+    fake, url = api
+    check, tests = tmp_path / "check.md", tmp_path / "pytest.md"
+    check.write_text(f"{MARKER}\n### flopbudget: ✅ 1 model within budget\n", encoding="utf-8")
+    tests.write_text(f"{MARKER}\n### flopbudget: ❌ 1 of 1 model over budget\n", encoding="utf-8")
+    for key, value in github_env(tmp_path, url).items():
+        monkeypatch.setenv(key, value)
+    assert main(action_args(check, tests)) == 0
+    assert [method for method, _, _ in fake.requests] == ["GET", "POST"]  # one comment
+    assert fake.comments[-1]["body"] == (
+        f"{MARKER}\n## {CHECK_TITLE}\n\n### flopbudget: ✅ 1 model within budget\n\n"
+        f"## {PYTEST_TITLE}\n\n### flopbudget: ❌ 1 of 1 model over budget\n"
+    )
+    assert main(action_args(check, tests)) == 0  # the next push edits it
+    assert [c["body"].count(MARKER) for c in fake.comments] == [0, 1]
+
+
+@pytest.mark.parametrize("written", ["check", "pytest"])
+def test_main_posts_the_only_body_written_as_it_is(api, tmp_path: Path, monkeypatch, capsys, written: str) -> None:
+    """A run that stopped before writing its body (the check failing to load a model) leaves the other's."""
+    fake, url = api
+    check, tests = tmp_path / "check.md", tmp_path / "pytest.md"
+    body = f"{MARKER}\n### flopbudget: ❌ 1 of 1 model over budget\n\n<details>\n</details>\n"
+    (check if written == "check" else tests).write_text(body, encoding="utf-8")
+    for key, value in github_env(tmp_path, url).items():
+        monkeypatch.setenv(key, value)
+    assert main(action_args(check, tests)) == 0
+    assert fake.comments[-1]["body"] == body  # byte for byte, no heading
+    assert capsys.readouterr().out == ""
+
+
+def test_main_with_no_body_written_is_one_notice_and_no_request(api, tmp_path: Path, monkeypatch, capsys) -> None:
+    fake, url = api
+    for key, value in github_env(tmp_path, url).items():
+        monkeypatch.setenv(key, value)
+    assert main(action_args(tmp_path / "check.md", tmp_path / "pytest.md")) == 0
+    out = capsys.readouterr().out
+    assert fake.requests == []
+    assert out.count("\n") == 1 and out.startswith("::notice title=flopbudget") and "no comment body" in out
+
+
+def test_main_with_the_bodies_over_the_limit_posts_one_comment_under_it(api, tmp_path: Path, monkeypatch) -> None:
+    fake, url = api
+    table = "".join(f"| ❌ | m{i:05d} | FLOPs | 10 | 100 | 150 | +50 (+50.0%) | over |\n" for i in range(900))
+    check, tests = tmp_path / "check.md", tmp_path / "pytest.md"
+    for path in (check, tests):
+        path.write_text(f"{MARKER}\n### flopbudget: ❌ 900 of 900 models over budget\n\n{table}", encoding="utf-8")
+    for key, value in github_env(tmp_path, url).items():
+        monkeypatch.setenv(key, value)
+    assert main(action_args(check, tests)) == 0
+    posted = fake.comments[-1]["body"]
+    assert len(posted) <= MAX_CHARS and posted.count(MARKER) == 1
+    assert posted.count("table rows left out; the job log has them all._") == 2
+
+
+@pytest.mark.parametrize("args", [["--title", CHECK_TITLE], ["--title"], ["--verbose", "body.md"]])
+def test_main_refuses_what_is_not_its_usage(args: list[str], capsys) -> None:
+    assert main(args) == 2
+    usage = "usage: python -m pytest_flopbudget.reporters.pr_comment [--title TITLE] BODY_FILE"
+    assert usage in capsys.readouterr().err
+
+
+def test_main_says_once_a_body_cannot_be_read_and_posts_the_other(api, tmp_path: Path, monkeypatch, capsys) -> None:
+    fake, url = api
+    check, tests = tmp_path / "check.md", tmp_path / "pytest.md"
+    check.mkdir()  # there, but not a file it can read
+    tests.write_text(f"{MARKER}\nfrom pytest\n", encoding="utf-8")
+    for key, value in github_env(tmp_path, url).items():
+        monkeypatch.setenv(key, value)
+    assert main(action_args(check, tests)) == 0
+    assert fake.comments[-1]["body"] == f"{MARKER}\nfrom pytest\n"
+    tests.unlink()
+    assert main(action_args(check, tests)) == 0
+    out = capsys.readouterr().out
+    assert out.count("::notice") == 2 and out.count(f"no comment body from {check}: cannot read it") == 2

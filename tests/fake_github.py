@@ -1,0 +1,91 @@
+"""A fake GitHub REST API for the pull-request comment: http.server in a thread, no network.
+
+Shared by the comment's unit tests and the end-to-end test of the action's comment step. Importable from any test
+module because `tests/conftest.py` puts this directory on `sys.path` (prepend mode).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+TOKEN = "ghs_s3cr3t-t0ken-never-printed"
+REPOSITORY = "octo/models"
+#: The pull request whose comments the fake holds.
+NUMBER = 7
+
+
+class FakeGitHub:
+    """Issue comments of pull request 7 in memory; `status` forces every answer (403 for a fork's token)."""
+
+    def __init__(self) -> None:
+        self.comments: list[dict[str, Any]] = [{"id": 1, "body": "LGTM", "user": {"login": "someone"}}]
+        self.requests: list[tuple[str, str, str]] = []
+        self.status = 0
+        self.next_id = 100
+
+    def handle(self, method: str, path: str, auth: str, payload: Any) -> tuple[int, Any]:
+        self.requests.append((method, path, auth))
+        if self.status:
+            return self.status, {"message": "Resource not accessible by integration"}
+        if auth != f"Bearer {TOKEN}":
+            return 401, {"message": "Bad credentials"}
+        route, _, query = path.partition("?")
+        if route == f"/repos/{REPOSITORY}/issues/{NUMBER}/comments" and method == "GET":
+            params = dict(item.split("=") for item in query.split("&") if item)
+            page, per_page = int(params.get("page", 1)), int(params.get("per_page", 30))
+            return 200, self.comments[(page - 1) * per_page : page * per_page]
+        if route == f"/repos/{REPOSITORY}/issues/{NUMBER}/comments" and method == "POST":
+            self.next_id += 1
+            self.comments.append({"id": self.next_id, "body": payload["body"]})
+            return 201, self.comments[-1]
+        prefix = f"/repos/{REPOSITORY}/issues/comments/"
+        if route.startswith(prefix) and method == "PATCH":
+            comment = next(c for c in self.comments if c["id"] == int(route[len(prefix) :]))
+            comment["body"] = payload["body"]
+            return 200, comment
+        return 404, {"message": "Not Found"}
+
+
+@contextmanager
+def serving(fake: FakeGitHub) -> Iterator[str]:
+    """Serve `fake` on a free local port for the block; yields the API's URL (for GITHUB_API_URL)."""
+
+    class Handler(BaseHTTPRequestHandler):
+        def _answer(self) -> None:
+            length = int(self.headers.get("Content-Length") or 0)
+            payload = json.loads(self.rfile.read(length)) if length else None
+            status, answer = fake.handle(self.command, self.path, self.headers.get("Authorization", ""), payload)
+            data = json.dumps(answer).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        do_GET = do_POST = do_PATCH = _answer
+
+        def log_message(self, format: str, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def pull_request_env(event_path: str, url: str, **extra: str) -> dict[str, str]:
+    """What GitHub gives the comment step on pull request 7 (the event file must hold its number), aimed at the
+    fake's `url`."""
+    return {
+        "GITHUB_TOKEN": TOKEN, "GITHUB_REPOSITORY": REPOSITORY, "GITHUB_EVENT_PATH": event_path,
+        "GITHUB_API_URL": url, **extra,
+    }  # fmt: skip
