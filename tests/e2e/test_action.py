@@ -19,6 +19,8 @@ from pathlib import Path
 import pytest
 from e2e_helpers import ACTION, run_action_step
 
+from pytest_flopbudget.version import __version__
+
 pytest.importorskip("yaml")
 
 CPU_INDEX = "https://download.pytorch.org/whl/cpu"
@@ -93,7 +95,7 @@ def test_package_none_and_no_install_skip_pip_and_find_the_installed_tool(projec
     done = run_action_step("Install", project, {"package": "none"}, path=[bin_dir])
     assert done.returncode == 0, done.stderr
     assert calls(pip) == []
-    assert done.stdout.startswith("flopbudget 0.")
+    assert done.stdout == f"flopbudget {__version__} (pytest-flopbudget)\n"
 
 
 def test_a_failed_install_fails_the_step(project: Path, tmp_path: Path):
