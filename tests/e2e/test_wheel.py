@@ -30,6 +30,7 @@ from pathlib import Path
 import pytest
 from e2e_helpers import clean_env, git, run_action_step, step_outputs
 from export_formats import BENCHER_SCHEMA, parse_openmetrics, validate_benchmark
+from fake_github import NUMBER, FakeGitHub, pull_request_env, serving
 from test_onboarding import blocks, commands, pull_request, readme_section
 
 yaml = pytest.importorskip("yaml")
@@ -395,7 +396,7 @@ def test_a_pull_request_that_grows_inside_its_budget_warns_with_the_grouped_diff
     and `warn-increase = "1%"`; a pull request widens every block of it by 12.5%, inside its ceilings. The action's
     steps (trend exports on, `comment: true`) pass the job with a warning; the job summary and the comment's body
     say what the warning is, show the growth as one grouped row per repeated layer and link the differential
-    picture, and the three trend exports parse."""
+    picture, the comment step posts that body once, and the three trend exports parse."""
     project = tmp_path / "project"
     home = str(tmp_path / "pre-commit-home")
     readme_steps(venv, project, home)
@@ -459,6 +460,17 @@ def test_a_pull_request_that_grows_inside_its_budget_warns_with_the_grouped_diff
         assert "classifier" in text  # the unchanged model keeps its row
         assert text.endswith(f"\n\nDifferential pictures of the changed model: [flopbudget-diff.html]({url})\n")
     assert body.split("\n", 1)[1] == summary
+
+    # the comment step, the wheel's poster against a fake GitHub: created once, the body as the check wrote it
+    event = tmp_path / "event.json"
+    event.write_text(json.dumps({"pull_request": {"number": NUMBER}}))
+    fake = FakeGitHub()
+    with serving(fake) as api:
+        env = pull_request_env(str(event), api)
+        posted = run_action_step("Comment on the pull request", project, inputs, path=[venv.bin], **offline, **env)
+    assert posted.returncode == 0 and "::notice" not in posted.stdout, posted.stdout + posted.stderr
+    assert [method for method, _, _ in fake.requests] == ["GET", "POST"]
+    assert [c["body"] for c in fake.comments if c["body"] != "LGTM"] == [body]
 
     metrics = parse_openmetrics((exports / "metrics.txt").read_text())
     macs = {model: int(value) for model, value in metrics["flopbudget_macs"].items()}
