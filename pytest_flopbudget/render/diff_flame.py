@@ -18,12 +18,12 @@ from pytest_flopbudget.render.flame import (
     FONT,
     MARGIN,
     ROW,
-    _box,
-    _text,
-    _tree,
+    box_svg,
     html_page,
+    inclusive_tree,
     layout,
     svg_document,
+    text_svg,
     xml_text,
 )
 from pytest_flopbudget.render.formatting import ROOT_LABEL, format_pair, format_percent, format_value, metric_title
@@ -59,17 +59,17 @@ def render_svg(baseline: Report, report: Report, *, metric: Metric = FLOPS, titl
         raise ValueError(f"unknown metric {metric!r}; expected one of {', '.join(METRICS.counted)}")
     title = title or report.model or ROOT_LABEL
     name = name or report.model or ROOT_LABEL
-    before, _ = _tree(baseline, metric)
-    after, _ = _tree(report, metric)
+    before, _ = inclusive_tree(baseline, metric)
+    after, _ = inclusive_tree(report, metric)
     base_total, now_total = baseline.metric(metric), report.metric(metric)
     body: list[str] = []
     y = MARGIN + 16
-    body.append(_text(MARGIN, y, title, size=15, weight="bold"))
+    body.append(text_svg(MARGIN, y, title, size=15, weight="bold"))
     y += 20
     shown_base, shown_now = format_pair(base_total, now_total, metric)
     change = format_percent(now_total - base_total, base_total)
     totals = f"{metric_title(metric)}: base {shown_base} → now {shown_now} ({change}); box width: inclusive now"
-    body.append(f'<g class="totals">{_text(MARGIN, y, totals, fill="#444")}</g>')
+    body.append(f'<g class="totals">{text_svg(MARGIN, y, totals, fill="#444")}</g>')
     y += ROW
     body.append(_legend(y))
     y += 10
@@ -78,7 +78,7 @@ def render_svg(baseline: Report, report: Report, *, metric: Metric = FLOPS, titl
         base = before.get(box.path) if box.path != ROOT else base_total
         fill = change_colour(base, box.value)
         tooltip = _tooltip(name if box.path == ROOT else box.path, base, box.value, metric)
-        body.append(_box(box, y, now_total, name, metric, fill=fill, tooltip=tooltip))
+        body.append(box_svg(box, y, now_total, name, metric, fill=fill, tooltip=tooltip))
     y += (max(box.depth for box in boxes) + 1) * ROW + 4 + FONT
     removed = sorted(
         (path for path, value in before.items() if path != ROOT and value > 0 and not after.get(path)),
@@ -87,13 +87,13 @@ def render_svg(baseline: Report, report: Report, *, metric: Metric = FLOPS, titl
     if removed:
         named = ", ".join(f"{path} ({format_value(before[path], metric)})" for path in removed[:SHOWN_REMOVED])
         more = f" and {len(removed) - SHOWN_REMOVED} more" if len(removed) > SHOWN_REMOVED else ""
-        line = _text(MARGIN, y, f"✕ removed since the baseline: {named}{more}", fill=REMOVED)
+        line = text_svg(MARGIN, y, f"✕ removed since the baseline: {named}{more}", fill=REMOVED)
         body.append(f'<g class="removed" data-count="{len(removed)}">{line}</g>')
         y += ROW - 2
     note = f"hover a box for base → now; colour: inclusive change of {metric_title(metric)} against the baseline"
     if hidden:
         note += f"; {hidden} narrow layers not drawn"
-    body.append(_text(MARGIN, y, note, fill="#666", size=11))
+    body.append(text_svg(MARGIN, y, note, fill="#666", size=11))
     height = y + MARGIN
     return svg_document(body, height, title)
 
@@ -130,9 +130,9 @@ def _legend(y: int) -> str:
     x = MARGIN
     for colour, label in entries:
         parts.append(f'<rect x="{x}" y="{y - 11}" width="14" height="14" fill="{colour}" data-label="{label}"/>')
-        parts.append(_text(x + 18, y, label, fill="#444", size=11))
+        parts.append(text_svg(x + 18, y, label, fill="#444", size=11))
         x += 18 + len(label) * 7 + 16
-    parts.append(_text(x, y, "✕ removed (listed below)", fill=REMOVED, size=11))
+    parts.append(text_svg(x, y, "✕ removed (listed below)", fill=REMOVED, size=11))
     parts.append("</g>")
     return "".join(parts)
 

@@ -91,7 +91,7 @@ def render_svg(
     name = name or report.model or ROOT_LABEL
     body: list[str] = []
     y = MARGIN + 16
-    body.append(_text(MARGIN, y, title, size=15, weight="bold"))
+    body.append(text_svg(MARGIN, y, title, size=15, weight="bold"))
     y += 20
     # an optional metric (bytes) is in the line only when it is the one pictured, integer ops only where there are some
     totals = " · ".join(
@@ -99,7 +99,7 @@ def render_svg(
         for m in pictured
         if (not m.optional and (not m.omit_zero or report.metric(m))) or m == metric
     )
-    body.append(_text(MARGIN, y, f"{totals}; box width: inclusive {metric_title(metric)}", fill="#444"))
+    body.append(text_svg(MARGIN, y, f"{totals}; box width: inclusive {metric_title(metric)}", fill="#444"))
     y += 8
     for limit_metric in pictured:
         limit = budget.limit(limit_metric) if budget is not None else None
@@ -113,19 +113,19 @@ def render_svg(
         y += ROW - 2
         calls = sum(op.calls for op in report.estimated_ops.values())
         body.append(
-            _text(MARGIN, y, f"estimated: {plural(calls, 'op call')} sized by a data-dependent rule", fill="#8a5a00")
+            text_svg(MARGIN, y, f"estimated: {plural(calls, 'op call')} sized by a data-dependent rule", fill="#8a5a00")
         )
     y += 10
     boxes, hidden = layout(report, metric)
     total = report.metric(metric)
     for box in boxes:
-        body.append(_box(box, y, total, name, metric))
+        body.append(box_svg(box, y, total, name, metric))
     rows = max(box.depth for box in boxes) + 1
     y += rows * ROW + 4 + FONT
     note = f"hover a box for its full name and figures; {metric_title(metric)} are inclusive of children"
     if hidden:
         note += f"; {plural(hidden, 'layer')} narrower than {MIN_WIDTH / 100:g} px not drawn"
-    body.append(_text(MARGIN, y, note, fill="#666", size=11))
+    body.append(text_svg(MARGIN, y, note, fill="#666", size=11))
     height = y + MARGIN
     return svg_document(body, height, title)
 
@@ -189,7 +189,7 @@ def layout(report: Report, metric: Metric = FLOPS) -> tuple[list[Box], int]:
     integer division rounded half up. Rounding is monotone, so a child never pokes out of its parent and two
     siblings never overlap, whatever the magnitudes (counts go up to 10^30).
     """
-    values, children = _tree(report, metric)
+    values, children = inclusive_tree(report, metric)
     order = tree_order(report.layers)
     total = values[ROOT]
     boxes: list[Box] = []
@@ -244,7 +244,7 @@ def fit_label(candidates: Sequence[str], width: int) -> str:
 # -- parts ---------------------------------------------------------------------------------------------------------
 
 
-def _tree(report: Report, metric: Metric) -> tuple[dict[str, int], dict[str, list[str]]]:
+def inclusive_tree(report: Report, metric: Metric) -> tuple[dict[str, int], dict[str, list[str]]]:
     """Inclusive value of every module path and its ancestors, and each path's children.
 
     The tree is `report.ancestors`'s: the parent of `a.b.c` is `a.b` (and of `a` the root), odd names (`.a`,
@@ -282,7 +282,7 @@ def _share(value: int, total: int) -> str:
     return f"{percent:.0f}%" if percent >= 9.95 or percent == 0 else f"{percent:.1f}%"
 
 
-def _box(
+def box_svg(
     box: Box, top: int, total: int, name: str, metric: Metric, fill: str | None = None, tooltip: str | None = None
 ) -> str:
     """One box; `fill` and `tooltip` (already escaped) replace the name's colour and the figures (the diff's)."""
@@ -296,7 +296,8 @@ def _box(
     parts = [
         f'<g class="layer" data-path="{xml_text(path)}" data-depth="{box.depth}">',
         f"<title>{tooltip or _tooltip(full, box, share, metric)}</title>",
-        f'<rect x="{_px(x)}" y="{y}" width="{_px(width)}" height="{ROW - 1}" fill="{fill or _colour(path, short)}"/>',
+        f'<rect x="{_px(x)}" y="{y}" width="{_px(width)}" height="{ROW - 1}"'
+        f' fill="{fill or name_colour(path, short)}"/>',
     ]
     if label:
         parts.append(f'<text x="{_px(x + 300)}" y="{y + 14}">{xml_text(label)}</text>')
@@ -309,7 +310,7 @@ def _tooltip(full: str, box: Box, share: str, metric: Metric) -> str:
     return f"{first}&#10;{box.value:,} {metric_title(metric)} (inclusive of children)"
 
 
-def _colour(path: str, short: str) -> str:
+def name_colour(path: str, short: str) -> str:
     """A warm colour fixed by the layer's own name (`conv1` looks the same in every block); the model is grey."""
     if path == ROOT:
         return "#c8c8c8"
@@ -337,7 +338,7 @@ def _budget_bar(y: int, now: int, limit: int, metric: Metric) -> str:
         f'<g class="budget" data-metric="{metric}" data-over="{str(over).lower()}">'
         f'<rect x="{MARGIN}" y="{top}" width="{BAR}" height="{ROW - 4}" fill="#e6e6e6"/>'
         f'<rect x="{MARGIN}" y="{top}" width="{_px(filled)}" height="{ROW - 4}" fill="{colour}"/>'
-        + _text(MARGIN + BAR + 10, top + 12, text, fill="#d62728" if over else "#222")
+        + text_svg(MARGIN + BAR + 10, top + 12, text, fill="#d62728" if over else "#222")
         + "</g>"
     )
 
@@ -349,7 +350,7 @@ def _skipped_line(y: int, report: Report, limit: int | None) -> str:
     over = limit is not None and calls > limit
     if not report.skipped_ops:
         text = f"skipped ops: none{allowed}; the count is exact under the documented conventions"
-        return _text(MARGIN, y, text, fill="#444")
+        return text_svg(MARGIN, y, text, fill="#444")
     ops = sorted(report.skipped_ops.items(), key=lambda item: (-item[1].calls, item[0]))
     named = ", ".join(f"{op} x{entry.calls}" for op, entry in ops[:SHOWN_SKIPPED])
     more = f" and {len(ops) - SHOWN_SKIPPED} more" if len(ops) > SHOWN_SKIPPED else ""
@@ -357,10 +358,10 @@ def _skipped_line(y: int, report: Report, limit: int | None) -> str:
         f"skipped ops: {plural(calls, 'call')} not counted{allowed}{' OVER' if over else ''} ({named}{more}); "
         "the totals are a lower bound"
     )
-    return _text(MARGIN, y, text, fill="#d62728" if over or limit is None else "#8a5a00")
+    return text_svg(MARGIN, y, text, fill="#d62728" if over or limit is None else "#8a5a00")
 
 
-def _text(x: int, y: int, text: str, *, fill: str = "#222", size: int = FONT, weight: str = "") -> str:
+def text_svg(x: int, y: int, text: str, *, fill: str = "#222", size: int = FONT, weight: str = "") -> str:
     bold = f' font-weight="{weight}"' if weight else ""
     return f'<text x="{x}" y="{y}" font-size="{size}" fill="{fill}"{bold}>{xml_text(text)}</text>'
 

@@ -19,8 +19,8 @@ from collections.abc import Sequence
 
 from pytest_flopbudget.config.budget import Budget
 from pytest_flopbudget.metrics import PEAK_MEMORY
-from pytest_flopbudget.render.flame import FONT, FONTS, MARGIN, WIDTH, fit_label, html_page, xml_text
-from pytest_flopbudget.render.flame import _colour as colour
+from pytest_flopbudget.render.flame import FONT, FONTS, MARGIN, WIDTH, fit_label, html_page, text_svg, xml_text
+from pytest_flopbudget.render.flame import name_colour as colour
 from pytest_flopbudget.render.formatting import ROOT_LABEL, format_percent, layer_label
 from pytest_flopbudget.report import ROOT, MemoryTimeline, Report
 
@@ -51,22 +51,22 @@ def render_svg(report: Report, *, title: str = "", budget: Budget | None = None)
 
     body: list[str] = []
     y = MARGIN + 16
-    body.append(_text(MARGIN, y, title, size=15, weight="bold"))
+    body.append(text_svg(MARGIN, y, title, size=15, weight="bold"))
     y += 20
     ops = len(live) - 1
     phase = "backward" if timeline.backward is not None and peak_at >= timeline.backward else "forward"
     where = "before the first op" if peak_at == 0 else f"after op {peak_at} of {ops}, in the {phase}"
     summary = f"peak memory {_bytes(peak)} at {layer_label(timeline.layer_at(peak_at))} ({where})"
-    body.append(_text(MARGIN, y, summary, weight="bold"))
+    body.append(text_svg(MARGIN, y, summary, weight="bold"))
     if limit is not None:
         y += 18
         over = peak > limit.value
         verdict = f"over by {format_percent(peak - limit.value, limit.value)}" if over else "within"
         line = f"budget {_bytes(limit.value)}: {verdict}"
-        body.append(_text(MARGIN, y, line, fill="#d62728" if over else "#2ca02c"))
+        body.append(text_svg(MARGIN, y, line, fill="#d62728" if over else "#2ca02c"))
     y += 18
     body.append(
-        _text(MARGIN, y, "live tensor bytes after each op, in call order; ops counted in fake mode", fill="#444")
+        text_svg(MARGIN, y, "live tensor bytes after each op, in call order; ops counted in fake mode", fill="#444")
     )
     plot_top = y + 30  # room above the plot for the peak's label
     base = plot_top + HEIGHT
@@ -79,13 +79,13 @@ def render_svg(report: Report, *, title: str = "", budget: Budget | None = None)
     body.append(_peak_marker(peak_at, len(live), peak, plot_top, top, timeline))
     body.extend(_bands(timeline, len(live), base + 6))
     y = base + 6 + BAND + 4 + FONT
-    body.append(_text(LEFT, y, f"op 0 (the inputs, parameters and buffers) to op {ops}", fill="#666", size=11))
+    body.append(text_svg(LEFT, y, f"op 0 (the inputs, parameters and buffers) to op {ops}", fill="#666", size=11))
     for note in (
         "in: parameters, buffers, inputs and activations (a training count: saved activations and gradients)",
         "out: optimizer state, the allocator's rounding and cache, kernels' workspaces, the CUDA context",
     ):
         y += 15
-        body.append(_text(MARGIN, y, note, fill="#666", size=11))
+        body.append(text_svg(MARGIN, y, note, fill="#666", size=11))
     height = y + MARGIN
     head = (
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{height}" viewBox="0 0 {WIDTH} {height}" '
@@ -220,11 +220,6 @@ def _bands(timeline: MemoryTimeline, samples: int, y: int) -> list[str]:
             f'<rect x="{_px(left)}" y="{y}" width="{_px(right - left)}" height="{BAND - 1}" fill="{fill}"/>{text}</g>'
         )
     return parts
-
-
-def _text(x: int, y: int, text: str, *, fill: str = "#222", size: int = FONT, weight: str = "") -> str:
-    bold = f' font-weight="{weight}"' if weight else ""
-    return f'<text x="{x}" y="{y}" font-size="{size}" fill="{fill}"{bold}>{xml_text(text)}</text>'
 
 
 def _text_at(x: str, y: int, text: str, *, fill: str, size: int, pad: int) -> str:
