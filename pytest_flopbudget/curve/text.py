@@ -41,8 +41,7 @@ def decode_formula_text(decode: DecodeFormula) -> str:
         return f"decode step formulas: none, {reasons.pop()}"
     prompt = "" if decode.prompt is None else f" (prompt {decode.prompt} + k - 1)"
     lines = [
-        f"decode step formulas in {CONTEXT} = the tokens in the cache when decode k runs{prompt}, "
-        f"{decode.describe()}:"
+        f"decode step formulas in {CONTEXT} = the tokens in the cache when decode k runs{prompt}, {decode.describe()}:"
     ]
     metrics = [metric for metric in METRICS.per_op if metric in decode.formulas or metric in decode.missing]
     labels = {metric: f"{metric.label} per decode step" for metric in metrics}

@@ -136,5 +136,6 @@ def test_the_json_has_the_decode_formula_beside_the_phases(module: str, capsys: 
 def test_without_generate_there_is_no_decode_formula(module: str, capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run(capsys, "count", f"{module}:llama", "--input", "1,8:int64")
     assert code == 0 and "decode step" not in out
-    code, out, _ = run(capsys, "count", f"{module}:llama", "--input", "1,8:int64", "--generate", "1", "--format", "json")
+    one_token = ("--generate", "1", "--format", "json")
+    code, out, _ = run(capsys, "count", f"{module}:llama", "--input", "1,8:int64", *one_token)
     assert code == 0 and "decode_formula" not in json.loads(out)
