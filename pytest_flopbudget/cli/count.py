@@ -136,6 +136,8 @@ def render(report: Report, entry: ModelEntry, request: CountRequest, roofline: R
 def decode_formula_lines(report: Report) -> str:
     """Under a generation's phases, each metric of its decode step as a formula of the context length
     (curve/decode_step.py); nothing for any other count."""
+    if not report.phases:
+        return ""
     from pytest_flopbudget.curve.decode_step import decode_formula
     from pytest_flopbudget.curve.text import decode_formula_text
 
