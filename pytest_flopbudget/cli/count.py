@@ -112,6 +112,8 @@ def render(report: Report, entry: ModelEntry, request: CountRequest, roofline: R
     if request.format == "json":
         from pytest_flopbudget.render.count_json import count_document
 
+        if report.phases:
+            return json_safe(with_decode_formula(count_document(report, roofline), report))
         return json_safe(count_document(report, roofline))
     mode = "training step (forward + backward)" if report.training else "inference"
     title = f"{entry.name}: {describe_inputs(report.inputs)}; {mode}"
@@ -127,7 +129,33 @@ def render(report: Report, entry: ModelEntry, request: CountRequest, roofline: R
         return draw(report, metric=request.metric or FLOPS, title=title, name=entry.name, budget=entry.budget)
     from pytest_flopbudget.render.table import format_layer_table
 
-    return format_layer_table(report, depth=request.depth, title=title, roofline=roofline) + "\n"
+    table = format_layer_table(report, depth=request.depth, title=title, roofline=roofline) + "\n"
+    return table + decode_formula_lines(report)
+
+
+def decode_formula_lines(report: Report) -> str:
+    """Under a generation's phases, each metric of its decode step as a formula of the context length
+    (curve/decode_step.py); nothing for any other count."""
+    if not report.phases:
+        return ""
+    from pytest_flopbudget.curve.decode_step import decode_formula
+    from pytest_flopbudget.curve.text import decode_formula_text
+
+    decode = decode_formula(report)
+    return "" if decode is None else "\n" + decode_formula_text(decode) + "\n"
+
+
+def with_decode_formula(document: str, report: Report) -> str:
+    """`count --format json` of a generation: the Report's document plus `"decode_formula"` beside `"phases"`."""
+    import json
+
+    from pytest_flopbudget.curve.decode_step import decode_formula
+
+    decode = decode_formula(report)
+    if decode is None:
+        return document
+    data = {**json.loads(document), "decode_formula": decode.to_dict()}
+    return json.dumps(data, sort_keys=True, indent=2, ensure_ascii=True) + "\n"
 
 
 def render_curve(

@@ -4,9 +4,10 @@ table's rows are)."""
 
 from __future__ import annotations
 
-from pytest_flopbudget.metrics import FLOPS, Metric
+from pytest_flopbudget.metrics import FLOPS, METRICS, Metric
 from pytest_flopbudget.report import ROOT, truncate_path
 
+from .decode_step import CONTEXT, DecodeFormula
 from .formula import Formula
 from .polynomial import Polynomial
 
@@ -28,6 +29,31 @@ def formula_text(formula: Formula, depth: int | None = 2, metric: Metric = FLOPS
         lines.append(f"{metric.label} per layer:")
         label_width = max(len(label) for label, _ in rows)
         lines += [f"  {label:<{label_width}}  {poly}" for label, poly in rows]
+    return "\n".join(lines)
+
+
+def decode_formula_text(decode: DecodeFormula) -> str:
+    """The lines under a generation's phases: what `context` is and where the formulas hold, then one line per
+    metric, `MACs per decode step = 8192*context + 6476005376`, or why that metric has none (one line when no
+    metric has one, for the same reason)."""
+    reasons = set(decode.missing.values())
+    if not decode.formulas and len(reasons) == 1:
+        return f"decode step formulas: none, {reasons.pop()}"
+    prompt = "" if decode.prompt is None else f" (prompt {decode.prompt} + k - 1)"
+    lines = [
+        f"decode step formulas in {CONTEXT} = the tokens in the cache when decode k runs{prompt}, {decode.describe()}:"
+    ]
+    metrics = [metric for metric in METRICS.per_op if metric in decode.formulas or metric in decode.missing]
+    labels = {metric: f"{metric.label} per decode step" for metric in metrics}
+    width = max(len(label) for label in labels.values()) if labels else 0
+    for metric, label in labels.items():
+        if metric in decode.formulas:
+            off = decode.last_off.get(metric, 0)
+            more = "more" if off > 0 else "less"
+            last = f"; the last step (decode {decode.steps}) {abs(off):,} {more}" if off else ""
+            lines.append(f"  {label:<{width}} = {decode.formulas[metric]}{last}")
+        else:
+            lines.append(f"  {label:<{width}}: no formula, {decode.missing[metric]}")
     return "\n".join(lines)
 
 

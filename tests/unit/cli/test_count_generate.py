@@ -100,3 +100,42 @@ def test_the_prompt_length_may_be_a_named_dim(module: str, capsys: pytest.Captur
     assert json.loads(out)["phases"] == json.loads(plain)["phases"]
     code, _, err = run(capsys, "count", f"{module}:llama", "--input", "1,p:int64", "--dim", "p=4..8", "--generate", "3")
     assert code == 2 and "--generate counts one point" in err
+
+
+def test_the_decode_step_is_a_formula_of_the_context_under_the_phases(
+    module: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # per layer 4 x 32^2 + 3 x 32 x 48 + 2 x 2 heads x 16 x (context + 1), two layers, then the head 32 x 64
+    code, out, err = run(capsys, "count", f"{module}:llama", "--input", "1,8:int64", "--generate", "10")
+    assert code == 0, err
+    tail = out[out.index("decode mean per token") :].splitlines()
+    assert tail[2] == (
+        "decode step formulas in context = the tokens in the cache when decode k runs (prompt 8 + k - 1), "
+        "exact on context in [8, 16]:"
+    )
+    assert "  MACs per decode step        = 128*context + 19584" in tail
+
+
+def test_the_json_has_the_decode_formula_beside_the_phases(module: str, capsys: pytest.CaptureFixture[str]) -> None:
+    sympy = pytest.importorskip("sympy")
+    code, out, err = run(
+        capsys, "count", f"{module}:llama", "--input", "1,8:int64", "--generate", "12", "--format", "json"
+    )
+    assert code == 0, err
+    data = json.loads(out)
+    decode = data["decode_formula"]
+    assert decode["formula"]["macs"] == "128*context + 19584"
+    assert decode["variable"] == "context" and decode["prompt"] == 8 and decode["range"] == [8, 18]
+    context = sympy.Symbol("context")
+    for k, phase in enumerate(data["phases"][1:], start=1):
+        for metric, text in decode["formula"].items():
+            off = decode.get("last_off", {}).get(metric, 0) if k == 11 else 0
+            assert sympy.sympify(text).subs(context, 8 + k - 1) + off == phase["metrics"][metric]
+
+
+def test_without_generate_there_is_no_decode_formula(module: str, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "count", f"{module}:llama", "--input", "1,8:int64")
+    assert code == 0 and "decode step" not in out
+    one_token = ("--generate", "1", "--format", "json")
+    code, out, _ = run(capsys, "count", f"{module}:llama", "--input", "1,8:int64", *one_token)
+    assert code == 0 and "decode_formula" not in json.loads(out)
