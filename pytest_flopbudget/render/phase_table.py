@@ -26,7 +26,11 @@ def format_phases(report: Report) -> list[str]:
     """The rows of a generation's phases; nothing for any other count (its text is unchanged)."""
     if not report.phases:
         return []
-    metrics = [metric for metric in METRICS.per_op if report.measures(metric)]
+    metrics = [
+        metric
+        for metric in METRICS.per_op
+        if report.measures(metric) and not (metric.omit_zero and not any(p.get(metric) for p in report.phases))
+    ]  # integer ops only where some phase has some, as everywhere else
     peaks = PEAK_MEMORY in report.optional_metrics
     steps = report.phases[1:]
     rows: list[tuple[str, list[str]]] = [("prefill", _figures(report.phases[0], metrics, peaks))]

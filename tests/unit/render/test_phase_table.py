@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from pytest_flopbudget.metrics import FLOPS, MACS
+from pytest_flopbudget.metrics import FLOPS, INT_OPS, MACS
 from pytest_flopbudget.render.phase_table import DECODE_MEAN, decode_mean, format_phases
 from pytest_flopbudget.render.table import format_layer_table
 from pytest_flopbudget.report import LayerCost, Phase, PhaseTotals, Report
@@ -34,3 +34,12 @@ def test_one_token_shows_the_prefill_only_and_other_counts_nothing() -> None:
     plain.phases = []
     assert format_phases(plain) == []
     assert "phases" not in format_layer_table(plain)
+
+
+def test_integer_ops_have_a_column_only_where_some_phase_has_some() -> None:
+    assert "integer ops" not in format_phases(report(5))[1]
+    quantized = report(5)
+    quantized.phases[1] = Phase("decode 1", {FLOPS: 22, MACS: 11, INT_OPS: 4096})
+    header, *_, mean = format_phases(quantized)[1:]
+    assert "integer ops" in header
+    assert mean.split()[-1] == "1.02k"  # 4096 over 4 decode steps = 1,024
