@@ -114,17 +114,33 @@ class LiveBytes:
     def observe(self, args: tuple[Any, ...], out: Any, node: Any, path: str | None = None) -> None:
         """One op ran on `args` and returned `out` (`node`: the autograd node running it in the backward, or None;
         `path`: the layer it ran in, if the caller knows it)."""
+        # Runs for every op: an input's storage is nearly always followed already, so it is looked up inline, and
+        # `_add` runs only for one not seen yet (alive since before the call, so every figure so far was short of
+        # its bytes) or one without a storage (counted as unsized there).
+        storages = self._storages
         late = 0
-        for value in _tensors(args):
-            # not seen yet: alive since before the call, so every figure so far was short of its bytes
-            late += self._add(value)
+        for value in args:
+            if isinstance(value, torch.Tensor):
+                try:
+                    seen = id(value.untyped_storage()) in storages
+                except Exception:
+                    seen = False
+                if not seen:
+                    late += self._add(value)
+            elif isinstance(value, (tuple, list)):  # `cat`'s inputs: one level down, as `_tensors` looks
+                for item in value:
+                    if isinstance(item, torch.Tensor):
+                        late += self._add(item)
         if late:
             self.peak += late
             self._late.append((len(self._samples), late))
-        grew = False
-        for value in _tensors(out):
-            if self._add(value):
-                grew = True
+        if isinstance(out, torch.Tensor):  # most ops: one output
+            grew = self._add(out) > 0
+        else:
+            grew = False
+            for value in _tensors(out):
+                if self._add(value):
+                    grew = True
         tracker = self._tracker
         if path is None and tracker is not None:
             path = tracker.path_for_node(node) if node is not None else tracker.current
