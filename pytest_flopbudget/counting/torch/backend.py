@@ -147,6 +147,8 @@ class CountingMode(TorchDispatchMode):
             if out is None:
                 memo_key = self.memo.key(func, args, kwargs)
                 out = self.memo.replay(memo_key, args) if memo_key is not None else None
+            else:  # `relu_`, `add_`: nothing to replay, but their cost and bytes are memoised alike
+                memo_key = self.memo.shortcut_key(func, args, kwargs)
         node = torch._C._current_autograd_node()
         path = self.tracker.path_for_node(node) if node is not None else self.tracker.current
         if out is None:
