@@ -24,7 +24,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten, tree_map
 
 from ...errors import CountingError
-from ...metrics import BUFFER_BYTES, BYTES, PARAM_BYTES, PARAMS, PEAK_MEMORY
+from ...metrics import BUFFER_BYTES, BYTES, PARAM_BYTES, PARAMS, PEAK_MEMORY, Metric
 from ...report import LayerCost, Report, conventions_with
 from ..formulas import Cost, on_integers
 from ..registry import Free
@@ -112,6 +112,8 @@ class CountingMode(TorchDispatchMode):
         self._costs: dict[Any, Cost | str | Free] = {}
         #: bytes moved per memo key, like `_costs` (the same shapes and dtypes move the same bytes)
         self._bytes: dict[Any, int] = {}
+        #: what a priced op adds to the tally, per memo key and aliasing (`_charge`)
+        self._charges: dict[Any, dict[Metric, int]] = {}
         #: ops whose bytes could not be sized (an unbacked size): the count's `bytes` is then not measured
         self.unsized_bytes: list[str] = []
         self._maybe_dynamic: dict[Any, bool] = {}
@@ -145,6 +147,8 @@ class CountingMode(TorchDispatchMode):
             if out is None:
                 memo_key = self.memo.key(func, args, kwargs)
                 out = self.memo.replay(memo_key, args) if memo_key is not None else None
+            else:  # `relu_`, `add_`: nothing to replay, but their cost and bytes are memoised alike
+                memo_key = self.memo.shortcut_key(func, args, kwargs)
         node = torch._C._current_autograd_node()
         path = self.tracker.path_for_node(node) if node is not None else self.tracker.current
         if out is None:
@@ -168,8 +172,9 @@ class CountingMode(TorchDispatchMode):
         if isinstance(cost, str):
             self.tally.skip(path, key, cost)
         elif not isinstance(cost, Free):
-            moved = self._moved(bytes_moved, key, func, memo_key, args, kwargs, out)
-            self.tally.add_values(path, key, {**cost.values(), BYTES: moved}, backward=node is not None)
+            self.tally.add_values(
+                path, key, self._charge(cost, key, func, memo_key, args, kwargs, out), backward=node is not None
+            )
         else:  # free of FLOPs, but a copy, a gather or a fill still moves memory (traffic.py); a view moves none
             rule = free_op_traffic(func, key)
             moved = self._moved(rule, key, func, memo_key, args, kwargs, out) if rule is not None else 0
@@ -182,6 +187,23 @@ class CountingMode(TorchDispatchMode):
                 self.peak.failed = True
                 self.peak = None
         return out
+
+    def _charge(
+        self, cost: Cost, key: str, func: Any, memo_key: Any, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any
+    ) -> dict[Metric, int]:
+        """What a priced op adds to the tally: its cost's figures and the bytes it moves, the zeros left out (a
+        tally keeps none), memoised with its bytes (the same shapes, dtypes and aliasing add the same figures)."""
+        charge_key = (memo_key, _aliasing(args, kwargs)) if memo_key is not None else None
+        charge = self._charges.get(charge_key) if charge_key is not None else None
+        if charge is None:
+            unsized = len(self.unsized_bytes)
+            moved = self._moved(bytes_moved, key, func, None, args, kwargs, out)
+            charge = {metric: value for metric, value in cost.values().items() if value}
+            if moved:
+                charge[BYTES] = moved
+            if charge_key is not None and len(self.unsized_bytes) == unsized:
+                self._charges[charge_key] = charge
+        return charge
 
     def _moved(
         self,

@@ -84,7 +84,7 @@ class LiveBytes:
         self._tracker = tracker
         for value in present:
             if isinstance(value, torch.nn.Module):
-                tensors: list[Any] = [*value.parameters(), *value.buffers()]
+                tensors: list[Any] = _parameters_and_buffers(value)
             else:
                 tensors = tree_flatten(value)[0]
             for tensor in tensors:
@@ -114,17 +114,33 @@ class LiveBytes:
     def observe(self, args: tuple[Any, ...], out: Any, node: Any, path: str | None = None) -> None:
         """One op ran on `args` and returned `out` (`node`: the autograd node running it in the backward, or None;
         `path`: the layer it ran in, if the caller knows it)."""
+        # Runs for every op: an input's storage is nearly always followed already, so it is looked up inline, and
+        # `_add` runs only for one not seen yet (alive since before the call, so every figure so far was short of
+        # its bytes) or one without a storage (counted as unsized there).
+        storages = self._storages
         late = 0
-        for value in _tensors(args):
-            # not seen yet: alive since before the call, so every figure so far was short of its bytes
-            late += self._add(value)
+        for value in args:
+            if isinstance(value, torch.Tensor):
+                try:
+                    seen = id(value.untyped_storage()) in storages
+                except Exception:
+                    seen = False
+                if not seen:
+                    late += self._add(value)
+            elif isinstance(value, (tuple, list)):  # `cat`'s inputs: one level down, as `_tensors` looks
+                for item in value:
+                    if isinstance(item, torch.Tensor):
+                        late += self._add(item)
         if late:
             self.peak += late
             self._late.append((len(self._samples), late))
-        grew = False
-        for value in _tensors(out):
-            if self._add(value):
-                grew = True
+        if isinstance(out, torch.Tensor):  # most ops: one output
+            grew = self._add(out) > 0
+        else:
+            grew = False
+            for value in _tensors(out):
+                if self._add(value):
+                    grew = True
         tracker = self._tracker
         if path is None and tracker is not None:
             path = tracker.path_for_node(node) if node is not None else tracker.current
@@ -165,6 +181,21 @@ class LiveBytes:
                 self.live -= size
 
         return callback
+
+
+def _parameters_and_buffers(model: torch.nn.Module) -> list[torch.Tensor]:
+    """`[*model.parameters(), *model.buffers()]` in one walk of the modules instead of two (each tensor once among
+    the parameters and once among the buffers, as those give them): this runs at the start of every count."""
+    parameters: dict[int, torch.Tensor] = {}
+    buffers: dict[int, torch.Tensor] = {}
+    for module in model.modules():
+        for tensor in module._parameters.values():
+            if tensor is not None:
+                parameters.setdefault(id(tensor), tensor)
+        for buffer in module._buffers.values():
+            if buffer is not None:
+                buffers.setdefault(id(buffer), buffer)
+    return [*parameters.values(), *buffers.values()]
 
 
 def _tensors(value: Any) -> list[torch.Tensor]:

@@ -79,23 +79,12 @@ class ShapeMemo:
             kind = self._kinds[func] = _kind(func, views=self._make_view is not None)
         if kind is None:
             return None
-        parts: list[Any] = [func]
-        for value in args:
-            part = _describe(value)
-            if part is _NOT_MEMOISABLE:
-                return None
-            parts.append(part)
-        for name in sorted(kwargs):
-            part = _describe(kwargs[name])
-            if part is _NOT_MEMOISABLE:
-                return None
-            parts.append((name, part))
-        key = tuple(parts)
-        try:
-            hash(key)
-        except TypeError:  # a symbolic size or stride: SymInts are unhashable (nested ints aside, see _describe)
-            return None
-        return key
+        return _key_of(func, args, kwargs)
+
+    def shortcut_key(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Hashable | None:
+        """For an op `shortcut` answered (an in-place op, never memoised itself): its arguments described as `key`
+        describes them, for the caller's memo of what the op costs (its shapes, dtypes and scalars decide that)."""
+        return _key_of(func, args, kwargs)
 
     def replay(self, key: Hashable, args: tuple[Any, ...] = ()) -> Any | None:
         entry = self._outputs.get(key)
@@ -153,6 +142,27 @@ def _kind(func: Any, views: bool) -> str | None:
 
 def _static(shape: Any) -> bool:
     return all(isinstance(s, int) for s in shape)
+
+
+def _key_of(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Hashable | None:
+    """The op and its arguments' metadata (`_describe`), or None when an argument rules memoising out."""
+    parts: list[Any] = [func]
+    for value in args:
+        part = _describe(value)
+        if part is _NOT_MEMOISABLE:
+            return None
+        parts.append(part)
+    for name in sorted(kwargs):
+        part = _describe(kwargs[name])
+        if part is _NOT_MEMOISABLE:
+            return None
+        parts.append((name, part))
+    key = tuple(parts)
+    try:
+        hash(key)
+    except TypeError:  # a symbolic size or stride: SymInts are unhashable (nested ints aside, see _describe)
+        return None
+    return key
 
 
 def _describe(value: Any) -> Any:

@@ -90,6 +90,33 @@ def test_the_bytes_memo_tells_a_square_from_a_product_of_the_same_shapes() -> No
     assert count(SquareThenProduct(), a, b).metric(BYTES) == 160 + 240 + 240
 
 
+def test_the_in_place_memo_tells_apart_aliasing_scalars_and_shapes() -> None:
+    """In-place ops of matching shapes skip shape propagation (the shape memo's shortcut) and have their cost and
+    bytes memoised: `z.add_(z)` reads one tensor where `z.add_(y)` reads two, `mul_(3.0)` and `mul_(y)` differ,
+    and another shape is another entry."""
+
+    class InPlaceMix(nn.Module):
+        def forward(self, x: torch.Tensor, y: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+            z = x.clone()  # reads and writes 10 floats: 80 bytes
+            z.add_(y)  # reads z and y, writes z: 120
+            z.add_(z)  # reads z once, writes it: 80
+            z.add_(y, alpha=2.0)  # 120 (a scalar argument of its own: another memo entry)
+            z.mul_(3.0)  # reads z, writes z: 80
+            z.mul_(y)  # 120
+            w.relu_()  # 6 floats read and written: 48
+            w.relu_()  # 48
+            return z
+
+    report = count(InPlaceMix(), torch.randn(10), torch.randn(10), torch.randn(6))
+    assert report.ops["aten.add"].calls == 3
+    assert report.ops["aten.add"].get(BYTES) == 120 + 80 + 120
+    assert report.ops["aten.mul"].get(BYTES) == 80 + 120
+    assert report.ops["aten.relu"].get(BYTES) == 48 + 48
+    assert report.metric(BYTES) == 80 + 320 + 200 + 96
+    assert report.ops["aten.add"].flops == 3 * 10
+    assert report.ops["aten.relu"].flops == 12
+
+
 def test_llama_7b_in_bf16_on_meta_has_two_bytes_per_parameter() -> None:
     config = LlamaConfig.llama_7b()
     with torch.device("meta"):
