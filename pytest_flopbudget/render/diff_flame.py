@@ -112,7 +112,7 @@ def _blend(scale: tuple[tuple[int, int, int], tuple[int, int, int]], fraction: f
     so the smallest change is still told from grey)."""
     weight = 0.25 + 0.75 * fraction
     pale, deep = scale
-    red, green, blue = (round(p + (d - p) * weight) for p, d in zip(pale, deep, strict=True))
+    red, green, blue = (round(p + (d - p) * weight) for p, d in zip(pale, deep))
     return f"#{red:02x}{green:02x}{blue:02x}"
 
 

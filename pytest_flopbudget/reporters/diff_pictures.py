@@ -75,7 +75,7 @@ def pictures_page(result: RunResult) -> str | None:
     headings = [_heading(verdict, metric, verdict.name in duplicated) for verdict, metric in chosen]
     lines.extend(f'<li><a href="#model-{index}">{heading}</a></li>' for index, heading in enumerate(headings, 1))
     lines.append("</ul>")
-    for index, ((verdict, metric), heading) in enumerate(zip(chosen, headings, strict=True), 1):
+    for index, ((verdict, metric), heading) in enumerate(zip(chosen, headings), 1):
         baseline = verdict.baseline
         assert baseline is not None
         svg = diff_flame.render_svg(
