@@ -23,6 +23,7 @@ from tests.unit.counting.torch.cached_decoder import (  # noqa: E402
     CachedDecoder,
     decode_inputs,
     decoder,
+    tiny_llama,
 )
 
 PROMPT = 6
@@ -62,14 +63,6 @@ def test_a_dense_decoder_grows_by_the_attention_over_one_more_token_per_context(
     assert found.formulas[MACS].at({CONTEXT: PROMPT}) == report.phases[1].macs  # decode 1: the prompt cached
     assert found.contexts == (PROMPT, PROMPT + 28)
     assert_every_step_on_its_formula(report, found)
-
-
-def tiny_llama() -> torch.nn.Module:
-    config = transformers.LlamaConfig(
-        vocab_size=96, hidden_size=64, intermediate_size=96, num_hidden_layers=2, num_attention_heads=4,
-        num_key_value_heads=4, attn_implementation="eager",
-    )  # fmt: skip
-    return transformers.LlamaForCausalLM(config).eval()
 
 
 def test_a_tiny_llama_from_its_config_by_hand() -> None:

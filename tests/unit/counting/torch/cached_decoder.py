@@ -49,3 +49,15 @@ def decode_inputs(model: CachedDecoder, context: int) -> dict[str, torch.Tensor]
     """One decode step's inputs with a cache of `context` tokens."""
     cache = torch.zeros(LAYERS, 1, HEADS, context, HEAD_DIM)
     return {"token": torch.zeros(1, 1, dtype=torch.int64), "keys": cache, "values": cache.clone()}
+
+
+def tiny_llama() -> nn.Module:
+    """transformers' Llama from a small config (random weights, eager attention so FlopCounterMode sees it): the
+    Hugging Face `generate` counterpart of `decoder()`. transformers is imported here, by the tests that have it."""
+    import transformers
+
+    config = transformers.LlamaConfig(
+        vocab_size=96, hidden_size=64, intermediate_size=96, num_hidden_layers=2, num_attention_heads=4,
+        num_key_value_heads=4, attn_implementation="eager",
+    )  # fmt: skip
+    return transformers.LlamaForCausalLM(config).eval()

@@ -9,7 +9,7 @@ import pytest
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
-from cached_decoder import HEAD_DIM, HEADS, LAYERS, decode_inputs, decoder  # noqa: E402
+from cached_decoder import HEAD_DIM, HEADS, LAYERS, decode_inputs, decoder, tiny_llama  # noqa: E402
 
 from pytest_flopbudget.counting.torch import generation as generation_module  # noqa: E402
 from pytest_flopbudget.counting.torch.backend import count_torch  # noqa: E402
@@ -18,14 +18,6 @@ from pytest_flopbudget.errors import CountingError  # noqa: E402
 from pytest_flopbudget.report import PREFILL, Report  # noqa: E402
 
 PROMPT = 6
-
-
-def tiny_llama() -> torch.nn.Module:
-    config = transformers.LlamaConfig(
-        vocab_size=96, hidden_size=64, intermediate_size=96, num_hidden_layers=2, num_attention_heads=4,
-        num_key_value_heads=4, attn_implementation="eager",
-    )  # fmt: skip
-    return transformers.LlamaForCausalLM(config).eval()
 
 
 def tiny_qwen2() -> torch.nn.Module:
