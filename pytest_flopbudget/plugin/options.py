@@ -72,7 +72,10 @@ class Options:
     baseline_dir: Path
     require_baseline: bool
     base_ref: str | None
-    #: `--flopbudget-report` values, else the `flopbudget_report` ini key (unparsed: a bad one is a usage error).
+    #: the `flopbudget_report` ini key's specs, then the `--flopbudget-report` values (unparsed: a bad one is a
+    #: usage error). The command line adds to the configured outputs rather than replacing them, as specs combine
+    #: everywhere (`none` turns off only the automatic GitHub output): a CI step that asks for one more file, the
+    #: action's comment body, must not silently drop the project's own.
     reports: list[str]
 
 
@@ -86,7 +89,7 @@ def read_options(config: pytest.Config, settings: Settings) -> Options:
         baseline_dir=config.invocation_params.dir / directory if directory else settings.baseline_dir,
         require_baseline=require_baseline(settings.require_baseline if required is None else required, os.environ),
         base_ref=config.getoption("flopbudget_base_ref"),
-        reports=list(config.getoption("flopbudget_report") or config.getini("flopbudget_report")),
+        reports=[*config.getini("flopbudget_report"), *config.getoption("flopbudget_report")],
     )
 
 

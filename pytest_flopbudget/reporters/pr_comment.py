@@ -28,7 +28,7 @@ from typing import Any
 from pytest_flopbudget.judge.baseline import write_atomic
 
 from . import github, markdown
-from .comment_merge import Part, merge
+from .comment_merge import Part, cut, merge
 from .output import Findings, OutputContext, SupportsWrite
 
 #: The hidden first line by which the comment is found again on the next push.
@@ -42,7 +42,10 @@ _PER_PAGE = 100
 _MAX_PAGES = 50
 _TIMEOUT_S = 30
 _TITLE = "flopbudget: pull-request comment"
-_USAGE = "python -m pytest_flopbudget.reporters.pr_comment [--title TITLE] BODY_FILE [[--title TITLE] BODY_FILE ...]"
+_USAGE = (
+    "python -m pytest_flopbudget.reporters.pr_comment [--footer LINE] [--title TITLE] BODY_FILE"
+    " [[--title TITLE] BODY_FILE ...]"
+)
 
 
 def comment_body(findings: Findings, workspace: str) -> str:
@@ -112,11 +115,13 @@ def post(body: str, env: Mapping[str, str], stream: SupportsWrite) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """`python -m pytest_flopbudget.reporters.pr_comment [--title TITLE] BODY_FILE ...`: post the bodies
-    `comment:PATH` wrote as one comment (`comment_merge.merge`: one body as it is, several each under its
-    `--title`). A file that was not written (its run stopped first) is skipped; when none was, one notice says
-    so. Exits 0 whatever the API says (the comment is a courtesy, the runs' status is the job's)."""
+    """`python -m pytest_flopbudget.reporters.pr_comment [--footer LINE] [--title TITLE] BODY_FILE ...`: post the
+    bodies `comment:PATH` wrote as one comment (`comment_merge.merge`: one body as it is, several each under its
+    `--title`), `--footer` last (`with_footer`). A file that was not written (its run stopped first) is skipped;
+    when none was, one notice says so. Exits 0 whatever the API says (the comment is a courtesy, the runs' status
+    is the job's)."""
     args = sys.argv[1:] if argv is None else argv
+    footer, args = _footer(args)
     requested = _body_files(args)
     if not requested:
         sys.stderr.write(f"usage: {_USAGE}\n")
@@ -137,11 +142,36 @@ def main(argv: list[str] | None = None) -> int:
             why = f"no comment body was written ({files}: the runs stopped first)"
             _notice(sys.stdout, f"no pull-request comment: {why}.")
         return 0
-    post(merge(parts, marker=MARKER, max_chars=MAX_CHARS - _RESERVE), os.environ, sys.stdout)
+    post(with_footer(parts, footer), os.environ, sys.stdout)
     return 0
 
 
+def with_footer(parts: list[Part], footer: str) -> str:
+    """The merged comment, then `footer` (the differential pictures' link) on a line of its own at the very end.
+
+    The footer is added after the bodies were merged and cut, with its room kept free: were it part of a body, a
+    cut would drop it first (it is the last line) and hide that body's own truncation note from the merge."""
+    line = " ".join(footer.split())  # one line, whatever the step passed
+    room = MAX_CHARS - _RESERVE - (len(line) + 2 if line else 0)
+    merged = merge(parts, marker=MARKER, max_chars=room)
+    if len(parts) == 1 and len(merged) > room:
+        merged = cut(merged, room)  # one body is posted as written, unless the footer needs its room
+    return f"{merged.rstrip()}\n\n{line}\n" if line else merged
+
+
 # -- helpers ---------------------------------------------------------------------------------------------------------
+
+
+def _footer(args: list[str]) -> tuple[str, list[str]]:
+    """The `--footer LINE` given (the last one wins), and the other arguments."""
+    footer, rest = "", []
+    words = iter(args)
+    for word in words:
+        if word == "--footer":
+            footer = next(words, "")
+        else:
+            rest.append(word)
+    return footer, rest
 
 
 def _body_files(args: list[str]) -> list[tuple[str, str]]:

@@ -17,7 +17,7 @@ import stat
 from pathlib import Path
 
 import pytest
-from e2e_helpers import ACTION, run_action_step
+from e2e_helpers import ACTION, run_action_step, step_outputs
 
 from pytest_flopbudget.version import __version__
 
@@ -343,7 +343,6 @@ def test_pictures_false_leaves_the_check_alone_and_a_mistyped_value_is_refused(p
 
 
 def test_the_find_step_outputs_the_page_and_how_many_models_it_draws(project: Path, tmp_path: Path):
-    from e2e_helpers import step_outputs
 
     done = run_action_step(FIND_STEP, project)
     assert done.returncode == 0 and done.stdout == "" and step_outputs(project) == {}  # no model changed
@@ -361,22 +360,36 @@ def test_the_find_step_outputs_the_page_and_how_many_models_it_draws(project: Pa
 
 
 @pytest.mark.parametrize(
-    ("models", "what"), [("2", "the 2 changed models"), ("1", "the changed model")], ids=["two", "one"]
+    ("models", "what"),
+    [("2", "the 2 changed models"), ("1", "the changed model"), ("", "the changed models")],
+    ids=["two", "one", "uncounted"],
 )
-def test_the_link_goes_to_the_job_summary_and_the_comment(project: Path, tmp_path: Path, models: str, what: str):
+def test_the_link_goes_to_the_job_summary_and_the_comments_footer(
+    project: Path, tmp_path: Path, models: str, what: str
+):
     summary = tmp_path / "step-summary.md"
     summary.write_text("### flopbudget: ✅ 2 models within budget\n", encoding="utf-8")
     body = tmp_path / "runner-temp" / "flopbudget-comment.md"
     body.parent.mkdir()
-    body.write_text("<!-- pytest-flopbudget -->\n### flopbudget: ✅ 2 models within budget\n", encoding="utf-8")
+    written = "<!-- pytest-flopbudget -->\n### flopbudget: ✅ 2 models within budget\n"
+    body.write_text(written, encoding="utf-8")
     outputs = {"pictures": {"path": "page.html", "models": models}, "upload": {"artifact-url": URL}}
     done = run_action_step(LINK_STEP, project, steps=outputs)
     assert done.returncode == 0, done.stderr
     line = f"Differential pictures of {what}: [flopbudget-diff.html]({URL})"
     assert summary.read_text(encoding="utf-8") == f"### flopbudget: ✅ 2 models within budget\n\n{line}\n"
-    assert body.read_text(encoding="utf-8") == (
-        f"<!-- pytest-flopbudget -->\n### flopbudget: ✅ 2 models within budget\n\n{line}\n"
-    )
+    assert step_outputs(project) == {"line": line}
+    assert body.read_text(encoding="utf-8") == written  # a body is cut from its end: the link goes in as a footer
+    # the comment step passes it to the poster, which puts it last, after merging and cutting the bodies
+    bin_dir = tmp_path / "bin"
+    python = stand_in(bin_dir, "python")
+    inputs = {"comment": "true"}
+    done = run_action_step(COMMENT_STEP, project, inputs, path=[bin_dir], steps={"link": {"line": line}})
+    assert done.returncode == 0, done.stderr
+    assert calls(python) == [
+        ["-m", "pytest_flopbudget.reporters.pr_comment", "--footer", line, "--title", CHECK_TITLE,
+         "flopbudget-comment.md"]
+    ]  # fmt: skip
 
 
 def test_no_link_without_an_upload_and_no_comment_body_made_up(project: Path, tmp_path: Path):
@@ -389,6 +402,7 @@ def test_no_link_without_an_upload_and_no_comment_body_made_up(project: Path, tm
     outputs = {"pictures": {"path": "page.html", "models": "1"}, "upload": {"artifact-url": URL}}
     assert run_action_step(LINK_STEP, project, steps=outputs).returncode == 0
     assert summary.read_text().endswith(f"[flopbudget-diff.html]({URL})\n") and not body.exists()
+    assert step_outputs(project)["line"].endswith(f"[flopbudget-diff.html]({URL})")  # unused: comment is false
 
 
 @pytest.mark.slow
@@ -396,7 +410,7 @@ def test_a_pull_request_that_grows_a_model_links_its_picture(project: Path, tmp_
     """The real check on a pull request: the grown model, and only it, is drawn against the base's baseline; the
     find step counts it; with the url an upload gives, the summary and the comment's body link the page."""
     pytest.importorskip("torch")
-    from e2e_helpers import MODELS, flopbudget, git, init_repo, step_outputs
+    from e2e_helpers import MODELS, flopbudget, git, init_repo
 
     (project / "models.py").write_text(MODELS)
     pyproject = "".join(
@@ -426,6 +440,6 @@ def test_a_pull_request_that_grows_a_model_links_its_picture(project: Path, tmp_
     assert link.returncode == 0, link.stderr
     line = f"Differential pictures of the changed model: [flopbudget-diff.html]({URL})"
     assert (tmp_path / "step-summary.md").read_text(encoding="utf-8").endswith(f"\n\n{line}\n")
+    assert step_outputs(project) == {"line": line}  # the comment step's footer
     body = (tmp_path / "runner-temp" / "flopbudget-comment.md").read_text(encoding="utf-8")
-    assert body.startswith("<!-- pytest-flopbudget -->\n") and body.endswith(f"\n\n{line}\n")
-    assert "grows:" in body  # the grown model's per-layer diff, folded, above the link
+    assert body.startswith("<!-- pytest-flopbudget -->\n") and "grows:" in body  # the diff, folded

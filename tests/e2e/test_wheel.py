@@ -448,6 +448,8 @@ def test_a_pull_request_that_grows_inside_its_budget_warns_with_the_grouped_diff
     steps = {"pictures": found, "upload": {"artifact-url": url}}
     link = run_action_step("Link the differential pictures", project, inputs, path=[venv.bin], steps=steps)
     assert link.returncode == 0, link.stdout + link.stderr
+    line = f"Differential pictures of the changed model: [flopbudget-diff.html]({url})"
+    assert step_outputs(project) == {"line": line}  # the comment's footer
 
     # 4 blocks x (64*144 + 144*64) MACs = 73,728 now, 4 x (64*128 + 128*64) = 65,536 at the base: +12.5%
     summary = (tmp_path / "step-summary.md").read_text()
@@ -458,19 +460,22 @@ def test_a_pull_request_that_grows_inside_its_budget_warns_with_the_grouped_diff
         assert "blocks.{0..3}.up x4" in text and "blocks.{0..3}.down x4" in text, text
         assert "blocks.0.up" not in text  # grouped: no row per block
         assert "classifier" in text  # the unchanged model keeps its row
-        assert text.endswith(f"\n\nDifferential pictures of the changed model: [flopbudget-diff.html]({url})\n")
-    assert body.split("\n", 1)[1] == summary
+    assert summary.endswith(f"\n\n{line}\n")
+    assert body.split("\n", 1)[1] + f"\n{line}\n" == summary  # the summary, and the link the footer adds below
 
-    # the comment step, the wheel's poster against a fake GitHub: created once, the body as the check wrote it
+    # the comment step, the wheel's poster against a fake GitHub: created once, the check's body and the link
     event = tmp_path / "event.json"
     event.write_text(json.dumps({"pull_request": {"number": NUMBER}}))
     fake = FakeGitHub()
     with serving(fake) as api:
         env = pull_request_env(str(event), api)
-        posted = run_action_step("Comment on the pull request", project, inputs, path=[venv.bin], **offline, **env)
+        step = "Comment on the pull request"
+        posted = run_action_step(
+            step, project, inputs, path=[venv.bin], steps={"link": {"line": line}}, **offline, **env
+        )
     assert posted.returncode == 0 and "::notice" not in posted.stdout, posted.stdout + posted.stderr
     assert [method for method, _, _ in fake.requests] == ["GET", "POST"]
-    assert [c["body"] for c in fake.comments if c["body"] != "LGTM"] == [body]
+    assert [c["body"] for c in fake.comments if c["body"] != "LGTM"] == [f"{body.rstrip()}\n\n{line}\n"]
 
     metrics = parse_openmetrics((exports / "metrics.txt").read_text())
     macs = {model: int(value) for model, value in metrics["flopbudget_macs"].items()}

@@ -36,6 +36,14 @@ def test_options_override_settings(pytester: pytest.Pytester) -> None:
     assert options.reports == ["none"]
 
 
+def test_report_specs_on_the_command_line_add_to_the_ini_ones(pytester: pytest.Pytester) -> None:
+    ini = "\n[tool.pytest.ini_options]\nflopbudget_report = ['json:mine.json', 'none']\n"
+    pyproject = pytester.makepyprojecttoml(PYPROJECT + ini)
+    config = pytester.parseconfig("--flopbudget-report=comment:body.md")
+    options = read_options(config, load_settings(pyproject, pytester.path))
+    assert options.reports == ["json:mine.json", "none", "comment:body.md"]
+
+
 def test_explicit_args_are_paths_on_the_command_line(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(test_a="def test_a():\n    pass\n")
     assert explicit_args(pytester.parseconfig("test_a.py"))

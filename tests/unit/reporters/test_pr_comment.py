@@ -216,10 +216,50 @@ def test_main_with_the_bodies_over_the_limit_posts_one_comment_under_it(api, tmp
     assert posted.count("table rows left out; the job log has them all._") == 2
 
 
+LINK = "Differential pictures of the changed model: [flopbudget-diff.html](https://github.com/o/r/actions/runs/1/artifacts/2)"
+
+
+def test_the_footer_goes_last_after_the_bodies_are_merged(api, tmp_path: Path, monkeypatch) -> None:
+    fake, url = api
+    check, tests = tmp_path / "check.md", tmp_path / "pytest.md"
+    check.write_text(f"{MARKER}\n### flopbudget: ✅ 1 model within budget\n", encoding="utf-8")
+    tests.write_text(f"{MARKER}\n### flopbudget: ✅ 1 model within budget\n", encoding="utf-8")
+    for key, value in github_env(tmp_path, url).items():
+        monkeypatch.setenv(key, value)
+    assert main(["--footer", LINK, *action_args(check, tests)]) == 0
+    assert fake.comments[-1]["body"].endswith(
+        f"## {PYTEST_TITLE}\n\n### flopbudget: ✅ 1 model within budget\n\n{LINK}\n"
+    )
+    assert main(["--footer", LINK, "--title", CHECK_TITLE, str(check)]) == 0  # one body: as written, then the link
+    assert fake.comments[-1]["body"] == f"{MARKER}\n### flopbudget: ✅ 1 model within budget\n\n{LINK}\n"
+
+
+def test_a_footer_survives_the_cut_and_the_bodies_keep_their_notes(api, tmp_path: Path, monkeypatch) -> None:
+    """Appended to a body, the link was the first line a cut dropped, and it hid the body's own cut note."""
+    fake, url = api
+    table = "".join(f"| ❌ | m{i:05d} | FLOPs | 10 | 100 | 150 | +50 (+50.0%) | over |\n" for i in range(900))
+    check, tests = tmp_path / "check.md", tmp_path / "pytest.md"
+    for path in (check, tests):
+        path.write_text(f"{MARKER}\n### flopbudget: ❌ 900 of 900 models over budget\n\n{table}", encoding="utf-8")
+    for key, value in github_env(tmp_path, url).items():
+        monkeypatch.setenv(key, value)
+    assert main(["--footer", LINK, *action_args(check, tests)]) == 0
+    posted = fake.comments[-1]["body"]
+    assert len(posted) <= MAX_CHARS and posted.count(MARKER) == 1 and posted.endswith(f"\n\n{LINK}\n")
+    assert posted.count("table rows left out; the job log has them all._") == 2
+    # one body at its own limit (the check cut it) and the link: cut again to make room, the link kept
+    table = "".join(f"| ❌ | m{i:05d} | FLOPs | 10 | 100 | 150 | +50 (+50.0%) | over |\n" for i in range(1100))
+    full = f"{MARKER}\n### flopbudget: ❌ 1100 of 1100 models over budget\n\n{table}"
+    check.write_text(full[: full.rindex("\n", 0, MAX_CHARS - 256) + 1])  # whole rows, up to the check's limit
+    assert main(["--footer", LINK, "--title", CHECK_TITLE, str(check)]) == 0
+    posted = fake.comments[-1]["body"]
+    assert len(posted) <= MAX_CHARS and posted.endswith(f"\n\n{LINK}\n") and "table rows left out" in posted
+
+
 @pytest.mark.parametrize("args", [["--title", CHECK_TITLE], ["--title"], ["--verbose", "body.md"]])
 def test_main_refuses_what_is_not_its_usage(args: list[str], capsys) -> None:
     assert main(args) == 2
-    usage = "usage: python -m pytest_flopbudget.reporters.pr_comment [--title TITLE] BODY_FILE"
+    usage = "usage: python -m pytest_flopbudget.reporters.pr_comment [--footer LINE] [--title TITLE] BODY_FILE"
     assert usage in capsys.readouterr().err
 
 
