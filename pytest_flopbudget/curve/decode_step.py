@@ -124,10 +124,14 @@ def decode_formula(report: Report) -> DecodeFormula | None:
 
 
 def prompt_length(inputs: Sequence[Any]) -> int | None:
-    """The prompt's length: the last dim of the first input (the prompt's token ids, as `generate` takes them)."""
+    """The prompt's length: the last dim of the first input, when that is token ids (integers, as `generate` takes
+    them); None otherwise (embeddings, say), rather than a length read off the wrong axis."""
     first = inputs[0] if inputs else None
     shape = first.get("shape") if isinstance(first, Mapping) else None
+    dtype = first.get("dtype") if isinstance(first, Mapping) else None
     if not isinstance(shape, list) or not shape or type(shape[-1]) is not int:
+        return None
+    if not isinstance(dtype, str) or not dtype.startswith(("int", "uint")):
         return None
     return int(shape[-1])
 

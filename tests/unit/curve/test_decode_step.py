@@ -99,6 +99,8 @@ def test_an_unknown_prompt_length_gives_no_formula() -> None:
     assert found is not None and found.prompt is None and not found.formulas
     assert prompt_length([{"shape": [2, 7], "dtype": "int64"}, {"shape": [2, 9]}]) == 7
     assert prompt_length([{"shape": []}]) is None
+    assert prompt_length([{"shape": [1, 7, 64], "dtype": "float32"}]) is None  # embeddings: not the prompt's ids
+    assert prompt_length([{"shape": [1, 7]}]) is None  # no dtype recorded: not known to be ids
 
 
 def test_the_text_names_the_variable_and_lines_up_each_metric() -> None:
