@@ -44,6 +44,8 @@ BAR_FULL = "█"
 BAR_EMPTY = "░"
 #: How many names the one line of unchanged models lists before `…` (the log has them all).
 UNCHANGED_NAMES = 10
+#: How many warnings the summary spells out before counting the rest (the log has them all).
+WARNINGS_SHOWN = 10
 HEADER = ("", "model", "metric", "budget", "baseline", "now", "delta", "budget use")
 
 _MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]|~])")
@@ -240,14 +242,17 @@ def _changes_section(changes: Sequence[BudgetChange], workspace: str | os.PathLi
 
 def _warnings_section(verdicts: Sequence[Verdict], workspace: str | os.PathLike[str]) -> list[str]:
     """What each warning says, where the reviewer reads first: a ⚠️ row says that a model warned, not why (growth
-    over `warn-increase`, a missing baseline, a metric not measured), and the folded diff below says only where."""
+    over `warn-increase`, a missing baseline, a metric not measured), and the folded diff below says only where.
+    At most `WARNINGS_SHOWN`, then a count: the table below them is what every reader needs."""
     lines = ["**Warnings** (the check passes; read them before merging):", ""]
-    for verdict in verdicts:
-        for finding in verdict.warnings:
-            file = relative_path(finding.source.file, workspace) if finding.source else ""
-            where = f"{file}:{finding.source.line}" if file and finding.source and finding.source.line else file
-            text = f"- {STATUS['warn']} {cell(verdict.name)}: {cell(' '.join(finding.message.splitlines()))}"
-            lines.append(text + (f" ({cell(where)})" if where else ""))
+    found = [(verdict, finding) for verdict in verdicts for finding in verdict.warnings]
+    for verdict, finding in found[:WARNINGS_SHOWN]:
+        file = relative_path(finding.source.file, workspace) if finding.source else ""
+        where = f"{file}:{finding.source.line}" if file and finding.source and finding.source.line else file
+        text = f"- {STATUS['warn']} {cell(verdict.name)}: {cell(' '.join(finding.message.splitlines()))}"
+        lines.append(text + (f" ({cell(where)})" if where else ""))
+    if len(found) > WARNINGS_SHOWN:
+        lines.append(f"- … {plural(len(found) - WARNINGS_SHOWN, 'more warning')}: the job log has them all")
     lines.append("")
     return lines
 

@@ -235,3 +235,17 @@ def test_every_budgeted_row_has_a_bar_and_overruns_are_marked(make_project, make
     assert "| ❌ | resnet | FLOPs | 0 | - | 10 | - | ██████████ over (budget 0) |" in text
     assert "| ✅ |  | params | 10 | - | 1 | - | █░░░░░░░░░ 10.0% |" in text
     assert "| ✅ | vit | FLOPs | 2.00k | - | 2.00k | - | ██████████ 100.0% |" in text  # at the ceiling: full, not over
+
+
+def test_warnings_are_spelled_out_up_to_ten_then_counted(make_project, make_report) -> None:
+    models = "".join(
+        f'[tool.flopbudget.models.m{i:02d}]\ntarget = "pkg:m"\ninputs = [[1]]\nflops = 10\n\n' for i in range(12)
+    )
+    project = make_project("[tool.flopbudget]\n\n" + models)
+    grew = [project.verdict(f"m{i:02d}", make_report({"a": 5}), make_report({"a": 4})) for i in range(12)]
+    assert all(len(verdict.warnings) == 1 for verdict in grew)  # grew inside the budget: one warning each
+    lines = summary(grew, update_hint=HINT).splitlines()
+    start = lines.index("**Warnings** (the check passes; read them before merging):")
+    listed = lines[start + 2 : lines.index("", start + 2)]
+    assert [line.split(":")[0] for line in listed[:10]] == [f"- ⚠️ m{i:02d}" for i in range(10)]
+    assert listed[10:] == ["- … 2 more warnings: the job log has them all"]
