@@ -202,12 +202,21 @@ def test_main_with_no_body_written_is_one_notice_and_no_request(api, tmp_path: P
     assert out.count("\n") == 1 and out.startswith("::notice title=flopbudget") and "no comment body" in out
 
 
-def test_main_with_the_bodies_over_the_limit_posts_one_comment_under_it(api, tmp_path: Path, monkeypatch) -> None:
-    fake, url = api
-    table = "".join(f"| ❌ | m{i:05d} | FLOPs | 10 | 100 | 150 | +50 (+50.0%) | over |\n" for i in range(900))
+def failures_table(models: int) -> str:
+    return "".join(f"| ❌ | m{i:05d} | FLOPs | 10 | 100 | 150 | +50 (+50.0%) | over |\n" for i in range(models))
+
+
+def over_limit_bodies(tmp_path: Path) -> tuple[Path, Path]:
+    """The check's and the pytest run's bodies, 900 failed models each: together over a comment's limit."""
     check, tests = tmp_path / "check.md", tmp_path / "pytest.md"
     for path in (check, tests):
-        path.write_text(f"{MARKER}\n### flopbudget: ❌ 900 of 900 models over budget\n\n{table}", encoding="utf-8")
+        path.write_text(f"{MARKER}\n### flopbudget: ❌ 900 of 900 models over budget\n\n{failures_table(900)}")
+    return check, tests
+
+
+def test_main_with_the_bodies_over_the_limit_posts_one_comment_under_it(api, tmp_path: Path, monkeypatch) -> None:
+    fake, url = api
+    check, tests = over_limit_bodies(tmp_path)
     for key, value in github_env(tmp_path, url).items():
         monkeypatch.setenv(key, value)
     assert main(action_args(check, tests)) == 0
@@ -237,10 +246,7 @@ def test_the_footer_goes_last_after_the_bodies_are_merged(api, tmp_path: Path, m
 def test_a_footer_survives_the_cut_and_the_bodies_keep_their_notes(api, tmp_path: Path, monkeypatch) -> None:
     """Appended to a body, the link was the first line a cut dropped, and it hid the body's own cut note."""
     fake, url = api
-    table = "".join(f"| ❌ | m{i:05d} | FLOPs | 10 | 100 | 150 | +50 (+50.0%) | over |\n" for i in range(900))
-    check, tests = tmp_path / "check.md", tmp_path / "pytest.md"
-    for path in (check, tests):
-        path.write_text(f"{MARKER}\n### flopbudget: ❌ 900 of 900 models over budget\n\n{table}", encoding="utf-8")
+    check, tests = over_limit_bodies(tmp_path)
     for key, value in github_env(tmp_path, url).items():
         monkeypatch.setenv(key, value)
     assert main(["--footer", LINK, *action_args(check, tests)]) == 0
@@ -248,8 +254,7 @@ def test_a_footer_survives_the_cut_and_the_bodies_keep_their_notes(api, tmp_path
     assert len(posted) <= MAX_CHARS and posted.count(MARKER) == 1 and posted.endswith(f"\n\n{LINK}\n")
     assert posted.count("table rows left out; the job log has them all._") == 2
     # one body at its own limit (the check cut it) and the link: cut again to make room, the link kept
-    table = "".join(f"| ❌ | m{i:05d} | FLOPs | 10 | 100 | 150 | +50 (+50.0%) | over |\n" for i in range(1100))
-    full = f"{MARKER}\n### flopbudget: ❌ 1100 of 1100 models over budget\n\n{table}"
+    full = f"{MARKER}\n### flopbudget: ❌ 1100 of 1100 models over budget\n\n{failures_table(1100)}"
     check.write_text(full[: full.rindex("\n", 0, MAX_CHARS - 256) + 1])  # whole rows, up to the check's limit
     assert main(["--footer", LINK, "--title", CHECK_TITLE, str(check)]) == 0
     posted = fake.comments[-1]["body"]
