@@ -53,12 +53,7 @@ class FlopBudgetFixture:
     def count(self, model: Any, *inputs: Any, **kwargs: Any) -> Report:
         """`pytest_flopbudget.count(model, *inputs, **kwargs)`, recorded for this test."""
         __tracebackhide__ = True
-        state = self._state
-        if state.report is not None:
-            raise FlopBudgetError(
-                f"flopbudget.count() was already called in {self._item.name}; a test checks one model: "
-                f"split it into one test per model or parametrize it"
-            )
+        state = self._unused_state()
         from pytest_flopbudget.backends import count
 
         try:
@@ -81,12 +76,7 @@ class FlopBudgetFixture:
         with these `dims` and `curve` is counted: the Report at `dims`, and the formula the marker's `max_degree=`
         and `at=` are judged on (docs/curve-budgets.md). One count per test, like `count`."""
         __tracebackhide__ = True
-        state = self._state
-        if state.report is not None:
-            raise FlopBudgetError(
-                f"flopbudget.count() was already called in {self._item.name}; a test checks one model: "
-                f"split it into one test per model or parametrize it"
-            )
+        state = self._unused_state()
         from pytest_flopbudget.plugin.fixture_curve import count_model_curve
 
         try:
@@ -98,6 +88,17 @@ class FlopBudgetFixture:
             raise exc.with_traceback(None) from None
         state.report, state.formula = report, formula
         return report
+
+    def _unused_state(self) -> ItemState:
+        """This test's state, refused if a count was recorded already: a test checks one model."""
+        __tracebackhide__ = True
+        state = self._state
+        if state.report is not None:
+            raise FlopBudgetError(
+                f"flopbudget.count() was already called in {self._item.name}; a test checks one model: "
+                f"split it into one test per model or parametrize it"
+            )
+        return state
 
     @property
     def _state(self) -> ItemState:

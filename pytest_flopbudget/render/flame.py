@@ -130,14 +130,15 @@ def render_svg(
     return svg_document(body, height, title)
 
 
-def svg_document(body: list[str], height: int, title: str) -> str:
-    """The SVG around an icicle's elements: size, fonts, title, style and a white ground; shared by the count
-    picture and the differential one (diff_flame.py) so both stay the same document."""
+def svg_document(body: list[str], height: int, title: str, style: str = _STYLE) -> str:
+    """The SVG around a picture's elements: size, fonts, title, style and a white ground; shared by the count
+    picture, the differential one (diff_flame.py) and the memory chart (memory_chart.py, with its own `style`)
+    so all stay the same document."""
     head = (
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{height}" viewBox="0 0 {WIDTH} {height}" '
         f'font-family="{FONTS}" font-size="{FONT}">'
     )
-    lines = [head, f"<title>{xml_text(title)}</title>", f"<style>{_STYLE}</style>",
+    lines = [head, f"<title>{xml_text(title)}</title>", f"<style>{style}</style>",
              f'<rect x="0" y="0" width="{WIDTH}" height="{height}" fill="#ffffff"/>', *body, "</svg>"]  # fmt: skip
     return "\n".join(lines) + "\n"
 

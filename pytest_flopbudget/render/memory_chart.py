@@ -19,7 +19,16 @@ from collections.abc import Sequence
 
 from pytest_flopbudget.config.budget import Budget
 from pytest_flopbudget.metrics import PEAK_MEMORY
-from pytest_flopbudget.render.flame import FONT, FONTS, MARGIN, WIDTH, fit_label, html_page, text_svg, xml_text
+from pytest_flopbudget.render.flame import (
+    FONT,
+    MARGIN,
+    WIDTH,
+    fit_label,
+    html_page,
+    svg_document,
+    text_svg,
+    xml_text,
+)
 from pytest_flopbudget.render.flame import name_colour as colour
 from pytest_flopbudget.render.formatting import ROOT_LABEL, format_percent, layer_label
 from pytest_flopbudget.report import ROOT, MemoryTimeline, Report
@@ -86,14 +95,7 @@ def render_svg(report: Report, *, title: str = "", budget: Budget | None = None)
     ):
         y += 15
         body.append(text_svg(MARGIN, y, note, fill="#666", size=11))
-    height = y + MARGIN
-    head = (
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{height}" viewBox="0 0 {WIDTH} {height}" '
-        f'font-family="{FONTS}" font-size="{FONT}">'
-    )
-    lines = [head, f"<title>{xml_text(title)}</title>", f"<style>{_STYLE}</style>",
-             f'<rect x="0" y="0" width="{WIDTH}" height="{height}" fill="#ffffff"/>', *body, "</svg>"]  # fmt: skip
-    return "\n".join(lines) + "\n"
+    return svg_document(body, y + MARGIN, title, style=_STYLE)
 
 
 def render_html(report: Report, *, title: str = "", budget: Budget | None = None) -> str:
