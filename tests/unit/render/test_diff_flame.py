@@ -9,34 +9,15 @@ from decimal import Decimal
 from html.parser import HTMLParser
 
 import pytest
+from test_flame import HOSTILE, build_report
 
 from pytest_flopbudget.render import diff_flame
 from pytest_flopbudget.render.diff_flame import GROWTH, NEW, SHRINK, UNCHANGED, change_colour, render_html, render_svg
 from pytest_flopbudget.render.flame import CHART
-from pytest_flopbudget.report import LayerCost, PhaseTotals, Report
+from pytest_flopbudget.report import LayerCost, Report
 from pytest_flopbudget.safe_text import safe_text
 
 SVG = "{http://www.w3.org/2000/svg}"
-HOSTILE = [
-    "</text><script>alert(1)</script>",
-    "]]><x>",
-    "a\"b'c&d<e>",
-    "\x1b[2Jclear",
-    "::stop-commands::x",
-    "##[group]x",
-    "new\nline\ttab\rcr",
-    "bidi\u202eevil",
-    "lone\ud800surrogate",
-    "<!--",
-]
-
-
-def build_report(layers: dict[str, int]) -> Report:
-    """A Report from layer path -> FLOPs (MACs are half, one parameter per layer)."""
-    costs = {path: LayerCost(flops=f, macs=f // 2, params=1) for path, f in layers.items()}
-    return Report(
-        layers=costs, forward=PhaseTotals(flops=sum(layers.values()), macs=sum(f // 2 for f in layers.values()))
-    )
 
 
 def drawn(svg: str) -> dict[str, dict[str, object]]:
