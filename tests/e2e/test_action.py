@@ -74,7 +74,8 @@ def test_install_defaults_take_this_action_with_torch_from_the_cpu_index(project
         ["-m", "pip", "install", "--extra-index-url", CPU_INDEX, f"{ACTION.parent}[torch]", "-e", ".", "torch==2.13.0"]
     ]
     assert calls(bin_dir / "flopbudget.args") == [["--version"]]
-    assert f"+ python -m pip install --extra-index-url {CPU_INDEX} {ACTION.parent}[torch] -e . torch==2.13.0" in (
+    # the trace line is shell-quoted (`printf %q`), as one would paste it
+    assert f"+ python -m pip install --extra-index-url {CPU_INDEX} {ACTION.parent}\\[torch\\] -e . torch==2.13.0" in (
         done.stdout
     )
 
@@ -163,6 +164,31 @@ def test_working_directory_is_honoured(project: Path, tmp_path: Path):
     done = run_action_step("Check", project, {"working-directory": "sub"}, event="push", path=[bin_dir])
     assert done.returncode == 0, done.stderr
     assert os.path.samefile((bin_dir / "cwd").read_text().strip(), project / "sub")
+
+
+@pytest.mark.parametrize(
+    ("step", "inputs"),
+    [
+        ("Install", {"package": "none", "install": "##[error]pip ::warning::x \x1b[2Jclear"}),
+        ("Check compute budgets", {"args": "##[error]check ::warning::x \x1b[2Jclear"}),
+        ("Check compute budgets in tests", {"pytest": "true", "pytest-args": "##[error]tests ::warning::x \x1b[2J"}),
+    ],
+    ids=["install", "check", "pytest"],
+)
+def test_the_trace_line_cannot_start_a_workflow_command(project: Path, tmp_path: Path, step: str, inputs):
+    """`+ COMMAND` echoes the inputs: `##[` anywhere in a line is a legacy runner command and a control character
+    acts on the log, so the line is shell-quoted (`printf %q`: `\\##\\[error\\]`, `$'\\E[2J'`); the command still
+    gets the words as they were."""
+    bin_dir = tmp_path / "bin"
+    python = stand_in(bin_dir, "python")
+    tool = stand_in(bin_dir, "flopbudget")
+    done = run_action_step(step, project, inputs, path=[bin_dir])
+    assert done.returncode == 0, done.stderr
+    (trace,) = [line for line in done.stdout.splitlines() if line.startswith("+ ")]
+    assert "##[" not in done.stdout and "\x1b" not in done.stdout
+    assert "\\##\\[error\\]" in trace and "$'\\E[2J" in trace
+    words = [word for call in calls(python) + calls(tool) for word in call]
+    assert any(word.startswith("##[error]") for word in words)  # the arguments themselves are unchanged
 
 
 # -- budgets in tests: the pytest step -----------------------------------------------------------------------------
