@@ -37,6 +37,7 @@ examples:
   flopbudget check
   flopbudget check --update resnet50
   flopbudget diff resnet50
+  flopbudget comment "$RUNNER_TEMP/flopbudget-comment.md"   # in CI: post the pull-request comment
 
 exit status: 0 all within budget, 1 a model is over budget, 2 the check could not run.
 Run `flopbudget COMMAND --help` for the options of each command."""
@@ -100,6 +101,20 @@ examples:
   flopbudget diff resnet50
   flopbudget diff                       # every model
   flopbudget diff resnet50 --format html -o diff.html   # base vs now as an icicle coloured by growth"""
+
+
+COMMENT_EPILOG = """\
+Run by the GitHub Action's last step, the only one with the job's token, as
+  python -I -m pytest_flopbudget comment --title TITLE --title TITLE BODY_FILE BODY_FILE
+from a directory of its own: -I keeps the working directory, PYTHONPATH and the user's site-packages off
+sys.path, so a module the project's code left in the checkout or in RUNNER_TEMP cannot run with the token.
+A BODY_FILE that was never written (its run stopped first) is left out. Posting never fails: a missing token, a
+fork's read-only token or an unreachable API is one ::notice:: line and exit status 0 (2: a usage error).
+
+examples:
+  flopbudget comment "$RUNNER_TEMP/flopbudget-comment.md"
+  flopbudget comment --title check --title pytest check.md pytest.md --footer "Pictures: [page](URL)"
+"""
 
 
 class _Parser(argparse.ArgumentParser):
@@ -317,6 +332,29 @@ def build_parser() -> argparse.ArgumentParser:
     )
     diff.add_argument("-o", "--output", metavar="PATH", help="write to PATH (atomically) instead of stdout")
     diff.set_defaults(handler=_diff)
+    comment = commands.add_parser(
+        "comment",
+        help="post the bodies --report comment:PATH wrote as the pull request's comment (the action's last step)",
+        description="Post the pull-request comment: the bodies --report comment:PATH wrote (one, or each under its\n"
+        "--title), created once and edited in place on every push. Reads GITHUB_TOKEN, GITHUB_REPOSITORY,\n"
+        "GITHUB_EVENT_PATH and GITHUB_API_URL as a GitHub Actions step sees them.",
+        epilog=COMMENT_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    comment.add_argument("bodies", nargs="+", metavar="BODY_FILE", help="a body --report comment:PATH wrote")
+    comment.add_argument(
+        "--title",
+        action="append",
+        default=[],
+        metavar="TITLE",
+        help="the heading of each BODY_FILE when several are merged, one per BODY_FILE in the same order (default: "
+        "the file's name)",
+    )
+    comment.add_argument("--footer", default="", metavar="LINE", help="a last line, kept whatever is cut")
+    comment.add_argument(
+        "--traceback", action="store_true", help="show the Python traceback of an internal error (for bug reports)"
+    )
+    comment.set_defaults(handler=_comment)
     return parser
 
 
@@ -419,6 +457,12 @@ def _diff(args: argparse.Namespace) -> int:
         pyproject=args.pyproject, names=args.names, out=_out(), err=_err(), format=args.format, metric=metric,
         output=args.output,
     )  # fmt: skip
+
+
+def _comment(args: argparse.Namespace) -> int:
+    from .comment import run_comment
+
+    return run_comment(bodies=args.bodies, titles=args.title, footer=args.footer, out=_out())
 
 
 def _out() -> Any:

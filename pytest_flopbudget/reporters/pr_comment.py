@@ -6,7 +6,7 @@ per-layer diffs go into one comment on it. One comment, not one per push: a hidd
 
 Two halves, so that the job's token never sits in the environment of the process that imports the project's
 models: `comment:PATH` (`CommentOutput`, a `--report` kind) writes the comment's body to PATH during the check,
-and `python -m pytest_flopbudget.reporters.pr_comment PATH` (`post`), in a step of its own, posts it with the
+and `flopbudget comment PATH` (`cli/comment.py`, then `post` here), in a step of its own, posts it with the
 token. Given several bodies (the action's check and its pytest run each write one), it posts one comment holding
 them all, each under a heading of its own (`comment_merge`). Posting is best-effort: a missing token, a fork's
 read-only token (403), a pull request the token cannot see (404) or an unreachable API give one `::notice::` line
@@ -17,8 +17,6 @@ and the token is never printed.
 from __future__ import annotations
 
 import json
-import os
-import sys
 import urllib.error
 import urllib.request
 from collections.abc import Mapping
@@ -42,10 +40,6 @@ _PER_PAGE = 100
 _MAX_PAGES = 50
 _TIMEOUT_S = 30
 _TITLE = "flopbudget: pull-request comment"
-_USAGE = (
-    "python -m pytest_flopbudget.reporters.pr_comment [--footer LINE] [--title TITLE] BODY_FILE"
-    " [[--title TITLE] BODY_FILE ...]"
-)
 
 
 def comment_body(findings: Findings, workspace: str) -> str:
@@ -89,7 +83,7 @@ def post(body: str, env: Mapping[str, str], stream: SupportsWrite) -> str:
     repository = env.get("GITHUB_REPOSITORY", "")
     if not token or not repository:
         missing = "GITHUB_TOKEN" if not token else "GITHUB_REPOSITORY"
-        return _notice(stream, f"no pull-request comment: {missing} is not set; the job summary has the report.")
+        return notice(stream, f"no pull-request comment: {missing} is not set; the job summary has the report.")
     if not body.startswith(MARKER):
         body = f"{MARKER}\n{body}"
     if len(body) > MAX_CHARS:
@@ -111,39 +105,7 @@ def post(body: str, env: Mapping[str, str], stream: SupportsWrite) -> str:
             )
         else:
             why = f"the GitHub API answered {exc}" if exc.status else f"the GitHub API call failed ({exc})"
-        return _notice(stream, f"no pull-request comment: {why}; the job summary has the report.")
-
-
-def main(argv: list[str] | None = None) -> int:
-    """`python -m pytest_flopbudget.reporters.pr_comment [--footer LINE] [--title TITLE] BODY_FILE ...`: post the
-    bodies `comment:PATH` wrote as one comment (`comment_merge.merge`: one body as it is, several each under its
-    `--title`), `--footer` last (`with_footer`). A file that was not written (its run stopped first) is skipped;
-    when none was, one notice says so. Exits 0 whatever the API says (the comment is a courtesy, the runs' status
-    is the job's)."""
-    args = sys.argv[1:] if argv is None else argv
-    footer, args = _footer(args)
-    requested = _body_files(args)
-    if not requested:
-        sys.stderr.write(f"usage: {_USAGE}\n")
-        return 2
-    parts = []
-    unreadable = False
-    for title, path in requested:
-        try:
-            parts.append(Part(title or Path(path).name, Path(path).read_text(encoding="utf-8")))
-        except FileNotFoundError:
-            continue
-        except (OSError, UnicodeDecodeError) as exc:
-            unreadable = True
-            _notice(sys.stdout, f"no comment body from {path}: cannot read it: {getattr(exc, 'strerror', '') or exc}.")
-    if not parts:
-        if not unreadable:  # that one notice said why already
-            files = ", ".join(path for _, path in requested)
-            why = f"no comment body was written ({files}: the runs stopped first)"
-            _notice(sys.stdout, f"no pull-request comment: {why}.")
-        return 0
-    post(with_footer(parts, footer), os.environ, sys.stdout)
-    return 0
+        return notice(stream, f"no pull-request comment: {why}; the job summary has the report.")
 
 
 def with_footer(parts: list[Part], footer: str) -> str:
@@ -162,39 +124,10 @@ def with_footer(parts: list[Part], footer: str) -> str:
 # -- helpers ---------------------------------------------------------------------------------------------------------
 
 
-def _footer(args: list[str]) -> tuple[str, list[str]]:
-    """The `--footer LINE` given (the last one wins), and the other arguments."""
-    footer, rest = "", []
-    words = iter(args)
-    for word in words:
-        if word == "--footer":
-            footer = next(words, "")
-        else:
-            rest.append(word)
-    return footer, rest
-
-
-def _body_files(args: list[str]) -> list[tuple[str, str]]:
-    """`(title, path)` for each BODY_FILE, its title the `--title` just before it ('' without one); empty when
-    `args` do not follow the usage."""
-    files: list[tuple[str, str]] = []
-    title = ""
-    words = iter(args)
-    for word in words:
-        if word == "--title":
-            title = next(words, "")
-            if not title:
-                return []
-        elif word.startswith("-") and word != "-":
-            return []
-        else:
-            files.append((title, word))
-            title = ""
-    return [] if title else files
-
-
-def _notice(stream: SupportsWrite, message: str) -> str:
-    stream.write(github.command("notice", message, title=_TITLE) + "\n")
+def notice(stream: SupportsWrite, message: str) -> str:
+    """One `::notice::` line on `stream` (through its `write_command` when it filters every other line)."""
+    write = getattr(stream, "write_command", stream.write)
+    write(github.command("notice", message, title=_TITLE) + "\n")
     return "notice"
 
 
@@ -257,7 +190,3 @@ def _request(method: str, url: str, token: str, payload: dict[str, str] | None =
         return json.loads(answer) if answer else None
     except ValueError:
         raise _ApiError(0, "an answer that is not JSON") from None
-
-
-if __name__ == "__main__":
-    sys.exit(main())

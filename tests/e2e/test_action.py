@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import re
 import stat
+import sys
 from pathlib import Path
 
 import pytest
@@ -273,6 +274,8 @@ def test_the_check_refuses_pytest_inputs_it_cannot_honour(project: Path, tmp_pat
 
 COMMENT_STEP = "Comment on the pull request"
 CHECK_TITLE = "pyproject models (flopbudget check)"
+#: How the comment step runs the poster: isolated (`-I`), the CLI's subcommand, from a directory of its own.
+POSTER = ["-I", "-m", "pytest_flopbudget", "comment"]
 
 
 def test_comment_makes_the_check_write_the_body_and_its_own_step_post_it(project: Path, tmp_path: Path):
@@ -291,9 +294,7 @@ def test_comment_makes_the_check_write_the_body_and_its_own_step_post_it(project
         COMMENT_STEP, project, {"comment": "true"}, path=[bin_dir], RUNNER_TEMP=str(runner_temp), GITHUB_TOKEN="t"
     )
     assert done.returncode == 0, done.stderr
-    assert calls(python) == [
-        ["-m", "pytest_flopbudget.reporters.pr_comment", "--title", CHECK_TITLE, "flopbudget-comment.md"]
-    ]
+    assert calls(python) == [[*POSTER, "--title", CHECK_TITLE, str(body)]]
 
 
 def test_with_pytest_the_comment_holds_the_pytest_runs_body_too(project: Path, tmp_path: Path):
@@ -311,10 +312,8 @@ def test_with_pytest_the_comment_holds_the_pytest_runs_body_too(project: Path, t
     (bin_dir / "python.args").unlink()
     done = run_action_step(COMMENT_STEP, project, inputs, path=[bin_dir], RUNNER_TEMP=str(runner_temp))
     assert done.returncode == 0, done.stderr
-    assert calls(python) == [
-        ["-m", "pytest_flopbudget.reporters.pr_comment", "--title", CHECK_TITLE, "flopbudget-comment.md",
-         "--title", "budgets in tests (pytest)", "flopbudget-comment-pytest.md"]
-    ]  # fmt: skip
+    titles = ["--title", CHECK_TITLE, "--title", "budgets in tests (pytest)"]
+    assert calls(python) == [[*POSTER, *titles, str(runner_temp / "flopbudget-comment.md"), str(body)]]
 
 
 def test_with_no_body_written_the_comment_step_gives_one_notice(project: Path, tmp_path: Path):
@@ -322,6 +321,53 @@ def test_with_no_body_written_the_comment_step_gives_one_notice(project: Path, t
     done = run_action_step(COMMENT_STEP, project, {"comment": "true"}, RUNNER_TEMP=str(tmp_path), GITHUB_TOKEN="t")
     assert done.returncode == 0, done.stderr
     assert done.stdout.count("::notice") == 1 and "no comment body was written" in done.stdout
+
+
+#: Modules a step that ran the project's code could leave where the comment step might import them from.
+PLANTED = ("json", "ssl", "socket", "argparse", "sitecustomize", "usercustomize", "urllib", "http", "pytest_flopbudget")
+
+
+def plant(folder: Path, pwned: Path) -> None:
+    """Each of `PLANTED` in `folder` (a package for the packages), recording its import as a file in `pwned`."""
+    code = f"open({str(pwned)!r} + '/' + __name__, 'w').close()\n"  # builtins only: nothing else may be importable
+    folder.mkdir(parents=True, exist_ok=True)
+    for name in PLANTED:
+        if name in ("urllib", "http", "pytest_flopbudget"):
+            (folder / name).mkdir(exist_ok=True)
+            (folder / name / "__init__.py").write_text(code)
+            (folder / name / "__main__.py").write_text(code)
+        else:
+            (folder / f"{name}.py").write_text(code)
+
+
+def test_the_comment_step_runs_no_module_the_project_could_plant(project: Path, tmp_path: Path):
+    """The token is the comment step's alone, but the steps before it ran the project's code, which can write to
+    RUNNER_TEMP, the checkout and the job's environment (GITHUB_ENV): a `json.py` there must not run with the token.
+    The step runs `python -I` from a directory of its own, and still posts the comment."""
+    from fake_github import FakeGitHub, pull_request_env, serving
+
+    from pytest_flopbudget.reporters.pr_comment import MARKER
+
+    runner_temp = tmp_path / "runner-temp"
+    pwned = tmp_path / "pwned"
+    user_base = tmp_path / "user-base"
+    site = user_base / "lib" / f"python{sys.version_info[0]}.{sys.version_info[1]}" / "site-packages"
+    pwned.mkdir()
+    for folder in (runner_temp, project, tmp_path / "pythonpath", site):
+        plant(folder, pwned)
+    body = f"{MARKER}\n### flopbudget: ✅ 1 model within budget\n"
+    (runner_temp / "flopbudget-comment.md").write_text(body, encoding="utf-8")
+    event = tmp_path / "event.json"
+    event.write_text('{"pull_request": {"number": 7}}', encoding="utf-8")
+    fake = FakeGitHub()
+    with serving(fake) as url:
+        environment = {"PYTHONPATH": str(tmp_path / "pythonpath"), "PYTHONUSERBASE": str(user_base)}
+        done = run_action_step(
+            COMMENT_STEP, project, {"comment": "true"}, **pull_request_env(str(event), url), **environment
+        )
+    assert done.returncode == 0, done.stderr
+    assert sorted(path.name for path in pwned.iterdir()) == []
+    assert done.stdout == "" and fake.comments[-1]["body"] == body
 
 
 def test_comment_is_off_by_default_and_the_check_has_no_token(project: Path, tmp_path: Path):
@@ -412,10 +458,7 @@ def test_the_link_goes_to_the_job_summary_and_the_comments_footer(
     inputs = {"comment": "true"}
     done = run_action_step(COMMENT_STEP, project, inputs, path=[bin_dir], steps={"link": {"line": line}})
     assert done.returncode == 0, done.stderr
-    assert calls(python) == [
-        ["-m", "pytest_flopbudget.reporters.pr_comment", "--footer", line, "--title", CHECK_TITLE,
-         "flopbudget-comment.md"]
-    ]  # fmt: skip
+    assert calls(python) == [[*POSTER, "--footer", line, "--title", CHECK_TITLE, str(body)]]
 
 
 def test_no_link_without_an_upload_and_no_comment_body_made_up(project: Path, tmp_path: Path):

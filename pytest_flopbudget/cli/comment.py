@@ -1,0 +1,50 @@
+"""`flopbudget comment`: post the bodies `--report comment:PATH` wrote as the pull request's one comment.
+
+The action's last step runs it, with the job's token, as `python -I -m pytest_flopbudget comment ...` from a
+directory of its own (docs/ci.md): the steps before it ran the project's code, which could write to the checkout and
+to RUNNER_TEMP, so nothing is imported from there. This module reads the bodies and hands them to
+`reporters.pr_comment`, which merges them and talks to the API. Whatever the API says, the exit status is 0 unless
+the command line is wrong (2): the comment is a courtesy, the runs' status is the job's.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TextIO
+
+from ..reporters import pr_comment
+from ..reporters.comment_merge import Part
+from .project import UsageError
+
+
+def run_comment(
+    *, bodies: Sequence[str], titles: Sequence[str], footer: str, out: TextIO, env: Mapping[str, str] | None = None
+) -> int:
+    """Post `bodies` (files `comment:PATH` wrote; one that was never written is left out) as one comment, the
+    i-th under `titles[i]` when several are merged (default: the file's name), `footer` last."""
+    if titles and len(titles) != len(bodies):
+        raise UsageError(
+            f"--title given {len(titles)} times for {len(bodies)} BODY_FILEs: give one --title per BODY_FILE, "
+            "in the same order, or none"
+        )
+    parts = []
+    unreadable = False
+    for index, path in enumerate(bodies):
+        title = titles[index] if titles else Path(path).name
+        try:
+            parts.append(Part(title, Path(path).read_text(encoding="utf-8")))
+        except FileNotFoundError:
+            continue
+        except (OSError, UnicodeDecodeError) as exc:
+            unreadable = True
+            why = getattr(exc, "strerror", "") or exc
+            pr_comment.notice(out, f"no comment body from {path}: cannot read it: {why}.")
+    if not parts:
+        if not unreadable:  # that one notice said why already
+            why = f"no comment body was written ({', '.join(bodies)}: the runs stopped first)"
+            pr_comment.notice(out, f"no pull-request comment: {why}.")
+        return 0
+    pr_comment.post(pr_comment.with_footer(parts, footer), os.environ if env is None else env, out)
+    return 0
