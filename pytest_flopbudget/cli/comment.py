@@ -14,9 +14,13 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TextIO
 
+from ..atomic_file import read_regular_file
 from ..reporters import pr_comment
 from ..reporters.comment_merge import Part
 from .project import UsageError
+
+#: The most a body file may hold: `comment:PATH` writes at most a comment's 65,536 characters.
+MAX_BODY_BYTES = 1024 * 1024
 
 
 def run_comment(
@@ -34,7 +38,8 @@ def run_comment(
     for index, path in enumerate(bodies):
         title = titles[index] if titles else Path(path).name
         try:
-            parts.append(Part(title, Path(path).read_text(encoding="utf-8")))
+            # a regular file only: a FIFO or a device left at PATH would hang the read
+            parts.append(Part(title, read_regular_file(path, MAX_BODY_BYTES).decode("utf-8")))
         except FileNotFoundError:
             continue
         except (OSError, UnicodeDecodeError) as exc:

@@ -25,6 +25,7 @@ from typing import Any
 
 from pytest_flopbudget.judge.baseline import write_atomic
 
+from ..atomic_file import read_regular_file
 from . import github, markdown
 from .comment_merge import Part, cut, merge
 from .output import Findings, OutputContext, SupportsWrite
@@ -39,6 +40,8 @@ _RESERVE = 256
 _PER_PAGE = 100
 _MAX_PAGES = 50
 _TIMEOUT_S = 30
+#: The most an event payload may hold (GitHub caps a webhook's at 25 MB).
+_MAX_EVENT_BYTES = 64 * 1024 * 1024
 _TITLE = "flopbudget: pull-request comment"
 
 
@@ -135,9 +138,9 @@ def _pull_request_number(event_path: str) -> int | None:
     """The pull request's number from the event payload (`pull_request` and `pull_request_target` events)."""
     if not event_path:
         return None
-    try:
-        event = json.loads(Path(event_path).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    try:  # a regular file only (a FIFO would hang), and JSON nested past the parser's depth is no event
+        event = json.loads(read_regular_file(event_path, _MAX_EVENT_BYTES))
+    except (OSError, ValueError, RecursionError):
         return None
     pull_request = event.get("pull_request") if isinstance(event, dict) else None
     number = pull_request.get("number") if isinstance(pull_request, dict) else None

@@ -4,6 +4,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -182,3 +185,44 @@ def test_main_says_once_a_body_cannot_be_read_and_posts_the_other(api, tmp_path:
     assert comment(*action_args(check, tests)) == 0
     out = capsys.readouterr().out
     assert out.count("::notice") == 2 and out.count(f"no comment body from {check}: cannot read it") == 2
+
+
+# -- what the command reads: regular files only, one line for what it cannot use -----------------------------------
+
+
+def comment_process(*args: Path | str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """`python -m pytest_flopbudget comment ARGS` as a process of its own (a hang fails the test, not the suite)."""
+    return subprocess.run(
+        [sys.executable, "-I", "-m", "pytest_flopbudget", "comment", *(str(arg) for arg in args)],
+        capture_output=True, text=True, env={**os.environ, **env}, timeout=30, check=False,
+    )  # fmt: skip
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="FIFOs are POSIX")
+def test_a_fifo_left_as_a_body_is_one_notice_not_a_hang(api, tmp_path: Path) -> None:
+    fake, _ = api
+    fifo, tests = tmp_path / "check.md", tmp_path / "pytest.md"
+    os.mkfifo(fifo)  # nobody ever writes to it: opening it for reading would wait for ever
+    tests.write_text(f"{MARKER}\nfrom pytest\n", encoding="utf-8")
+    done = comment_process(*action_args(fifo, tests), env=dict(os.environ))
+    assert done.returncode == 0 and done.stderr == ""
+    (line,) = done.stdout.splitlines()
+    assert line.startswith("::notice ") and f"no comment body from {fifo}: cannot read it: not a regular file" in line
+    assert fake.comments[-1]["body"] == f"{MARKER}\nfrom pytest\n"
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="FIFOs are POSIX")
+@pytest.mark.parametrize("event", ["fifo", "nested"])
+def test_an_event_file_it_cannot_use_is_not_a_pull_request(api, tmp_path: Path, event: str) -> None:
+    """GITHUB_EVENT_PATH a FIFO (a hang) or JSON nested deeper than the parser goes (a traceback): no comment."""
+    fake, _ = api
+    body = tmp_path / "check.md"
+    body.write_text(f"{MARKER}\nbody\n", encoding="utf-8")
+    path = tmp_path / "event-it-cannot-use.json"
+    if event == "fifo":
+        os.mkfifo(path)
+    else:
+        path.write_text('{"pull_request": ' + "[" * 100_000 + "]" * 100_000 + "}", encoding="utf-8")
+    done = comment_process(body, env={**os.environ, "GITHUB_EVENT_PATH": str(path)})
+    assert (done.returncode, done.stdout, done.stderr) == (0, "", "")
+    assert fake.requests == []
