@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -20,13 +21,22 @@ NUMBER = 7
 
 
 class FakeGitHub:
-    """Issue comments of pull request 7 in memory; `status` forces every answer (403 for a fork's token)."""
+    """Issue comments of pull request 7 in memory; `status` forces every answer (403 for a fork's token).
+
+    What a hostile or broken API does, for the tests of what the poster refuses: `redirects` answers a method with
+    that status and a `Location` at another base URL (the same path), `raw` is the body of every list of comments
+    (not JSON, not a list, nested too deep), and `trickle` sends every answer one byte at a time, a byte every
+    `trickle` seconds.
+    """
 
     def __init__(self) -> None:
         self.comments: list[dict[str, Any]] = [{"id": 1, "body": "LGTM", "user": {"login": "someone"}}]
         self.requests: list[tuple[str, str, str]] = []
         self.status = 0
         self.next_id = 100
+        self.redirects: dict[str, tuple[int, str]] = {}
+        self.raw: bytes | None = None
+        self.trickle = 0.0
 
     def handle(self, method: str, path: str, auth: str, payload: Any) -> tuple[int, Any]:
         self.requests.append((method, path, auth))
@@ -59,13 +69,31 @@ def serving(fake: FakeGitHub) -> Iterator[str]:
         def _answer(self) -> None:
             length = int(self.headers.get("Content-Length") or 0)
             payload = json.loads(self.rfile.read(length)) if length else None
+            redirect = fake.redirects.get(self.command)
+            if redirect is not None:
+                fake.requests.append((self.command, self.path, self.headers.get("Authorization", "")))
+                self.send_response(redirect[0])
+                self.send_header("Location", f"{redirect[1]}{self.path}")
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+                return
             status, answer = fake.handle(self.command, self.path, self.headers.get("Authorization", ""), payload)
-            data = json.dumps(answer).encode()
+            listing = self.command == "GET" and status == 200 and isinstance(answer, list)
+            data = fake.raw if listing and fake.raw is not None else json.dumps(answer).encode()
             self.send_response(status)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(data)))
             self.end_headers()
-            self.wfile.write(data)
+            if not fake.trickle:
+                self.wfile.write(data)
+                return
+            for index in range(len(data)):  # until the client hangs up
+                try:
+                    self.wfile.write(data[index : index + 1])
+                    self.wfile.flush()
+                except OSError:
+                    return
+                time.sleep(fake.trickle)
 
         do_GET = do_POST = do_PATCH = _answer
 

@@ -109,7 +109,9 @@ Run by the GitHub Action's last step, the only one with the job's token, as
 from a directory of its own: -I keeps the working directory, PYTHONPATH and the user's site-packages off
 sys.path, so a module the project's code left in the checkout or in RUNNER_TEMP cannot run with the token.
 A BODY_FILE that was never written (its run stopped first) is left out. Posting never fails: a missing token, a
-fork's read-only token or an unreachable API is one ::notice:: line and exit status 0 (2: a usage error).
+fork's read-only token or an unreachable API is one ::notice:: line and exit status 0; a redirect on a write or
+to another origin (the token is sent to the API's origin only) is one ::error:: line and exit status 1; a usage
+error exits 2.
 
 examples:
   flopbudget comment "$RUNNER_TEMP/flopbudget-comment.md"
@@ -352,6 +354,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     comment.add_argument("--footer", default="", metavar="LINE", help="a last line, kept whatever is cut")
     comment.add_argument(
+        "--timeout",
+        type=_seconds,
+        default=120.0,
+        metavar="SECONDS",
+        help="every call to the API and every answer ends within this time (default 120)",
+    )
+    comment.add_argument(
         "--traceback", action="store_true", help="show the Python traceback of an internal error (for bug reports)"
     )
     comment.set_defaults(handler=_comment)
@@ -462,7 +471,7 @@ def _diff(args: argparse.Namespace) -> int:
 def _comment(args: argparse.Namespace) -> int:
     from .comment import run_comment
 
-    return run_comment(bodies=args.bodies, titles=args.title, footer=args.footer, out=_out())
+    return run_comment(bodies=args.bodies, titles=args.title, footer=args.footer, out=_out(), timeout_s=args.timeout)
 
 
 def _out() -> Any:
@@ -516,6 +525,16 @@ def _tokens(text: str) -> int:
     if tokens < 1:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number of new tokens: give a whole number >= 1")
     return tokens
+
+
+def _seconds(text: str) -> float:
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = 0.0
+    if not 0 < seconds <= 3600:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a time: give a number of seconds, more than 0, at most 3600")
+    return seconds
 
 
 def _depth(text: str) -> int | None:

@@ -3,8 +3,9 @@
 The action's last step runs it, with the job's token, as `python -I -m pytest_flopbudget comment ...` from a
 directory of its own (docs/ci.md): the steps before it ran the project's code, which could write to the checkout and
 to RUNNER_TEMP, so nothing is imported from there. This module reads the bodies and hands them to
-`reporters.pr_comment`, which merges them and talks to the API. Whatever the API says, the exit status is 0 unless
-the command line is wrong (2): the comment is a courtesy, the runs' status is the job's.
+`reporters.pr_comment`, which merges them and talks to the API. The exit status is 0 whether or not the comment
+could be posted (a notice says why not: the comment is a courtesy, the runs' status is the job's), 1 when something
+was refused (a redirect on a write or to another origin, a malformed `GITHUB_API_URL`), 2 for a usage error.
 """
 
 from __future__ import annotations
@@ -24,10 +25,18 @@ MAX_BODY_BYTES = 1024 * 1024
 
 
 def run_comment(
-    *, bodies: Sequence[str], titles: Sequence[str], footer: str, out: TextIO, env: Mapping[str, str] | None = None
+    *,
+    bodies: Sequence[str],
+    titles: Sequence[str],
+    footer: str,
+    out: TextIO,
+    timeout_s: float = pr_comment.TIMEOUT_S,
+    env: Mapping[str, str] | None = None,
 ) -> int:
     """Post `bodies` (files `comment:PATH` wrote; one that was never written is left out) as one comment, the
-    i-th under `titles[i]` when several are merged (default: the file's name), `footer` last."""
+    i-th under `titles[i]` when several are merged (default: the file's name), `footer` last, all within
+    `timeout_s` seconds. 0, or 1 when something the API asked for was refused (a redirect on a write, or to another
+    origin; `GITHUB_API_URL` not an http(s) URL)."""
     if titles and len(titles) != len(bodies):
         raise UsageError(
             f"--title given {len(titles)} times for {len(bodies)} BODY_FILEs: give one --title per BODY_FILE, "
@@ -51,5 +60,6 @@ def run_comment(
             why = f"no comment body was written ({', '.join(bodies)}: the runs stopped first)"
             pr_comment.notice(out, f"no pull-request comment: {why}.")
         return 0
-    pr_comment.post(pr_comment.with_footer(parts, footer), os.environ if env is None else env, out)
-    return 0
+    body = pr_comment.with_footer(parts, footer)
+    done = pr_comment.post(body, os.environ if env is None else env, out, timeout_s=timeout_s)
+    return 1 if done == "error" else 0

@@ -17,17 +17,18 @@ and the token is never printed.
 from __future__ import annotations
 
 import json
-import urllib.error
-import urllib.request
+import re
+import threading
+import time
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 from pytest_flopbudget.judge.baseline import write_atomic
 
 from ..atomic_file import read_regular_file
 from . import github, markdown
 from .comment_merge import Part, cut, merge
+from .github_api import ApiError, Client, Refused
 from .output import Findings, OutputContext, SupportsWrite
 
 #: The hidden first line by which the comment is found again on the next push.
@@ -39,7 +40,9 @@ _RESERVE = 256
 #: Comments listed per request (GitHub's maximum), and the most pages read before giving up the search.
 _PER_PAGE = 100
 _MAX_PAGES = 50
-_TIMEOUT_S = 30
+#: Every call and every answer of one post ends within this many seconds (`flopbudget comment --timeout`).
+TIMEOUT_S = 120.0
+_REPOSITORY = re.compile(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+")
 #: The most an event payload may hold (GitHub caps a webhook's at 25 MB).
 _MAX_EVENT_BYTES = 64 * 1024 * 1024
 _TITLE = "flopbudget: pull-request comment"
@@ -64,20 +67,14 @@ class CommentOutput:
         write_atomic(Path(path), comment_body(findings, context.root))
 
 
-class _ApiError(Exception):
-    """A request that failed: `status` is the HTTP status, 0 when the API could not be reached."""
-
-    def __init__(self, status: int, why: str) -> None:
-        super().__init__(why)
-        self.status = status
-
-
-def post(body: str, env: Mapping[str, str], stream: SupportsWrite) -> str:
+def post(body: str, env: Mapping[str, str], stream: SupportsWrite, *, timeout_s: float = TIMEOUT_S) -> str:
     """Create or update the pull request's comment with `body`; returns what was done: `created`, `updated`,
-    `skipped` (not a pull request) or `notice` (it could not be posted, and one notice line on `stream` says why).
+    `skipped` (not a pull request), `notice` (it could not be posted, and one notice line on `stream` says why) or
+    `error` (what the API or the environment asked for was refused, and one error line says why).
 
     Reads GITHUB_TOKEN, GITHUB_REPOSITORY, GITHUB_EVENT_PATH (the event's `pull_request.number`) and
-    GITHUB_API_URL (default https://api.github.com). Never raises for the API's sake and never writes the token.
+    GITHUB_API_URL (default https://api.github.com). Every call and answer ends within `timeout_s` seconds. Never
+    raises for the API's sake and never writes the token.
     """
     number = _pull_request_number(env.get("GITHUB_EVENT_PATH", ""))
     if number is None:
@@ -87,28 +84,37 @@ def post(body: str, env: Mapping[str, str], stream: SupportsWrite) -> str:
     if not token or not repository:
         missing = "GITHUB_TOKEN" if not token else "GITHUB_REPOSITORY"
         return notice(stream, f"no pull-request comment: {missing} is not set; the job summary has the report.")
+    if not _REPOSITORY.fullmatch(repository):
+        shown = repr(repository[:200])
+        return error(stream, f"no pull-request comment: GITHUB_REPOSITORY: expected OWNER/NAME, got {shown}.")
     if not body.startswith(MARKER):
         body = f"{MARKER}\n{body}"
     if len(body) > MAX_CHARS:
         body = body[: MAX_CHARS - 40].rstrip() + "\n\n_Comment cut at GitHub's limit._\n"
-    api = env.get("GITHUB_API_URL") or "https://api.github.com"
-    base = f"{api.rstrip('/')}/repos/{repository}/issues"
     try:
-        existing = _find_comment(f"{base}/{number}/comments", token)
-        if existing is None:
-            _request("POST", f"{base}/{number}/comments", token, {"body": body})
-            return "created"
-        _request("PATCH", f"{base}/comments/{existing}", token, {"body": body})
-        return "updated"
-    except _ApiError as exc:
-        if exc.status in (401, 403, 404):
-            why = (
-                f"the job's token may not write to this pull request (HTTP {exc.status}; a fork's token is "
-                "read-only, and the job needs `permissions: pull-requests: write`)"
-            )
-        else:
-            why = f"the GitHub API answered {exc}" if exc.status else f"the GitHub API call failed ({exc})"
-        return notice(stream, f"no pull-request comment: {why}; the job summary has the report.")
+        client = Client(env.get("GITHUB_API_URL") or "https://api.github.com", token, time.monotonic() + timeout_s)
+    except ValueError as exc:
+        return error(stream, f"no pull-request comment: GITHUB_API_URL: {exc}.")
+    done: list[str | ApiError] = []
+    worker = threading.Thread(target=_post, args=(client, repository, number, body, done), daemon=True)
+    worker.start()
+    worker.join(timeout_s + 1)  # the client's own deadline ends it sooner, unless an answer's head trickles in
+    client.cancelled = True
+    outcome = done[0] if done else ApiError(0, "out of time")
+    if isinstance(outcome, str):
+        return outcome
+    if isinstance(outcome, Refused):
+        return error(stream, f"no pull-request comment: {outcome}.")
+    if outcome.status in (401, 403, 404):
+        why = (
+            f"the job's token may not write to this pull request (HTTP {outcome.status}; a fork's token is "
+            "read-only, and the job needs `permissions: pull-requests: write`)"
+        )
+    elif str(outcome) == "out of time":
+        why = f"the GitHub API did not answer within {timeout_s:g} s"
+    else:
+        why = f"the GitHub API answered {outcome}" if outcome.status else f"the GitHub API call failed ({outcome})"
+    return notice(stream, f"no pull-request comment: {why}; the job summary has the report.")
 
 
 def with_footer(parts: list[Part], footer: str) -> str:
@@ -134,6 +140,13 @@ def notice(stream: SupportsWrite, message: str) -> str:
     return "notice"
 
 
+def error(stream: SupportsWrite, message: str) -> str:
+    """One `::error::` line on `stream`: something was refused (the comment still never fails the job)."""
+    write = getattr(stream, "write_command", stream.write)
+    write(github.command("error", message, title=_TITLE) + "\n")
+    return "error"
+
+
 def _pull_request_number(event_path: str) -> int | None:
     """The pull request's number from the event payload (`pull_request` and `pull_request_target` events)."""
     if not event_path:
@@ -147,14 +160,33 @@ def _pull_request_number(event_path: str) -> int | None:
     return number if isinstance(number, int) and not isinstance(number, bool) else None
 
 
-def _find_comment(url: str, token: str) -> int | None:
-    """The id of the comment whose body starts with the marker, else None. A bot's (the job's token posts as
-    github-actions[bot]) wins over a person's who pasted the marker, whose comment the token could not edit."""
+def _post(client: Client, repository: str, number: int, body: str, done: list[str | ApiError]) -> None:
+    """The calls of one post, in a thread of its own: what was done, or the `ApiError` that stopped it, goes into
+    `done`."""
+    issues = f"/repos/{repository}/issues"
+    try:
+        existing = _find_comment(client, f"{issues}/{number}/comments")
+        if existing is None:
+            client.write("POST", f"{issues}/{number}/comments", {"body": body})
+            done.append("created")
+        else:
+            client.write("PATCH", f"{issues}/comments/{existing}", {"body": body})
+            done.append("updated")
+    except ApiError as exc:
+        done.append(exc)
+    except Exception as exc:  # never a traceback for the API's sake: one line says what it was
+        done.append(ApiError(0, f"{type(exc).__name__}: {' '.join(str(exc).split())[:200]}"))
+
+
+def _find_comment(client: Client, path: str) -> int | None:
+    """The id of our comment on the pull request, else None: the first whose body starts with the marker, a bot's
+    (the job's token posts as github-actions[bot]) before a person's who pasted the marker. A page that is not a
+    list, or more pages than `_MAX_PAGES`, is an `ApiError`: a comment not looked for to the end is not made twice."""
     found: int | None = None
     for page in range(1, _MAX_PAGES + 1):
-        comments = _request("GET", f"{url}?per_page={_PER_PAGE}&page={page}", token)
+        comments = client.get(f"{path}?per_page={_PER_PAGE}&page={page}")
         if not isinstance(comments, list):
-            break
+            raise ApiError(0, f"page {page} of the pull request's comments is not a list")
         for comment in comments:
             if not isinstance(comment, dict) or not str(comment.get("body", "")).startswith(MARKER):
                 continue
@@ -166,30 +198,5 @@ def _find_comment(url: str, token: str) -> int | None:
                 return comment_id
             found = comment_id if found is None else found
         if len(comments) < _PER_PAGE:
-            break
-    return found
-
-
-def _request(method: str, url: str, token: str, payload: dict[str, str] | None = None) -> Any:
-    """One REST call; the decoded JSON answer. Errors carry the status and reason only, never the token or the
-    answer's body."""
-    data = None if payload is None else json.dumps(payload).encode("utf-8")
-    request = urllib.request.Request(url, data=data, method=method)
-    request.add_header("Authorization", f"Bearer {token}")
-    request.add_header("Accept", "application/vnd.github+json")
-    request.add_header("X-GitHub-Api-Version", "2022-11-28")
-    request.add_header("User-Agent", "pytest-flopbudget")
-    if data is not None:
-        request.add_header("Content-Type", "application/json")
-    try:
-        with urllib.request.urlopen(request, timeout=_TIMEOUT_S) as response:
-            answer = response.read()
-    except urllib.error.HTTPError as exc:
-        raise _ApiError(exc.code, f"HTTP {exc.code} {exc.reason}") from None
-    except (urllib.error.URLError, OSError) as exc:
-        reason = getattr(exc, "reason", None) or exc
-        raise _ApiError(0, str(reason).replace(token, "***")) from None
-    try:
-        return json.loads(answer) if answer else None
-    except ValueError:
-        raise _ApiError(0, "an answer that is not JSON") from None
+            return found
+    raise ApiError(0, f"the pull request has more than {_MAX_PAGES * _PER_PAGE} comments, not all looked through")

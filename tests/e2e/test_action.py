@@ -370,6 +370,28 @@ def test_the_comment_step_runs_no_module_the_project_could_plant(project: Path, 
     assert done.stdout == "" and fake.comments[-1]["body"] == body
 
 
+def test_the_comment_step_never_sends_the_token_to_another_origin(project: Path, tmp_path: Path):
+    """The API answers with a redirect to another origin (a second port): the token is not sent there, and the
+    step says so in one error line, without failing the job."""
+    from fake_github import FakeGitHub, pull_request_env, serving
+
+    from pytest_flopbudget.reporters.pr_comment import MARKER
+
+    runner_temp = tmp_path / "runner-temp"
+    runner_temp.mkdir()
+    (runner_temp / "flopbudget-comment.md").write_text(f"{MARKER}\nbody\n", encoding="utf-8")
+    event = tmp_path / "event.json"
+    event.write_text('{"pull_request": {"number": 7}}', encoding="utf-8")
+    api, elsewhere = FakeGitHub(), FakeGitHub()
+    with serving(api) as url, serving(elsewhere) as other_url:
+        api.redirects = {"GET": (302, other_url), "POST": (302, other_url)}
+        done = run_action_step(COMMENT_STEP, project, {"comment": "true"}, **pull_request_env(str(event), url))
+    assert done.returncode == 0, done.stderr
+    assert [auth for _, _, auth in elsewhere.requests] == []
+    (line,) = done.stdout.splitlines()
+    assert line.startswith("::error title=flopbudget") and "the token is not sent there" in line
+
+
 def test_comment_is_off_by_default_and_the_check_has_no_token(project: Path, tmp_path: Path):
     from e2e_helpers import action_step
 

@@ -226,3 +226,21 @@ def test_an_event_file_it_cannot_use_is_not_a_pull_request(api, tmp_path: Path, 
     done = comment_process(body, env={**os.environ, "GITHUB_EVENT_PATH": str(path)})
     assert (done.returncode, done.stdout, done.stderr) == (0, "", "")
     assert fake.requests == []
+
+
+def test_a_refused_redirect_exits_1_and_a_notice_exits_0(api, tmp_path: Path, capsys) -> None:
+    fake, url = api
+    body = tmp_path / "check.md"
+    body.write_text(f"{MARKER}\nbody\n", encoding="utf-8")
+    fake.redirects["POST"] = (302, url)
+    assert comment(body) == 1
+    assert capsys.readouterr().out.startswith("::error title=flopbudget")
+    fake.redirects.clear()
+    fake.status = 403
+    assert comment(body) == 0
+
+
+def test_timeout_takes_seconds_and_refuses_the_rest(capsys) -> None:
+    with pytest.raises(SystemExit):
+        comment("--timeout", "0", "body.md")
+    assert "'0' is not a time: give a number of seconds, more than 0, at most 3600" in capsys.readouterr().err

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -131,3 +132,95 @@ def test_comment_report_kind_writes_the_body_file(make_project, make_report, tmp
     path = tmp_path / "out" / "comment.md"
     assert emit(RunResult([verdict]), [ReportSpec("comment", str(path))], env={}, stream=io.StringIO()).ok
     assert path.read_text(encoding="utf-8") == comment_body(Findings(RunResult([verdict])), str(Path.cwd()))
+
+
+# -- what the poster refuses: the token elsewhere, a write redirected, answers it cannot trust -----------------------
+
+
+@pytest.fixture
+def elsewhere() -> Iterator[tuple[FakeGitHub, str]]:
+    """A second fake API on another port of 127.0.0.1: another origin, which must never see the token."""
+    fake = FakeGitHub()
+    with serving(fake) as url:
+        yield fake, url
+
+
+def one_line(out: io.StringIO, level: str) -> str:
+    lines = out.getvalue().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"::{level} title=flopbudget"), out.getvalue()
+    assert TOKEN not in out.getvalue() and "Traceback" not in out.getvalue()
+    return lines[0]
+
+
+def test_a_read_redirected_to_another_origin_never_carries_the_token(api, elsewhere, tmp_path: Path) -> None:
+    fake, url = api
+    other, other_url = elsewhere
+    fake.redirects["GET"] = (301, other_url)
+    out = io.StringIO()
+    assert post(f"{MARKER}\nbody\n", github_env(tmp_path, url), out) == "error"
+    assert "redirected to another origin" in one_line(out, "error")
+    assert [auth for _, _, auth in other.requests if auth] == []
+    assert other.requests == [] and [method for method, _, _ in fake.requests] == ["GET"]
+
+
+@pytest.mark.parametrize(("method", "status"), [("POST", 302), ("POST", 303), ("PATCH", 307)])
+def test_a_redirected_write_is_one_error_and_nothing_written(
+    api, elsewhere, tmp_path: Path, method: str, status: int
+) -> None:
+    """urllib turned a redirected POST into a GET that 'succeeded', and sent the token along to wherever."""
+    fake, url = api
+    other, other_url = elsewhere
+    if method == "PATCH":
+        fake.comments.append(
+            {"id": 5, "body": f"{MARKER}\nold", "user": {"login": "github-actions[bot]", "type": "Bot"}}
+        )
+    fake.redirects[method] = (status, other_url)
+    before = [dict(comment) for comment in fake.comments]
+    out = io.StringIO()
+    assert post(f"{MARKER}\nnew\n", github_env(tmp_path, url), out) == "error"
+    assert f"the API answered {method} with a redirect (HTTP {status} to " in one_line(out, "error")
+    assert other.requests == [] and fake.comments == before
+
+
+def test_an_answer_trickled_in_byte_by_byte_meets_the_deadline(api, tmp_path: Path) -> None:
+    fake, url = api
+    fake.trickle = 0.2  # the list of comments would take minutes; every byte comes well within a socket timeout
+    out = io.StringIO()
+    started = time.monotonic()
+    assert post(f"{MARKER}\nbody\n", github_env(tmp_path, url), out, timeout_s=1) == "notice"
+    assert time.monotonic() - started < 5
+    assert "the GitHub API did not answer within 1 s" in one_line(out, "notice")
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [b'{"message": "Moved"}', b"[" * 100_000 + b"]" * 100_000, b"<html>"],
+    ids=["not-a-list", "nested-too-deep", "not-json"],
+)
+def test_a_page_of_comments_it_cannot_read_is_one_notice_and_never_a_second_comment(
+    api, tmp_path: Path, raw: bytes
+) -> None:
+    fake, url = api
+    fake.raw = raw
+    out = io.StringIO()
+    assert post(f"{MARKER}\nbody\n", github_env(tmp_path, url), out) == "notice"
+    one_line(out, "notice")
+    assert [method for method, _, _ in fake.requests] == ["GET"]
+
+
+def test_more_pages_than_it_reads_is_one_notice_and_never_a_second_comment(api, tmp_path: Path) -> None:
+    fake, url = api
+    fake.comments = [{"id": i, "body": "chat", "user": {"login": "someone"}} for i in range(1, 5_102)]
+    out = io.StringIO()
+    assert post(f"{MARKER}\nbody\n", github_env(tmp_path, url), out) == "notice"
+    assert "more than 5000 comments" in one_line(out, "notice")
+    assert {method for method, _, _ in fake.requests} == {"GET"}
+
+
+@pytest.mark.parametrize(
+    "api_url", ["not a url", "ftp://api.example.com", "http://[::1", "http://api:99999", "https://"]
+)
+def test_a_malformed_api_url_is_one_error_line(tmp_path: Path, api_url: str) -> None:
+    out = io.StringIO()
+    assert post(f"{MARKER}\nbody\n", github_env(tmp_path, api_url), out) == "error"
+    assert "GITHUB_API_URL: expected an http(s) URL such as https://api.github.com, got " in one_line(out, "error")
