@@ -15,6 +15,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 TOKEN = "ghs_s3cr3t-t0ken-never-printed"
+#: Who the job's token comments as.
+ACTIONS_BOT = {"login": "github-actions[bot]", "type": "Bot"}
 REPOSITORY = "octo/models"
 #: The pull request whose comments the fake holds.
 NUMBER = 7
@@ -37,6 +39,9 @@ class FakeGitHub:
         self.redirects: dict[str, tuple[int, str]] = {}
         self.raw: bytes | None = None
         self.trickle = 0.0
+        #: Whom the token belongs to: None for the job's own token (an installation's, which GET /user refuses
+        #: with 403 and which comments as github-actions[bot]), else a personal token's user.
+        self.user: dict[str, str] | None = None
 
     def handle(self, method: str, path: str, auth: str, payload: Any) -> tuple[int, Any]:
         self.requests.append((method, path, auth))
@@ -45,13 +50,16 @@ class FakeGitHub:
         if auth != f"Bearer {TOKEN}":
             return 401, {"message": "Bad credentials"}
         route, _, query = path.partition("?")
+        if route == "/user" and method == "GET":
+            return (200, self.user) if self.user else (403, {"message": "Resource not accessible by integration"})
         if route == f"/repos/{REPOSITORY}/issues/{NUMBER}/comments" and method == "GET":
             params = dict(item.split("=") for item in query.split("&") if item)
             page, per_page = int(params.get("page", 1)), int(params.get("per_page", 30))
             return 200, self.comments[(page - 1) * per_page : page * per_page]
         if route == f"/repos/{REPOSITORY}/issues/{NUMBER}/comments" and method == "POST":
             self.next_id += 1
-            self.comments.append({"id": self.next_id, "body": payload["body"]})
+            author = self.user or ACTIONS_BOT
+            self.comments.append({"id": self.next_id, "body": payload["body"], "user": dict(author)})
             return 201, self.comments[-1]
         prefix = f"/repos/{REPOSITORY}/issues/comments/"
         if route.startswith(prefix) and method == "PATCH":

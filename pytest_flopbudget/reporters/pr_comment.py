@@ -1,8 +1,9 @@
 """The pull-request comment: the job summary, posted once and then updated in place on every push.
 
 A reviewer reads the pull request, not the job's summary page, so the per-model delta table and the folded
-per-layer diffs go into one comment on it. One comment, not one per push: a hidden marker line
-(`<!-- pytest-flopbudget -->`) finds the earlier one, which is edited (PATCH) instead of a new one being added.
+per-layer diffs go into one comment on it. One comment, not one per push: the earlier one, found by its hidden
+first line (`MARKER`) and by its author (the token's own identity: a person's comment that starts with the marker
+is never ours), is edited (PATCH) instead of a new one being added.
 
 Two halves, so that the job's token never sits in the environment of the process that imports the project's
 models: `comment:PATH` (`CommentOutput`, a `--report` kind) writes the comment's body to PATH during the check,
@@ -31,8 +32,14 @@ from .comment_merge import Part, cut, merge
 from .github_api import ApiError, Client, Refused
 from .output import Findings, OutputContext, SupportsWrite
 
-#: The hidden first line by which the comment is found again on the next push.
-MARKER = "<!-- pytest-flopbudget -->"
+#: The hidden first line by which the comment is found again on the next push: specific to this tool's comment, so
+#: that no other tool's is taken for it (and a person's never is: only a comment by the token's own identity is).
+MARKER = "<!-- pytest-flopbudget pull-request comment (edited in place by the job; 3f9c2b71) -->"
+#: The marker of earlier versions: a comment of the token's identity that starts with it is edited (and moved to
+#: `MARKER`) instead of a second one being added.
+LEGACY_MARKER = "<!-- pytest-flopbudget -->"
+#: Who a token that may not read its own user (the job's `GITHUB_TOKEN`: GET /user is 403) comments as.
+ACTIONS_BOT = ("github-actions[bot]", "Bot")
 #: GitHub's limit for one comment's body, in characters.
 MAX_CHARS = 65_536
 #: Kept free under the limit (the marker line, a margin).
@@ -87,6 +94,8 @@ def post(body: str, env: Mapping[str, str], stream: SupportsWrite, *, timeout_s:
     if not _REPOSITORY.fullmatch(repository):
         shown = repr(repository[:200])
         return error(stream, f"no pull-request comment: GITHUB_REPOSITORY: expected OWNER/NAME, got {shown}.")
+    if body.split("\n", 1)[0].strip() == LEGACY_MARKER:
+        body = body.split("\n", 1)[1] if "\n" in body else ""
     if not body.startswith(MARKER):
         body = f"{MARKER}\n{body}"
     if len(body) > MAX_CHARS:
@@ -179,24 +188,51 @@ def _post(client: Client, repository: str, number: int, body: str, done: list[st
 
 
 def _find_comment(client: Client, path: str) -> int | None:
-    """The id of our comment on the pull request, else None: the first whose body starts with the marker, a bot's
-    (the job's token posts as github-actions[bot]) before a person's who pasted the marker. A page that is not a
-    list, or more pages than `_MAX_PAGES`, is an `ApiError`: a comment not looked for to the end is not made twice."""
-    found: int | None = None
+    """The id of our comment on the pull request, else None: the first whose first line is the marker (or an earlier
+    version's) and whose author is the token's own identity (`_identity`), so that a person's comment, or another
+    bot's, that starts with the marker is never edited. A page that is not a list, or more pages than `_MAX_PAGES`,
+    is an `ApiError`: a comment not looked for to the end is not made twice."""
+    identity: tuple[str, str | None] | None = None
     for page in range(1, _MAX_PAGES + 1):
         comments = client.get(f"{path}?per_page={_PER_PAGE}&page={page}")
         if not isinstance(comments, list):
             raise ApiError(0, f"page {page} of the pull request's comments is not a list")
         for comment in comments:
-            if not isinstance(comment, dict) or not str(comment.get("body", "")).startswith(MARKER):
+            if not isinstance(comment, dict) or not isinstance(comment.get("id"), int):
                 continue
-            comment_id = comment.get("id")
-            if not isinstance(comment_id, int):
+            body = comment.get("body")
+            if not isinstance(body, str) or body.split("\n", 1)[0].strip() not in (MARKER, LEGACY_MARKER):
                 continue
-            user = comment.get("user")
-            if isinstance(user, dict) and user.get("type") == "Bot":
-                return comment_id
-            found = comment_id if found is None else found
+            identity = identity or _identity(client)  # asked once, and only when some comment has the marker
+            if _written_by(comment.get("user"), identity):
+                return int(comment["id"])
         if len(comments) < _PER_PAGE:
-            return found
+            return None
     raise ApiError(0, f"the pull request has more than {_MAX_PAGES * _PER_PAGE} comments, not all looked through")
+
+
+def _identity(client: Client) -> tuple[str, str | None]:
+    """(login, type) of whom the token comments as: its user (`GET /user`) for a personal token; the job's token
+    (an installation token, which may not read a user: 401, 403 or 404) comments as `ACTIONS_BOT`."""
+    try:
+        user = client.get("/user")
+    except ApiError as exc:
+        if isinstance(exc, Refused) or exc.status not in (401, 403, 404):
+            raise
+        return ACTIONS_BOT
+    login = user.get("login") if isinstance(user, dict) else None
+    if not isinstance(login, str) or not login:
+        raise ApiError(0, "GET /user answered no login")
+    kind = user.get("type")
+    return login, kind if isinstance(kind, str) else None
+
+
+def _written_by(user: object, identity: tuple[str, str | None]) -> bool:
+    """Whether a comment's `user` is `identity`: the same login (GitHub's logins ignore case), and the same type
+    where both say (a person's login cannot hold `[bot]`, but a type that differs is never ours)."""
+    if not isinstance(user, dict) or not isinstance(user.get("login"), str):
+        return False
+    login, kind = identity
+    if user["login"].lower() != login.lower():
+        return False
+    return kind is None or not isinstance(user.get("type"), str) or user["type"] == kind

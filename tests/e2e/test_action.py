@@ -392,6 +392,33 @@ def test_the_comment_step_never_sends_the_token_to_another_origin(project: Path,
     assert line.startswith("::error title=flopbudget") and "the token is not sent there" in line
 
 
+def test_the_comment_step_never_edits_a_persons_comment_that_starts_with_the_marker(project: Path, tmp_path: Path):
+    """A reviewer quoted the comment's source, marker and all: the job's token (GET /user refused, so the
+    github-actions[bot]) edits only its own comment, and adds it next to the reviewer's."""
+    from fake_github import ACTIONS_BOT, FakeGitHub, pull_request_env, serving
+
+    from pytest_flopbudget.reporters.pr_comment import LEGACY_MARKER, MARKER
+
+    runner_temp = tmp_path / "runner-temp"
+    runner_temp.mkdir()
+    (runner_temp / "flopbudget-comment.md").write_text(f"{MARKER}\nbody\n", encoding="utf-8")
+    event = tmp_path / "event.json"
+    event.write_text('{"pull_request": {"number": 7}}', encoding="utf-8")
+    theirs = [
+        {"id": 2, "body": f"{LEGACY_MARKER}\nmy notes", "user": {"login": "reviewer", "type": "User"}},
+        {"id": 3, "body": f"{MARKER}\nquoted", "user": {"login": "reviewer", "type": "User"}},
+    ]
+    api = FakeGitHub()
+    api.comments = [dict(comment) for comment in theirs]
+    with serving(api) as url:
+        done = run_action_step(COMMENT_STEP, project, {"comment": "true"}, **pull_request_env(str(event), url))
+        assert done.returncode == 0 and done.stdout == "", done.stdout + done.stderr
+        assert api.comments == [*theirs, {"id": 101, "body": f"{MARKER}\nbody\n", "user": ACTIONS_BOT}]
+        (runner_temp / "flopbudget-comment.md").write_text(f"{MARKER}\nnext push\n", encoding="utf-8")
+        assert run_action_step(COMMENT_STEP, project, {"comment": "true"}, **pull_request_env(str(event), url))
+    assert api.comments == [*theirs, {"id": 101, "body": f"{MARKER}\nnext push\n", "user": ACTIONS_BOT}]
+
+
 def test_comment_is_off_by_default_and_the_check_has_no_token(project: Path, tmp_path: Path):
     from e2e_helpers import action_step
 

@@ -10,12 +10,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fake_github import TOKEN, FakeGitHub, pull_request_env, serving
+from fake_github import ACTIONS_BOT, REPOSITORY, TOKEN, FakeGitHub, pull_request_env, serving
 from reporter_helpers import RESNET, pyproject
 
 from pytest_flopbudget.reporters.ci import ReportSpec, emit
 from pytest_flopbudget.reporters.output import Findings
-from pytest_flopbudget.reporters.pr_comment import MARKER, MAX_CHARS, comment_body, post
+from pytest_flopbudget.reporters.pr_comment import LEGACY_MARKER, MARKER, MAX_CHARS, comment_body, post
 from pytest_flopbudget.run import RunResult
 
 
@@ -32,6 +32,9 @@ def github_env(tmp_path: Path, url: str, event: dict[str, Any] | None = None, **
     return pull_request_env(str(path), url, **extra)
 
 
+COMMENTS = f"/repos/{REPOSITORY}/issues/7/comments"
+
+
 def test_creates_once_then_updates_the_same_comment_in_place(api, tmp_path: Path) -> None:
     fake, url = api
     env = github_env(tmp_path, url)
@@ -43,25 +46,64 @@ def test_creates_once_then_updates_the_same_comment_in_place(api, tmp_path: Path
     assert [c["id"] for c in mine] == [created["id"]]
     assert mine[0]["body"] == f"{MARKER}\nsecond push\n"
     assert fake.comments[0]["body"] == "LGTM"  # the reviewer's comment untouched
-    assert [method for method, _, _ in fake.requests] == ["GET", "POST", "GET", "PATCH"]
+    # the token's identity is asked for once a comment starts with the marker (the job's token: 403, the bot)
+    edit = f"/repos/{REPOSITORY}/issues/comments/{created['id']}"
+    assert [(method, path.partition("?")[0]) for method, path, _ in fake.requests] == [
+        ("GET", COMMENTS), ("POST", COMMENTS), ("GET", COMMENTS), ("GET", "/user"), ("PATCH", edit)
+    ]  # fmt: skip
     assert out.getvalue() == ""
 
 
 def test_finds_its_comment_on_a_later_page(api, tmp_path: Path) -> None:
     fake, url = api
-    fake.comments = [{"id": i, "body": f"chat {i}"} for i in range(1, 151)] + [{"id": 500, "body": f"{MARKER}\nold"}]
+    chat = [{"id": i, "body": f"chat {i}"} for i in range(1, 151)]
+    fake.comments = [*chat, {"id": 500, "body": f"{MARKER}\nold", "user": ACTIONS_BOT}]
     assert post("new\n", github_env(tmp_path, url), io.StringIO()) == "updated"
-    assert fake.comments[-1] == {"id": 500, "body": f"{MARKER}\nnew\n"}  # the marker added when missing
+    assert fake.comments[-1] == {"id": 500, "body": f"{MARKER}\nnew\n", "user": ACTIONS_BOT}  # the marker added
 
 
-def test_the_bots_comment_wins_over_a_pasted_marker(api, tmp_path: Path) -> None:
+HUMAN = {"login": "someone", "type": "User"}
+RENOVATE = {"login": "renovate[bot]", "type": "Bot"}
+OCTOCAT = {"login": "octocat", "type": "User"}
+
+
+@pytest.mark.parametrize("marker", [MARKER, LEGACY_MARKER], ids=["marker", "legacy-marker"])
+def test_a_comment_by_anyone_else_that_starts_with_the_marker_is_never_edited(api, tmp_path: Path, marker: str) -> None:
+    """A person who pasted the marker, or another bot: their comments stay as they are, ours is a new one."""
     fake, url = api
+    theirs = [
+        {"id": 2, "body": f"{marker}\npasted", "user": HUMAN},
+        {"id": 3, "body": f"{marker}\nanother tool", "user": RENOVATE},
+        {"id": 4, "body": f"{marker}\nby a personal token", "user": OCTOCAT},
+    ]
+    fake.comments = [dict(comment) for comment in theirs]
+    assert post(f"{MARKER}\nnew\n", github_env(tmp_path, url), io.StringIO()) == "created"
+    assert fake.comments[:3] == theirs and fake.comments[3]["user"] == ACTIONS_BOT
+    assert [method for method, _, _ in fake.requests].count("PATCH") == 0
+
+
+def test_with_a_personal_token_its_user_is_the_identity(api, tmp_path: Path) -> None:
+    """GET /user answers for a personal token: that user's comment is ours, the Actions bot's is not."""
+    fake, url = api
+    fake.user = OCTOCAT
     fake.comments = [
-        {"id": 2, "body": f"{MARKER}\npasted", "user": {"login": "someone", "type": "User"}},
-        {"id": 3, "body": f"{MARKER}\nold", "user": {"login": "github-actions[bot]", "type": "Bot"}},
+        {"id": 2, "body": f"{MARKER}\nthe bot's", "user": ACTIONS_BOT},
+        {"id": 3, "body": f"{MARKER}\nold", "user": {"login": "OctoCat", "type": "User"}},  # logins ignore case
     ]
     assert post(f"{MARKER}\nnew\n", github_env(tmp_path, url), io.StringIO()) == "updated"
-    assert [c["body"] for c in fake.comments] == [f"{MARKER}\npasted", f"{MARKER}\nnew\n"]
+    assert [comment["body"] for comment in fake.comments] == [f"{MARKER}\nthe bot's", f"{MARKER}\nnew\n"]
+
+
+def test_its_own_comment_of_an_earlier_version_is_edited_onto_the_new_marker(api, tmp_path: Path) -> None:
+    fake, url = api
+    fake.comments = [{"id": 2, "body": f"{LEGACY_MARKER}\nold", "user": ACTIONS_BOT}]
+    assert post(f"{MARKER}\nnew\n", github_env(tmp_path, url), io.StringIO()) == "updated"
+    assert fake.comments == [{"id": 2, "body": f"{MARKER}\nnew\n", "user": ACTIONS_BOT}]
+
+
+def test_the_marker_is_a_hidden_line_of_its_own() -> None:
+    assert MARKER.startswith("<!-- pytest-flopbudget ") and MARKER.endswith(" -->") and "\n" not in MARKER
+    assert MARKER != LEGACY_MARKER and "--" not in MARKER[4:-3]  # one HTML comment, closed once
 
 
 @pytest.mark.parametrize("status", [403, 404])
