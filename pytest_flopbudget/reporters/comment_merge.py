@@ -57,7 +57,7 @@ def merge(parts: Sequence[Part], *, marker: str, max_chars: int) -> str:
         raise ValueError("no comment body to merge")
     if len(parts) == 1:
         return parts[0].body
-    headings = [f"## {html.escape(' '.join(part.title.split()), quote=False)}\n\n" for part in parts]
+    headings = [f"## {markdown.inert(html.escape(' '.join(part.title.split()), quote=False))}\n\n" for part in parts]
     bodies = [_without_marker(part.body, marker) for part in parts]
     overhead = len(marker) + 1 + sum(len(heading) for heading in headings) + len(parts) - 1
     shares = fair_shares([len(body) for body in bodies], max_chars - overhead)

@@ -49,6 +49,11 @@ WARNINGS_SHOWN = 10
 HEADER = ("", "model", "metric", "budget", "baseline", "now", "delta", "budget use")
 
 _MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]|~])")
+#: What GitHub turns into a mention (`@org/team` notifies the team) or a link to an issue (`#1`, `GH-1`): the point
+#: after the `@` or `#`, or the `-`, where a zero-width space goes, so that a name reads the same and links nothing.
+_REFERENCE = re.compile(r"(?<=@)(?!\u200b)|(?<=#)(?=\d)|(?<=\bgh-)(?=\d)", re.IGNORECASE)
+#: The zero-width space (as Dependabot writes `@\u200buser` in release notes it quotes).
+ZERO_WIDTH_SPACE = "\u200b"
 
 
 def summary(
@@ -192,9 +197,18 @@ def usage_bar(now: int, limit: int, cells: int = BAR_CELLS) -> str:
 
 
 def cell(text: str) -> str:
-    """A table cell: HTML-escaped, Markdown punctuation and `|` backslash-escaped, newlines as spaces."""
+    """A table cell: HTML-escaped, Markdown punctuation and `|` backslash-escaped, newlines as spaces, mentions and
+    references inert (`inert`)."""
     flat = " ".join(str(text).splitlines())
-    return _MARKDOWN_SPECIAL.sub(r"\\\1", html.escape(flat, quote=False))
+    return inert(_MARKDOWN_SPECIAL.sub(r"\\\1", html.escape(flat, quote=False)))
+
+
+def inert(text: str) -> str:
+    """`text` with no `@name` mention and no `#1` or `GH-1` reference for GitHub to act on: a zero-width space after
+    each `@` and between `#` or `GH-` and a digit. For every name that reaches GitHub Markdown outside a code block
+    (model and layer names, messages, headings): a layer named `@org/team` must not notify a team from a comment,
+    nor `#1` link an issue. Code blocks and spans need none (GitHub links nothing there)."""
+    return _REFERENCE.sub(ZERO_WIDTH_SPACE, text)
 
 
 # -- parts -----------------------------------------------------------------------------------------------------------
@@ -329,7 +343,7 @@ def _details_block(verdict: Verdict, update_hint: str, workspace: str, base_ref:
     """`<details>` with the one-line reason as summary and the terminal's per-layer diff as a code block."""
     text = terminal.details(verdict, update_hint=update_hint, start=workspace, base_ref=base_ref)
     fence = "`" * max(3, _longest_backtick_run(text) + 1)
-    summary_line = html.escape(" ".join(reason(verdict).splitlines()), quote=False)
+    summary_line = inert(html.escape(" ".join(reason(verdict).splitlines()), quote=False))
     return "\n".join(
         ["<details>", f"<summary>{STATUS['fail']} {summary_line}</summary>", "", fence + "text", text, fence, "",
          "</details>", ""]
@@ -342,7 +356,7 @@ def _change_block(verdict: Verdict) -> str:
     totals, *tables = format_diff(verdict).splitlines()
     text = "\n".join(tables)
     fence = "`" * max(3, _longest_backtick_run(text) + 1)
-    summary_line = html.escape(" ".join(totals.splitlines()), quote=False)
+    summary_line = inert(html.escape(" ".join(totals.splitlines()), quote=False))
     return "\n".join(
         ["<details>", f"<summary>{STATUS[_model_status(verdict)]} {summary_line}</summary>", "", fence + "text", text,
          fence, "", "</details>", ""]
@@ -370,15 +384,15 @@ def _curve_block(verdict: Verdict) -> str:
     formula, base = verdict.measurement.formula, verdict.baseline_formula
     if not table or formula is None or base is None:
         return ""
-    name = html.escape(" ".join(safe_text(verdict.name).splitlines()), quote=False)
-    dims = ", ".join(formula.dims)
+    name = inert(html.escape(" ".join(safe_text(verdict.name).splitlines()), quote=False))
+    dims = inert(html.escape(", ".join(formula.dims)))
     formulas = [
         f"- {cell(m.label)}: base `{base.total(m)}`, now `{formula.total(m)}`"
         for m in METRICS.growth
         if m in formula.totals and base.total(m) != formula.total(m) and verdict.judges(m)
     ]
     return "\n".join(
-        ["<details>", f"<summary>\U0001f4c8 {name}: cost curve changed in {html.escape(dims)}</summary>", "",
+        ["<details>", f"<summary>\U0001f4c8 {name}: cost curve changed in {dims}</summary>", "",
          *table, "", *formulas, "", f"{formula.holds.describe()}", "", "</details>", ""]
     )  # fmt: skip
 

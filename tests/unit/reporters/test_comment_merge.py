@@ -143,3 +143,8 @@ def test_a_body_that_fits_is_not_touched() -> None:
 )
 def test_fair_shares_cut_the_larger_bodies_first(sizes: list[int], room: int, shares: list[int]) -> None:
     assert fair_shares(sizes, room) == shares
+
+
+def test_a_heading_mentions_no_one() -> None:
+    parts = [Part("@org/team #1", f"{MARKER}\nfirst\n"), Part("b", f"{MARKER}\nsecond\n")]
+    assert merge(parts, marker=MARKER, max_chars=MAX_CHARS).split("\n")[1] == "## @\u200borg/team #\u200b1"

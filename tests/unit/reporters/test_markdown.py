@@ -147,6 +147,22 @@ def test_hostile_name_cannot_break_the_details_block(make_project, make_report) 
     assert before.count("<details>") == 1 and "</details>" not in before and after == "\n</details>\n"
 
 
+def test_names_mention_no_one_and_reference_no_issue(make_project, make_report) -> None:
+    """A model named `@org/team #1` would notify a team and link issue 1 from the job summary and the comment:
+    every name outside a code block gets a zero-width space after `@` and between `#` or `GH-` and a digit."""
+    name = "@org/team #1 GH-2"
+    project = make_project(PYPROJECT.replace('"a|b <i>x</i>"', f'"{name}"'))
+    grown = project.verdict(name, make_report({"@layer": 2500}))
+    text = summary([grown], update_hint=HINT)
+    inert = "@\u200borg/team #\u200b1 GH-\u200b2"
+    assert f"| ❌ | {inert} | MACs |" in text  # the table row
+    assert f"<summary>❌ {inert}: 1.25 kMACs &gt; budget" in text  # the folded diff's summary line
+    outside = text.split("````text")[0] if "````text" in text else text.split("```text")[0]
+    assert "@org" not in outside and "#1" not in outside and "GH-2" not in outside
+    assert "@layer" in text.split("```text")[1]  # a code block links nothing: the layer's name as it is
+    assert cell("a @b #3 c#d gh-x") == "a @\u200bb #\u200b3 c#d gh-x" == cell(cell("a @b #3 c#d gh-x"))
+
+
 def test_truncation_keeps_rows_before_details_and_says_so(make_project, make_report) -> None:
     models = "".join(
         f'[tool.flopbudget.models.m{i:03d}]\ntarget = "pkg:m"\ninputs = [[1]]\nflops = 10\n\n' for i in range(200)
