@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 from e2e_helpers import ACTION, run_action_step, step_outputs
 
+from pytest_flopbudget.reporters.pr_comment import LEGACY_MARKER, MARKER
 from pytest_flopbudget.version import __version__
 
 pytest.importorskip("yaml")
@@ -288,7 +289,7 @@ def test_comment_makes_the_check_write_the_body_and_its_own_step_post_it(project
     assert done.returncode == 0, done.stderr
     assert calls(tool) == [["check", "--base-ref", "origin/main", "--report", f"comment:{body}", *pictures(tmp_path)]]
     # the token is this step's alone, and a failed post never fails it
-    body.write_text("<!-- pytest-flopbudget -->\n", encoding="utf-8")
+    body.write_text(f"{MARKER}\n", encoding="utf-8")
     python = stand_in(bin_dir, "python", exit_code=1)
     done = run_action_step(
         COMMENT_STEP, project, {"comment": "true"}, path=[bin_dir], RUNNER_TEMP=str(runner_temp), GITHUB_TOKEN="t"
@@ -346,8 +347,6 @@ def test_the_comment_step_runs_no_module_the_project_could_plant(project: Path, 
     The step runs `python -I` from a directory of its own, and still posts the comment."""
     from fake_github import FakeGitHub, pull_request_env, serving
 
-    from pytest_flopbudget.reporters.pr_comment import MARKER
-
     runner_temp = tmp_path / "runner-temp"
     pwned = tmp_path / "pwned"
     user_base = tmp_path / "user-base"
@@ -375,8 +374,6 @@ def test_the_comment_step_never_sends_the_token_to_another_origin(project: Path,
     step says so in one error line, without failing the job."""
     from fake_github import FakeGitHub, pull_request_env, serving
 
-    from pytest_flopbudget.reporters.pr_comment import MARKER
-
     runner_temp = tmp_path / "runner-temp"
     runner_temp.mkdir()
     (runner_temp / "flopbudget-comment.md").write_text(f"{MARKER}\nbody\n", encoding="utf-8")
@@ -396,8 +393,6 @@ def test_the_comment_step_never_edits_a_persons_comment_that_starts_with_the_mar
     """A reviewer quoted the comment's source, marker and all: the job's token (GET /user refused, so the
     github-actions[bot]) edits only its own comment, and adds it next to the reviewer's."""
     from fake_github import ACTIONS_BOT, FakeGitHub, pull_request_env, serving
-
-    from pytest_flopbudget.reporters.pr_comment import LEGACY_MARKER, MARKER
 
     runner_temp = tmp_path / "runner-temp"
     runner_temp.mkdir()
@@ -492,7 +487,7 @@ def test_the_link_goes_to_the_job_summary_and_the_comments_footer(
     summary.write_text("### flopbudget: ✅ 2 models within budget\n", encoding="utf-8")
     body = tmp_path / "runner-temp" / "flopbudget-comment.md"
     body.parent.mkdir()
-    written = "<!-- pytest-flopbudget -->\n### flopbudget: ✅ 2 models within budget\n"
+    written = f"{MARKER}\n### flopbudget: ✅ 2 models within budget\n"
     body.write_text(written, encoding="utf-8")
     outputs = {"pictures": {"path": "page.html", "models": models}, "upload": {"artifact-url": URL}}
     done = run_action_step(LINK_STEP, project, steps=outputs)
@@ -560,4 +555,4 @@ def test_a_pull_request_that_grows_a_model_links_its_picture(project: Path, tmp_
     assert (tmp_path / "step-summary.md").read_text(encoding="utf-8").endswith(f"\n\n{line}\n")
     assert step_outputs(project) == {"line": line}  # the comment step's footer
     body = (tmp_path / "runner-temp" / "flopbudget-comment.md").read_text(encoding="utf-8")
-    assert body.startswith("<!-- pytest-flopbudget -->\n") and "grows:" in body  # the diff, folded
+    assert body.startswith(f"{MARKER}\n") and "grows:" in body  # the diff, folded

@@ -22,6 +22,8 @@ import pytest
 from e2e_helpers import MODELS, ProjectTemplate, clean_env, git, init_repo, run_action_step
 from fake_github import TOKEN, FakeGitHub, pull_request_env, serving
 
+from pytest_flopbudget.reporters.pr_comment import MARKER
+
 yaml = pytest.importorskip("yaml")
 pytest.importorskip("torch")
 
@@ -153,10 +155,10 @@ def test_the_comment_holds_the_pyproject_models_and_the_budgets_in_tests(project
     assert done.returncode == 0, done.stdout + done.stderr
     assert TOKEN not in done.stdout + done.stderr and "::notice" not in done.stdout
     assert [method for method, _, _ in fake.requests] == ["GET", "POST"]  # one comment for both runs
-    (comment,) = [c["body"] for c in fake.comments if c["body"].startswith("<!-- pytest-flopbudget -->")]
-    assert comment.count("<!-- pytest-flopbudget -->") == 1
+    (comment,) = [c["body"] for c in fake.comments if c["body"].startswith(MARKER)]
+    assert comment.count(MARKER) == 1
     head, check_part, pytest_part = re.split(r"^## .+\n\n", comment, flags=re.MULTILINE)
-    assert head == "<!-- pytest-flopbudget -->\n"
+    assert head == f"{MARKER}\n"
     assert "\n## pyproject models (flopbudget check)\n\n### flopbudget: ✅ 1 model within budget" in comment
     assert "\n## budgets in tests (pytest)\n\n### flopbudget: ❌ 1 of 1 model over budget" in comment
     # the pyproject model grew inside its budget: its rows and, folded, where (16 -> 32 MACs)

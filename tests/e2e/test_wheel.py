@@ -33,6 +33,8 @@ from export_formats import BENCHER_SCHEMA, parse_openmetrics, validate_benchmark
 from fake_github import NUMBER, FakeGitHub, pull_request_env, serving
 from test_onboarding import blocks, commands, pull_request, readme_section
 
+from pytest_flopbudget.reporters.pr_comment import MARKER
+
 yaml = pytest.importorskip("yaml")
 pytest.importorskip("torch")
 
@@ -454,7 +456,7 @@ def test_a_pull_request_that_grows_inside_its_budget_warns_with_the_grouped_diff
     # 4 blocks x (64*144 + 144*64) MACs = 73,728 now, 4 x (64*128 + 128*64) = 65,536 at the base: +12.5%
     summary = (tmp_path / "step-summary.md").read_text()
     body = (runner_temp / "flopbudget-comment.md").read_text()
-    assert body.startswith("<!-- pytest-flopbudget -->\n")
+    assert body.startswith(f"{MARKER}\n")
     for text in (summary, body):
         assert "+12.5%" in text and "more than warn-increase 1%" in text, text
         assert "blocks.{0..3}.up x4" in text and "blocks.{0..3}.down x4" in text, text
