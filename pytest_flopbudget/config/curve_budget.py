@@ -21,7 +21,7 @@ from pytest_flopbudget.config.location import LocatedError, Location, Problem
 from pytest_flopbudget.metrics import METRICS, SKIPPED, Metric
 
 #: Where a key below the budget's own key was written (`("seq",)` -> `...max-degree.seq`, line 12).
-Locate = Callable[[tuple[str, ...]], Location]
+Locate = Callable[[tuple[str | int, ...]], Location]
 
 #: A dim's name where the curve is not known yet (as `pyproject.DIM_NAME`, which this module sits below).
 DIM_NAME = re.compile(r"[A-Za-z_]\w*")
@@ -107,7 +107,7 @@ def parse_at(
     points: list[PointLimits] = []
     settable = {m.key: m for m in at_metrics()} | {m.argument: m for m in at_metrics()}
     for index, item in enumerate(value):
-        path = (str(index),)
+        path: tuple[str | int, ...] = (index,)
         if not isinstance(item, Mapping):
             problems.append(
                 Problem(locate(path), f'expected a table such as {{ seq = 8192, flops = "2T" }}, got {shown(item)}')

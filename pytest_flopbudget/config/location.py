@@ -27,6 +27,13 @@ class Location:
     file: str | None = None
     line: int | None = None
     key: str = ""
+    #: For a budget setting, its path below the budget that holds it, as the user wrote it: `("flops",)`,
+    #: `("phases", "forward", "flops")`, `("at", 0, "flops")` (an int: the index in a list), `("max-degree", "seq")`
+    #: in pyproject.toml; the marker's argument names in a marker (`("max_degree", "seq")`). Empty elsewhere. The
+    #: `to accept:` hint names the setting to edit from it.
+    slot: tuple[str | int, ...] = ()
+    #: Written as an argument of a `flop_budget` marker (else in pyproject.toml or nowhere).
+    marker: bool = False
 
     def location(self, start: str | None = None) -> str:
         """`pyproject.toml:12`, the path relative to `start` (default: the current directory) when inside it."""
@@ -45,12 +52,24 @@ class Location:
         return self.where()
 
     def to_dict(self) -> dict[str, Any]:
-        return {"file": self.file, "line": self.line, "key": self.key}
+        data: dict[str, Any] = {"file": self.file, "line": self.line, "key": self.key}
+        if self.slot:  # only for a budget setting: every other location's JSON is as it was
+            data["slot"] = list(self.slot)
+        if self.marker:
+            data["marker"] = True
+        return data
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Location:
         line = data.get("line")
-        return cls(file=data.get("file"), line=int(line) if line is not None else None, key=str(data.get("key", "")))
+        slot = tuple(part if isinstance(part, int) else str(part) for part in data.get("slot", ()))
+        return cls(
+            file=data.get("file"),
+            line=int(line) if line is not None else None,
+            key=str(data.get("key", "")),
+            slot=slot,
+            marker=bool(data.get("marker", False)),
+        )
 
 
 @dataclass(frozen=True)

@@ -30,6 +30,8 @@ else:  # pragma: no cover - exercised on Python < 3.11 only
 
 DEFAULT_BASELINE_DIR = ".flopbudget"
 TABLE: KeyPath = ("tool", "flopbudget")
+#: The table of the models, each `[tool.flopbudget.models.NAME]`.
+MODELS_TABLE: KeyPath = (*TABLE, "models")
 
 PROJECT_KEYS = ("baseline-dir", "collect-models", "require-baseline", "models")
 #: pyproject key -> budget slot (see `budget.parse_budget`): each metric's `key`, then max-increase and warn-increase.
@@ -236,8 +238,12 @@ class _Validator:
         self.lines = lines
         self.problems: list[Problem] = []
 
-    def source(self, path: KeyPath) -> Location:
-        return Location(str(self.pyproject), line_of(self.lines, path), ".".join(_quote_key(p) for p in path))
+    def source(self, path: tuple[str | int, ...]) -> Location:
+        """Where `path` is written; a key of a model's table also carries its path below the table (`slot`), the
+        setting a `to accept:` hint names (an int in `path` is an index in a list, `at`'s)."""
+        keys = tuple(str(part) for part in path)
+        slot = path[4:] if keys[:3] == MODELS_TABLE else ()
+        return Location(str(self.pyproject), line_of(self.lines, keys), ".".join(quote_key(p) for p in keys), slot=slot)
 
     def problem(self, path: KeyPath, message: str) -> None:
         self.problems.append(Problem(self.source(path), message))
@@ -523,7 +529,7 @@ class _Validator:
         for key, parse in parsers.items():
             if key in entry:
 
-                def locate(sub: tuple[str, ...], key: str = key) -> Location:
+                def locate(sub: tuple[str | int, ...], key: str = key) -> Location:
                     return self.source((*path, key, *sub))
 
                 try:
@@ -535,7 +541,7 @@ class _Validator:
         return dataclasses.replace(budget, degrees=found.get("max-degree", ()), at=found.get("at", ()))
 
 
-def _quote_key(part: str) -> str:
+def quote_key(part: str) -> str:
     """Key path components as TOML would need them written (`models."vit tiny".flops`)."""
     return part if re.fullmatch(r"[A-Za-z0-9_-]+", part) else '"' + part.replace('"', '\\"') + '"'
 

@@ -24,7 +24,9 @@ def locate_keys(text: str) -> dict[KeyPath, int]:
     """Every key path declared in `text` -> the 1-based line where it first appears.
 
     A table header `[a.b]` records `("a", "b")`; `c = 1` below it records `("a", "b", "c")`; dotted keys and
-    inline tables record every level (`d.e = {f = 1}` gives `a.b.d`, `a.b.d.e` and `a.b.d.e.f`).
+    inline tables record every level (`d.e = {f = 1}` gives `a.b.d`, `a.b.d.e` and `a.b.d.e.f`). An element of an
+    array is under its index, as tomllib's list is: `[[a.at]]`'s second `c = 1` and `at = [{ c = 1 }, { c = 2 }]`'s
+    second `c` are both `("a", "at", "1", "c")`.
     """
     scanner = _Scanner(text)
     with contextlib.suppress(IndexError, ValueError):
@@ -72,6 +74,7 @@ class _Scanner:
         self.line = 1
         self.lines: dict[KeyPath, int] = {}
         self.statements: list[Statement] = []
+        self.arrays: dict[KeyPath, int] = {}  # each array of tables met so far -> the index of its last element
 
     def run(self) -> None:
         table: KeyPath = ()
@@ -81,10 +84,16 @@ class _Scanner:
             if char == "[":
                 array = self.text.startswith("[[", self.pos)
                 self._advance(2 if array else 1)
-                table = self._key()
+                header = self._key()
+                table = self._in_arrays(header)
+                if array:  # `[[a.at]]`: the next element of the array, `a.at.0`, `a.at.1`, ...
+                    index = self.arrays.get(table, -1) + 1
+                    self.arrays[table] = index
+                    self._record(table)
+                    table = (*table, str(index))
                 self._record(table)
                 self._expect("]]" if array else "]")
-                self.statements.append(Statement(first, self.line, table, array))
+                self.statements.append(Statement(first, self.line, header, array))
             else:
                 self._key_value(table)
                 self.statements.append(Statement(first, self.line, None))
@@ -133,12 +142,14 @@ class _Scanner:
 
     def _array(self, path: KeyPath) -> None:
         self._advance(1)
+        index = 0
         while True:
             self._skip_blank(newlines=True, comments=True)
             if self.text[self.pos] == "]":
                 self._advance(1)
                 return
-            self._value(path)
+            self._value((*path, str(index)))  # an element's keys under its index, as an array of tables'
+            index += 1
             self._skip_blank(newlines=True, comments=True)
             if self.text[self.pos] == ",":
                 self._advance(1)
@@ -183,6 +194,16 @@ class _Scanner:
         return _unescape(raw) if quote == '"' else raw
 
     # -- low level ---------------------------------------------------------------------------------------------
+
+    def _in_arrays(self, header: KeyPath) -> KeyPath:
+        """`header` with the index of the current element after each array of tables it goes through (`[a.at.x]`
+        below the second `[[a.at]]` is `a.at.1.x`)."""
+        path: KeyPath = ()
+        for part in header:
+            path = (*path, part)
+            if path in self.arrays and len(path) < len(header):
+                path = (*path, str(self.arrays[path]))
+        return path
 
     def _record(self, path: KeyPath) -> None:
         for end in range(1, len(path) + 1):

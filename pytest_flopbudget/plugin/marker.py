@@ -78,14 +78,20 @@ def marker_budget(
     values = {_MARKER_SLOTS[key]: value for key, value in arguments.items()}
     line = marker_line(origin.file, origin.line, marker) or origin.line  # the decorator or pytest.param to edit
     sources = {
-        _MARKER_SLOTS[key]: Location(origin.file, line, f"{item.name}: flop_budget({key}=...)") for key in arguments
+        _MARKER_SLOTS[key]: Location(origin.file, line, f"{item.name}: flop_budget({key}=...)", (key,), marker=True)
+        for key in arguments
     }
     try:
         budget = parse_budget(values, sources, Location(origin.file, line, origin.key))
         budget = _with_curve(budget, curve, Location(origin.file, line, f"{item.name}: flop_budget"))
         if phases is not None:
-            where = Location(origin.file, line, f"{item.name}: flop_budget(phases=...)")
-            budget = dataclasses.replace(budget, phases=parse_phase_budgets(phases, where))
+            where = Location(origin.file, line, f"{item.name}: flop_budget(phases=...)", ("phases",), marker=True)
+
+            def source_of(phase: str, key: str | None) -> Location:
+                slot = ("phases", phase) if key is None else ("phases", phase, str(key))
+                return dataclasses.replace(where, slot=slot)
+
+            budget = dataclasses.replace(budget, phases=parse_phase_budgets(phases, where, source_of))
     except FlopBudgetError as exc:
         raise Failure(str(exc)) from None
     entry = models.get(name) if name else None
@@ -108,9 +114,13 @@ def _with_curve(budget: Budget, arguments: Mapping[str, object], where: Location
     if not arguments:
         return budget
 
-    def locate(key: str) -> Callable[[tuple[str, ...]], Location]:
+    def locate(key: str) -> Callable[[tuple[str | int, ...]], Location]:
         return lambda sub: Location(
-            where.file, where.line, f"{where.key}({key}=...)" + "".join(f"[{s!r}]" for s in sub)
+            where.file,
+            where.line,
+            f"{where.key}({key}=...)" + "".join(f"[{s!r}]" for s in sub),
+            (key, *sub),
+            marker=True,
         )
 
     degrees = parse_max_degree(arguments["max_degree"], locate("max_degree"), None) if "max_degree" in arguments else ()

@@ -1,19 +1,15 @@
 """What the outputs say about a model's formula: a failed model's details show the formula of each metric (and the
-baseline's where it differs) and the edit that accepts a higher degree; the job summary shows the base and head
-curves of every model whose formula changed, as figures along the range (docs/curve-budgets.md)."""
+baseline's where it differs); the job summary shows the base and head curves of every model whose formula changed,
+as figures along the range (docs/curve-budgets.md)."""
 
 from __future__ import annotations
 
-import re
-
-from pytest_flopbudget.judge.verdict import Finding, FindingKind, Verdict
+from pytest_flopbudget.judge.verdict import Verdict
 from pytest_flopbudget.metrics import METRICS, Metric
 from pytest_flopbudget.render.formatting import format_percent, format_value
 
 #: At most this many sizes along the first dim in a summary's curve table: the range's ends and powers of two between.
 CURVE_POINTS = 6
-
-_DEGREE = re.compile(r"\(max-degree (\w+) = \d+\)")
 
 
 def formula_lines(verdict: Verdict) -> list[str]:
@@ -32,15 +28,6 @@ def formula_lines(verdict: Verdict) -> list[str]:
             line += f"  (baseline {base.total(metric)})"
         lines.append(line)
     return lines
-
-
-def degree_edit(finding: Finding, start: str | None = None) -> str | None:
-    """`set max-degree seq = 2 at pyproject.toml:8`, the edit that accepts a degree finding (None for another)."""
-    match = _DEGREE.search(finding.message)
-    if finding.kind != FindingKind.DEGREE or finding.actual is None or match is None or finding.source is None:
-        return None
-    where = finding.source.location(start)
-    return f"set max-degree {match.group(1)} = {finding.actual}" + (f" at {where}" if where else "")
 
 
 def changed_curves(verdict: Verdict) -> list[Metric]:

@@ -8,11 +8,12 @@ refresh a baseline). Tables are collapsed to the top rows so a large model never
 
 from __future__ import annotations
 
-import re
+import json
 import shlex
 from collections.abc import Iterable, Sequence
 
 from pytest_flopbudget.config.location import Location
+from pytest_flopbudget.config.pyproject import quote_key
 from pytest_flopbudget.front_ends import PYTEST_UPDATE_HINT
 from pytest_flopbudget.judge.diff import LayerDiff, top_layers
 from pytest_flopbudget.judge.diff_groups import group_changes
@@ -134,21 +135,25 @@ def phase_lines(verdict: Verdict, metrics: Sequence[Metric], against: str) -> li
     return phase_diffs(verdict.baseline, verdict.report, per_op, against)
 
 
+#: What each kind of failure needs to be accepted: a new baseline only, or an edit of its budget too. A failure of
+#: any other kind (a budget that cannot be checked: not measured, no formula) is not accepted by a new baseline, so
+#: no hint offers one (the reason already says what to change); the hint never sends a user round in a loop.
+_UPDATED_AWAY = {FindingKind.INCREASE, FindingKind.NO_BASELINE, FindingKind.GROWTH, FindingKind.FORMULA}
+_EDITED = {FindingKind.CEILING, FindingKind.POINT_CEILING, FindingKind.DEGREE}
+
+
 def accept_hint(verdict: Verdict, *, update_hint: str, base_ref: str | None = None, start: str | None = None) -> str:
-    """What to do when the change is intended, as one complete instruction: each line to edit with the value that
-    would pass (a ceiling: the count rounded up to 3 significant digits; max-increase under `--base-ref`: the growth
-    rounded up to 0.1%), then the command that records the new baseline, so that following it makes the next run
-    clean (raising a ceiling alone would leave the growth over the old baseline reported on every run)."""
+    """What to do when the change is intended, as one complete instruction: each setting to edit with the value that
+    would pass (a ceiling, a phase's or a point's: the count rounded up to 3 significant digits; a degree: the
+    formula's; max-increase under `--base-ref`: the growth rounded up to 0.1%), then the command that records the
+    new baseline, so that following it makes the next run clean (raising a ceiling alone would leave the growth
+    over the old baseline reported on every run). Empty where no such instruction exists."""
     kinds = {f.kind for f in verdict.violations} - {FindingKind.CACHE_MISMATCH}  # the cache's fault: not to accept
-    if not kinds or FindingKind.BASELINE in kinds:
+    if not kinds or FindingKind.BASELINE in kinds or not kinds <= _UPDATED_AWAY | _EDITED:
         return ""
     edits: list[str] = []
     for finding in verdict.violations:
-        if finding.kind == FindingKind.CEILING and finding.metric is not None and finding.actual is not None:
-            exact = finding.metric.whole  # a number of op calls is written as it is
-            value = str(finding.actual) if exact else ceiling_above(finding.actual, prefixes=finding.metric.prefixes)
-            edits.append(budget_edit(finding.source, finding.metric, value, start))
-        edit = curve_lines.degree_edit(finding, start)
+        edit = finding_edit(finding, start)
         if edit is not None:
             edits.append(edit)
     growth = [f for f in verdict.violations if f.kind == FindingKind.INCREASE and f.baseline is not None]
@@ -160,41 +165,60 @@ def accept_hint(verdict: Verdict, *, update_hint: str, base_ref: str | None = No
     return f"to accept: {'; '.join(dict.fromkeys(edits))}; then run {command} and commit both"
 
 
-#: The marker argument for each budget slot, named by its metric or its pyproject key.
-_MARKER_ARGUMENT = {
-    **{name: metric.argument for metric in METRICS for name in (metric, metric.key)},
-    "max-increase": "max_increase",
-}
-_MARKER_KEY = re.compile(r"flop_budget\((\w+)=\.\.\.\)$")
+def finding_edit(finding: Finding, start: str | None = None) -> str | None:
+    """The edit that accepts one finding over a ceiling (a model's, a phase's, at a point of the curve) or a
+    degree; None for any other."""
+    if finding.metric is None or finding.actual is None:
+        return None
+    if finding.kind == FindingKind.DEGREE:
+        return budget_edit(finding.source, finding.metric, str(finding.actual), start, whole=True)
+    if finding.kind in (FindingKind.CEILING, FindingKind.POINT_CEILING):
+        exact = finding.metric.whole  # a number of op calls is written as it is
+        value = str(finding.actual) if exact else ceiling_above(finding.actual, prefixes=finding.metric.prefixes)
+        return budget_edit(finding.source, finding.metric, value, start)
+    return None
 
 
-def budget_edit(source: Location | None, metric: Metric | str, value: str, start: str | None = None) -> str:
+def budget_edit(
+    source: Location | None, metric: Metric | str, value: str, start: str | None = None, *, whole: bool = False
+) -> str:
     """`set flops = "11.5M" at pyproject.toml:7 (tool.flopbudget.models.net)`, or for a marker budget
-    `set flops="241" in the flop_budget marker at tests/test_net.py:5`: the line to edit and the value to write.
+    `set flops="241" in the flop_budget marker at tests/test_net.py:5`: the setting to edit, where, and the value
+    to write. A setting below a table names the table (`set flops = "2T" at pyproject.toml:9
+    (tool.flopbudget.models.gpt.at[0])`), or in a marker the path to it (`set phases["forward"]["flops"]="1.2k"`).
 
-    The slot is the one the budget was written in (a MAC budget may sit in the `flops` slot: its value keeps the
-    MAC unit), and a skipped-ops budget is a whole number. `metric` is a metric, or `max-increase`."""
+    The slot is the one the budget was written in (`source.slot`; a MAC budget may sit in the `flops` slot: its
+    value keeps the MAC unit), and a skipped-ops budget or a degree (`whole`) is a whole number. `metric` is a
+    metric, or `max-increase`."""
     definition = METRICS.get(metric)
-    key = source.key if source is not None else ""
-    marker = _MARKER_KEY.search(key)
-    if marker is not None:
-        slot = _MARKER_ARGUMENT.get(marker.group(1), marker.group(1))
-    elif key.startswith("tool.flopbudget."):
-        slot = key.rsplit(".", 1)[-1]
-    else:
-        slot = definition.key if definition is not None else metric
-    slot_metric = METRICS.by_argument(slot) or METRICS.by_key(slot)
-    if (definition is not None and definition.whole) or (slot_metric is not None and slot_metric.whole):
+    slot: tuple[str | int, ...] = (
+        source.slot if source is not None and source.slot else (definition.key if definition else str(metric),)
+    )
+    name = str(slot[-1])
+    slot_metric = METRICS.by_argument(name) or METRICS.by_key(name)
+    if whole or (definition is not None and definition.whole) or (slot_metric is not None and slot_metric.whole):
         written = value
     elif definition is not None and slot_metric is not None and slot_metric != definition:
         written = f'"{value} {definition.label}"'  # a MAC budget in the flops slot keeps its unit
     else:
         written = f'"{value}"'
     where = source.location(start) if source is not None else ""
-    if marker is not None:
-        return f"set {slot}={written} in the flop_budget marker" + (f" at {where}" if where else "")
-    table = key.rsplit(".", 1)[0] if key.startswith("tool.flopbudget.") else ""
-    return f"set {slot} = {written}" + (f" at {where}" if where else "") + (f" ({table})" if table else "")
+    at = f" at {where}" if where else ""
+    if source is not None and source.marker:
+        path = str(slot[0]) + "".join(f"[{json.dumps(part)}]" for part in slot[1:])  # as Python writes it
+        return f"set {path}={written} in the flop_budget marker{at}"
+    table = _table_of(source, slot) if source is not None else ""
+    return f"set {name} = {written}{at}" + (f" ({table})" if table else "")
+
+
+def _table_of(source: Location, slot: tuple[str | int, ...]) -> str:
+    """The TOML table that holds the setting `slot` names (`tool.flopbudget.models.gpt.at[0]`), from the fields
+    of its location: the model's table is its key less the slot's own path."""
+    written = ".".join(quote_key(str(part)) for part in slot)
+    if not source.slot or not source.key.endswith("." + written):
+        return ""
+    table = source.key[: -len(written) - 1]
+    return table + "".join(f"[{part}]" if isinstance(part, int) else f".{quote_key(part)}" for part in slot[:-1])
 
 
 def _increase_edit(verdict: Verdict, growth: Sequence[Finding], start: str | None) -> str:

@@ -8,6 +8,8 @@ to leave a permanent "+30.6% over baseline"). Through `flopbudget check` (pyproj
 
 from __future__ import annotations
 
+import ast
+import json
 import re
 import shlex
 import subprocess
@@ -15,6 +17,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import tomllib
 from e2e_helpers import MODELS, ProjectTemplate, clean_env, flopbudget, git, init_repo
 
 pytest.importorskip("torch")
@@ -176,3 +179,268 @@ def test_following_the_pytest_hints_for_markers_makes_the_next_run_clean(tmp_pat
     assert clean.returncode == 0, clean.stdout
     assert "warning" not in clean.stdout.lower() and "over baseline" not in clean.stdout
     assert clean.stdout.count(" ok ") == 3 and "stale" not in clean.stdout
+
+
+# -- every budget kind, in pyproject.toml and in the marker ----------------------------------------------------------
+#
+# Each model starts under budgets it breaks (ceilings of 1), so the first hints set every ceiling to the count; then
+# the models grow (WIDTH 2 -> 5: a wider layer and buffer, more rfft calls that have no formula, a seq**2 term), and
+# the second hints raise each setting again. Both rounds are followed literally and must end in a clean run.
+
+GROWING_MODELS = """\
+import torch
+from torch import nn
+
+WIDTH = 2
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.proj = nn.Linear(8, WIDTH)
+        self.register_buffer("scale", torch.ones(WIDTH))
+
+    def forward(self, x):
+        y = self.proj(x) * self.scale
+        for _ in range(WIDTH):
+            y = y + torch.fft.rfft(y, dim=-1).real.sum(-1, keepdim=True)
+        if WIDTH > 2:
+            y = y + (x @ x.transpose(-1, -2)).sum(-1, keepdim=True)
+        return y
+
+
+class Quantized(nn.Module):
+    def forward(self, a, b):
+        return torch._int_mm(a, torch.cat([b] * WIDTH, dim=1))
+
+
+def net():
+    return Net()
+
+
+def plain():
+    return nn.Linear(8, WIDTH)
+
+
+def quantized():
+    return Quantized()
+"""
+
+SEQ = 'inputs = [[1, "seq", 8]]\ndims = { seq = 16 }\ncurve = { seq = [4, 64] }\n'
+
+EVERY_KIND_PYPROJECT = f"""\
+[tool.flopbudget.models.ceilings]
+target = "models:net"
+inputs = [[1, 16, 8]]
+flops = "1"
+macs = "1"
+params = "1"
+max-skipped-ops = 0
+bytes = "1"
+param-bytes = "1"
+buffer-bytes = "1"
+peak-memory = "1"
+
+[tool.flopbudget.models.mac-slot]
+target = "models:plain"
+inputs = [[1, 8]]
+flops = "1 MACs"
+max-increase = "5%"
+warn-increase = "1%"
+
+[tool.flopbudget.models.int]
+target = "models:quantized"
+inputs = [{{ shape = [32, 64], dtype = "int8" }}, {{ shape = [64, 8], dtype = "int8" }}]
+int-ops = "1"
+
+[tool.flopbudget.models.phases]
+target = "models:plain"
+inputs = [[1, 8]]
+training = true
+phases = {{ forward = {{ flops = "1" }}, backward = {{ macs = "1", bytes = "1" }} }}
+
+[tool.flopbudget.models.curve]
+target = "models:net"
+{SEQ}max-degree = {{ seq = 1, bytes = {{ seq = 1 }} }}
+at = [{{ seq = 64, flops = "1" }}, {{ seq = 32, macs = "1", bytes = "1" }}]
+
+[tool.flopbudget.models.points]
+target = "models:net"
+{SEQ}
+[[tool.flopbudget.models.points.at]]
+seq = 64
+flops = "1"
+bytes = "1"
+"""
+
+# each marker on one line, as the hint's edit names one line (the decorator's)
+CEILINGS = 'flops="1", macs="1", params="1", max_skipped_ops=0, bytes="1", param_bytes="1", buffer_bytes="1", '
+CEILINGS += 'peak_memory="1"'
+ON_THE_CURVE = 'max_degree={"seq": 1, "bytes": {"seq": 1}}, '
+ON_THE_CURVE += 'at=[{"seq": 64, "flops": "1"}, {"seq": 32, "macs": "1", "bytes": "1"}]'
+EVERY_KIND_TESTS = """\
+import pytest
+import torch
+from torch import nn
+
+from models import Net, Quantized, plain
+
+
+@pytest.mark.flop_budget(CEILINGS)
+def test_ceilings(flopbudget):
+    flopbudget.count(Net(), torch.zeros(1, 16, 8))
+
+
+@pytest.mark.flop_budget(flops="1 MACs", max_increase="5%", warn_increase="1%")
+def test_mac_slot(flopbudget):
+    flopbudget.count(plain(), torch.zeros(1, 8))
+
+
+@pytest.mark.flop_budget(int_ops="1")
+def test_int(flopbudget):
+    flopbudget.count(Quantized(), torch.zeros(32, 64, dtype=torch.int8), torch.zeros(64, 8, dtype=torch.int8))
+
+
+@pytest.mark.flop_budget(phases={"forward": {"flops": "1"}, "backward": {"macs": "1", "bytes": "1"}})
+def test_phases(flopbudget):
+    flopbudget.count(plain(), torch.zeros(1, 8), training=True)
+
+
+@pytest.mark.flop_budget(ON_THE_CURVE)
+def test_curve(flopbudget):
+    flopbudget.count_curve(Net(), [1, "seq", 8], dims={"seq": 16}, curve={"seq": (4, 64)})
+""".replace("CEILINGS", CEILINGS).replace("ON_THE_CURVE", ON_THE_CURVE)
+
+PYPROJECT_EDIT = re.compile(
+    r'^set (?P<key>[\w-]+) = (?P<value>"[^"]*"|\d+) at (?P<file>[^:]+):(?P<line>\d+)(?: \((?P<table>[^)]*)\))?$'
+)
+MARKER_PATH_EDIT = re.compile(
+    r'^set (?P<path>\w+(?:\[[^\]]+\])*)=(?P<value>"[^"]*"|\d+) in the flop_budget marker '
+    r"at (?P<file>[^:]+):(?P<line>\d+)$"
+)
+
+
+def toml_inline(value: object) -> str:
+    """`value` written back as a TOML inline value (the few types a budget holds)."""
+    if isinstance(value, dict):
+        return "{ " + ", ".join(f"{key} = {toml_inline(item)}" for key, item in value.items()) + " }"
+    if isinstance(value, list):
+        return "[" + ", ".join(toml_inline(item) for item in value) + "]"
+    return json.dumps(value)
+
+
+def set_in_toml_line(line: str, table: str, key: str, value: str) -> str:
+    """Set `key` in the inline table `table` names, on a line such as `at = [{ seq = 64, flops = "1" }]`."""
+    model_table = re.match(r"tool\.flopbudget\.models\.[\w-]+", table)
+    assert model_table, table
+    path: list[str | int] = [
+        int(part[1:-1]) if part.startswith("[") else part
+        for part in re.findall(r"\[\d+\]|[\w-]+", table[model_table.end() :])
+    ]
+    ((first, data),) = tomllib.loads(line).items()
+    assert first == path[0], (line, table)
+    holder = data
+    for part in path[1:]:
+        holder = holder[part]
+    holder[key] = tomllib.loads(f"v = {value}")["v"]
+    return f"{first} = {toml_inline(data)}\n"
+
+
+def set_in_marker_line(line: str, path: str, value: str) -> str:
+    """Set the marker argument `path` (`phases["forward"]["flops"]`) on a line holding `flop_budget(...)`."""
+    start = line.index("flop_budget(")
+    call = ast.parse(line[start:].strip().rstrip(",")).body[0].value  # type: ignore[attr-defined]
+    arguments = {kw.arg: ast.literal_eval(kw.value) for kw in call.keywords}
+    name, *subscripts = re.findall(r"^\w+|\[[^\]]+\]", path)
+    new = ast.literal_eval(value)
+    if subscripts:
+        holder = arguments[name]
+        *walk, last = [ast.literal_eval(s[1:-1]) for s in subscripts]
+        for part in walk:
+            holder = holder[part]
+        holder[last] = new
+    else:
+        arguments[name] = new
+    written = ", ".join(f"{key}={value!r}" for key, value in arguments.items())
+    return line[:start] + f"flop_budget({written})" + line[start + len(ast.unparse(call)) :]
+
+
+PROGRAM = {"flopbudget": [sys.executable, "-m", "pytest_flopbudget"], "pytest": [sys.executable, "-m", "pytest"]}
+
+
+def follow_every(project: Path, output: str) -> int:
+    """Follow each `to accept:` hint `output` holds, literally; the number followed."""
+    hints = HINT.findall(output)
+    for edits, command in hints:
+        for edit in edits.split("; "):
+            toml, marker = PYPROJECT_EDIT.match(edit), MARKER_PATH_EDIT.match(edit)
+            found = toml or marker
+            assert found, edit
+            path = project / found["file"]
+            lines = path.read_text().splitlines(keepends=True)
+            number = int(found["line"]) - 1
+            if toml and lines[number].startswith(f"{found['key']} = "):
+                lines[number] = f"{found['key']} = {found['value']}\n"
+            elif toml:
+                lines[number] = set_in_toml_line(lines[number], found["table"], found["key"], found["value"])
+            else:
+                lines[number] = set_in_marker_line(lines[number], found["path"], found["value"])
+            path.write_text("".join(lines))
+        words = shlex.split(command)
+        program = {
+            "flopbudget": [sys.executable, "-m", "pytest_flopbudget"],
+            "pytest": [sys.executable, "-m", "pytest"],
+        }
+        done = subprocess.run(
+            [*program[words[0]], *words[1:]], cwd=project, capture_output=True, text=True, env=clean_env(), timeout=300
+        )
+        assert done.returncode == 0, done.stdout + done.stderr
+    return len(hints)
+
+
+def grow(project: Path) -> None:
+    models = project / "models.py"
+    models.write_text(models.read_text().replace("WIDTH = 2", "WIDTH = 5"))
+
+
+@pytest.mark.slow
+def test_every_budget_kind_in_pyproject_is_accepted_by_following_its_hint(tmp_path: Path) -> None:
+    (tmp_path / "models.py").write_text(GROWING_MODELS)
+    (tmp_path / "pyproject.toml").write_text(EVERY_KIND_PYPROJECT)
+    flopbudget(tmp_path, "check", "--update")
+    for grown in (False, True):
+        if grown:
+            grow(tmp_path)
+        failed = flopbudget(tmp_path, "check")
+        assert failed.returncode == 1, failed.stdout + failed.stderr
+        # every model fails, and each has a hint that edits its settings (the mac slot keeps its unit)
+        assert follow_every(tmp_path, failed.stdout) == 6, failed.stdout
+        assert 'set flops = "' in failed.stdout and ' MACs" at pyproject.toml:16' in failed.stdout
+        assert "(tool.flopbudget.models.curve.at[1])" in failed.stdout
+        assert "(tool.flopbudget.models.phases.phases.backward)" in failed.stdout
+        clean = flopbudget(tmp_path, "check")
+        assert clean.returncode == 0, failed.stdout + "\n-- after following --\n" + clean.stdout + clean.stderr
+        assert "to accept" not in clean.stdout and "over baseline" not in clean.stdout
+    # the seq**2 term the growth added: the degree was raised to what the formula has
+    assert "max-degree = { seq = 2, bytes = { seq = 2 } }" in (tmp_path / "pyproject.toml").read_text()
+
+
+@pytest.mark.slow
+def test_every_budget_kind_in_a_marker_is_accepted_by_following_its_hint(tmp_path: Path) -> None:
+    (tmp_path / "models.py").write_text(GROWING_MODELS)
+    tests = tmp_path / "test_budgets.py"
+    tests.write_text(EVERY_KIND_TESTS)
+    pytest_in(tmp_path, "--flopbudget-update")
+    for grown in (False, True):
+        if grown:
+            grow(tmp_path)
+        failed = pytest_in(tmp_path, "-rA")
+        assert failed.returncode == 1, failed.stdout
+        assert follow_every(tmp_path, failed.stdout) == 5, failed.stdout
+        assert 'set phases["backward"]["macs"]="' in failed.stdout
+        assert 'set at[1]["bytes"]="' in failed.stdout
+        compile(tests.read_text(), str(tests), "exec")  # the edited markers are still Python
+        clean = pytest_in(tmp_path, "-rA")
+        assert clean.returncode == 0, failed.stdout + "\n-- after following --\n" + clean.stdout
+        assert "to accept" not in clean.stdout and "over baseline" not in clean.stdout
+    assert "max_degree={'seq': 2, 'bytes': {'seq': 2}}" in tests.read_text()

@@ -129,8 +129,8 @@ def test_a_model_with_only_a_budget_on_the_curve_declares_a_budget(tmp_path: Pat
 def test_a_marker_names_any_dim_and_any_positive_size() -> None:
     """A marker's curve is not known when it is read: its dims are judged on the formula the test counts."""
 
-    def locate(sub: tuple[str, ...]) -> Location:
-        return Location("t.py", 3, ".".join(("max_degree", *sub)))
+    def locate(sub: tuple[str | int, ...]) -> Location:
+        return Location("t.py", 3, ".".join(map(str, ("max_degree", *sub))))
 
     flops, *_ = parse_max_degree({"seq": 1}, locate, None)
     assert (flops.metric, flops.dim, flops.degree) == (FLOPS, "seq", 1)

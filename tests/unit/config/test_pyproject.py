@@ -91,8 +91,8 @@ def test_locator_finds_headers_keys_dotted_keys_and_inline_tables() -> None:
     assert lines[("tool", "flopbudget", "models", "multi", "params")] == 14
     assert lines[("tool", "flopbudget", "models", "deep")] == 16
     assert lines[("tool", "flopbudget", "models", "deep", "flops")] == 19
-    assert lines[("tool", "other", "x")] == 21
-    assert line_of(lines, ("tool", "flopbudget", "models", "multi", "inputs", "1", "dtype")) == 11
+    assert lines[("tool", "other", "0", "x")] == 21  # an array's element is under its index, as in tomllib's list
+    assert line_of(lines, ("tool", "flopbudget", "models", "multi", "inputs", "1", "dtype")) == 13
     assert line_of(lines, ("nowhere",)) is None
 
 
@@ -475,3 +475,26 @@ def test_onnx_target_is_counted_with_named_shapes(project: Path) -> None:
     entry = entry_for(project, target='"graphs/net.onnx"', inputs="{x = [2, 8]}", macs="64")
     report = count_entry(entry, project)
     assert (report.macs, report.params, report.backend) == (64, 32, "onnx")
+
+
+def test_locator_finds_each_element_of_an_array_of_tables_on_its_own_line() -> None:
+    text = (
+        "[tool.flopbudget.models.gpt]\n"  # 1
+        'at = [{ seq = 64, flops = "1" },\n'  # 2
+        '      { seq = 32, macs = "1" }]\n'  # 3
+        "[[tool.flopbudget.models.vit.at]]\n"  # 4
+        "seq = 8\n"  # 5
+        "[[tool.flopbudget.models.vit.at]]\n"  # 6
+        'peak-memory = "1"\n'  # 7
+        "[tool.flopbudget.models.vit.at.extra]\n"  # 8: a table below the second element
+        "x = 1\n"  # 9
+    )
+    lines = locate_keys(text)
+    models = ("tool", "flopbudget", "models")
+    assert lines[(*models, "gpt", "at", "0", "flops")] == 2
+    assert lines[(*models, "gpt", "at", "1", "macs")] == 3
+    assert lines[(*models, "vit", "at")] == 4
+    assert lines[(*models, "vit", "at", "0", "seq")] == 5
+    assert lines[(*models, "vit", "at", "1")] == 6
+    assert lines[(*models, "vit", "at", "1", "peak-memory")] == 7
+    assert lines[(*models, "vit", "at", "1", "extra", "x")] == 9

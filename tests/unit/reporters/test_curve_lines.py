@@ -11,10 +11,11 @@ from pytest_flopbudget.judge.verdict import Measurement, evaluate
 from pytest_flopbudget.metrics import FLOPS, MACS
 from pytest_flopbudget.report import LayerCost, PhaseTotals, Report
 from pytest_flopbudget.reporters import annotations, json_report
-from pytest_flopbudget.reporters.curve_lines import degree_edit, formula_lines
+from pytest_flopbudget.reporters.curve_lines import formula_lines
+from pytest_flopbudget.reporters.terminal import finding_edit
 
 DIMS = ("seq",)
-SOURCE = Location("/p/pyproject.toml", 7, "tool.flopbudget.models.gpt.max-degree.seq")
+SOURCE = Location("/p/pyproject.toml", 7, "tool.flopbudget.models.gpt.max-degree.seq", ("max-degree", "seq"))
 
 
 def formula(attn: str) -> Formula:
@@ -47,7 +48,10 @@ def test_the_details_print_the_formula_and_the_baseline_formula_where_it_differs
 
 def test_a_degree_finding_is_accepted_by_raising_max_degree() -> None:
     (finding,) = verdict(formula("2*seq**2")).violations
-    assert degree_edit(finding, start="/p") == "set max-degree seq = 2 at pyproject.toml:7"
+    # the setting is max-degree's seq, written in the model's table: the degree the formula has is what passes
+    assert finding_edit(finding, start="/p") == (
+        "set seq = 2 at pyproject.toml:7 (tool.flopbudget.models.gpt.max-degree)"
+    )
 
 
 def test_the_annotation_is_titled_by_what_the_budget_on_the_curve_says() -> None:

@@ -199,7 +199,7 @@ def test_under_a_base_ref_the_least_max_increase_that_passes_is_given(tmp_path) 
 
 def test_a_marker_budget_names_the_marker_and_the_test(tmp_path) -> None:
     origin = Location(str(tmp_path / "test_net.py"), 12, "test_net")
-    sources = {"macs": Location(origin.file, 12, "test_net: flop_budget(macs=...)")}
+    sources = {"macs": Location(origin.file, 12, "test_net: flop_budget(macs=...)", ("macs",), marker=True)}
     budget = parse_budget({"macs": "100"}, sources, origin)
     measurement = Measurement("net", make_report({"a": 400}), budget, origin, "test_net.py::test_net[a b]")
     verdict = evaluate(measurement, None)
