@@ -105,11 +105,16 @@ class IsolatedCounter:
 
     def count_curve(self, entry: ModelEntry, root: Path) -> tuple[Report, Formula]:
         """The count at the entry's point and its formula (`curve.engine.count_curve`), in the model's child."""
-        report = self.count(entry, root)[0]
+        report, formula, _ = self.count_with_formula(entry, root)
+        return report, formula
+
+    def count_with_formula(self, entry: ModelEntry, root: Path) -> tuple[Report, Formula, Dependencies | None]:
+        """`count_curve`, and what the count (every point of the curve) read, as `count` gives it."""
+        report, dependencies = self.count(entry, root)
         formula = self._formulas.pop(entry.name, None)
         if formula is None:
             raise CountingError(f"{entry.source.where()}: its count sent back no formula")
-        return report, formula
+        return report, formula, dependencies
 
     def _prepare(self) -> None:
         """Import torch and warm the backend up once, before the first fork, so that every child starts warm.
@@ -259,37 +264,62 @@ class CachedCounter:
         """Look every model up first, so the models to be counted are known (and share their libraries' process)."""
         for entry in entries:
             self._lookups[entry.name] = self.cache.lookup(entry_key(entry.table, root))
-        self.counter.plan([e for e in entries if self.verify or e.curve or self._lookups[e.name].report is None])
+        self.counter.plan([e for e in entries if self.verify or self._answer(e, self._lookups[e.name]) is None])
+
+    @staticmethod
+    def _answer(entry: ModelEntry, found: Lookup) -> tuple[Report, Formula | None] | None:
+        """What a record answers for `entry`: its Report, with the formula for a model with a curve (a record
+        without one answers nothing for it: a budget on the curve is never judged without its formula)."""
+        if found.report is None or (entry.curve and found.formula is None):
+            return None
+        return found.report, found.formula
 
     def __call__(self, entry: ModelEntry, root: Path) -> Report:
+        return self._count(entry, root, curve=False)[0]
+
+    def count_curve(self, entry: ModelEntry, root: Path) -> tuple[Report, Formula]:
+        """A count with a curve: its Report at the entry's point and its formula, from one record. The record is
+        kept under the same rules as a point count's: every point of the curve is counted in the model's child,
+        so what any of them read is in its facts, and the key holds the curve's range and dims."""
+        report, formula = self._count(entry, root, curve=True)
+        if formula is None:  # pragma: no cover - _count gives a formula for a curve
+            raise CountingError(f"{entry.source.where()}: its count sent back no formula")
+        return report, formula
+
+    def _count(self, entry: ModelEntry, root: Path, *, curve: bool) -> tuple[Report, Formula | None]:
         key = entry_key(entry.table, root)
         found = self._lookups.pop(entry.name, None) or self.cache.lookup(key)
         if found.untrusted is not None:
             self.untrusted.append((entry.name, found.untrusted))
-        if found.report is not None and not self.verify:
+        answer = self._answer(entry, found) if curve or not entry.curve else None
+        if answer is not None and not self.verify:
             self.hits.append(entry.name)
-            return found.report
-        report, dependencies = self.counter.count(entry, root)
-        if found.report is not None:
-            difference = report_difference(found.report, report)
+            return answer
+        formula: Formula | None = None
+        if curve:
+            report, formula, dependencies = self.counter.count_with_formula(entry, root)
+        else:
+            report, dependencies = self.counter.count(entry, root)
+        if answer is not None:
+            difference = report_difference(answer[0], report) or _formula_difference(answer[1], formula)
             if difference is not None:
                 self.mismatches.append((entry.name, difference))
         reason = not_cacheable(dependencies)
         if reason is None and dependencies is not None:
-            self.cache.save(key, entry.name, report, dependencies)
+            self.cache.save(key, entry.name, report, dependencies, formula)
         else:
             self.not_cached.append((entry.name, reason or "what it read could not be recorded"))
             self.cache.discard(key)  # an older record must not answer for it either
-        return report
+        return report, formula
 
-    def count_curve(self, entry: ModelEntry, root: Path) -> tuple[Report, Formula]:
-        """A count with a curve, never from the cache nor into it: a record holds a point's Report, and answering a
-        budget on the curve from one would judge it without its formula (fail closed)."""
-        self._lookups.pop(entry.name, None)
-        self.cache.discard(entry_key(entry.table, root))
-        counted = self.counter.count_curve(entry, root)
-        self.not_cached.append((entry.name, "a count with a curve is not cached (its formula is counted each time)"))
-        return counted
+
+def _formula_difference(cached: Formula | None, fresh: Formula | None) -> str | None:
+    """How a record's formula differs from the fresh count's (`formula cached ..., counted ...`), or None."""
+    old = _plain(cached.to_dict()) if cached is not None else None
+    new = _plain(fresh.to_dict()) if fresh is not None else None
+    if old == new:
+        return None
+    return "formula " + _first_difference(old, new, "")
 
 
 def not_cacheable(dependencies: Dependencies | None) -> str | None:

@@ -33,6 +33,7 @@ from typing import Any
 from pytest_flopbudget.atomic_file import read_regular_file, write_atomic
 from pytest_flopbudget.cache import signing as record_signing
 from pytest_flopbudget.cache.dependencies import Dependencies
+from pytest_flopbudget.curve.formula import Formula
 from pytest_flopbudget.metrics import METRICS
 from pytest_flopbudget.report import Report
 
@@ -52,8 +53,11 @@ CACHEDIR_TAG = (
     "# For information about cache directory tags, see https://bford.info/cachedir/\n"
 )
 GITIGNORE = "# Created by pytest-flopbudget automatically.\n*\n"
-#: Keys of a model's table that judge a count but do not change it: editing a ceiling must not recount.
-CEILING_KEYS = frozenset({*(metric.key for metric in METRICS), "max-increase", "warn-increase"})
+#: Keys of a model's table that judge a count but do not change it: editing a ceiling (a model's, a phase's, one at
+#: a point of the curve, a degree) must not recount.
+CEILING_KEYS = frozenset(
+    {*(metric.key for metric in METRICS), "max-increase", "warn-increase", "phases", "max-degree", "at"}
+)
 
 
 def cache_enabled(setting: bool | None, env: Mapping[str, str]) -> bool:
@@ -98,6 +102,8 @@ def entry_key(table: Mapping[str, Any], root: Path) -> str:
 class CountRecord:
     report: Report
     dependencies: Dependencies
+    #: A model with a `curve`: its formula, counted in the same run as the report (under the same facts).
+    formula: Formula | None = None
 
 
 @dataclass
@@ -107,6 +113,7 @@ class Lookup:
 
     report: Report | None = None
     untrusted: str | None = None
+    formula: Formula | None = None
 
 
 class CountCache:
@@ -144,7 +151,7 @@ class CountCache:
             return Lookup(untrusted=record)
         if record.dependencies.changed(memo=self._memo) is not None:
             return Lookup()
-        return Lookup(record.report)
+        return Lookup(record.report, formula=record.formula)
 
     def read(self, key: str) -> CountRecord | str | None:
         """The record, if it is there, authentic and whole; else why it was not believed (a str), or None."""
@@ -166,21 +173,26 @@ class CountCache:
         try:
             if data.get("format") != FORMAT or data.get("key") != key:
                 return None
-            return CountRecord(Report.from_dict(data["report"]), Dependencies.from_dict(data["dependencies"]))
+            formula = Formula.from_dict(data["formula"]) if data.get("formula") is not None else None
+            return CountRecord(Report.from_dict(data["report"]), Dependencies.from_dict(data["dependencies"]), formula)
         except Exception:  # from another version, or our own bug: recount and overwrite
             return None
 
-    def save(self, key: str, name: str, report: Report, dependencies: Dependencies) -> None:
+    def save(
+        self, key: str, name: str, report: Report, dependencies: Dependencies, formula: Formula | None = None
+    ) -> None:
         """Write a signed record atomically; the first failure is kept in `write_error` and later writes skipped."""
         if self.write_error is not None or self.key is None:
             return
-        data = {
+        data: dict[str, Any] = {
             "format": FORMAT,
             "key": key,
             "model": name,
             "report": report.to_dict(),
             "dependencies": dependencies.to_dict(),
         }
+        if formula is not None:  # only for a model with a curve: every other record is as it was
+            data["formula"] = formula.to_dict()
         try:
             signed = {**data, SIGNATURE: record_signing.sign(self.key, canonical(data))}
             self._prepare()

@@ -131,6 +131,12 @@ class _Attempt:
         self.checked: list[Point] = []
         self.missed: list[Point] = []
         self.failing: set[Hashable] = set()
+        #: Core series with no polynomial of degree MAX_DEGREE or less along some dim (a sort's `n*ceil(log2(n))`):
+        #: fitted like a peak, reported in `failing`, so the other series keep their exact formulas.
+        self.demoted: set[Hashable] = set()
+
+    def is_core(self, key: Hashable) -> bool:
+        return self.core(key) and key not in self.demoted
 
     def along(self, axis: int, index: int) -> Point:
         point = list(self.base)
@@ -153,14 +159,25 @@ class _Attempt:
         return True
 
     def _degree(self, axis: int) -> int | None:
+        """The lowest degree along `axis` at which every core series' next finite difference vanishes. A series
+        whose differences vanish at no degree up to MAX_DEGREE while others' do is demoted (not core): one metric
+        that is no polynomial must not cost the others their formulas. None when no core series has one, or the
+        lattice has too few sizes to tell."""
+        settled: dict[Hashable, int] = {}
         for degree in range(MAX_DEGREE + 1):
             if degree + 2 > len(self.axes[axis]):
-                return None
+                return None  # too few sizes to tell: another lattice, or no formula
             values = [self.sampler(self.along(axis, i)) for i in range(degree + 2)]
-            keys = {key for sample in values for key in sample if self.core(key)}
-            if all(_difference([sample.get(key, 0) for sample in values]) == 0 for key in keys):
+            keys = {key for sample in values for key in sample if self.is_core(key)}
+            for key in keys - set(settled):
+                if _difference([sample.get(key, 0) for sample in values]) == 0:
+                    settled[key] = degree
+            if keys <= set(settled):
                 return degree
-        return None
+        if not settled:
+            return None
+        self.demoted |= {key for key in keys if key not in settled}
+        return max(settled.values())
 
     def _verification_points(self) -> list[Point]:
         """The degree probes (one lattice point past the grid per dim) and the far corner; a point between them
@@ -179,7 +196,7 @@ class _Attempt:
         keys = set(sample) | set(self.polys)
         missed = {key for key in keys if self.polys.get(key, Polynomial(self.dims)).at(values) != sample.get(key, 0)}
         self.checked.append(point)
-        core_missed = any(self.core(key) for key in missed)
+        core_missed = any(self.is_core(key) for key in missed)
         if core_missed:
             self.missed.append(point)
         else:
@@ -206,7 +223,7 @@ def _finish(attempt: _Attempt, sampler: Sampler) -> Fit:
         ranges=ranges,
         piecewise=piecewise,
         broken_at=broken_at,
-        failing=attempt.failing,
+        failing=attempt.failing | attempt.demoted,
         samples=len(sampler.cache),
         verified=len(set(attempt.checked)),
     )

@@ -12,6 +12,8 @@ from .formula import Formula
 from .polynomial import Polynomial
 
 ROOT_LABEL = "(model)"
+#: In place of a metric's polynomial where the fit missed a count: a peak that is a maximum, a sort's n*ceil(log2 n).
+NOT_EXACT = "not exact (no polynomial of its counts holds on the range: no formula)"
 
 
 def formula_text(formula: Formula, depth: int | None = 2, metric: Metric = FLOPS) -> str:
@@ -23,7 +25,11 @@ def formula_text(formula: Formula, depth: int | None = 2, metric: Metric = FLOPS
     ]
     width = max(len(m.label) for m in formula.totals) if formula.totals else 0
     for total_metric, poly in formula.totals.items():
-        lines.append(f"  {total_metric.label:<{width}}  {poly}")
+        shown = NOT_EXACT if total_metric in holds.inexact else str(poly)
+        lines.append(f"  {total_metric.label:<{width}}  {shown}")
+    if metric in holds.inexact:  # a fit that missed a count is no formula to read per layer either
+        lines.append(f"{metric.label} per layer: {NOT_EXACT}")
+        return "\n".join(lines)
     rows = _rows(formula, depth, metric)
     if rows:
         lines.append(f"{metric.label} per layer:")

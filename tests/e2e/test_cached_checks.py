@@ -679,3 +679,66 @@ def test_the_cached_and_uncached_paths_agree_when_one_models_import_changes_anot
     assert "1 of 2 models unchanged" in partly.stderr
     assert uncached.stdout == missed.stdout == partly.stdout
     assert flops(uncached, "second") == "34"
+
+
+CURVE_MODEL = """\
+import torch
+from torch import nn
+
+from pkg.helpers import block
+
+
+class Attention(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.proj = block(8)
+
+    def forward(self, x):
+        with open("counted.log", "a") as log:
+            log.write("curve\\n")
+        y = self.proj(x)
+        return torch.softmax(y @ y.transpose(-1, -2), dim=-1) @ y
+
+
+def build():
+    return Attention()
+"""
+
+CURVE_TABLE = """
+[tool.flopbudget.models.curve]
+target = "pkg.attention:build"
+inputs = [[1, "seq", 8]]
+dims = { seq = 32 }
+curve = { seq = [8, 64] }
+flops = "10M"
+max-degree = { seq = 2 }
+at = [{ seq = 64, flops = "10M" }]
+"""
+
+
+def test_a_model_with_a_curve_is_cached_with_its_formula_and_recounted_when_what_it_read_changes(
+    project: Path,
+) -> None:
+    (project / "pkg" / "attention.py").write_text(CURVE_MODEL)
+    pyproject = project / "pyproject.toml"
+    pyproject.write_text(PYPROJECT + CURVE_TABLE)
+    counted, first = check(project)
+    assert counted.count("curve") > 5 and "not cached" not in first.stderr, first.stderr  # every point of the curve
+    counted, second = check(project)
+    assert counted == [], second.stderr  # the formula too came from the record
+    assert "3 of 3 models unchanged since their cached count" in second.stderr
+    assert second.stdout == first.stdout  # the same verdicts, judged on the same formula
+    # a budget on the curve judges the count, it does not change it: editing it recounts nothing
+    pyproject.write_text(
+        pyproject.read_text().replace('at = [{ seq = 64, flops = "10M" }]', 'at = [{ seq = 64, flops = "1k" }]')
+    )
+    counted, tighter = check(project)
+    assert counted == [] and tighter.returncode == 1 and "FLOPs at seq=64:" in tighter.stdout
+    # the range does: a new formula, counted
+    pyproject.write_text(pyproject.read_text().replace("curve = { seq = [8, 64] }", "curve = { seq = [8, 128] }"))
+    counted, _ = check(project)
+    assert "curve" in counted and "small" not in counted
+    # and so does a file any point of the curve read (the helper every count imports)
+    (project / "pkg" / "helpers.py").write_text(HELPERS.replace("nn.Linear(width, 2)", "nn.Linear(width, 8)"))
+    counted, _ = check(project)
+    assert "curve" in counted and "small" in counted and "other" not in counted

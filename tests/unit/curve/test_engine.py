@@ -11,8 +11,10 @@ import pytest
 from pytest_flopbudget.backends import count_entry
 from pytest_flopbudget.config.pyproject import ModelEntry, parse_settings
 from pytest_flopbudget.curve.engine import count_curve, series
+from pytest_flopbudget.curve.text import formula_text
 from pytest_flopbudget.errors import CountingError
-from pytest_flopbudget.metrics import FLOPS, MACS, PARAMS
+from pytest_flopbudget.judge.curve_verdict import not_exact
+from pytest_flopbudget.metrics import BYTES, FLOPS, MACS, PARAMS, PEAK_MEMORY
 
 torch = pytest.importorskip("torch")
 
@@ -113,6 +115,44 @@ def test_a_gpt_decoders_macs_are_its_linear_weights_times_seq_plus_its_attention
     assert all(formula.layer(f"h.{i}.attn", MACS).term((2,)) == 2 * d_model for i in range(layers))
     unseen = [{"seq": s} for s in (17, 97, 333, 509)]
     assert_agrees_at(model, root, formula, unseen)
+
+
+MIXTRAL = """
+import torch
+import transformers
+
+
+def mixtral():
+    config = transformers.MixtralConfig(
+        vocab_size=128, hidden_size=32, intermediate_size=48, num_hidden_layers=2, num_attention_heads=4,
+        num_key_value_heads=2, num_local_experts=4, num_experts_per_tok=2, max_position_embeddings=512,
+    )
+    torch.manual_seed(0)
+    return transformers.MixtralForCausalLM(config).eval()
+"""
+
+
+def test_a_moe_routers_sort_costs_only_flops_their_formula(root: Path) -> None:
+    """Mixtral's routing sorts the token-expert pairs (n*ceil(log2 n) comparisons, no polynomial): FLOPs have no
+    exact formula and say so, while MACs, bytes and peak memory keep theirs, exact at lengths never counted (the
+    whole curve failed with "no polynomial of degree 6 or less")."""
+    pytest.importorskip("transformers")
+    (root / "moe_models.py").write_text(MIXTRAL)
+    model = entry(
+        root, "moe_models:mixtral", '[{ shape = [1, "seq"], dtype = "int64" }]', "{ seq = 32 }", "{ seq = [8, 128] }"
+    )
+    _, formula = count_curve(model, root)
+    assert formula.holds.inexact == (FLOPS,) and not formula.holds.piecewise
+    # attention 2 layers * (QK^T + AV: 2 * hidden 32 * seq**2) = 128*seq**2 MACs, the rest linear in seq
+    assert formula.total(MACS).degree("seq") == 2 and formula.total(MACS).term((2,)) == 128
+    for point in ({"seq": 9}, {"seq": 77}, {"seq": 127}):
+        report = count_entry(model.at(point), root)
+        for metric in (MACS, BYTES, PEAK_MEMORY, PARAMS):
+            assert formula.total(metric).at(point) == metric.of_report(report), (point, metric)
+    why = not_exact(FLOPS, formula)
+    assert why is not None and why.startswith("FLOPs: the formula is not exact on the curve")
+    flops_line = next(line for line in formula_text(formula).splitlines() if line.startswith("  FLOPs"))
+    assert flops_line.split()[1:3] == ["not", "exact"]  # no polynomial shown that does not hold
 
 
 def test_linear_attention_has_degree_one_in_seq(root: Path) -> None:

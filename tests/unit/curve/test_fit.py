@@ -64,6 +64,20 @@ def test_a_series_outside_the_core_that_misses_is_named_not_trusted() -> None:
     assert not found.piecewise and found.failing == {"peak"}
 
 
+def test_a_series_that_is_no_polynomial_costs_only_itself_its_formula() -> None:
+    """A sort of n items costs n*ceil(log2(n)) comparisons (a MoE router's): no polynomial, so that series is
+    reported as failing while every other series keeps its exact formula (it was an error for all of them)."""
+
+    def cost(s: int) -> dict[str, int]:
+        return {"macs": 3 * s * s + s, "flops": 6 * s * s + 2 * s + s * math.ceil(math.log2(s)), "bytes": 8 * s}
+
+    found = fitted(cost, ["seq"], [(8, 512)])
+    assert texts(found)["macs"] == "3*seq**2 + seq" and texts(found)["bytes"] == "8*seq"
+    assert found.failing == {"flops"} and not found.piecewise
+    for size in (9, 100, 333, 511):  # exact off the lattice for the polynomial series
+        assert found.polys["macs"].at({"seq": size}) == 3 * size * size + size
+
+
 def test_a_range_too_small_or_no_polynomial_is_an_error() -> None:
     with pytest.raises(FitError, match=r"seq in \[1, 4\] has fewer than 6 sizes"):
         fitted(lambda s: {"a": s}, ["seq"], [(1, 4)])
