@@ -26,6 +26,7 @@ from torch.utils._pytree import tree_flatten, tree_map
 from ...errors import CountingError
 from ...metrics import BUFFER_BYTES, BYTES, PARAM_BYTES, PARAMS, PEAK_MEMORY, Metric
 from ...report import LayerCost, Report, conventions_with
+from .. import signals
 from ..formulas import Cost, on_integers
 from ..registry import Free
 from ..tally import DATA_DEPENDENT_SHAPE, NO_FORMULA, Tally, formula_failed
@@ -123,6 +124,8 @@ class CountingMode(TorchDispatchMode):
             values.where = lambda: tracker.current
 
     def __torch_dispatch__(self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: Any = None) -> Any:
+        if signals.has_pending():  # a signal's exception some callback swallowed: the count ends here instead
+            signals.raise_pending()
         if func is _PRIM_DEVICE:
             # C++ reading a fake tensor's device (`matmul`, `to`): 76k of Mamba's 132k dispatches at sequence 128.
             # Free, never a known value, and the fake tensor answers it: nothing else here applies.
@@ -345,6 +348,27 @@ def count_torch(
     peak: LiveBytes | None = None,
     generation: Generation | None = None,
 ) -> Report:
+    """`_count_torch` with every interrupting signal delivered (counting/signals.py): a Ctrl-C or a timeout during the
+    count ends it, even where it landed in a callback that ignores exceptions."""
+    with signals.delivered_during_count():
+        return _count_torch(
+            model, args, kwargs, training=training, execution=execution, loss_fn=loss_fn, method=method, peak=peak,
+            generation=generation,
+        )  # fmt: skip
+
+
+def _count_torch(
+    model: Any,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    *,
+    training: bool = False,
+    execution: str = "fake",
+    loss_fn: Callable[[Any], Any] | None = None,
+    method: str = "forward",
+    peak: LiveBytes | None = None,
+    generation: Generation | None = None,
+) -> Report:
     """Every count follows the live tensor bytes of the counted call (peak_memory.py): the Report's `peak_memory`;
     `peak`, if given, is the tracker to use (to read its details afterwards). With `generation` the call is a
     generation (generation.py): the Report gets its phases."""
@@ -363,7 +387,12 @@ def count_torch(
     tracker: ModulePathTracker | None = None
     live = peak if peak is not None else LiveBytes()
     try:
-        with deferred_dynamo(), _quiet_fake_tensor_log(), _execution_context(execution) as context:
+        with (
+            signals.delivered_during_count(),
+            deferred_dynamo(),
+            _quiet_fake_tensor_log(),
+            _execution_context(execution) as context,
+        ):
             stand_in = _by_identity(context.tensor)
             copier = ModelCopy(context.parameter, stand_in)
             with context.outside():  # objects deep-copied for real, as they were made
@@ -399,6 +428,8 @@ def count_torch(
             except CountingError:
                 raise
             except Exception as exc:
+                if signals.from_signal(exc):  # a harness's timeout: its own exception, not the model's error
+                    raise
                 raise _unknown_value_needed(exc, model, mode) or _explain(
                     exc, model, tracker, mode, execution, method
                 ) from None

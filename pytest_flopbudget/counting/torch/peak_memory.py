@@ -6,7 +6,11 @@ graph's saved copy) lets go of it. So the count can follow the real run's live b
 
 - at the start, the storages of the (copied) model's parameters and buffers and of the inputs are alive;
 - every storage an op creates is added when the op returns (`LiveBytes.observe`, called by the counting mode), and
-  subtracted by a weak-reference callback when the storage dies (its last tensor, view or saved copy is gone);
+  subtracted when the storage dies (its last tensor, view or saved copy is gone): its weak reference's callback is
+  a builtin (`list.append` of the dead reference), and the next `observe` subtracts what died. A callback written in
+  Python would run Python code at any moment, where a signal's exception (Ctrl-C, a harness's `SIGALRM` timeout)
+  raised inside it is printed and ignored: one count in four outlived its signal. A builtin runs no bytecode, so
+  the signal's handler runs in the count's own code and ends the count every time;
 - a storage first seen as an op's input (a tensor held somewhere the start did not look: a plain tensor attribute
   of a module, a constant in a closure) is taken to have been alive from the start: it raises the current figure
   and the peak seen so far.
@@ -70,8 +74,12 @@ class LiveBytes:
         #: set when an op could not be followed: the count then has no peak-memory figure
         self.failed = False
         self._tracker: ModulePathTracker | None = None
-        #: id of a live storage -> (weak reference to it, its bytes); the callback removes the entry
+        #: id of a live storage -> (weak reference to it, its bytes); a dead one is removed by `_forget_dead`
         self._storages: dict[int, tuple[weakref.ref[Any], int]] = {}
+        #: weak references whose storage died since the last `_forget_dead` (appended by the builtin callback)
+        self._dead: list[weakref.ref[Any]] = []
+        #: id of a weak reference -> the id of its storage, to find the entry a dead reference stood for
+        self._keys: dict[int, int] = {}
         #: the timeline (`timeline()`): live bytes after each op, the layer each run of ops ran in, where the
         #: backward began, and storages found alive late (sample index, bytes), which every earlier sample lacks
         self._samples = array("q")
@@ -117,6 +125,8 @@ class LiveBytes:
         # Runs for every op: an input's storage is nearly always followed already, so it is looked up inline, and
         # `_add` runs only for one not seen yet (alive since before the call, so every figure so far was short of
         # its bytes) or one without a storage (counted as unsized there).
+        if self._dead:
+            self._forget_dead()
         storages = self._storages
         late = 0
         for value in args:
@@ -165,22 +175,30 @@ class LiveBytes:
             return 0
         key = id(storage)
         if key in self._storages:
-            return 0
+            if self._storages[key][0]() is storage:
+                return 0
+            self._forget_dead()  # died since the last op, and its id is a new storage's now
         try:
             size = int(storage.nbytes())
         except Exception:  # a symbolic size fake mode cannot hint
             self.unsized += 1
             return 0
-        self._storages[key] = (weakref.ref(storage, self._released(key, size)), size)
+        reference = weakref.ref(storage, self._dead.append)  # a builtin callback: see the module's docstring
+        self._storages[key] = (reference, size)
+        self._keys[id(reference)] = key
         self.live += size
         return size
 
-    def _released(self, key: int, size: int) -> Any:
-        def callback(_: Any) -> None:
-            if self._storages.pop(key, None) is not None:
-                self.live -= size
-
-        return callback
+    def _forget_dead(self) -> None:
+        """Subtract the bytes of every storage that died since the last call."""
+        dead = self._dead  # the same list the callbacks append to: emptied in place
+        while dead:
+            reference = dead.pop()
+            key = self._keys.pop(id(reference), None)
+            entry = self._storages.get(key) if key is not None else None
+            if entry is not None and entry[0] is reference:
+                del self._storages[key]  # type: ignore[arg-type]
+                self.live -= entry[1]
 
 
 def _parameters_and_buffers(model: torch.nn.Module) -> list[torch.Tensor]:
