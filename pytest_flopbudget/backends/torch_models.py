@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_flopbudget.config.location import Location
-from pytest_flopbudget.config.pyproject import DEFAULT_DTYPE, InputSpec, ModelEntry, is_reference
+from pytest_flopbudget.config.pyproject import DEFAULT_DTYPE, InputSpec, ModelEntry, elements_problem, is_reference
 
 from ..errors import CountingError
 from ..report import Report
@@ -218,6 +218,10 @@ def build_inputs(entry: ModelEntry, root: Path, model: Any = None) -> tuple[tupl
             return tuple(value), {}
         return (value,), {}
     device = "meta" if entry.execution == "fake" else "cpu"
+    for each in spec if isinstance(spec, list) else spec.values():  # sized by dims at a point: checked here
+        too_many = elements_problem(each.shape)
+        if too_many is not None:
+            raise _problem(source, f"an input cannot be made: {too_many}")
     positional, named = _typed_specs(entry, model) if model is not None else _as_given(spec)
     return (
         tuple(_tensor(s, device) for s in positional),

@@ -13,7 +13,15 @@ from __future__ import annotations
 import re
 from collections.abc import Collection, Sequence
 
-from pytest_flopbudget.config.pyproject import DIM_NAME, DTYPES, Inputs, InputSpec, is_reference
+from pytest_flopbudget.config.pyproject import (
+    DIM_NAME,
+    DTYPES,
+    Inputs,
+    InputSpec,
+    elements_problem,
+    is_reference,
+    size_problem,
+)
 
 from .project import UsageError
 
@@ -23,9 +31,11 @@ GRAMMAR = (
     "package.module:function returning the inputs"
 )
 
-_SIZES = re.compile(r"\d+(?:\s*[,x]\s*\d+)*")
+#: ASCII digits only: `\d` and `str.isdigit` also take `²` or `٣`, which `int()` refuses or reads otherwise.
+_SIZES = re.compile(r"[0-9]+(?:\s*[,x]\s*[0-9]+)*")
 #: Sizes where some are named dims (`1,seq`, sized by `--dim seq=...`): separated by commas only.
-_NAMED_SIZES = re.compile(r"(?:\d+|[A-Za-z_]\w*)(?:\s*,\s*(?:\d+|[A-Za-z_]\w*))*")
+_NAMED_SIZES = re.compile(r"(?:[0-9]+|[A-Za-z_]\w*)(?:\s*,\s*(?:[0-9]+|[A-Za-z_]\w*))*")
+_NUMBER = re.compile(r"[0-9]+")
 
 
 def parse_inputs(values: Sequence[str] | None, dtype: str | None = None, dims: Collection[str] = ()) -> Inputs:
@@ -83,17 +93,26 @@ def parse_spec(text: str, dtype: str | None, original: str, dims: Collection[str
         check_dtype(own_dtype, f"--input {original!r}")
     if named:  # `1,seq`: the named axis is sized by --dim (0 until then)
         parts = tuple(part.strip() for part in sizes.split(","))
-        unsized = [part for part in parts if not part.isdigit() and part not in dims]
+        unsized = [part for part in parts if not _NUMBER.fullmatch(part) and part not in dims]
         if unsized:
             raise UsageError(
                 f"--input {original!r} is not a shape: {GRAMMAR}; a name such as {unsized[0]} is a dim, sized with "
                 f"--dim {unsized[0]}=2048 (a point) or --dim {unsized[0]}=64..8192 (a range)"
             )
-        names = tuple(None if part.isdigit() else part for part in parts)
-        shape = tuple(int(part) if part.isdigit() else 0 for part in parts)
+        names = tuple(None if _NUMBER.fullmatch(part) else part for part in parts)
+        shape = tuple(int(part) if _NUMBER.fullmatch(part) else 0 for part in parts)
+        _check_shape(shape, original)
         return InputSpec(shape, own_dtype if colon else dtype, names)
     shape = () if scalar else tuple(int(size) for size in re.split(r"\s*[,x]\s*", sizes))
+    _check_shape(shape, original)
     return InputSpec(shape, own_dtype if colon else dtype)
+
+
+def _check_shape(shape: tuple[int, ...], original: str) -> None:
+    """The limits pyproject's `inputs` have (config/pyproject.py), with the same words."""
+    problem = next(filter(None, (size_problem(size) for size in shape)), None) or elements_problem(shape)
+    if problem is not None:
+        raise UsageError(f"--input {original!r}: {problem}")
 
 
 DIM_GRAMMAR = "write NAME=SIZE for a point (seq=2048) or NAME=LOW..HIGH for a range (seq=64..8192)"
@@ -111,13 +130,14 @@ def parse_dims(values: Sequence[str] | None) -> tuple[dict[str, int], dict[str, 
         if name in points or name in ranges:
             raise UsageError(f"--dim {value!r}: {name!r} is given twice")
         low, dots, high = rest.strip().partition("..")
-        if not low.strip().isdigit() or (dots and not high.strip().isdigit()):
+        if not _NUMBER.fullmatch(low.strip()) or (dots and not _NUMBER.fullmatch(high.strip())):
             raise UsageError(f"--dim {value!r}: {DIM_GRAMMAR}")
+        problem = size_problem(int(low), minimum=1) or (size_problem(int(high), minimum=1) if dots else None)
+        if problem is not None:  # the limits of pyproject's `dims` and `curve`, in the same words
+            raise UsageError(f"--dim {value!r}: {problem}")
         if not dots:
-            if int(low) < 1:
-                raise UsageError(f"--dim {value!r}: a size is at least 1")
             points[name] = int(low)
-        elif not 1 <= int(low) < int(high):
+        elif not int(low) < int(high):
             raise UsageError(f"--dim {value!r}: a range needs 1 <= LOW < HIGH")
         else:
             ranges[name] = (int(low), int(high))

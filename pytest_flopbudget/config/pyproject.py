@@ -12,8 +12,9 @@ import dataclasses
 import difflib
 import re
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from math import prod
 from pathlib import Path
 from typing import Any, Union
 
@@ -60,6 +61,29 @@ DTYPES = (
 
 #: A named dim (`seq` in `inputs = [[1, "seq"]]`, `dims = { seq = 2048 }`): a Python identifier.
 DIM_NAME = re.compile(r"[A-Za-z_]\w*")
+#: The largest size of one axis, or of a dim, a count takes (2**40: a trillion, beyond any model's input); larger
+#: sizes overflow the framework's size arithmetic, so they are refused where they are written, with this limit.
+MAX_SIZE = 2**40
+#: The most elements one input may have (2**62: the framework's storage size is a signed 64-bit count of bytes).
+MAX_ELEMENTS = 2**62
+
+
+def size_problem(size: int, *, minimum: int = 0) -> str | None:
+    """Why `size` is no size of an axis or a dim (`minimum`: 1 for a dim), or None."""
+    if size < minimum:
+        return f"a size is at least {minimum}, got {size}"
+    if size > MAX_SIZE:
+        return f"a size is at most 2**40 ({MAX_SIZE}), got {size}"
+    return None
+
+
+def elements_problem(shape: Sequence[int]) -> str | None:
+    """Why a tensor of `shape` cannot be made (more elements than a storage can hold), or None."""
+    elements = prod(shape)
+    if elements > MAX_ELEMENTS:
+        return f"the shape {list(shape)} has {elements} elements, more than the 2**62 a tensor can hold"
+    return None
+
 
 #: A method name for `method = "decode"`: a Python identifier (checked against the model when it is loaded).
 METHOD = re.compile(r"[A-Za-z_]\w*")
@@ -443,6 +467,10 @@ class _Validator:
         ):
             names = tuple(d if isinstance(d, str) else None for d in value)
             sizes = tuple(0 if isinstance(d, str) else d for d in value)
+            problem = next(filter(None, (size_problem(d) for d in sizes)), None) or elements_problem(sizes)
+            if problem is not None:
+                self.problem(path, problem)
+                return None
             return InputSpec(sizes, None, names if any(names) else None)
         self.problem(
             path,
@@ -465,6 +493,8 @@ class _Validator:
                 self.problem((*path, "dims", name), "a dim's name is an identifier such as seq or height")
             elif not isinstance(size, int) or isinstance(size, bool) or size < 1:
                 self.problem((*path, "dims", name), f"expected a positive integer size, got {shown(size)}")
+            elif size_problem(size, minimum=1) is not None:
+                self.problem((*path, "dims", name), str(size_problem(size, minimum=1)))
             else:
                 point[name] = size
         named = dim_names(inputs)
@@ -495,9 +525,11 @@ class _Validator:
                 isinstance(bounds, list)
                 and len(bounds) == 2
                 and all(isinstance(b, int) and not isinstance(b, bool) for b in bounds)
-                and 1 <= bounds[0] < bounds[1]
+                and 1 <= bounds[0] < bounds[1] <= MAX_SIZE
             ):
-                self.problem(where, f"expected [low, high], two sizes with 1 <= low < high, got {shown(bounds)}")
+                self.problem(
+                    where, f"expected [low, high], two sizes with 1 <= low < high <= 2**40, got {shown(bounds)}"
+                )
             elif name not in point and name not in entry.get("dims", {}):
                 self.problem(
                     where, f"dim {name!r} has no value; set it in dims, e.g. dims = {{ {name} = {bounds[1]} }}"

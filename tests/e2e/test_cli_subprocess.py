@@ -119,6 +119,19 @@ def test_python_m_pytest_flopbudget(onnx_project):
             ["check"],
             "pyproject.toml:1: tool.flopbudget.models.x: declares no budget",
         ),
+        # a digit int() refuses, or reads as another number, is no size; nor is one past the limit pyproject has
+        ("net", ["count", "net", "--dim", "seq=\u00b2"], "--dim 'seq=\u00b2': write NAME=SIZE for a point"),
+        ("net", ["count", "net", "--dim", "seq=\u0663"], "--dim 'seq=\u0663': write NAME=SIZE for a point"),
+        ("net", ["count", "net", "--dim", f"seq={10**30}"], f"a size is at most 2**40 (1099511627776), got {10**30}"),
+        ("net", ["count", "net", "--dim", "seq=8..1099511627777"], "a size is at most 2**40"),
+        ("net", ["count", "net", "--input", "1099511627777,2"], "--input '1099511627777,2': a size is at most 2**40"),
+        ("net", ["count", "net", "--input", "1\u00b2,2"], "--input '1\u00b2,2' is not a shape"),
+        (
+            '[tool.flopbudget.models.x]\ntarget = "m:f"\ninputs = [[1, "seq"]]\ndims = { seq = 9223372036854775807 }'
+            '\nflops = "1"\n',
+            ["check"],
+            "pyproject.toml:4: tool.flopbudget.models.x.dims.seq: a size is at most 2**40 (1099511627776), got",
+        ),
     ],
 )
 def test_bad_input_is_one_line_on_stderr_and_exit_2(tmp_path, onnx_project, setup, argv, message):
