@@ -20,6 +20,7 @@ from pytest_flopbudget.config.pyproject import (
     InputSpec,
     elements_problem,
     is_reference,
+    reserved_dim_problem,
     size_problem,
 )
 
@@ -127,17 +128,19 @@ def parse_dims(values: Sequence[str] | None) -> tuple[dict[str, int], dict[str, 
         name = name.strip()
         if not equals or not DIM_NAME.fullmatch(name):
             raise UsageError(f"--dim {value!r}: {DIM_GRAMMAR}")
+        if reserved_dim_problem(name) is not None:
+            raise UsageError(f"--dim {value!r}: {reserved_dim_problem(name)}")
         if name in points or name in ranges:
             raise UsageError(f"--dim {value!r}: {name!r} is given twice")
         low, dots, high = rest.strip().partition("..")
         if not _NUMBER.fullmatch(low.strip()) or (dots and not _NUMBER.fullmatch(high.strip())):
             raise UsageError(f"--dim {value!r}: {DIM_GRAMMAR}")
-        problem = size_problem(int(low), minimum=1) or (size_problem(int(high), minimum=1) if dots else None)
+        problem = size_problem(int(low), minimum=0 if dots else 1) or (size_problem(int(high)) if dots else None)
         if problem is not None:  # the limits of pyproject's `dims` and `curve`, in the same words
             raise UsageError(f"--dim {value!r}: {problem}")
         if not dots:
             points[name] = int(low)
-        elif not int(low) < int(high):
+        elif not 1 <= int(low) < int(high):
             raise UsageError(f"--dim {value!r}: a range needs 1 <= LOW < HIGH")
         else:
             ranges[name] = (int(low), int(high))

@@ -21,6 +21,7 @@ from typing import Any, Union
 from pytest_flopbudget.config.budget import Budget, parse_budget, shown
 from pytest_flopbudget.config.curve_budget import parse_at, parse_max_degree
 from pytest_flopbudget.config.location import LocatedError, Location, Problem
+from pytest_flopbudget.config.sympy_names import SYMPY_NAMES
 from pytest_flopbudget.config.toml_locator import KeyPath, line_of, locate_keys
 from pytest_flopbudget.metrics import METRICS
 
@@ -66,6 +67,17 @@ DIM_NAME = re.compile(r"[A-Za-z_]\w*")
 MAX_SIZE = 2**40
 #: The most elements one input may have (2**62: the framework's storage size is a signed 64-bit count of bytes).
 MAX_ELEMENTS = 2**62
+
+
+def reserved_dim_problem(name: str) -> str | None:
+    """Why `name` cannot name a dim although it is an identifier (sympy reads it as something else, so a formula
+    string in it would not parse back: config/sympy_names.py), or None."""
+    if name not in SYMPY_NAMES:
+        return None
+    return (
+        f"{name!r} cannot name a dim: sympy reads it as a constant, function or keyword, so a formula in it would "
+        f"not parse as written; name it otherwise, e.g. {name}_dim"
+    )
 
 
 def size_problem(size: int, *, minimum: int = 0) -> str | None:
@@ -453,11 +465,11 @@ class _Validator:
             if "shape" not in value:
                 self.problem(path, "missing key 'shape' (a list of dimensions such as [1, 16])")
                 return None
-            shape = self.shape((*path, "shape"), value["shape"])
+            shape = self.shape((*path, "shape"), value["shape"], onnx)
             return shape and InputSpec(shape.shape, None if dtype is None else str(dtype), shape.names)
-        return self.shape(path, value)
+        return self.shape(path, value, onnx)
 
-    def shape(self, path: KeyPath, value: Any) -> InputSpec | None:
+    def shape(self, path: KeyPath, value: Any, onnx: bool = False) -> InputSpec | None:
         """A list of sizes, each a non-negative integer or the name of a dim (`[1, "seq"]`, sized 0 until the
         entry's `dims` give it its value)."""
         if isinstance(value, list) and all(
@@ -468,6 +480,8 @@ class _Validator:
             names = tuple(d if isinstance(d, str) else None for d in value)
             sizes = tuple(0 if isinstance(d, str) else d for d in value)
             problem = next(filter(None, (size_problem(d) for d in sizes)), None) or elements_problem(sizes)
+            if not onnx:  # an ONNX graph names its own dims (often N): its formulas keep the graph's names
+                problem = problem or next(filter(None, (reserved_dim_problem(n) for n in names if n)), None)
             if problem is not None:
                 self.problem(path, problem)
                 return None
@@ -491,6 +505,8 @@ class _Validator:
         for name, size in value.items():
             if not DIM_NAME.fullmatch(name):
                 self.problem((*path, "dims", name), "a dim's name is an identifier such as seq or height")
+            elif not onnx and reserved_dim_problem(name) is not None:
+                self.problem((*path, "dims", name), str(reserved_dim_problem(name)))
             elif not isinstance(size, int) or isinstance(size, bool) or size < 1:
                 self.problem((*path, "dims", name), f"expected a positive integer size, got {shown(size)}")
             elif size_problem(size, minimum=1) is not None:

@@ -18,7 +18,7 @@ from typing import Any
 
 from pytest_flopbudget.config.budget import Budget
 from pytest_flopbudget.config.location import LocatedError, Location, Problem
-from pytest_flopbudget.config.pyproject import DIM_NAME, DTYPES, InputSpec, ModelEntry
+from pytest_flopbudget.config.pyproject import DIM_NAME, DTYPES, InputSpec, ModelEntry, reserved_dim_problem
 from pytest_flopbudget.curve.formula import Formula
 from pytest_flopbudget.report import Report
 
@@ -83,6 +83,9 @@ def _spec(value: Any, index: int, origin: Location) -> InputSpec:
         for d in shape
     ):
         raise _error(origin, f'input {index}: {shape!r} is not a shape such as [1, "seq"] (sizes or names of dims)')
+    reserved = next(filter(None, (reserved_dim_problem(d) for d in shape if isinstance(d, str))), None)
+    if reserved is not None:
+        raise _error(origin, f"input {index}: {reserved}")
     names = tuple(d if isinstance(d, str) else None for d in shape)
     sizes = tuple(0 if isinstance(d, str) else d for d in shape)
     return InputSpec(sizes, dtype, names if any(names) else None)

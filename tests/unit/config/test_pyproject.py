@@ -498,3 +498,35 @@ def test_locator_finds_each_element_of_an_array_of_tables_on_its_own_line() -> N
     assert lines[(*models, "vit", "at", "1")] == 6
     assert lines[(*models, "vit", "at", "1", "peak-memory")] == 7
     assert lines[(*models, "vit", "at", "1", "extra", "x")] == 9
+
+
+def test_the_reserved_dim_names_are_every_name_sympy_reads_as_something_else() -> None:
+    """A formula string must parse back with sympy as it is: a dim named E (Euler's number), I, pi, oo, N, S,
+    lambda or None would not. The list is data (no sympy import to validate a pyproject): it must hold every name
+    of the installed sympy's namespace, Python's builtins and keywords that does not read as its own symbol."""
+    import builtins
+    import keyword
+
+    sympy = pytest.importorskip("sympy")
+    from sympy.parsing.sympy_parser import parse_expr
+
+    from pytest_flopbudget.config.sympy_names import SYMPY_NAMES
+
+    universe = set(sympy.__all__) | set(dir(builtins)) | set(keyword.kwlist) | set(keyword.softkwlist)
+    for name in sorted(n for n in universe if n.isidentifier()):
+        try:
+            reads_as_itself = parse_expr(name) == sympy.Symbol(name)
+        except Exception:
+            reads_as_itself = False
+        assert reads_as_itself != (name in SYMPY_NAMES), name
+
+
+@pytest.mark.parametrize("name", ["E", "I", "pi", "oo", "N", "S", "lambda", "None", "gamma"])
+def test_a_dim_sympy_reads_as_something_else_is_refused_with_one_line(tmp_path, name: str) -> None:
+    text = (
+        f'[tool.flopbudget.models.m]\ntarget = "m:f"\ninputs = [[1, "{name}"]]\ndims = {{ {name} = 8 }}\n'
+        'flops = "1"\n'
+    )
+    with pytest.raises(LocatedError) as raised:
+        parse_settings(text, tmp_path / "pyproject.toml")
+    assert f"{name!r} cannot name a dim: sympy reads it as a constant, function or keyword" in str(raised.value)
