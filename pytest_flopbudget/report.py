@@ -13,7 +13,19 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from pytest_flopbudget.json_fields import a_bool, a_list, a_str, an_object, field_of, joined, show
-from pytest_flopbudget.metrics import FLOPS, INT_OPS, MACS, METRICS, PARAMS, PEAK_MEMORY, Metric, by_name
+from pytest_flopbudget.metrics import (
+    BUFFER_BYTES,
+    BYTES,
+    FLOPS,
+    INT_OPS,
+    MACS,
+    METRICS,
+    PARAM_BYTES,
+    PARAMS,
+    PEAK_MEMORY,
+    Metric,
+    by_name,
+)
 
 #: Bumped when the JSON layout changes incompatibly; baselines carry it so a foreign file is recognised.
 #: 2: each layer's and op's figures sit under `metrics`, keyed by metric name.
@@ -333,6 +345,26 @@ class Report(BothPhases):
     @property
     def params(self) -> int:
         return PARAMS.of_report(self)
+
+    # Every metric reads as an attribute named by its marker argument (`report.bytes`, `report.param_bytes`; the
+    # count of ops not counted is `skipped_calls`, as `skipped` names them); an optional metric the count did not
+    # measure reads 0 (`report.measures(metric)` says which). `tests/unit/test_report.py` checks every metric of
+    # METRICS has one. `int_ops` comes from `BothPhases`, `peak_memory` is a field.
+
+    @property
+    def bytes(self) -> int:
+        """Bytes moved: every op's inputs read and outputs written (docs: "Memory")."""
+        return BYTES.of_report(self)
+
+    @property
+    def param_bytes(self) -> int:
+        """Bytes of the parameters (unique storages, at their dtypes)."""
+        return PARAM_BYTES.of_report(self)
+
+    @property
+    def buffer_bytes(self) -> int:
+        """Bytes of the buffers (running statistics, rotary tables, masks)."""
+        return BUFFER_BYTES.of_report(self)
 
     @property
     def skipped(self) -> dict[str, int]:

@@ -176,3 +176,21 @@ def test_integer_ops_are_written_only_where_there_are_some_and_read_as_zero_wher
     data["layers"]["fc2"]["metrics"]["int-ops"] = 1_000  # a hand edit that no longer adds up is refused
     with pytest.raises(ValueError, match="total int-ops 1024 is not the sum of its layers"):
         Report.from_dict(data)
+
+
+def test_every_metric_reads_as_an_attribute_named_by_its_marker_argument() -> None:
+    """`report.bytes`, `report.param_bytes`, ... as `report.flops`: every metric of METRICS, so a new metric
+    without its attribute fails here (docs/onnx.md cited `report.bytes` while only `report.metric("bytes")` worked)."""
+    from pytest_flopbudget import count
+    from pytest_flopbudget.metrics import METRICS, SKIPPED
+
+    torch = pytest.importorskip("torch")
+    model = torch.nn.Sequential(torch.nn.Linear(8, 4), torch.nn.BatchNorm1d(4))
+    report = count(model.eval(), torch.zeros(2, 8))
+    for metric in METRICS:
+        name = "skipped_calls" if metric == SKIPPED else metric.argument
+        assert getattr(report, name) == report.metric(metric), metric
+    # by hand: 8*4 + 4 weights and biases of the Linear, 2*4 of the BatchNorm, float32: 44*4 = 176 param bytes;
+    # its running mean and variance, 2*4 floats, and the int64 count of batches: 32 + 8 = 40 buffer bytes
+    assert (report.param_bytes, report.buffer_bytes) == (176, 40)
+    assert report.bytes > 0 and report.peak_memory > 0
