@@ -32,7 +32,7 @@ from ..report import Report
 from ..safe_text import json_safe, safe_text
 from .inputs import describe_inputs, parse_dims, parse_inputs
 from .progress import Progress
-from .project import UsageError, load_project, unknown_model
+from .project import UsageError, load_project, model_named, unknown_model
 
 if TYPE_CHECKING:
     from pytest_flopbudget.curve.formula import Formula
@@ -232,7 +232,7 @@ def _resolve(request: CountRequest, dims: tuple[str, ...]) -> tuple[ModelEntry, 
     if backend is not None:
         entry = _entry(target, target, inputs, request.training, request.execution or "fake", request.method)
         return entry, Path.cwd()
-    return _pyproject_entry(target, inputs, request)
+    return _pyproject_entry(request.target, inputs, request)
 
 
 def with_dims(entry: ModelEntry, points: dict[str, int], ranges: dict[str, tuple[int, int]], files: bool) -> ModelEntry:
@@ -281,7 +281,7 @@ def _pyproject_entry(name: str, inputs: Inputs, request: CountRequest) -> tuple[
             f"here to look it up as a model name"
         )
     settings = load_project(request.pyproject)
-    entry = settings.models.get(name)
+    entry = model_named(settings, name)
     if entry is None:
         shown = display_path(str(settings.pyproject))
         raise UsageError(f"{shown}: {unknown_model(name, settings)}; or give a package.module:factory or an .onnx path")

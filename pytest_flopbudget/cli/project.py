@@ -64,10 +64,17 @@ def select_models(settings: Settings, names: Sequence[str]) -> list[ModelEntry]:
         raise UsageError(f"{shown}: [tool.flopbudget] declares no models: add {EXAMPLE_TABLE}")
     if not names:
         return list(settings.models.values())
-    for name in names:
-        if name not in settings.models:
+    found = [model_named(settings, name) for name in names]
+    for name, entry in zip(names, found):
+        if entry is None:
             raise UsageError(f"{shown}: {unknown_model(name, settings)}")
-    return [settings.models[name] for name in dict.fromkeys(names)]
+    return list({entry.name: entry for entry in found if entry is not None}.values())
+
+
+def model_named(settings: Settings, name: str) -> ModelEntry | None:
+    """The model `name` names: the one of that exact name, else the one the name names without the spaces around
+    it (a quoting slip: `flopbudget check "  net"`; a TOML key may hold spaces, so an exact name wins)."""
+    return settings.models.get(name) or settings.models.get(name.strip())
 
 
 def unknown_model(name: str, settings: Settings) -> str:

@@ -6,7 +6,14 @@ from pathlib import Path
 
 import pytest
 
-from pytest_flopbudget.cli.project import EXAMPLE_TABLE, UsageError, load_project, select_models, unknown_model
+from pytest_flopbudget.cli.project import (
+    EXAMPLE_TABLE,
+    UsageError,
+    load_project,
+    model_named,
+    select_models,
+    unknown_model,
+)
 from pytest_flopbudget.config.pyproject import find_pyproject
 
 
@@ -52,6 +59,17 @@ def test_models_are_picked_in_the_order_named_once_each(project: Path) -> None:
     settings = load_project(None, project)
     assert [m.name for m in select_models(settings, [])] == ["a", "b", "c"]  # none named: all, as declared
     assert [m.name for m in select_models(settings, ["c", "a", "c"])] == ["c", "a"]
+
+
+def test_a_name_with_spaces_around_it_is_the_model_of_that_name_as_count_takes_it(project: Path) -> None:
+    """`check "  net"` said `no model '  net'; did you mean 'net'?` while `count "  net"` counted net: both take the
+    exact name first (a TOML key may hold spaces), else the name without the spaces around it."""
+    spaced = '[tool.flopbudget.models."  spaced"]\ntarget = "m:f"\ninputs = [[1, 8]]\nflops = "1G"\n'
+    (project / "pyproject.toml").write_text(models_table("net") + spaced)
+    settings = load_project(None, project)
+    assert [m.name for m in select_models(settings, ["  net", "net "])] == ["net"]
+    assert [m.name for m in select_models(settings, ["  spaced"])] == ["  spaced"]
+    assert model_named(settings, " \tnet\n") is settings.models["net"]
 
 
 def test_an_unknown_name_fails_before_anything_is_counted_with_a_suggestion(project: Path) -> None:

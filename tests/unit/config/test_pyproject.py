@@ -524,8 +524,7 @@ def test_the_reserved_dim_names_are_every_name_sympy_reads_as_something_else() -
 @pytest.mark.parametrize("name", ["E", "I", "pi", "oo", "N", "S", "lambda", "None", "gamma"])
 def test_a_dim_sympy_reads_as_something_else_is_refused_with_one_line(tmp_path, name: str) -> None:
     text = (
-        f'[tool.flopbudget.models.m]\ntarget = "m:f"\ninputs = [[1, "{name}"]]\ndims = {{ {name} = 8 }}\n'
-        'flops = "1"\n'
+        f'[tool.flopbudget.models.m]\ntarget = "m:f"\ninputs = [[1, "{name}"]]\ndims = {{ {name} = 8 }}\nflops = "1"\n'
     )
     with pytest.raises(LocatedError) as raised:
         parse_settings(text, tmp_path / "pyproject.toml")
