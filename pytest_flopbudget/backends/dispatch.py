@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Callable
 
-from pytest_flopbudget.config.pyproject import TARGET_GRAMMAR, ModelEntry
+from pytest_flopbudget.config.pyproject import TARGET_GRAMMAR, ModelEntry, generate_problem
 
 from ..errors import CountingError, FlopBudgetError
 from ..report import Report
@@ -109,6 +109,8 @@ def count(
         counter = getattr(backend, "count_generated", None)
         if counter is None or training or not generate:
             raise CountingError("generate=N (N >= 1) counts a PyTorch model's inference, not training or a file")
+        if generate_problem(generate) is not None:
+            raise CountingError(f"generate={generate}: {generate_problem(generate)}")
         report: Report = counter(model, example_inputs, forward_kwargs, generate, execution, method, decode_inputs)
         return report
     return backend.count_model(model, example_inputs, forward_kwargs, options)

@@ -17,6 +17,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
+from ..config.pyproject import generate_problem
 from ..errors import FlopBudgetError
 from ..metrics import METRICS, PEAK_MEMORY, by_name
 from ..render.roofline import PROFILES
@@ -524,6 +525,8 @@ def _tokens(text: str) -> int:
         tokens = 0
     if tokens < 1:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number of new tokens: give a whole number >= 1")
+    if generate_problem(tokens) is not None:
+        raise argparse.ArgumentTypeError(str(generate_problem(tokens)))
     return tokens
 
 

@@ -69,6 +69,21 @@ MAX_SIZE = 2**40
 MAX_ELEMENTS = 2**62
 
 
+#: The most new tokens a generation count takes (`generate`, `--generate`, `count(generate=)`): 2**17, the longest
+#: context of current open models. Every decode step is a phase of the Report (its figures, its JSON, its table), so
+#: the cost grows with N: a million tokens took 43 s and 0.8 GB, and a billion ran out of memory.
+MAX_GENERATE = 2**17
+
+
+def generate_problem(tokens: object) -> str | None:
+    """Why `tokens` is no number of new tokens to generate, or None."""
+    if type(tokens) is not int or tokens < 1:
+        return "expected a number of new tokens (1 or more)"
+    if tokens > MAX_GENERATE:
+        return f"at most {MAX_GENERATE} new tokens (2**17; every decode step is a phase of the Report), got {tokens}"
+    return None
+
+
 def reserved_dim_problem(name: str) -> str | None:
     """Why `name` cannot name a dim although it is an identifier (sympy reads it as something else, so a formula
     string in it would not parse back: config/sympy_names.py), or None."""
@@ -393,8 +408,12 @@ class _Validator:
         """`generate = N` (new tokens, 1 or more) and `decode-inputs = "pkg.mod:fn"` (the decode-step protocol)."""
         generate = entry.get("generate", 0)
         decode_inputs = entry.get("decode-inputs")
-        if "generate" in entry and (type(generate) is not int or generate < 1):
-            self.problem((*path, "generate"), f"expected a number of new tokens (1 or more), got {shown(generate)}")
+        if "generate" in entry and generate_problem(generate) is not None:
+            problem = str(generate_problem(generate))
+            self.problem(
+                (*path, "generate"),
+                problem if type(generate) is int and generate > 0 else f"{problem}, got {shown(generate)}",
+            )
             generate = 0
         elif "generate" in entry and (onnx or training is True):
             what = "ONNX files" if onnx else "training = true"

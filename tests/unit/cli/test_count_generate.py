@@ -76,6 +76,25 @@ def test_zero_tokens_is_a_usage_error(module: str, capsys: pytest.CaptureFixture
     assert info.value.code == 2 and "not a number of new tokens" in capsys.readouterr().err
 
 
+def test_more_tokens_than_the_limit_are_refused_naming_it(module: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """10**9 tokens ended in "the model raised ... MemoryError", blaming the model: the limit is named up front, by
+    the command line and by `count(generate=)` alike."""
+    with pytest.raises(SystemExit) as info:
+        main(["count", f"{module}:llama", "--input", "1,8:int64", "--generate", str(10**9)])
+    err = capsys.readouterr().err
+    assert (
+        info.value.code == 2
+        and f"at most 131072 new tokens (2**17; every decode step is a phase of the Report), got {10**9}" in err
+    )
+    import torch
+
+    from pytest_flopbudget import count
+    from pytest_flopbudget.errors import CountingError
+
+    with pytest.raises(CountingError, match="at most 131072 new tokens"):
+        count(torch.nn.Linear(2, 2), torch.zeros(1, 2), generate=131073)
+
+
 @pytest.mark.parametrize(
     ("flags", "message"),
     [

@@ -34,6 +34,8 @@ def test_generate_and_decode_inputs_are_read(tmp_path: Path) -> None:
         ("generate = 0\n", "generate: expected a number of new tokens (1 or more), got 0"),
         ('generate = "8"\n', "generate: expected a number of new tokens"),
         ("generate = true\n", "generate: expected a number of new tokens"),
+        # every decode step is a phase: a million tokens took 43 s and 0.8 GB, a billion ran out of memory
+        ("generate = 1000000000\n", "generate: at most 131072 new tokens (2**17; every decode step is a phase"),
         ("generate = 4\ntraining = true\n", "generate applies to PyTorch inference targets"),
         ('decode-inputs = "pkg.models:f"\n', "give generate = N too"),
         ('generate = 4\ndecode-inputs = "not a reference"\n', 'expected "package.module:function"'),
