@@ -397,3 +397,11 @@ def test_the_totals_line_names_integer_ops_only_in_a_model_that_has_some() -> No
     quantized = Report(layers=layers, forward=PhaseTotals({"flops": 240, "macs": 120, INT_OPS: 131_072}))
     assert "240 FLOPs · 120 MACs · 131k int ops · 0 params; box width: inclusive FLOPs" in render_svg(quantized)
     assert "box width: inclusive integer ops" in render_svg(quantized, metric=INT_OPS)
+
+
+def test_a_report_read_back_from_json_draws_its_siblings_in_natural_order() -> None:
+    # baselines, cached counts and xdist workers hand back `Report.from_dict`, whose layers are sorted as text
+    report = Report.from_dict(build_report({f"h.{i}": 100 for i in range(12)}).to_dict())
+    drawn = boxes(render_svg(report))
+    by_x = sorted((box["x"], path) for path, box in drawn.items() if box["depth"] == 2)
+    assert [path for _, path in by_x] == [f"h.{i}" for i in range(12)]  # not h.0, h.1, h.10, h.11, h.2
