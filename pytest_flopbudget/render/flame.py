@@ -101,11 +101,12 @@ def render_svg(
     )
     body.append(text_svg(MARGIN, y, f"{totals}; box width: inclusive {metric_title(metric)}", fill="#444"))
     y += 8
-    for limit_metric in pictured:
-        limit = budget.limit(limit_metric) if budget is not None else None
-        if limit is not None:
-            body.append(_budget_bar(y, report.metric(limit_metric), limit.value, limit_metric))
-            y += ROW + 2
+    limits = [(m, limit.value) for m in pictured if budget is not None and (limit := budget.limit(m)) is not None]
+    # each bar is named by its metric in a column left of the bars, as wide as the longest name
+    label_width = max((_columns(metric_title(m)) for m, _ in limits), default=0) * CHAR + 8
+    for limit_metric, limit_value in limits:
+        body.append(_budget_bar(y, report.metric(limit_metric), limit_value, limit_metric, round(label_width)))
+        y += ROW + 2
     y += 6 + FONT
     skipped_limit = budget.limit(SKIPPED) if budget is not None else None
     body.append(_skipped_line(y, report, skipped_limit.value if skipped_limit is not None else None))
@@ -322,8 +323,10 @@ def name_colour(path: str, short: str) -> str:
     return f"#{red:02x}{green:02x}{blue:02x}"
 
 
-def _budget_bar(y: int, now: int, limit: int, metric: Metric) -> str:
-    """`[#####     ] 8.24 GFLOPs of 8.30 GFLOPs budget, 99.3%`, red when over."""
+def _budget_bar(y: int, now: int, limit: int, metric: Metric, label_width: int) -> str:
+    """`FLOPs [#####     ] 8.24 GFLOPs of 8.30 GFLOPs budget, 99.3%`, red when over; the metric's name fills
+    the first `label_width` pixels, so that bars of metrics in the same unit (bytes moved, param bytes) are told
+    apart."""
     over = now > limit
     shown_now, shown_limit = format_pair(now, limit, metric)
     if limit == 0:
@@ -335,11 +338,13 @@ def _budget_bar(y: int, now: int, limit: int, metric: Metric) -> str:
     colour = "#d62728" if over else "#2ca02c"
     text = f"{shown_now} of {shown_limit} budget, {percent}" + (" (over budget)" if over else "")
     top = y + 2
+    left = MARGIN + label_width
     return (
         f'<g class="budget" data-metric="{metric}" data-over="{str(over).lower()}">'
-        f'<rect x="{MARGIN}" y="{top}" width="{BAR}" height="{ROW - 4}" fill="#e6e6e6"/>'
-        f'<rect x="{MARGIN}" y="{top}" width="{_px(filled)}" height="{ROW - 4}" fill="{colour}"/>'
-        + text_svg(MARGIN + BAR + 10, top + 12, text, fill="#d62728" if over else "#222")
+        + text_svg(MARGIN, top + 12, metric_title(metric), weight="bold")
+        + f'<rect x="{left}" y="{top}" width="{BAR}" height="{ROW - 4}" fill="#e6e6e6"/>'
+        f'<rect x="{left}" y="{top}" width="{_px(filled)}" height="{ROW - 4}" fill="{colour}"/>'
+        + text_svg(left + BAR + 10, top + 12, text, fill="#d62728" if over else "#222")
         + "</g>"
     )
 

@@ -227,12 +227,18 @@ def test_same_report_same_bytes_and_colours_by_layer_name() -> None:
 
 
 def budget_groups(svg: str) -> list[tuple[str, str, str]]:
+    """(metric, over, text right of the bar) of each budget bar."""
+    return [(metric, over, text) for metric, over, _, text in budget_bars(svg)]
+
+
+def budget_bars(svg: str) -> list[tuple[str, str, str, str]]:
+    """(metric, over, the bar's name, the text right of the bar) of each budget bar."""
     root = ET.fromstring(svg)
     found = []
     for group in root.iter(f"{SVG}g"):
         if group.get("class") == "budget":
-            text = "".join(group.itertext())
-            found.append((group.get("data-metric", ""), group.get("data-over", ""), text))
+            name, text = (t.text or "" for t in group.findall(f"{SVG}text"))
+            found.append((group.get("data-metric", ""), group.get("data-over", ""), name, text))
     return found
 
 
@@ -250,6 +256,9 @@ def test_budget_bars_show_use_and_turn_red_when_over() -> None:
     widths = {g.get("data-metric"): g.findall(f"{SVG}rect")[1].get("width") for g in bars}
     # 300 px * 8,239,860,200 / 8,300,000,000 = 297.826 px; over budget the bar is full, not longer
     assert widths["flops"] == "297.83" and widths["params"] == "300.00"
+    # each bar names its metric on its left, in a column as wide as the longest name
+    assert [(bar[0], bar[2]) for bar in budget_bars(svg)] == [("flops", "FLOPs"), ("params", "params")]
+    assert {g.find(f"{SVG}rect").get("x") for g in bars} == {str(MARGIN + round(len("params") * flame.CHAR + 8))}  # type: ignore[union-attr]
     assert "skipped ops: none (budget: at most 0); the count is exact" in svg
     # a MAC budget written in the flops slot is a macs bar; no budget, no bar
     assert [g[0] for g in budget_groups(render_svg(report, budget=parse_budget({"flops": "5 GMACs"}, {})))] == ["macs"]
@@ -376,8 +385,12 @@ def test_a_real_renderer_draws_the_boxes_and_bars() -> None:
     assert image.getpixel((800, under)) == (255, 255, 255)  # type: ignore[attr-defined]
     # the budget bar (1000 of 800: over) is red across its whole width
     bar_y = next(int(r.get("y", "")) for r in ET.fromstring(svg).iter(f"{SVG}rect") if r.get("fill") == "#d62728")
-    assert image.getpixel((MARGIN + 5, bar_y + 5)) == colour("#d62728")  # type: ignore[attr-defined]
-    assert image.getpixel((MARGIN + 295, bar_y + 5)) == colour("#d62728")  # type: ignore[attr-defined]
+    bar_x = next(int(r.get("x", "")) for r in ET.fromstring(svg).iter(f"{SVG}rect") if r.get("fill") == "#d62728")
+    assert image.getpixel((bar_x + 5, bar_y + 5)) == colour("#d62728")  # type: ignore[attr-defined]
+    assert image.getpixel((bar_x + 295, bar_y + 5)) == colour("#d62728")  # type: ignore[attr-defined]
+    # left of the bar, its metric's name is drawn in dark ink
+    label = image.crop((MARGIN, bar_y, bar_x - 4, bar_y + flame.ROW - 4))  # type: ignore[attr-defined]
+    assert min(min(pixel) for pixel in label.get_flattened_data()) < 100
 
 
 def test_skipped_ops_in_a_real_report_reach_the_picture() -> None:
@@ -405,3 +418,14 @@ def test_a_report_read_back_from_json_draws_its_siblings_in_natural_order() -> N
     drawn = boxes(render_svg(report))
     by_x = sorted((box["x"], path) for path, box in drawn.items() if box["depth"] == 2)
     assert [path for _, path in by_x] == [f"h.{i}" for i in range(12)]  # not h.0, h.1, h.10, h.11, h.2
+
+
+def test_budget_bars_of_metrics_in_the_same_unit_are_told_apart_by_name() -> None:
+    from pytest_flopbudget.metrics import BYTES, PARAM_BYTES
+
+    layers = {"fc": LayerCost({"flops": 240, "macs": 120, BYTES: 4_000, PARAM_BYTES: 1_000}, params=250)}
+    report = Report(layers=layers, forward=PhaseTotals({"flops": 240, "macs": 120, BYTES: 4_000}))
+    report.optional_metrics = frozenset({BYTES, PARAM_BYTES})
+    budget = parse_budget({"bytes": "8k", "param-bytes": "2k"}, {})
+    names = [(bar[2], bar[3].split(" of ")[0]) for bar in budget_bars(render_svg(report, budget=budget))]
+    assert names == [("bytes moved", "3.91 KiB"), ("param bytes", "1000 B")]
