@@ -4,7 +4,8 @@ A table answers "how much does each layer cost"; a picture answers "where does t
 is what people paste into a pull request or a design doc. The whole model is the top box, each module's children
 sit below it, and every box is as wide as its inclusive cost (its own ops plus its children's), so a box's
 children never reach past it and the gap beside them is the module's own work. Siblings keep the order the
-forward reached them, as in the table (`table.tree_order`).
+forward reached them, as in the table (`table.tree_order`). A label is drawn across its box where it fits (cut
+with `…`), and upright in a taller row where only that shows a narrow box's name (`box_label`).
 
 Three promises, each tested:
 
@@ -26,7 +27,7 @@ import html
 import re
 import unicodedata
 import zlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from pytest_flopbudget.config.budget import Budget
@@ -47,6 +48,12 @@ FONTS = "DejaVu Sans Mono, Menlo, Consolas, Liberation Mono, monospace"
 CHAR = 7.2
 #: Boxes narrower than this many hundredths of a pixel are not drawn (nor their children, which are narrower).
 MIN_WIDTH = 50
+#: A box whose name does not fit across it, and that is at least this many hundredths of a pixel wide, is
+#: labelled upright (rotated, read bottom to top) in a row made taller for it: deep rows of narrow boxes
+#: (`h.3.attn.c_proj`) are then read without hovering.
+ROTATE_MIN = 1400
+#: The most a row grows for its upright labels, in pixels: about 14 characters; a longer one is cut with `…`.
+ROTATED_MAX = 110
 BAR = 300
 SHOWN_SKIPPED = 5
 #: The HTML page may load and run nothing: only its own inline styles apply.
@@ -118,11 +125,9 @@ def render_svg(
         )
     y += 10
     boxes, hidden = layout(report, metric)
-    total = report.metric(metric)
-    for box in boxes:
-        body.append(box_svg(box, y, total, name, metric))
-    rows = max(box.depth for box in boxes) + 1
-    y += rows * ROW + 4 + FONT
+    drawn, height = icicle_svg(boxes, y, report.metric(metric), name, metric)
+    body.extend(drawn)
+    y += height + 4 + FONT
     note = f"hover a box for its full name and figures; {metric_title(metric)} are inclusive of children"
     if hidden:
         note += f"; {plural(hidden, 'layer')} narrower than {MIN_WIDTH / 100:g} px not drawn"
@@ -284,27 +289,98 @@ def _share(value: int, total: int) -> str:
     return f"{percent:.0f}%" if percent >= 9.95 or percent == 0 else f"{percent:.1f}%"
 
 
-def box_svg(
-    box: Box, top: int, total: int, name: str, metric: Metric, fill: str | None = None, tooltip: str | None = None
-) -> str:
-    """One box; `fill` and `tooltip` (already escaped) replace the name's colour and the figures (the diff's)."""
-    path = box.path
-    short = name if path == ROOT else (path.rsplit(".", 1)[-1] or path)
-    full = name if path == ROOT else path
+@dataclass(frozen=True)
+class Label:
+    """The text drawn in a box, and whether it stands upright (rotated a quarter turn, read bottom to top)."""
+
+    text: str
+    upright: bool = False
+
+    @property
+    def length(self) -> int:
+        """Pixels along the text at 0.6 em per column, with the box's padding."""
+        return round(_columns(self.text) * CHAR) + 8
+
+
+#: Fill and tooltip (already escaped) of a box, where they are not the name's colour and the figures (the diff's).
+Paint = Callable[[Box], "tuple[str | None, str | None]"]
+
+
+def icicle_svg(
+    boxes: Sequence[Box], top: int, total: int, name: str, metric: Metric, paint: Paint | None = None
+) -> tuple[list[str], int]:
+    """The boxes as SVG elements from `top` down, and the height they take: a row per depth, `ROW` high, or
+    taller where some of its boxes carry an upright label (`box_label`), as tall as the longest of those."""
+    labels = [box_label(box, name, metric, total) for box in boxes]
+    heights = [ROW] * (max((box.depth for box in boxes), default=0) + 1)
+    for box, label in zip(boxes, labels):
+        if label.upright:
+            heights[box.depth] = max(heights[box.depth], label.length + 2)
+    tops = [top]
+    for height in heights:
+        tops.append(tops[-1] + height)
+    elements = []
+    for box, label in zip(boxes, labels):
+        fill, tooltip = paint(box) if paint is not None else (None, None)
+        row_top, height = tops[box.depth], heights[box.depth]
+        elements.append(box_svg(box, row_top, height, label, total, name, metric, fill, tooltip))
+    return elements, tops[-1] - top
+
+
+def box_label(box: Box, name: str, metric: Metric, total: int) -> Label:
+    """`name · 929 MFLOPs · 26%` across the box, cut to fit down to the name alone; where not even the name fits
+    and the box is at least `ROTATE_MIN` wide, the name (with its figure where there is room) upright, cut to
+    `ROTATED_MAX` pixels, if that shows more of it than across."""
+    short = _short(box, name)
     figure = format_value(box.value, metric)
-    share = _share(box.value, total)
-    label = fit_label([f"{short} · {figure} · {share}", f"{short} · {figure}", short], box.end - box.start)
-    x, width, y = box.start + MARGIN * 100, box.end - box.start, top + box.depth * ROW
+    width = box.end - box.start
+    across = fit_label([f"{short} · {figure} · {_share(box.value, total)}", f"{short} · {figure}", short], width)
+    if (across and not across.endswith("…")) or width < ROTATE_MIN:
+        return Label(across)
+    upright = fit_label([f"{short} · {figure}", short], ROTATED_MAX * 100)
+    if _columns(upright.rstrip("…")) > _columns(across.rstrip("…")):
+        return Label(upright, upright=True)
+    return Label(across)
+
+
+def box_svg(
+    box: Box,
+    top: int,
+    height: int,
+    label: Label,
+    total: int,
+    name: str,
+    metric: Metric,
+    fill: str | None = None,
+    tooltip: str | None = None,
+) -> str:
+    """One box in its row (`top`, `height`); `fill` and `tooltip` (already escaped) replace the name's colour and
+    the figures (the diff's)."""
+    path = box.path
+    short = _short(box, name)
+    full = name if path == ROOT else path
+    x, width = box.start + MARGIN * 100, box.end - box.start
     parts = [
         f'<g class="layer" data-path="{xml_text(path)}" data-depth="{box.depth}">',
-        f"<title>{tooltip or _tooltip(full, box, share, metric)}</title>",
-        f'<rect x="{_px(x)}" y="{y}" width="{_px(width)}" height="{ROW - 1}"'
+        f"<title>{tooltip or _tooltip(full, box, _share(box.value, total), metric)}</title>",
+        f'<rect x="{_px(x)}" y="{top}" width="{_px(width)}" height="{height - 1}"'
         f' fill="{fill or name_colour(path, short)}"/>',
     ]
-    if label:
-        parts.append(f'<text x="{_px(x + 300)}" y="{y + 14}">{xml_text(label)}</text>')
+    if label.upright:  # the baseline runs up the box's middle, from 4 px above its bottom
+        centre, bottom = _px(x + width // 2 + 400), top + height - 5
+        parts.append(
+            f'<text class="upright" x="{centre}" y="{bottom}" transform="rotate(-90 {centre} {bottom})">'
+            f"{xml_text(label.text)}</text>"
+        )
+    elif label.text:
+        parts.append(f'<text x="{_px(x + 300)}" y="{top + 14}">{xml_text(label.text)}</text>')
     parts.append("</g>")
     return "".join(parts)
+
+
+def _short(box: Box, name: str) -> str:
+    """The box's own name: the last part of its path (the model's name for the root)."""
+    return name if box.path == ROOT else (box.path.rsplit(".", 1)[-1] or box.path)
 
 
 def _tooltip(full: str, box: Box, share: str, metric: Metric) -> str:

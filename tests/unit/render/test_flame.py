@@ -66,6 +66,8 @@ def boxes(svg: str) -> dict[str, dict[str, object]]:
             "x": Decimal(rect.get("x", "")),
             "width": Decimal(rect.get("width", "")),
             "y": int(rect.get("y", "")),
+            "height": int(rect.get("height", "")),
+            "upright": text is not None and text.get("class") == "upright",
             "fill": rect.get("fill"),
             "depth": int(group.get("data-depth", "")),
             "title": title.text or "",
@@ -185,10 +187,54 @@ def test_labels_are_cut_to_fit_their_box() -> None:
     assert (
         fit_label(["注意力层"], 7000) == "注意力层" and fit_label(["注意力層名字"], 7000) == "注意力…"
     )  # 2 columns each
-    # every drawn label fits its box at 0.6 em per character
+    # every drawn label fits its box at 0.6 em per character: across it, or up it
     report = build_report({f"layer_with_a_long_name_{i}": 10 + i for i in range(40)})
-    for box in boxes(render_svg(report)).values():
-        assert len(str(box["label"])) * flame.CHAR <= float(box["width"]) - 6  # type: ignore[arg-type]
+    drawn = boxes(render_svg(report))
+    for box in drawn.values():
+        room = box["height"] if box["upright"] else float(box["width"])  # type: ignore[arg-type]
+        assert len(str(box["label"])) * flame.CHAR <= room - 6  # type: ignore[operator]
+    assert any(box["upright"] for box in drawn.values())
+
+
+def test_a_name_too_long_for_its_narrow_box_stands_upright_in_a_taller_row() -> None:
+    # 1000 FLOPs over 1180 px: `attn` (30%, 354 px) holds its label across; `c_proj` (2%, 23.6 px) cannot, so it
+    # stands upright, and its row grows to hold `c_proj` (6 columns * 7.2 px + 8 px padding + 2 = 53 px)
+    report = build_report({"h.0.attn.c_attn": 280, "h.0.attn.c_proj": 20, "h.0.mlp": 700})
+    svg = render_svg(report, name="gpt")
+    drawn = assert_well_formed(svg, report)
+    assert (drawn["h.0.attn.c_proj"]["label"], drawn["h.0.attn.c_proj"]["upright"]) == ("c_proj", True)
+    assert (drawn["h.0.attn.c_attn"]["label"], drawn["h.0.attn.c_attn"]["upright"]) == (
+        "c_attn · 280 FLOPs · 28%",
+        False,
+    )
+    assert drawn["h.0.attn"]["upright"] is False and drawn["h.0.attn"]["height"] == flame.ROW - 1
+    assert drawn["h.0.attn.c_proj"]["height"] == drawn["h.0.attn.c_attn"]["height"] == 52  # one row, one height
+    text = next(
+        g.find(f"{SVG}text") for g in ET.fromstring(svg).iter(f"{SVG}g") if g.get("data-path") == "h.0.attn.c_proj"
+    )
+    assert text is not None and text.get("transform", "").startswith("rotate(-90 ")
+    # the note under the picture sits below the taller row
+    rows_bottom = max(box["y"] + box["height"] for box in drawn.values())  # type: ignore[operator]
+    note_y = max(int(t.get("y", "0")) for t in ET.fromstring(svg).iter(f"{SVG}text") if "hover a box" in (t.text or ""))
+    assert note_y > rows_bottom
+    # a box too narrow even upright (under ROTATE_MIN) keeps the empty label, and its row its height
+    tiny = build_report({"a": 990, "b": 10})  # b is 11.8 px
+    assert (boxes(render_svg(tiny))["b"]["label"], boxes(render_svg(tiny))["b"]["height"]) == ("", flame.ROW - 1)
+
+
+def test_a_real_renderer_draws_an_upright_label_inside_its_box() -> None:
+    report = build_report({"h.0.attn.c_attn": 280, "h.0.attn.c_proj": 20, "h.0.mlp": 700})
+    svg = render_svg(report)
+    image = pixels(svg)
+    box = boxes(svg)["h.0.attn.c_proj"]
+    left, top = int(box["x"]), int(box["y"])  # type: ignore[call-overload]
+    inside = image.crop((left + 2, top + 2, left + int(box["width"]) - 2, top + int(box["height"]) - 2))  # type: ignore[attr-defined, call-overload]
+    ink = [pixel for pixel in inside.get_flattened_data() if max(pixel) < 100]
+    assert len(ink) > 40  # the glyphs of `c_proj`, dark on the box's fill
+    # taller than wide: the ink runs up the box
+    dark = [(x, y) for y in range(inside.height) for x in range(inside.width) if max(inside.getpixel((x, y))) < 100]
+    xs, ys = [x for x, _ in dark], [y for _, y in dark]
+    assert max(ys) - min(ys) > 2 * (max(xs) - min(xs))
 
 
 @pytest.mark.parametrize("name", HOSTILE)
