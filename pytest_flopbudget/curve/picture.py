@@ -63,10 +63,16 @@ def render_svg(formula: Formula, *, metric: Metric = FLOPS, title: str = "") -> 
         legend_y = TOP + 14 + 16 * i
         body.append(f'<rect x="{WIDTH - RIGHT + 12}" y="{legend_y - 9}" width="10" height="10" fill="{colour}"/>')
         body.append(f'<text x="{WIDTH - RIGHT + 28}" y="{legend_y}" class="legend">{xml_text(name[:24])}</text>')
-    head = f'<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{HEIGHT}" viewBox="0 0 {WIDTH} {HEIGHT}">'
+    head = (
+        f'<svg xmlns="http://www.w3.org/2000/svg" class="curve" width="{WIDTH}" height="{HEIGHT}" '
+        f'viewBox="0 0 {WIDTH} {HEIGHT}">'
+    )
+    # a style element applies to the whole page it is in: scoped to this picture, so that the icicle drawn beside it
+    # (`count --format html` of a curve model, the pictures page) keeps its own font sizes
     style = (
-        "text{font-family:monospace;font-size:11px;fill:#222}.title{font-size:13px}.note{fill:#555}"
-        ".tick{text-anchor:middle}.ytick{text-anchor:end}.frame{fill:none;stroke:#999}"
+        ".curve text{font-family:monospace;font-size:11px;fill:#222}.curve .title{font-size:13px}"
+        ".curve .note{fill:#555}.curve .tick{text-anchor:middle}.curve .ytick{text-anchor:end}"
+        ".curve .frame{fill:none;stroke:#999}"
     )
     parts = [head, f"<title>{xml_text(heading)}</title>", f"<style>{style}</style>",
              f'<rect x="0" y="0" width="{WIDTH}" height="{HEIGHT}" fill="#ffffff"/>', *body, "</svg>"]  # fmt: skip

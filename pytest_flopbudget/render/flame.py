@@ -61,6 +61,9 @@ CSP = "default-src 'none'; style-src 'unsafe-inline'"
 
 _STYLE = "g.layer:hover rect{stroke:#000;stroke-width:1.5}g.layer text{pointer-events:none}"
 
+#: The size a picture's own `<svg` element opens with.
+_SIZE = re.compile(r'<svg [^>]*?width="(\d+)" height="(\d+)"')
+
 #: Characters XML 1.0 forbids even as character references, and Unicode's non-characters; shown as `\\uXXXX`.
 _NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 
@@ -147,6 +150,22 @@ def svg_document(body: list[str], height: int, title: str, style: str = _STYLE) 
     lines = [head, f"<title>{xml_text(title)}</title>", f"<style>{style}</style>",
              f'<rect x="0" y="0" width="{WIDTH}" height="{height}" fill="#ffffff"/>', *body, "</svg>"]  # fmt: skip
     return "\n".join(lines) + "\n"
+
+
+def stack_svg(documents: Sequence[str]) -> str:
+    """Standalone SVG documents (each as `svg_document` or `curve.picture` writes it) one under the other in one
+    SVG document, each nested at its offset: `count --format svg` of a model with a curve (the icicle, then the
+    curve)."""
+    placed: list[str] = []
+    width = height = 0
+    for document in documents:
+        size = _SIZE.search(document)
+        if size is None:
+            raise ValueError("not an SVG document of a picture: no width and height")
+        placed.append(document.rstrip("\n").replace("<svg ", f'<svg x="0" y="{height}" ', 1))
+        width, height = max(width, int(size.group(1))), height + int(size.group(2))
+    head = f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="0 0 {width} {height}">'
+    return "\n".join([head, *placed, "</svg>"]) + "\n"
 
 
 def render_html(
