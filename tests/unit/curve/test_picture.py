@@ -120,3 +120,13 @@ def test_a_real_renderer_shows_the_new_term_apart_from_the_totals() -> None:
     middle = 300
     red, black = rows_of((0xD6, 0x27, 0x28), middle), rows_of((0x22, 0x22, 0x22), middle)
     assert red and black and min(red) - max(black) > 50
+
+
+def test_the_changed_curve_escapes_names_in_its_title_and_notes() -> None:
+    from pytest_flopbudget.curve.picture import render_change_svg
+
+    base, now = linear_then_quadratic()
+    svg = render_change_svg(base, now, title="</text><script>", notes=["seq**2 term of <b>&\x1b new"])
+    root = ET.fromstring(svg)  # well-formed
+    assert "<script>" not in svg and "<b>" not in svg and "\x1b" not in svg
+    assert not [el for el in root.iter() if el.tag in (f"{SVG}script", f"{SVG}b")]
