@@ -162,7 +162,8 @@ def render_curve(
     report: Report, formula: Formula, entry: ModelEntry, request: CountRequest, roofline: Roofline | None = None
 ) -> str:
     """The count at the entry's point with every metric's formula: under `"formula"` and `"curve"` in the JSON,
-    below the layer table in text; a picture draws the formulas against the first dim."""
+    below the layer table in text; a picture is the count's at the point with, under it, the formulas drawn
+    against the first dim."""
     if request.format == "json":
         import json
 
@@ -172,9 +173,14 @@ def render_curve(
         return json_safe(json.dumps(data, sort_keys=True, indent=2, ensure_ascii=True) + "\n")
     if request.format in PICTURES:
         from pytest_flopbudget.curve import picture
+        from pytest_flopbudget.render.flame import html_page, stack_svg
 
-        draw = picture.render_html if request.format == "html" else picture.render_svg
-        return draw(formula, metric=request.metric or FLOPS, title=entry.name)
+        # both pictures: the count at the point (the icicle with its budget bars, or the memory chart), then the curve
+        at_point = render(report, entry, dataclasses.replace(request, format="svg"))
+        curve = picture.render_svg(formula, metric=request.metric or FLOPS, title=entry.name)
+        if request.format == "svg":
+            return stack_svg([at_point, curve])
+        return html_page(at_point + curve, entry.name)
     from pytest_flopbudget.curve.text import formula_text
 
     return render(report, entry, request, roofline) + formula_text(formula, depth=request.depth) + "\n"

@@ -18,8 +18,9 @@ from pytest_flopbudget.render.flame import (
     FONT,
     MARGIN,
     ROW,
-    box_svg,
+    Box,
     html_page,
+    icicle_svg,
     inclusive_tree,
     layout,
     svg_document,
@@ -74,12 +75,14 @@ def render_svg(baseline: Report, report: Report, *, metric: Metric = FLOPS, titl
     body.append(_legend(y))
     y += 10
     boxes, hidden = layout(report, metric)
-    for box in boxes:
+
+    def paint(box: Box) -> tuple[str | None, str | None]:
         base = before.get(box.path) if box.path != ROOT else base_total
-        fill = change_colour(base, box.value)
-        tooltip = _tooltip(name if box.path == ROOT else box.path, base, box.value, metric)
-        body.append(box_svg(box, y, now_total, name, metric, fill=fill, tooltip=tooltip))
-    y += (max(box.depth for box in boxes) + 1) * ROW + 4 + FONT
+        return change_colour(base, box.value), _tooltip(name if box.path == ROOT else box.path, base, box.value, metric)
+
+    drawn, height = icicle_svg(boxes, y, now_total, name, metric, paint)
+    body.extend(drawn)
+    y += height + 4 + FONT
     removed = sorted(
         (path for path, value in before.items() if path != ROOT and value > 0 and not after.get(path)),
         key=lambda path: (-before[path], path),

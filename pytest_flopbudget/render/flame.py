@@ -4,7 +4,8 @@ A table answers "how much does each layer cost"; a picture answers "where does t
 is what people paste into a pull request or a design doc. The whole model is the top box, each module's children
 sit below it, and every box is as wide as its inclusive cost (its own ops plus its children's), so a box's
 children never reach past it and the gap beside them is the module's own work. Siblings keep the order the
-forward reached them, as in the table (`table.tree_order`).
+forward reached them, as in the table (`table.tree_order`). A label is drawn across its box where it fits (cut
+with `…`), and upright in a taller row where only that shows a narrow box's name (`box_label`).
 
 Three promises, each tested:
 
@@ -26,7 +27,7 @@ import html
 import re
 import unicodedata
 import zlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from pytest_flopbudget.config.budget import Budget
@@ -47,12 +48,21 @@ FONTS = "DejaVu Sans Mono, Menlo, Consolas, Liberation Mono, monospace"
 CHAR = 7.2
 #: Boxes narrower than this many hundredths of a pixel are not drawn (nor their children, which are narrower).
 MIN_WIDTH = 50
+#: A box whose name does not fit across it, and that is at least this many hundredths of a pixel wide, is
+#: labelled upright (rotated, read bottom to top) in a row made taller for it: deep rows of narrow boxes
+#: (`h.3.attn.c_proj`) are then read without hovering.
+ROTATE_MIN = 1400
+#: The most a row grows for its upright labels, in pixels: about 14 characters; a longer one is cut with `…`.
+ROTATED_MAX = 110
 BAR = 300
 SHOWN_SKIPPED = 5
 #: The HTML page may load and run nothing: only its own inline styles apply.
 CSP = "default-src 'none'; style-src 'unsafe-inline'"
 
 _STYLE = "g.layer:hover rect{stroke:#000;stroke-width:1.5}g.layer text{pointer-events:none}"
+
+#: The size a picture's own `<svg` element opens with.
+_SIZE = re.compile(r'<svg [^>]*?width="(\d+)" height="(\d+)"')
 
 #: Characters XML 1.0 forbids even as character references, and Unicode's non-characters; shown as `\\uXXXX`.
 _NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
@@ -101,11 +111,12 @@ def render_svg(
     )
     body.append(text_svg(MARGIN, y, f"{totals}; box width: inclusive {metric_title(metric)}", fill="#444"))
     y += 8
-    for limit_metric in pictured:
-        limit = budget.limit(limit_metric) if budget is not None else None
-        if limit is not None:
-            body.append(_budget_bar(y, report.metric(limit_metric), limit.value, limit_metric))
-            y += ROW + 2
+    limits = [(m, limit.value) for m in pictured if budget is not None and (limit := budget.limit(m)) is not None]
+    # each bar is named by its metric in a column left of the bars, as wide as the longest name
+    label_width = max((_columns(metric_title(m)) for m, _ in limits), default=0) * CHAR + 8
+    for limit_metric, limit_value in limits:
+        body.append(_budget_bar(y, report.metric(limit_metric), limit_value, limit_metric, round(label_width)))
+        y += ROW + 2
     y += 6 + FONT
     skipped_limit = budget.limit(SKIPPED) if budget is not None else None
     body.append(_skipped_line(y, report, skipped_limit.value if skipped_limit is not None else None))
@@ -117,11 +128,9 @@ def render_svg(
         )
     y += 10
     boxes, hidden = layout(report, metric)
-    total = report.metric(metric)
-    for box in boxes:
-        body.append(box_svg(box, y, total, name, metric))
-    rows = max(box.depth for box in boxes) + 1
-    y += rows * ROW + 4 + FONT
+    drawn, height = icicle_svg(boxes, y, report.metric(metric), name, metric)
+    body.extend(drawn)
+    y += height + 4 + FONT
     note = f"hover a box for its full name and figures; {metric_title(metric)} are inclusive of children"
     if hidden:
         note += f"; {plural(hidden, 'layer')} narrower than {MIN_WIDTH / 100:g} px not drawn"
@@ -141,6 +150,22 @@ def svg_document(body: list[str], height: int, title: str, style: str = _STYLE) 
     lines = [head, f"<title>{xml_text(title)}</title>", f"<style>{style}</style>",
              f'<rect x="0" y="0" width="{WIDTH}" height="{height}" fill="#ffffff"/>', *body, "</svg>"]  # fmt: skip
     return "\n".join(lines) + "\n"
+
+
+def stack_svg(documents: Sequence[str]) -> str:
+    """Standalone SVG documents (each as `svg_document` or `curve.picture` writes it) one under the other in one
+    SVG document, each nested at its offset: `count --format svg` of a model with a curve (the icicle, then the
+    curve)."""
+    placed: list[str] = []
+    width = height = 0
+    for document in documents:
+        size = _SIZE.search(document)
+        if size is None:
+            raise ValueError("not an SVG document of a picture: no width and height")
+        placed.append(document.rstrip("\n").replace("<svg ", f'<svg x="0" y="{height}" ', 1))
+        width, height = max(width, int(size.group(1))), height + int(size.group(2))
+    head = f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="0 0 {width} {height}">'
+    return "\n".join([head, *placed, "</svg>"]) + "\n"
 
 
 def render_html(
@@ -283,27 +308,98 @@ def _share(value: int, total: int) -> str:
     return f"{percent:.0f}%" if percent >= 9.95 or percent == 0 else f"{percent:.1f}%"
 
 
-def box_svg(
-    box: Box, top: int, total: int, name: str, metric: Metric, fill: str | None = None, tooltip: str | None = None
-) -> str:
-    """One box; `fill` and `tooltip` (already escaped) replace the name's colour and the figures (the diff's)."""
-    path = box.path
-    short = name if path == ROOT else (path.rsplit(".", 1)[-1] or path)
-    full = name if path == ROOT else path
+@dataclass(frozen=True)
+class Label:
+    """The text drawn in a box, and whether it stands upright (rotated a quarter turn, read bottom to top)."""
+
+    text: str
+    upright: bool = False
+
+    @property
+    def length(self) -> int:
+        """Pixels along the text at 0.6 em per column, with the box's padding."""
+        return round(_columns(self.text) * CHAR) + 8
+
+
+#: Fill and tooltip (already escaped) of a box, where they are not the name's colour and the figures (the diff's).
+Paint = Callable[[Box], "tuple[str | None, str | None]"]
+
+
+def icicle_svg(
+    boxes: Sequence[Box], top: int, total: int, name: str, metric: Metric, paint: Paint | None = None
+) -> tuple[list[str], int]:
+    """The boxes as SVG elements from `top` down, and the height they take: a row per depth, `ROW` high, or
+    taller where some of its boxes carry an upright label (`box_label`), as tall as the longest of those."""
+    labels = [box_label(box, name, metric, total) for box in boxes]
+    heights = [ROW] * (max((box.depth for box in boxes), default=0) + 1)
+    for box, label in zip(boxes, labels):
+        if label.upright:
+            heights[box.depth] = max(heights[box.depth], label.length + 2)
+    tops = [top]
+    for height in heights:
+        tops.append(tops[-1] + height)
+    elements = []
+    for box, label in zip(boxes, labels):
+        fill, tooltip = paint(box) if paint is not None else (None, None)
+        row_top, height = tops[box.depth], heights[box.depth]
+        elements.append(box_svg(box, row_top, height, label, total, name, metric, fill, tooltip))
+    return elements, tops[-1] - top
+
+
+def box_label(box: Box, name: str, metric: Metric, total: int) -> Label:
+    """`name · 929 MFLOPs · 26%` across the box, cut to fit down to the name alone; where not even the name fits
+    and the box is at least `ROTATE_MIN` wide, the name (with its figure where there is room) upright, cut to
+    `ROTATED_MAX` pixels, if that shows more of it than across."""
+    short = _short(box, name)
     figure = format_value(box.value, metric)
-    share = _share(box.value, total)
-    label = fit_label([f"{short} · {figure} · {share}", f"{short} · {figure}", short], box.end - box.start)
-    x, width, y = box.start + MARGIN * 100, box.end - box.start, top + box.depth * ROW
+    width = box.end - box.start
+    across = fit_label([f"{short} · {figure} · {_share(box.value, total)}", f"{short} · {figure}", short], width)
+    if (across and not across.endswith("…")) or width < ROTATE_MIN:
+        return Label(across)
+    upright = fit_label([f"{short} · {figure}", short], ROTATED_MAX * 100)
+    if _columns(upright.rstrip("…")) > _columns(across.rstrip("…")):
+        return Label(upright, upright=True)
+    return Label(across)
+
+
+def box_svg(
+    box: Box,
+    top: int,
+    height: int,
+    label: Label,
+    total: int,
+    name: str,
+    metric: Metric,
+    fill: str | None = None,
+    tooltip: str | None = None,
+) -> str:
+    """One box in its row (`top`, `height`); `fill` and `tooltip` (already escaped) replace the name's colour and
+    the figures (the diff's)."""
+    path = box.path
+    short = _short(box, name)
+    full = name if path == ROOT else path
+    x, width = box.start + MARGIN * 100, box.end - box.start
     parts = [
         f'<g class="layer" data-path="{xml_text(path)}" data-depth="{box.depth}">',
-        f"<title>{tooltip or _tooltip(full, box, share, metric)}</title>",
-        f'<rect x="{_px(x)}" y="{y}" width="{_px(width)}" height="{ROW - 1}"'
+        f"<title>{tooltip or _tooltip(full, box, _share(box.value, total), metric)}</title>",
+        f'<rect x="{_px(x)}" y="{top}" width="{_px(width)}" height="{height - 1}"'
         f' fill="{fill or name_colour(path, short)}"/>',
     ]
-    if label:
-        parts.append(f'<text x="{_px(x + 300)}" y="{y + 14}">{xml_text(label)}</text>')
+    if label.upright:  # the baseline runs up the box's middle, from 4 px above its bottom
+        centre, bottom = _px(x + width // 2 + 400), top + height - 5
+        parts.append(
+            f'<text class="upright" x="{centre}" y="{bottom}" transform="rotate(-90 {centre} {bottom})">'
+            f"{xml_text(label.text)}</text>"
+        )
+    elif label.text:
+        parts.append(f'<text x="{_px(x + 300)}" y="{top + 14}">{xml_text(label.text)}</text>')
     parts.append("</g>")
     return "".join(parts)
+
+
+def _short(box: Box, name: str) -> str:
+    """The box's own name: the last part of its path (the model's name for the root)."""
+    return name if box.path == ROOT else (box.path.rsplit(".", 1)[-1] or box.path)
 
 
 def _tooltip(full: str, box: Box, share: str, metric: Metric) -> str:
@@ -322,8 +418,10 @@ def name_colour(path: str, short: str) -> str:
     return f"#{red:02x}{green:02x}{blue:02x}"
 
 
-def _budget_bar(y: int, now: int, limit: int, metric: Metric) -> str:
-    """`[#####     ] 8.24 GFLOPs of 8.30 GFLOPs budget, 99.3%`, red when over."""
+def _budget_bar(y: int, now: int, limit: int, metric: Metric, label_width: int) -> str:
+    """`FLOPs [#####     ] 8.24 GFLOPs of 8.30 GFLOPs budget, 99.3%`, red when over; the metric's name fills
+    the first `label_width` pixels, so that bars of metrics in the same unit (bytes moved, param bytes) are told
+    apart."""
     over = now > limit
     shown_now, shown_limit = format_pair(now, limit, metric)
     if limit == 0:
@@ -335,11 +433,13 @@ def _budget_bar(y: int, now: int, limit: int, metric: Metric) -> str:
     colour = "#d62728" if over else "#2ca02c"
     text = f"{shown_now} of {shown_limit} budget, {percent}" + (" (over budget)" if over else "")
     top = y + 2
+    left = MARGIN + label_width
     return (
         f'<g class="budget" data-metric="{metric}" data-over="{str(over).lower()}">'
-        f'<rect x="{MARGIN}" y="{top}" width="{BAR}" height="{ROW - 4}" fill="#e6e6e6"/>'
-        f'<rect x="{MARGIN}" y="{top}" width="{_px(filled)}" height="{ROW - 4}" fill="{colour}"/>'
-        + text_svg(MARGIN + BAR + 10, top + 12, text, fill="#d62728" if over else "#222")
+        + text_svg(MARGIN, top + 12, metric_title(metric), weight="bold")
+        + f'<rect x="{left}" y="{top}" width="{BAR}" height="{ROW - 4}" fill="#e6e6e6"/>'
+        f'<rect x="{left}" y="{top}" width="{_px(filled)}" height="{ROW - 4}" fill="{colour}"/>'
+        + text_svg(left + BAR + 10, top + 12, text, fill="#d62728" if over else "#222")
         + "</g>"
     )
 

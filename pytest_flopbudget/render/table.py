@@ -22,14 +22,19 @@ from pytest_flopbudget.safe_text import safe_text
 
 def layer_sort_key(path: str) -> list[tuple[int, int | str]]:
     """Natural order of dotted paths: `layer1.2` before `layer1.10`, a parent before its children."""
-    return [(0, int(part)) if part.isdigit() else (1, part) for part in path.split(".") if path]
+    return [(0, int(part)) if part.isascii() and part.isdigit() else (1, part) for part in path.split(".") if path]
 
 
 def tree_order(paths: Iterable[str]) -> dict[str, int]:
     """Every path and ancestor -> its row index: depth-first, children in order of first appearance in `paths`.
 
-    A parent always comes before its children, and a subtree is never split by another module's rows.
+    A parent always comes before its children, and a subtree is never split by another module's rows. Paths in
+    sorted order are a Report read back from JSON (`Report.to_dict` sorts its layers), whose forward order is
+    lost: they are put in natural order (`layer_sort_key`: `h.2` before `h.10`), not left as `h.0, h.1, h.10`.
     """
+    paths = list(paths)
+    if all(first < second for first, second in zip(paths, paths[1:])):
+        paths.sort(key=layer_sort_key)
     # Siblings are dict keys (insertion-ordered sets): a list's `in` made 100,000 siblings quadratic.
     children: dict[str, dict[str, None]] = {}
     seen: set[str] = {ROOT}

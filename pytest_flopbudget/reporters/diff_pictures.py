@@ -9,7 +9,9 @@ pull request that changed many models.
 Which models, against what, in what order: those the summary gives a per-layer diff because their count changed
 (`layer_diff.changed_metrics` against the verdict's baseline, the base ref's under `--base-ref`), in the order the
 summary lists them (`markdown.summary_order`). A model's picture is of the first metric that changed and that an
-icicle can draw (FLOPs when they changed; a skipped-op count has no layers to draw). When no model changed there is
+icicle can draw (FLOPs when they changed; a skipped-op count has no layers to draw). A model whose formula changed
+(`curve_lines.changed_curves`) also gets its curve base vs now (`curve.picture.render_change_svg`), its section
+then holding the icicle, where the count at the point changed, and the curve. When no model changed there is
 nothing to draw: no file is written and a regular file left at PATH by an earlier run is removed, so that the
 file's presence alone says there are pictures (the action uploads it only then).
 """
@@ -19,7 +21,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+from pytest_flopbudget.curve import picture
 from pytest_flopbudget.judge.baseline import write_atomic
+from pytest_flopbudget.judge.formula_diff import term_changes
 from pytest_flopbudget.judge.verdict import Verdict
 from pytest_flopbudget.metrics import METRICS, Metric
 from pytest_flopbudget.render import diff_flame
@@ -27,22 +31,37 @@ from pytest_flopbudget.render.flame import html_page, xml_text
 from pytest_flopbudget.render.formatting import metric_title, plural
 
 from ..run import RunResult
+from .curve_lines import changed_curves
 from .layer_diff import changed_metrics
 from .markdown import summary_order
 from .output import Findings, OutputContext
 
 #: Each model's section starts a line with this: the action counts the pictures with `grep -c`.
 SECTION = '<section class="model"'
+#: How many changed terms (by group of layers) a curve's notes name.
+SHOWN_TERMS = 6
 
 
-def pictured(verdicts: Sequence[Verdict]) -> list[tuple[Verdict, Metric]]:
-    """The models that get a picture, in the summary's order, each with the metric drawn."""
+def pictured(verdicts: Sequence[Verdict]) -> list[tuple[Verdict, Metric | None, Metric | None]]:
+    """The models that get a section, in the summary's order, each with the metric its icicle draws and the
+    metric its curve draws (None where it gets no icicle, or no curve)."""
     chosen = []
     for verdict in summary_order(verdicts):
-        metric = picture_metric(verdict)
-        if metric is not None:
-            chosen.append((verdict, metric))
+        metric, curve = picture_metric(verdict), curve_metric(verdict)
+        if metric is not None or curve is not None:
+            chosen.append((verdict, metric, curve))
     return chosen
+
+
+def curve_metric(verdict: Verdict) -> Metric | None:
+    """The metric whose formula the section draws base vs now: the icicle's where its formula changed, else the
+    first whose formula changed (`curve_lines.changed_curves`); None when the model has no formula, no
+    baseline formula, or the same one."""
+    changed = changed_curves(verdict)
+    if not changed:
+        return None
+    metric = picture_metric(verdict)
+    return metric if metric in changed else changed[0]
 
 
 def picture_metric(verdict: Verdict) -> Metric | None:
@@ -70,19 +89,45 @@ def pictures_page(result: RunResult) -> str | None:
         f"<h1>flopbudget: {xml_text(title)}</h1>",
         f"<p>Each box is a layer now, as wide as its cost; its colour is its change against {xml_text(against)} "
         "(reds grew, blues shrank). Hover a box for base → now.</p>",
+        *(
+            [
+                "<p>A model whose cost formula changed also has its curve, base (dashed) vs now, log-log, and each "
+                "term that changed as a line of its own: a new term of a higher degree is the steeper line, however "
+                "small it is at the budgeted point.</p>"
+            ]
+            if any(curve is not None for _, _, curve in chosen)
+            else []
+        ),
         "<ul>",
     ]
-    headings = [_heading(verdict, metric, verdict.name in duplicated) for verdict, metric in chosen]
+    headings = [_heading(verdict, metric or curve, verdict.name in duplicated) for verdict, metric, curve in chosen]
     lines.extend(f'<li><a href="#model-{index}">{heading}</a></li>' for index, heading in enumerate(headings, 1))
     lines.append("</ul>")
-    for index, ((verdict, metric), heading) in enumerate(zip(chosen, headings), 1):
-        baseline = verdict.baseline
-        assert baseline is not None
-        svg = diff_flame.render_svg(
-            baseline, verdict.report, metric=metric, title=f"{verdict.name}: base vs now", name=verdict.name
-        )
-        lines.extend([f'{SECTION} id="model-{index}">', f"<h2>{heading}</h2>", svg.rstrip("\n"), "</section>"])
+    for index, ((verdict, metric, curve), heading) in enumerate(zip(chosen, headings), 1):
+        lines.extend([f'{SECTION} id="model-{index}">', f"<h2>{heading}</h2>"])
+        if metric is not None:
+            assert verdict.baseline is not None
+            svg = diff_flame.render_svg(
+                verdict.baseline, verdict.report, metric=metric, title=f"{verdict.name}: base vs now", name=verdict.name
+            )
+            lines.append(svg.rstrip("\n"))
+        if curve is not None:
+            lines.append(_curve_svg(verdict, curve).rstrip("\n"))
+        lines.append("</section>")
     return html_page("\n".join(lines), title)
+
+
+def _curve_svg(verdict: Verdict, metric: Metric) -> str:
+    """The model's formula base vs now (`curve.picture.render_change_svg`), the changed terms named with the
+    layers that carry them (`judge.formula_diff`, as the check's warning names them)."""
+    formula, base = verdict.measurement.formula, verdict.baseline_formula
+    assert formula is not None and base is not None
+    changes = term_changes(base, formula, metric)
+    notes = [f"{change} (degree {change.degree})" for change in changes[:SHOWN_TERMS]]
+    if len(changes) > SHOWN_TERMS:
+        notes.append(f"and {plural(len(changes) - SHOWN_TERMS, 'more change')} by layer")
+    title = f"{verdict.name}: cost curve"
+    return picture.render_change_svg(base, formula, metric=metric, title=title, notes=notes)
 
 
 class PicturesOutput:
@@ -100,7 +145,7 @@ class PicturesOutput:
             target.unlink()  # an earlier run's pictures: stale now (a device or FIFO at PATH is left alone)
 
 
-def _heading(verdict: Verdict, metric: Metric, show_nodeid: bool) -> str:
+def _heading(verdict: Verdict, metric: Metric | None, show_nodeid: bool) -> str:
     """`name (FLOPs)`, escaped; with the test's node id where two tests count a model of the same name."""
     text = f"{verdict.name} ({metric_title(metric)})"
     if show_nodeid and verdict.measurement.nodeid:

@@ -70,4 +70,44 @@ def test_count_svg_is_the_same_bytes_in_every_process(project: Path) -> None:
     assert (project / "pic.svg").read_text(encoding="utf-8") == first.stdout and second.stdout == ""
     root = ET.fromstring(first.stdout)
     budget = [g for g in root.iter("{http://www.w3.org/2000/svg}g") if g.get("class") == "budget"]
-    assert ["".join(g.itertext()) for g in budget] == ["34 FLOPs of 40 FLOPs budget, 85.0%"]
+    assert [[t.text for t in g.iter("{http://www.w3.org/2000/svg}text")] for g in budget] == [
+        ["FLOPs", "34 FLOPs of 40 FLOPs budget, 85.0%"]
+    ]  # the bar names its metric
+
+
+#: `small` with a named dim: 34 FLOPs per row, a curve over rows 1..64 and its point at 4 rows (136 FLOPs).
+CURVE_PYPROJECT = """\
+[tool.flopbudget.models.small]
+target = "models:small"
+inputs = [["rows", 8]]
+dims = { rows = 4 }
+curve = { rows = [1, 64] }
+flops = 200
+"""
+
+
+def test_count_html_of_a_curve_model_draws_the_icicle_with_its_budget_bars_and_the_curve(project: Path) -> None:
+    (project / "pyproject.toml").write_text(CURVE_PYPROJECT)
+    result = flopbudget(project, "count", "small", "--format", "html")
+    assert result.returncode == 0, result.stderr
+    page = result.stdout
+    assert page.startswith("<!DOCTYPE html>") and page.count("<svg ") == 2
+    # first the count at the point: the icicle and the bar of its budget, named
+    icicle = ET.fromstring(page[page.index("<svg ") : page.index("</svg>") + len("</svg>")])
+    budget = [g for g in icicle.iter("{http://www.w3.org/2000/svg}g") if g.get("class") == "budget"]
+    assert [[t.text for t in g.iter("{http://www.w3.org/2000/svg}text")] for g in budget] == [
+        ["FLOPs", "136 FLOPs of 200 FLOPs budget, 68.0%"]
+    ]
+    assert any(g.get("class") == "layer" for g in icicle.iter("{http://www.w3.org/2000/svg}g"))
+    # then the curve, whose style cannot restyle the icicle's text (a style element applies to the whole page)
+    curve = page[page.index('<svg xmlns="http://www.w3.org/2000/svg" class="curve"') :]
+    assert "small: FLOPs against rows" in curve and "<polyline" in curve
+    styles = [style.split("</style>")[0] for style in curve.split("<style>")[1:]]
+    assert styles and all(rule.startswith(".curve ") for style in styles for rule in style.split("}") if rule)
+    # svg: the same two pictures, one under the other, in one document
+    svg = flopbudget(project, "count", "small", "--format", "svg")
+    assert svg.returncode == 0, svg.stderr
+    root = ET.fromstring(svg.stdout)
+    nested = root.findall("{http://www.w3.org/2000/svg}svg")
+    assert [n.get("y") for n in nested] == ["0", nested[0].get("height")] and nested[1].get("class") == "curve"
+    assert int(root.get("height", "")) == sum(int(n.get("height", "")) for n in nested)

@@ -99,14 +99,14 @@ def test_a_budgeted_model_shows_its_budget_use(project: str, capsys: pytest.Capt
     _, within, _ = run(capsys, "count", "mlp", "--format", "svg")
     _, over, _ = run(capsys, "count", "tight", "--format", "svg")
     bars = {
-        name: [(g.get("data-metric"), g.get("data-over"), "".join(g.itertext())) for g in ET.fromstring(svg).iter(
+        name: [(g.get("data-metric"), g.get("data-over"), " | ".join(g.itertext())) for g in ET.fromstring(svg).iter(
             f"{SVG}g") if g.get("class") == "budget"]
         for name, svg in (("mlp", within), ("tight", over))
     }  # fmt: skip
     assert bars == {
-        "mlp": [("flops", "false", "180 FLOPs of 200 FLOPs budget, 90.0%"),
-                ("params", "false", "46 params of 50 params budget, 92.0%")],
-        "tight": [("flops", "true", "180 FLOPs of 100 FLOPs budget, 180.0% (over budget)")],
+        "mlp": [("flops", "false", "FLOPs | 180 FLOPs of 200 FLOPs budget, 90.0%"),
+                ("params", "false", "params | 46 params of 50 params budget, 92.0%")],
+        "tight": [("flops", "true", "FLOPs | 180 FLOPs of 100 FLOPs budget, 180.0% (over budget)")],
     }  # fmt: skip
 
 

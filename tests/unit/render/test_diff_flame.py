@@ -133,3 +133,14 @@ def test_a_real_renderer_draws_growth_red_and_unchanged_grey() -> None:
         expected = (int(fill[1:3], 16), int(fill[3:5], 16), int(fill[5:7], 16))
         assert image.getpixel((x, box["y"] + 2)) == expected, path
     assert boxes["enc.attn"]["fill"] != boxes["head"]["fill"]
+
+
+def test_narrow_boxes_carry_upright_labels_and_keep_their_change_colour() -> None:
+    base = build_report({"h.0.attn.c_attn": 280, "h.0.attn.c_proj": 10, "h.0.mlp": 700})
+    now = build_report({"h.0.attn.c_attn": 280, "h.0.attn.c_proj": 20, "h.0.mlp": 700})
+    svg = render_svg(base, now)
+    group = next(g for g in ET.fromstring(svg).iter(f"{SVG}g") if g.get("data-path") == "h.0.attn.c_proj")
+    text, rect = group.find(f"{SVG}text"), group.find(f"{SVG}rect")
+    assert text is not None and rect is not None
+    assert (text.text, text.get("class")) == ("c_proj", "upright")
+    assert rect.get("fill") == change_colour(10, 20) and int(rect.get("height", "")) > 19

@@ -66,6 +66,8 @@ def boxes(svg: str) -> dict[str, dict[str, object]]:
             "x": Decimal(rect.get("x", "")),
             "width": Decimal(rect.get("width", "")),
             "y": int(rect.get("y", "")),
+            "height": int(rect.get("height", "")),
+            "upright": text is not None and text.get("class") == "upright",
             "fill": rect.get("fill"),
             "depth": int(group.get("data-depth", "")),
             "title": title.text or "",
@@ -185,10 +187,54 @@ def test_labels_are_cut_to_fit_their_box() -> None:
     assert (
         fit_label(["注意力层"], 7000) == "注意力层" and fit_label(["注意力層名字"], 7000) == "注意力…"
     )  # 2 columns each
-    # every drawn label fits its box at 0.6 em per character
+    # every drawn label fits its box at 0.6 em per character: across it, or up it
     report = build_report({f"layer_with_a_long_name_{i}": 10 + i for i in range(40)})
-    for box in boxes(render_svg(report)).values():
-        assert len(str(box["label"])) * flame.CHAR <= float(box["width"]) - 6  # type: ignore[arg-type]
+    drawn = boxes(render_svg(report))
+    for box in drawn.values():
+        room = box["height"] if box["upright"] else float(box["width"])  # type: ignore[arg-type]
+        assert len(str(box["label"])) * flame.CHAR <= room - 6  # type: ignore[operator]
+    assert any(box["upright"] for box in drawn.values())
+
+
+def test_a_name_too_long_for_its_narrow_box_stands_upright_in_a_taller_row() -> None:
+    # 1000 FLOPs over 1180 px: `attn` (30%, 354 px) holds its label across; `c_proj` (2%, 23.6 px) cannot, so it
+    # stands upright, and its row grows to hold `c_proj` (6 columns * 7.2 px + 8 px padding + 2 = 53 px)
+    report = build_report({"h.0.attn.c_attn": 280, "h.0.attn.c_proj": 20, "h.0.mlp": 700})
+    svg = render_svg(report, name="gpt")
+    drawn = assert_well_formed(svg, report)
+    assert (drawn["h.0.attn.c_proj"]["label"], drawn["h.0.attn.c_proj"]["upright"]) == ("c_proj", True)
+    assert (drawn["h.0.attn.c_attn"]["label"], drawn["h.0.attn.c_attn"]["upright"]) == (
+        "c_attn · 280 FLOPs · 28%",
+        False,
+    )
+    assert drawn["h.0.attn"]["upright"] is False and drawn["h.0.attn"]["height"] == flame.ROW - 1
+    assert drawn["h.0.attn.c_proj"]["height"] == drawn["h.0.attn.c_attn"]["height"] == 52  # one row, one height
+    text = next(
+        g.find(f"{SVG}text") for g in ET.fromstring(svg).iter(f"{SVG}g") if g.get("data-path") == "h.0.attn.c_proj"
+    )
+    assert text is not None and text.get("transform", "").startswith("rotate(-90 ")
+    # the note under the picture sits below the taller row
+    rows_bottom = max(box["y"] + box["height"] for box in drawn.values())  # type: ignore[operator]
+    note_y = max(int(t.get("y", "0")) for t in ET.fromstring(svg).iter(f"{SVG}text") if "hover a box" in (t.text or ""))
+    assert note_y > rows_bottom
+    # a box too narrow even upright (under ROTATE_MIN) keeps the empty label, and its row its height
+    tiny = build_report({"a": 990, "b": 10})  # b is 11.8 px
+    assert (boxes(render_svg(tiny))["b"]["label"], boxes(render_svg(tiny))["b"]["height"]) == ("", flame.ROW - 1)
+
+
+def test_a_real_renderer_draws_an_upright_label_inside_its_box() -> None:
+    report = build_report({"h.0.attn.c_attn": 280, "h.0.attn.c_proj": 20, "h.0.mlp": 700})
+    svg = render_svg(report)
+    image = pixels(svg)
+    box = boxes(svg)["h.0.attn.c_proj"]
+    left, top = int(box["x"]), int(box["y"])  # type: ignore[call-overload]
+    inside = image.crop((left + 2, top + 2, left + int(box["width"]) - 2, top + int(box["height"]) - 2))  # type: ignore[attr-defined, call-overload]
+    ink = [pixel for pixel in inside.get_flattened_data() if max(pixel) < 100]
+    assert len(ink) > 40  # the glyphs of `c_proj`, dark on the box's fill
+    # taller than wide: the ink runs up the box
+    dark = [(x, y) for y in range(inside.height) for x in range(inside.width) if max(inside.getpixel((x, y))) < 100]
+    xs, ys = [x for x, _ in dark], [y for _, y in dark]
+    assert max(ys) - min(ys) > 2 * (max(xs) - min(xs))
 
 
 @pytest.mark.parametrize("name", HOSTILE)
@@ -227,12 +273,18 @@ def test_same_report_same_bytes_and_colours_by_layer_name() -> None:
 
 
 def budget_groups(svg: str) -> list[tuple[str, str, str]]:
+    """(metric, over, text right of the bar) of each budget bar."""
+    return [(metric, over, text) for metric, over, _, text in budget_bars(svg)]
+
+
+def budget_bars(svg: str) -> list[tuple[str, str, str, str]]:
+    """(metric, over, the bar's name, the text right of the bar) of each budget bar."""
     root = ET.fromstring(svg)
     found = []
     for group in root.iter(f"{SVG}g"):
         if group.get("class") == "budget":
-            text = "".join(group.itertext())
-            found.append((group.get("data-metric", ""), group.get("data-over", ""), text))
+            name, text = (t.text or "" for t in group.findall(f"{SVG}text"))
+            found.append((group.get("data-metric", ""), group.get("data-over", ""), name, text))
     return found
 
 
@@ -250,6 +302,9 @@ def test_budget_bars_show_use_and_turn_red_when_over() -> None:
     widths = {g.get("data-metric"): g.findall(f"{SVG}rect")[1].get("width") for g in bars}
     # 300 px * 8,239,860,200 / 8,300,000,000 = 297.826 px; over budget the bar is full, not longer
     assert widths["flops"] == "297.83" and widths["params"] == "300.00"
+    # each bar names its metric on its left, in a column as wide as the longest name
+    assert [(bar[0], bar[2]) for bar in budget_bars(svg)] == [("flops", "FLOPs"), ("params", "params")]
+    assert {g.find(f"{SVG}rect").get("x") for g in bars} == {str(MARGIN + round(len("params") * flame.CHAR + 8))}  # type: ignore[union-attr]
     assert "skipped ops: none (budget: at most 0); the count is exact" in svg
     # a MAC budget written in the flops slot is a macs bar; no budget, no bar
     assert [g[0] for g in budget_groups(render_svg(report, budget=parse_budget({"flops": "5 GMACs"}, {})))] == ["macs"]
@@ -376,8 +431,12 @@ def test_a_real_renderer_draws_the_boxes_and_bars() -> None:
     assert image.getpixel((800, under)) == (255, 255, 255)  # type: ignore[attr-defined]
     # the budget bar (1000 of 800: over) is red across its whole width
     bar_y = next(int(r.get("y", "")) for r in ET.fromstring(svg).iter(f"{SVG}rect") if r.get("fill") == "#d62728")
-    assert image.getpixel((MARGIN + 5, bar_y + 5)) == colour("#d62728")  # type: ignore[attr-defined]
-    assert image.getpixel((MARGIN + 295, bar_y + 5)) == colour("#d62728")  # type: ignore[attr-defined]
+    bar_x = next(int(r.get("x", "")) for r in ET.fromstring(svg).iter(f"{SVG}rect") if r.get("fill") == "#d62728")
+    assert image.getpixel((bar_x + 5, bar_y + 5)) == colour("#d62728")  # type: ignore[attr-defined]
+    assert image.getpixel((bar_x + 295, bar_y + 5)) == colour("#d62728")  # type: ignore[attr-defined]
+    # left of the bar, its metric's name is drawn in dark ink
+    label = image.crop((MARGIN, bar_y, bar_x - 4, bar_y + flame.ROW - 4))  # type: ignore[attr-defined]
+    assert min(min(pixel) for pixel in label.get_flattened_data()) < 100
 
 
 def test_skipped_ops_in_a_real_report_reach_the_picture() -> None:
@@ -397,3 +456,22 @@ def test_the_totals_line_names_integer_ops_only_in_a_model_that_has_some() -> No
     quantized = Report(layers=layers, forward=PhaseTotals({"flops": 240, "macs": 120, INT_OPS: 131_072}))
     assert "240 FLOPs · 120 MACs · 131k int ops · 0 params; box width: inclusive FLOPs" in render_svg(quantized)
     assert "box width: inclusive integer ops" in render_svg(quantized, metric=INT_OPS)
+
+
+def test_a_report_read_back_from_json_draws_its_siblings_in_natural_order() -> None:
+    # baselines, cached counts and xdist workers hand back `Report.from_dict`, whose layers are sorted as text
+    report = Report.from_dict(build_report({f"h.{i}": 100 for i in range(12)}).to_dict())
+    drawn = boxes(render_svg(report))
+    by_x = sorted((box["x"], path) for path, box in drawn.items() if box["depth"] == 2)
+    assert [path for _, path in by_x] == [f"h.{i}" for i in range(12)]  # not h.0, h.1, h.10, h.11, h.2
+
+
+def test_budget_bars_of_metrics_in_the_same_unit_are_told_apart_by_name() -> None:
+    from pytest_flopbudget.metrics import BYTES, PARAM_BYTES
+
+    layers = {"fc": LayerCost({"flops": 240, "macs": 120, BYTES: 4_000, PARAM_BYTES: 1_000}, params=250)}
+    report = Report(layers=layers, forward=PhaseTotals({"flops": 240, "macs": 120, BYTES: 4_000}))
+    report.optional_metrics = frozenset({BYTES, PARAM_BYTES})
+    budget = parse_budget({"bytes": "8k", "param-bytes": "2k"}, {})
+    names = [(bar[2], bar[3].split(" of ")[0]) for bar in budget_bars(render_svg(report, budget=budget))]
+    assert names == [("bytes moved", "3.91 KiB"), ("param bytes", "1000 B")]

@@ -165,3 +165,21 @@ def test_integer_ops_get_a_column_and_a_total_only_in_a_model_that_has_some() ->
     assert lines[0].split() == ["layer", "FLOPs", "MACs", "int", "ops", "params", "share"]
     assert lines[4].split() == ["q", "0", "0", "131k", "0", "0.0%"]
     assert "total: 240 FLOPs, 120 MACs, 131,072 int ops, 30 params (240 FLOPs, 120 MACs, 131k int ops)" in lines
+
+
+def test_a_report_read_back_from_json_has_its_siblings_in_natural_order() -> None:
+    # `Report.to_dict` sorts the layers (0, 1, 10, 11, 2, ...): the forward order is lost, numbers read as numbers
+    layers = {f"h.{i}.{part}": LayerCost(flops=10) for i in range(12) for part in ("ln", "attn")}
+    layers["h.2²"] = LayerCost(flops=1)  # a digit that int() does not read is a name
+    fresh = _report(layers)
+    read_back = Report.from_dict(fresh.to_dict())
+    assert list(read_back.layers)[:4] == ["h.0.attn", "h.0.ln", "h.1.attn", "h.1.ln"]
+    assert list(read_back.layers)[4] == "h.10.attn"  # lexicographic, as written
+    order = tree_order(read_back.layers)
+    blocks = [path for path in sorted(order, key=order.__getitem__) if path.count(".") == 1]
+    assert blocks == [f"h.{i}" for i in range(12)] + ["h.2²"]
+    rows = [line.split()[0] for line in format_layer_table(read_back, depth=2).splitlines()[2:6]]
+    assert rows == ["(model)", "h", "h.0", "h.1"]
+    # a fresh count keeps the order the forward reached its layers (ln before attn)
+    order = tree_order(fresh.layers)
+    assert order["h.0.ln"] < order["h.0.attn"] < order["h.1"] < order["h.2"] < order["h.10"]

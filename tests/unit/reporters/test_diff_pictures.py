@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from reporter_helpers import pyproject
 
+from pytest_flopbudget.config.budget import Budget
 from pytest_flopbudget.render import diff_flame
 from pytest_flopbudget.render.flame import CSP
 from pytest_flopbudget.report import LayerCost, PhaseTotals, Report
@@ -192,3 +193,48 @@ def test_nothing_but_a_regular_file_or_link_is_removed(make_project, make_report
     link.symlink_to(kept)
     diff_pictures.PicturesOutput().write(findings, str(link), context)
     assert not link.is_symlink() and kept.read_text(encoding="utf-8") == "the link's target"
+
+
+def curve_verdict(now_flops: int, now_terms: str, base_flops: int = 45_703_168):  # type: ignore[no-untyped-def]
+    """`grew` counted with a curve over seq: the baseline linear (357056*seq), now with `now_terms`."""
+    from pytest_flopbudget.config.location import Location
+    from pytest_flopbudget.curve.formula import Formula, Holds
+    from pytest_flopbudget.curve.polynomial import parse
+    from pytest_flopbudget.judge.verdict import Measurement, evaluate
+    from pytest_flopbudget.metrics import FLOPS
+
+    def formula(attn: str) -> Formula:
+        layers = {f"h.{i}.attn": {FLOPS: parse(attn, ("seq",))} for i in range(2)}
+        total = parse(attn, ("seq",)) + parse(attn, ("seq",))
+        return Formula(("seq",), {FLOPS: total}, layers, Holds({"seq": 1}, {"seq": (16, 512)}), {"seq": 128})
+
+    def report(flops: int) -> Report:
+        half = {f"h.{i}.attn": LayerCost(flops=flops // 2) for i in range(2)}
+        return Report(layers=half, forward=PhaseTotals(flops=flops, macs=0))
+
+    measurement = Measurement("grew", report(now_flops), Budget(), Location(key="grew"), formula=formula(now_terms))
+    return evaluate(measurement, report(base_flops), baseline_formula=formula("178528*seq"))
+
+
+def test_a_new_quadratic_term_is_drawn_as_its_own_steeper_line_with_its_degree() -> None:
+    # 2 * 1.5*seq**2 at seq=128 is 49,152 FLOPs: +0.1% at the point, where the icicle is all but grey
+    verdict = curve_verdict(45_703_168 + 49_152, "3*seq**2/2 + 178528*seq")
+    page = pictures_page(RunResult(verdicts=[verdict]))
+    assert page is not None
+    (section,) = sections(page)
+    assert headings(page) == ["grew (FLOPs)"]
+    # the icicle of the point counts, then the curve base vs now
+    assert section.index("grew: base vs now") < section.index("grew: cost curve: FLOPs against seq, base vs now")
+    assert "degree in seq: base 1 → now 2" in section
+    assert "+3*seq**2 (new, degree 2)" in section  # its line on the picture
+    assert "seq**2 term of h.{0..1}.attn new (degree 2)" in section  # the layers that carry it, as the check names them
+    assert "base (dashed) vs now, log-log" in page
+
+
+def test_a_model_whose_point_count_held_but_whose_formula_changed_gets_its_curve_alone() -> None:
+    verdict = curve_verdict(45_703_168, "seq**2/2 + 178464*seq")  # +8192 - 64*128 per layer: 0 at seq=128
+    page = pictures_page(RunResult(verdicts=[verdict]))
+    assert page is not None
+    (section,) = sections(page)
+    assert "grew: base vs now" not in section  # no icicle: nothing changed at the point
+    assert "degree in seq: base 1 → now 2" in section and headings(page) == ["grew (FLOPs)"]
