@@ -17,11 +17,17 @@ handlers: elsewhere nothing is wrapped (and no signal handler runs there either)
 from __future__ import annotations
 
 import contextlib
+import functools
 import signal
 import threading
 from collections.abc import Callable, Iterator
 from types import FrameType
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
+
+if TYPE_CHECKING:  # Python 3.9's typing has no ParamSpec; only the annotations use it
+    from typing_extensions import ParamSpec
+
+    P = ParamSpec("P")
 
 #: The signals whose handler is expected to stop what runs.
 _INTERRUPTING = tuple(
@@ -49,6 +55,7 @@ class _Guard:
 
 
 _GUARD = _Guard()
+R = TypeVar("R")
 
 
 def raise_pending() -> None:
@@ -67,6 +74,17 @@ def from_signal(exc: BaseException) -> bool:
 def has_pending() -> bool:
     """Cheap: whether `raise_pending()` would raise (asked before every op)."""
     return _GUARD.raised is not None
+
+
+def delivering(count: Callable[P, R]) -> Callable[P, R]:
+    """`count` run within `delivered_during_count()`: a signal during it ends it."""
+
+    @functools.wraps(count)
+    def counting(*args: P.args, **kwargs: P.kwargs) -> R:
+        with delivered_during_count():
+            return count(*args, **kwargs)
+
+    return counting
 
 
 @contextlib.contextmanager

@@ -336,28 +336,8 @@ def _formula_failure(exc: Exception) -> str:
     return formula_failed(text[:120])
 
 
+@signals.delivering
 def count_torch(
-    model: Any,
-    args: tuple[Any, ...],
-    kwargs: dict[str, Any],
-    *,
-    training: bool = False,
-    execution: str = "fake",
-    loss_fn: Callable[[Any], Any] | None = None,
-    method: str = "forward",
-    peak: LiveBytes | None = None,
-    generation: Generation | None = None,
-) -> Report:
-    """`_count_torch` with every interrupting signal delivered (counting/signals.py): a Ctrl-C or a timeout during the
-    count ends it, even where it landed in a callback that ignores exceptions."""
-    with signals.delivered_during_count():
-        return _count_torch(
-            model, args, kwargs, training=training, execution=execution, loss_fn=loss_fn, method=method, peak=peak,
-            generation=generation,
-        )  # fmt: skip
-
-
-def _count_torch(
     model: Any,
     args: tuple[Any, ...],
     kwargs: dict[str, Any],
