@@ -58,7 +58,12 @@ def test_document_layout_and_figures(make_project, make_report) -> None:
         "actual": 1200,
         "limit": 1000,
         "baseline": 800,
-        "source": {"file": "pyproject.toml", "line": 6, "key": "tool.flopbudget.models.resnet.flops"},
+        "source": {
+            "file": "pyproject.toml",
+            "line": 6,
+            "key": "tool.flopbudget.models.resnet.flops",
+            "slot": ["flops"],
+        },
     }
     assert entry["budget"]["limits"]["flops"]["source"]["file"] == "pyproject.toml"
     assert Budget.from_dict(entry["budget"]).limit("params").value == 10
@@ -70,7 +75,7 @@ def test_document_layout_and_figures(make_project, make_report) -> None:
         {
             "model": "resnet", "setting": "flops", "kind": "raised", "before": "800", "after": "1k", "ref": "main",
             "message": "resnet: flops budget raised from 800 to 1k (+25.0%) since main",
-            "source": {"file": "pyproject.toml", "line": 6, "key": "tool.flopbudget.models.resnet.flops"},
+            "source": {"file": "pyproject.toml", "line": 6, "key": "tool.flopbudget.models.resnet.flops", "slot": ["flops"]},
         }
     ]  # fmt: skip
 
