@@ -75,7 +75,9 @@ def test_document_layout_and_figures(make_project, make_report) -> None:
         {
             "model": "resnet", "setting": "flops", "kind": "raised", "before": "800", "after": "1k", "ref": "main",
             "message": "resnet: flops budget raised from 800 to 1k (+25.0%) since main",
-            "source": {"file": "pyproject.toml", "line": 6, "key": "tool.flopbudget.models.resnet.flops", "slot": ["flops"]},
+            "source": {
+                "file": "pyproject.toml", "line": 6, "key": "tool.flopbudget.models.resnet.flops", "slot": ["flops"],
+            },
         }
     ]  # fmt: skip
 
