@@ -1,5 +1,6 @@
 """Peak memory of the counted call on fake tensors (counting/torch/peak_memory.py): hand-derived small cases, and
-agreement within 10% with torch's own `MemTracker` measuring the same call on real CPU tensors."""
+agreement within 3% (the README's figure) with torch's own `MemTracker` measuring the same call on real CPU
+tensors."""
 
 from __future__ import annotations
 
@@ -261,7 +262,9 @@ def _resnet18() -> tuple[nn.Module, Any]:
     [_mlp, _convnet, _transformer_block, _gpt, _llama, _resnet18],
     ids=["mlp", "convnet", "transformer", "example-gpt", "example-llama", "example-resnet18"],
 )
-def test_peak_is_within_ten_percent_of_mem_tracker(build: Callable[[], tuple[nn.Module, Any]], training: bool) -> None:
+def test_peak_is_within_three_percent_of_mem_tracker(
+    build: Callable[[], tuple[nn.Module, Any]], training: bool
+) -> None:
     torch.manual_seed(0)
     model, x = build()
     if training:
@@ -272,7 +275,7 @@ def test_peak_is_within_ten_percent_of_mem_tracker(build: Callable[[], tuple[nn.
         with torch.no_grad():
             peak = measure_peak(model, (x,))
     expected = _mem_tracker_peak(model, x, training)
-    assert abs(peak.bytes - expected) <= 0.1 * expected, (peak, expected)
+    assert abs(peak.bytes - expected) <= 0.03 * expected, (peak, expected)
 
 
 def _t5(seq: int) -> tuple[nn.Module, dict[str, Any]]:
