@@ -372,7 +372,11 @@ def _peak_layer(report: ReportFigures) -> str | None:
     return report.peak_layer
 
 
-#: The peak of live tensor bytes during the counted call (counting/torch/peak_memory.py says what is in and out).
+#: The peak of live tensor bytes during the counted call (counting/torch/peak_memory.py says what is in and out). A
+#: training count's step is the loop that backpropagates a loss and keeps no output: `model(x).loss.backward()` for
+#: a model that returns its loss (Hugging Face, given labels), else `loss_fn(model(x))` or `model(x).sum()`; the
+#: output is let go of before the backward, so only what the backward saves of it stays (a loop that keeps the
+#: logits through the backward peaks higher by their bytes).
 PEAK_MEMORY = define_in_bytes(
     "peak-memory",
     label="peak memory",
@@ -385,8 +389,10 @@ PEAK_MEMORY = define_in_bytes(
     conventions={
         "peak-memory": (
             "the peak of live tensor bytes during the counted call: parameters, buffers, inputs and activations, "
-            "and in a training count the saved activations and gradients of one step; optimizer state, allocator "
-            "rounding and caching, workspaces and the CUDA context are not included"
+            "and in a training count the saved activations and gradients of one step, which backpropagates the "
+            "model's own loss (its output's loss) or else loss_fn's or the outputs' sum, the output let go of "
+            "before the backward; optimizer state, allocator rounding and caching, workspaces and the CUDA context "
+            "are not included"
         )
     },
 )

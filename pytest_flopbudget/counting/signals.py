@@ -8,10 +8,15 @@ was lost, and the count ran on: one in four, a 90 s alarm let a count run for 29
 
 `delivered_during_count()` wraps the Python handlers of the signals that interrupt (SIGINT, SIGALRM, SIGTERM,
 SIGHUP, SIGVTALRM, SIGPROF) for the duration of a count: the wrapper calls the handler, and if the handler raises,
-keeps the exception before letting it go. The counting mode asks `has_pending()` before each op: an exception still
-kept there was swallowed, so it is raised again from the count's own code, where nothing ignores it. A handler that
-does not raise (one that sets a flag) is called once, as without the wrapper. Only the main thread can set signal
-handlers: elsewhere nothing is wrapped (and no signal handler runs there either).
+keeps the exception instead of raising it there. Raised between two bytecodes of whatever runs, it could land in
+Python code that torch calls from C++ with no way to pass an exception back (autograd's `InputMetadata` reading a
+fake parameter's device through the dispatch mode): C++ then calls `std::terminate` and the process aborts
+("terminate called after throwing an instance of 'python_error'"), about one alarm in ten on a model with
+parameters counted with grad enabled. The counting mode asks `has_pending()` before each op (never for the
+device reads C++ makes) and raises the kept exception there, from the count's own code, where nothing ignores it;
+a count that makes no further op raises it when it ends. A handler that does not raise (one that sets a flag) is
+called once, as without the wrapper. Only the main thread can set signal handlers: elsewhere nothing is wrapped
+(and no signal handler runs there either).
 """
 
 from __future__ import annotations
@@ -48,9 +53,15 @@ class _Guard:
             try:
                 return handler(signum, frame)
             except BaseException as exc:
+                if self.depth == 0:  # no count runs (a wrapper left behind by an interrupted restore): as unwrapped
+                    raise
+                # Kept, not raised here: this bytecode may belong to Python code torch calls from C++ that cannot
+                # pass an exception on (autograd's InputMetadata reading a fake tensor's device): raised there,
+                # C++ calls std::terminate and the process aborts. The counting mode raises it at the next op.
                 self.raised = exc
-                raise
+                return None
 
+        deliver.__wrapped__ = handler  # type: ignore[attr-defined]
         return deliver
 
 
@@ -94,28 +105,32 @@ def delivered_during_count() -> Iterator[None]:
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    _GUARD.depth += 1
-    if _GUARD.depth == 1:
+    outermost = _GUARD.depth == 0
+    if outermost:
         _GUARD.raised = None
         for signum in _INTERRUPTING:
             handler = signal.getsignal(signum)
+            handler = getattr(handler, "__wrapped__", handler)  # a wrapper an interrupted restore left behind
             if callable(handler):
                 wrapper = _GUARD.wrap(handler)
                 with contextlib.suppress(ValueError, OSError):
                     signal.signal(signum, wrapper)
                     _GUARD.wrapped[signum] = (handler, wrapper)
-    swallowed: BaseException | None = None
+    # From here a handler's exception is kept (`deliver`), never raised between two bytecodes of this function.
+    _GUARD.depth += 1
     try:
         yield
-        swallowed = _GUARD.raised  # the count ran to its end past a signal: it ends with the signal's exception
     finally:
-        _GUARD.depth -= 1
-        if _GUARD.depth == 0:
-            for signum, (handler, wrapper) in _GUARD.wrapped.items():
+        _GUARD.depth -= 1  # first: whatever is interrupted below, the next count starts from a sound state
+        if outermost:
+            for signum, (handler, wrapper) in list(_GUARD.wrapped.items()):
                 if signal.getsignal(signum) is wrapper:  # a handler the count itself set stays
                     with contextlib.suppress(ValueError, OSError):
                         signal.signal(signum, handler)
             _GUARD.wrapped.clear()
-            _GUARD.raised = None
-    if swallowed is not None:
+    # Read after the handlers are back: a signal before that was kept, one after it raises on its own.
+    swallowed = _GUARD.raised
+    if outermost:
+        _GUARD.raised = None
+    if swallowed is not None:  # the count ran to its end past a signal: it ends with the signal's exception
         raise swallowed

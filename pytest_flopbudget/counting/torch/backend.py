@@ -124,12 +124,13 @@ class CountingMode(TorchDispatchMode):
             values.where = lambda: tracker.current
 
     def __torch_dispatch__(self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: Any = None) -> Any:
-        if signals.has_pending():  # a signal's exception some callback swallowed: the count ends here instead
-            signals.raise_pending()
         if func is _PRIM_DEVICE:
             # C++ reading a fake tensor's device (`matmul`, `to`): 76k of Mamba's 132k dispatches at sequence 128.
-            # Free, never a known value, and the fake tensor answers it: nothing else here applies.
+            # Free, never a known value, and the fake tensor answers it: nothing else here applies. Never where a
+            # signal's exception is raised: some C++ callers (autograd's InputMetadata) abort on any exception.
             return args[0].device
+        if signals.has_pending():  # a signal's handler raised during the count: the count ends here, at an op
+            signals.raise_pending()
         kwargs = kwargs or {}
         memo_key = None
         out = None
@@ -401,8 +402,11 @@ def count_torch(
                     else:
                         output = call(*fake_args, **fake_kwargs)
                     if training:
-                        loss = loss_fn(output) if loss_fn is not None else _sum_outputs(output)
+                        loss = loss_fn(output) if loss_fn is not None else _loss_of(output)
                         _check_loss(loss)
+                        # a training loop backpropagates the loss, not the output: what the backward does not
+                        # need of it (the logits) is freed first (the step's convention: peak_memory.py)
+                        del output
                         torch.autograd.grad(loss, _grad_leaves(loss), allow_unused=True)
                 mode._note_routing_used()
             except CountingError:
@@ -615,6 +619,16 @@ def _grad_mode(training: bool) -> Iterator[None]:
             yield
     else:
         yield
+
+
+def _loss_of(output: Any) -> Any:
+    """The loss of a training step without `loss_fn`: the model's own, where its output carries one as a training
+    loop reads it (`output.loss`, or `output["loss"]`: a Hugging Face model given `labels`), else the sum of every
+    output that requires grad."""
+    loss = output.get("loss") if isinstance(output, dict) else getattr(output, "loss", None)
+    if isinstance(loss, torch.Tensor) and loss.numel() == 1 and loss.requires_grad:
+        return loss
+    return _sum_outputs(output)
 
 
 def _sum_outputs(output: Any) -> Any:

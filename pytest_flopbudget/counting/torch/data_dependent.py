@@ -20,6 +20,7 @@ Two rules make such models countable in fake mode, each exact where its premise 
 from __future__ import annotations
 
 import contextlib
+import weakref
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Callable
@@ -127,11 +128,20 @@ _Entry = Any  # torch.Tensor (the value), _Recipe or _View (computed on first us
 
 
 class KnownValues:
-    """Real values carried beside fake index tensors, keyed by the fake tensor's identity."""
+    """Real values carried beside fake index tensors, keyed by the fake tensor's identity.
+
+    Each entry holds its fake by a weak reference: a known tensor dies when the model lets go of it, as in the real
+    run. Holding it (T5's relative positions, a (seq x seq) integer tensor per attention) kept every one alive to the
+    count's end, and the peak of live bytes (peak_memory.py) grew with seq squared over the real run's. A dead
+    entry is dropped at the next `_put` once enough have died; the weak references' callback is a builtin
+    (`list.append`), which runs no bytecode a signal's exception could be lost in (counting/signals.py)."""
 
     def __init__(self, make_fake: MakeFake) -> None:
         self._make_fake = make_fake
-        self._values: dict[int, tuple[Any, _Entry]] = {}
+        #: id of a fake -> (weak reference to it, its value)
+        self._values: dict[int, tuple[weakref.ref[Any], _Entry]] = {}
+        #: weak references whose fake died (appended by their builtin callback), dropped from `_values` in bulk
+        self._dead: list[weakref.ref[Any]] = []
         #: the module running now, for messages (the counting mode sets it)
         self.where: Callable[[], str] = lambda: ""
         #: what the model read of tensors whose values fake mode does not know: f-strings of 0-d tensors
@@ -139,7 +149,7 @@ class KnownValues:
         self.unknown_reads: list[str] = []
         #: invented index tensors not read yet -> (op, layer); read ones move to `used`, so that the report lists
         #: the routing ops whose invented indices decided something, not every `max(dim)` whose indices nobody read
-        self._invented: dict[int, tuple[str, str]] = {}
+        self._invented: dict[int, tuple[weakref.ref[Any], str, str]] = {}
         self.used: list[tuple[str, str]] = []
 
     def __bool__(self) -> bool:
@@ -155,7 +165,7 @@ class KnownValues:
 
     def _entry(self, tensor: Any) -> _Entry | None:
         entry = self._values.get(id(tensor))
-        if entry is not None and entry[0] is tensor:
+        if entry is not None and entry[0]() is tensor:
             return entry[1]
         # a constant fake mode lifted from Python (`keep[:5] = True`) carries its value
         constant = getattr(tensor, "constant", None)
@@ -199,7 +209,14 @@ class KnownValues:
                 del FakeTensor.__format__
 
     def _remember(self, fake: Any, value: torch.Tensor) -> None:
-        self._values[id(fake)] = (fake, value)
+        self._put(fake, value)
+
+    def _put(self, fake: Any, entry: _Entry) -> None:
+        """Keep `entry` for `fake` while `fake` is alive (see the class's docstring)."""
+        if len(self._dead) > 64 and 2 * len(self._dead) > len(self._values):  # amortised: O(1) per entry
+            self._dead.clear()
+            self._values = {key: item for key, item in self._values.items() if item[0]() is not None}
+        self._values[id(fake)] = (weakref.ref(fake, self._dead.append), entry)
 
     def involved(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
         """Whether a known tensor is among the arguments (one level into lists: `cat`, `index`). Runs for every op
@@ -210,11 +227,11 @@ class KnownValues:
                 if type(arg) in (list, tuple):
                     for item in arg:
                         entry = values.get(id(item))
-                        if entry is not None and entry[0] is item:
+                        if entry is not None and entry[0]() is item:
                             return True
                 else:
                     entry = values.get(id(arg))
-                    if entry is not None and entry[0] is arg:
+                    if entry is not None and entry[0]() is arg:
                         return True
         return False
 
@@ -263,7 +280,7 @@ class KnownValues:
         first = entries[0] if entries else None
         if isinstance(out, torch.Tensor) and isinstance(first, (_Recipe, _View)) and _is_view(func):
             # a view of a recipe stays one: computed only if read
-            self._values[id(out)] = (out, _View(lambda: self._real_run(func, args, kwargs)))
+            self._put(out, _View(lambda: self._real_run(func, args, kwargs)))
             return True, out
         self._remember_all(out, self._real_run(func, args, kwargs), func)
         return True, out
@@ -279,9 +296,9 @@ class KnownValues:
         if numel <= EAGER_SOURCE_LIMIT:
             self._remember_all(out, self._real_run(func, args, kwargs), func)
         elif numel <= VALUE_LIMIT:
-            self._values[id(out)] = (out, _Recipe(func, args, kwargs))  # a pixel mask of ones, a KV cache of zeros
+            self._put(out, _Recipe(func, args, kwargs))  # a pixel mask of ones, a KV cache of zeros
         else:
-            self._values[id(out)] = (out, Untracked(key, self.where(), numel, out.dtype))
+            self._put(out, Untracked(key, self.where(), numel, out.dtype))
 
     def _real_run(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         from torch._subclasses.fake_tensor import unset_fake_temporarily
@@ -302,7 +319,7 @@ class KnownValues:
                 if real.numel() <= VALUE_LIMIT:
                     self._remember(fake, real)
                 else:
-                    self._values[id(fake)] = (fake, self._untracked(func, real))
+                    self._put(fake, self._untracked(func, real))
 
     def _untracked(self, func: Any, tensor: Any) -> Untracked:
         return Untracked(str(func.overloadpacket), self.where(), tensor.numel(), tensor.dtype)
@@ -319,7 +336,7 @@ class KnownValues:
         written = _written(func, args)
         for value in (*tree_flatten(out)[0], *written):
             if isinstance(value, torch.Tensor):
-                self._values[id(value)] = (value, untracked)
+                self._put(value, untracked)
         for value in written:
             for key in self._aliases(value):
                 self._values[key] = (self._values[key][0], untracked)
@@ -354,13 +371,13 @@ class KnownValues:
 
         with unset_fake_temporarily():
             self._remember(indices, _invented(key, func, args, kwargs, source, indices))
-        self._invented[id(indices)] = (key, path)
+        self._invented[id(indices)] = (weakref.ref(indices), key, path)
         return True
 
     def _note_read(self, tensor: Any) -> None:
         origin = self._invented.pop(id(tensor), None)
-        if origin is not None:
-            self.used.append(origin)
+        if origin is not None and origin[0]() is tensor:  # not a dead tensor's whose id is `tensor`'s now
+            self.used.append(origin[1:])
 
     def _real(self, value: Any) -> Any:
         if isinstance(value, torch.Tensor):
@@ -401,7 +418,8 @@ class KnownValues:
         except (RuntimeError, NotImplementedError):
             return []
         aliases = []
-        for key, (fake, _) in self._values.items():
+        for key, (reference, _) in self._values.items():
+            fake = reference()
             if fake is not tensor and isinstance(fake, torch.Tensor):
                 try:
                     if fake.untyped_storage()._cdata == storage:

@@ -21,8 +21,13 @@ the module whose forward created the autograd node running then (`ModulePathTrac
 
 What is in: parameters, buffers, inputs, every intermediate and output, and for a training count (forward, loss,
 backward of one step) the activations autograd saves for the backward and the gradients the backward produces
-(one per parameter, alive until the step ends); the model's output stays alive through the backward, as in a
-training loop that keeps it (MemTracker's `model(x).sum().backward()` drops it: 0-3% apart on the tests' models).
+(one per parameter, alive until the step ends). The step is a training loop that backpropagates a loss and keeps
+no output (backend.py): the model's own loss where its output carries one (`output.loss`, a Hugging Face model
+given `labels`), else `loss_fn(output)` or the sum of the outputs, with the output let go of before the backward,
+so only what the backward saved of it (a log-softmax, never the logits themselves) stays alive. That is the step
+MemTracker measures as `model(x).sum().backward()` or `model(**batch).loss.backward()`, and the Trainer's
+`compute_loss` then `backward`; the count equals it to the byte on the tests' models. A loop that keeps the output
+(`out = model(x); loss = f(out); loss.backward()` with `out` alive) peaks higher by the output's bytes.
 In inference, whatever the caller's grad mode keeps is in: under `no_grad` (how configured inference models are
 counted) nothing is saved for a backward. What is out: optimizer state (no optimizer runs), the allocator's
 rounding of sizes and the blocks its cache keeps, kernels' workspaces (cuBLAS, cuDNN, attention scratch), the CUDA

@@ -1,5 +1,6 @@
 """Peak memory of the counted call on fake tensors (counting/torch/peak_memory.py): hand-derived small cases, and
-agreement within 10% with torch's own `MemTracker` measuring the same call on real CPU tensors."""
+agreement within 3% (the README's figure) with torch's own `MemTracker` measuring the same call on real CPU
+tensors."""
 
 from __future__ import annotations
 
@@ -261,7 +262,9 @@ def _resnet18() -> tuple[nn.Module, Any]:
     [_mlp, _convnet, _transformer_block, _gpt, _llama, _resnet18],
     ids=["mlp", "convnet", "transformer", "example-gpt", "example-llama", "example-resnet18"],
 )
-def test_peak_is_within_ten_percent_of_mem_tracker(build: Callable[[], tuple[nn.Module, Any]], training: bool) -> None:
+def test_peak_is_within_three_percent_of_mem_tracker(
+    build: Callable[[], tuple[nn.Module, Any]], training: bool
+) -> None:
     torch.manual_seed(0)
     model, x = build()
     if training:
@@ -272,7 +275,85 @@ def test_peak_is_within_ten_percent_of_mem_tracker(build: Callable[[], tuple[nn.
         with torch.no_grad():
             peak = measure_peak(model, (x,))
     expected = _mem_tracker_peak(model, x, training)
-    assert abs(peak.bytes - expected) <= 0.1 * expected, (peak, expected)
+    assert abs(peak.bytes - expected) <= 0.03 * expected, (peak, expected)
+    if training:  # the same step to the byte: the output is let go of before the backward, as in `_mem_tracker_peak`
+        assert peak.bytes == expected
+
+
+def _t5(seq: int) -> tuple[nn.Module, dict[str, Any]]:
+    """A T5 encoder-decoder from a small config (random weights): relative position buckets computed from integer
+    positions whose values the fake count knows, a (seq x seq) bias per attention."""
+    transformers = pytest.importorskip("transformers")
+    config = transformers.T5Config(
+        vocab_size=64,
+        d_model=16,
+        d_kv=8,
+        d_ff=32,
+        num_layers=2,
+        num_decoder_layers=2,
+        num_heads=4,
+        relative_attention_num_buckets=8,
+        relative_attention_max_distance=32,
+        dropout_rate=0.0,
+        decoder_start_token_id=0,
+        pad_token_id=0,
+    )
+    model = transformers.T5Model(config)
+    ids = torch.randint(1, 64, (1, seq))
+    return model, {"input_ids": ids, "decoder_input_ids": ids.flip(1), "use_cache": False}
+
+
+@pytest.mark.parametrize("seq", [64, 256])
+def test_t5_peak_is_the_real_runs_and_mem_trackers(seq: int) -> None:
+    """The integer positions T5 turns into relative position buckets are values the fake count knows; keeping each
+    known tensor alive until the count's end made the fake peak 3x-4x the real run's (growing with seq squared)."""
+    from torch.distributed._tools.mem_tracker import MemTracker
+
+    torch.manual_seed(0)
+    model, inputs = _t5(seq)
+    model.eval()
+    with torch.no_grad():
+        fake = measure_peak(model, (), inputs)
+        real = measure_peak(model, (), inputs, execution="real")
+        tracker = MemTracker()
+        tracker.track_external(model, inputs["input_ids"], inputs["decoder_input_ids"])
+        with tracker:
+            model(**inputs)
+    expected = int(tracker.get_tracker_snapshot("peak")[torch.device("cpu")]["Total"])
+    assert fake == real
+    assert abs(fake.bytes - expected) <= 0.03 * expected, (fake, expected)
+
+
+def test_a_training_step_with_labels_peaks_as_the_loop_that_backpropagates_its_loss() -> None:
+    """A Hugging Face model given `labels` returns its loss: the count's step backpropagates that loss, with the
+    output (the logits) let go of before the backward, as the loop MemTracker measures here (and the Trainer's
+    `compute_loss` then `backward`). Summing the outputs and keeping them through the backward was 9% over."""
+    from torch.distributed._tools.mem_tracker import MemTracker
+
+    transformers = pytest.importorskip("transformers")
+    config = transformers.LlamaConfig(
+        vocab_size=256,
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=64,
+        attn_implementation="eager",  # fake and real take one path (SDPA's mask differs under fake tensors)
+    )
+    torch.manual_seed(0)
+    model = transformers.LlamaForCausalLM(config).train()
+    ids = torch.randint(0, 256, (2, 64))
+    inputs = {"input_ids": ids, "labels": ids, "use_cache": False}
+    fake = measure_peak(model, (), inputs, training=True)
+    assert fake == measure_peak(model, (), inputs, training=True, execution="real")
+    tracker = MemTracker()
+    tracker.track_external(model, ids)
+    with tracker:
+        model(**inputs).loss.backward()
+    model.zero_grad(set_to_none=True)
+    expected = int(tracker.get_tracker_snapshot("peak")[torch.device("cpu")]["Total"])
+    assert abs(fake.bytes - expected) <= 0.001 * expected, (fake, expected)
 
 
 class _Alarm(BaseException):

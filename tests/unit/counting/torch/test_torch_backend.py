@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import types
 from pathlib import Path
 
 import pytest
@@ -335,6 +336,38 @@ def test_bad_execution_and_loss_arguments() -> None:
         count(nn.Linear(2, 2), torch.randn(1, 2), execution="gpu")
     with pytest.raises(CountingError, match="loss_fn must return a scalar"):
         count(nn.Linear(2, 2), torch.randn(3, 2), training=True, loss_fn=lambda out: out)
+
+
+class _WithLoss(nn.Module):
+    """Returns what a Hugging Face model given `labels` returns: an object with the loss beside the logits."""
+
+    def __init__(self, as_mapping: bool) -> None:
+        super().__init__()
+        self.linear = nn.Linear(8, 16)
+        self.as_mapping = as_mapping
+
+    def forward(self, x: torch.Tensor, labels: torch.Tensor) -> object:
+        logits = self.linear(x)
+        loss = nn.functional.cross_entropy(logits, labels)
+        if self.as_mapping:
+            return {"loss": loss, "logits": logits}
+        return types.SimpleNamespace(loss=loss, logits=logits)
+
+
+@pytest.mark.parametrize("as_mapping", [False, True], ids=["attribute", "mapping"])
+def test_a_training_step_backpropagates_the_models_own_loss(as_mapping: bool) -> None:
+    """The loss a training loop backpropagates is the one the model computed from its labels, not the sum of that
+    loss and the logits: the step counts the loss's backward only, and frees the logits before it."""
+    model, x, labels = _WithLoss(as_mapping), torch.randn(4, 8), torch.tensor([0, 3, 5, 15])
+
+    def own_loss(output: object) -> torch.Tensor:
+        loss = output["loss"] if isinstance(output, dict) else output.loss  # type: ignore[attr-defined]
+        assert isinstance(loss, torch.Tensor)
+        return loss
+
+    step = count(model, x, labels, training=True)
+    given = count(model, x, labels, training=True, loss_fn=own_loss)
+    assert (step.flops, step.macs, step.peak_memory) == (given.flops, given.macs, given.peak_memory)
 
 
 def test_llama_7b_counts_in_a_small_process() -> None:
