@@ -396,7 +396,8 @@ def count_torch(
             mode.peak = live
             try:
                 formatting = context.values.formatting() if context.values is not None else contextlib.nullcontext()
-                with mode, formatting, _grad_mode(training):
+                readable = context.values.readable() if context.values is not None else contextlib.nullcontext()
+                with mode, formatting, readable, _grad_mode(training):
                     if generation is not None:
                         output = generation(counted, fake_args, fake_kwargs, mode)
                     else:

@@ -208,6 +208,34 @@ class KnownValues:
             else:
                 del FakeTensor.__format__
 
+    @contextlib.contextmanager
+    def readable(self) -> Iterator[None]:
+        """transformers reads no value of a fake tensor, which it takes for a traced one (`is_tracing`): where it
+        would read a value to skip work (SDPA's causal mask, built only where the padding cannot be read), it does
+        the work. For a fake tensor whose value the count knows (token ids, the positions made from them), the
+        value is readable as in the real run, so for the count transformers' `is_fake_tensor` says no for it, and
+        the real run's path is counted; a tensor of unknown value stays traced. Only where transformers is already
+        imported (a transformers model), for the count only."""
+        import sys
+
+        utilities = sys.modules.get("transformers.utils.import_utils")
+        original = getattr(utilities, "is_fake_tensor", None)
+        if utilities is None or not callable(original):
+            yield
+            return
+
+        def is_fake_tensor(value: Any) -> bool:
+            if not original(value):
+                return False
+            entry = self._entry(value)
+            return entry is None or isinstance(entry, Untracked)
+
+        setattr(utilities, "is_fake_tensor", is_fake_tensor)  # noqa: B010
+        try:
+            yield
+        finally:
+            setattr(utilities, "is_fake_tensor", original)  # noqa: B010
+
     def _remember(self, fake: Any, value: torch.Tensor) -> None:
         self._put(fake, value)
 
