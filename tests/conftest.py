@@ -8,6 +8,16 @@ import pytest
 
 pytest_plugins = ["pytester"]
 
+try:
+    from hypothesis import HealthCheck, settings
+except ImportError:  # pragma: no cover - the dev extra installs it
+    pass
+else:
+    # Hypothesis fails an example that takes over 200 ms (its default deadline) and a strategy it finds slow to
+    # generate: wall-clock limits that a busy machine breaks. A test asserts the work done instead (tests/growth.py).
+    settings.register_profile("flopbudget", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    settings.load_profile("flopbudget")
+
 #: CI variables that switch on CI output (GitHub annotations, the job summary file) in the plugin and the CLI.
 CI_VARIABLES = ("CI", "GITHUB_ACTIONS", "GITHUB_STEP_SUMMARY", "GITHUB_WORKSPACE", "GITLAB_CI", "CI_PROJECT_DIR")
 

@@ -12,10 +12,12 @@ would have answered differently from a fresh count (`verify_after_each_test`).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import textwrap
@@ -41,6 +43,7 @@ flops = "10k"
 """
 
 MODEL = """\
+import contextlib
 import json
 import os
 from pathlib import Path
@@ -373,11 +376,14 @@ def test_the_hook_recounts_only_what_a_commit_changed(project: Path, tmp_path_fa
 
 HOSTILE = """\
 import multiprocessing
+import os
 import subprocess
 import sys
 import time
 
 from torch import nn
+
+HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 def uses_subprocess():
@@ -390,39 +396,47 @@ def exits():
 
 
 def _sleep():
-    import os
-
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, 1)  # not the output pipes, which any caller would wait for too: only the inherited rest
     os.dup2(devnull, 2)
-    time.sleep(60)
+    time.sleep(600)
+    open(os.path.join(HERE, "slept"), "w").close()  # whoever waited for this process sees the file
 
 
 def leaves_a_process_running():
     worker = multiprocessing.get_context("fork").Process(target=_sleep, daemon=False)
-    worker.start()  # holds the result pipe's write end for a minute
+    worker.start()  # holds the result pipe's write end for ten minutes
+    with open(os.path.join(HERE, "sleepers"), "a") as pids:
+        pids.write(f"{worker.pid}\\n")
     return nn.Linear(8, 2)
 """
 
 
 def test_models_that_run_processes_or_exit_fail_or_pass_alone_and_never_stall_the_check(project: Path) -> None:
-    import time
-
     (project / "hostile.py").write_text(HOSTILE)
     text = (project / "pyproject.toml").read_text()
     for name in ("uses_subprocess", "exits", "leaves_a_process_running"):
         text += f'\n[tool.flopbudget.models.{name}]\ntarget = "hostile:{name}"\ninputs = [[1, 8]]\nflops = "1k"\n'
     (project / "pyproject.toml").write_text(text)
-    start = time.monotonic()
-    done = flopbudget(project, "check", FLOPBUDGET_NO_CACHE="")
-    assert time.monotonic() - start < 45, "waited for the process a model left running"
-    assert done.returncode == 2
-    assert "exits.target: hostile:exits() raised SystemExit: 3" in done.stderr.replace("tool.flopbudget.models.", "")
-    for name in ("uses_subprocess", "leaves_a_process_running", "small", "other"):
-        assert f"\n{name} " in "\n" + done.stdout, done.stdout + done.stderr
-    assert "internal error" not in done.stderr
-    done = flopbudget(project, "check", "--no-cache")
-    assert "exits.target: hostile:exits() raised SystemExit: 3" in done.stderr.replace("tool.flopbudget.models.", "")
+    try:
+        done = flopbudget(project, "check", FLOPBUDGET_NO_CACHE="")
+        # The left process sleeps 10 minutes, then writes `slept`: a check that waited for it finds the file.
+        assert not (project / "slept").exists(), "waited for the process a model left running"
+        assert (project / "sleepers").exists(), "the model left no process running"
+        assert done.returncode == 2
+        stderr = done.stderr.replace("tool.flopbudget.models.", "")
+        assert "exits.target: hostile:exits() raised SystemExit: 3" in stderr
+        for name in ("uses_subprocess", "leaves_a_process_running", "small", "other"):
+            assert f"\n{name} " in "\n" + done.stdout, done.stdout + done.stderr
+        assert "internal error" not in done.stderr
+        done = flopbudget(project, "check", "--no-cache")
+        assert not (project / "slept").exists(), "waited for the process a model left running"
+        stderr = done.stderr.replace("tool.flopbudget.models.", "")
+        assert "exits.target: hostile:exits() raised SystemExit: 3" in stderr
+    finally:
+        for pid in (project / "sleepers").read_text().split() if (project / "sleepers").exists() else []:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(int(pid), signal.SIGKILL)
 
 
 def test_every_bundled_example_is_a_hit_on_the_second_check(tmp_path: Path) -> None:
@@ -446,6 +460,7 @@ def test_every_bundled_example_is_a_hit_on_the_second_check(tmp_path: Path) -> N
 # -- a model that cannot be cached says why ---------------------------------------------------------------------------
 
 UNCACHEABLE = """\
+import contextlib
 import json
 from pathlib import Path
 

@@ -377,15 +377,18 @@ def published_repo(tmp_path_factory):
     return repo
 
 
+@pytest.mark.slow  # pre-commit pip-installs the hook's environment: about a minute
 def test_published_hook_passes_under_budget(published_repo):
     assert_went_through(published_repo, published_repo.initial)
 
 
+@pytest.mark.slow  # pre-commit pip-installs the hook's environment: about a minute
 def test_published_hook_runs_on_a_readme_only_commit(published_repo):
     result = commit_to_readme(published_repo, "Exported from PyTorch.\n")
     assert_went_through(published_repo, result)
 
 
+@pytest.mark.slow  # pre-commit pip-installs the hook's environment: about a minute
 def test_published_hook_fails_on_a_widened_onnx_layer(published_repo):
     published_repo.reset()
     write_onnx(published_repo.path / "net.onnx", channels=16)

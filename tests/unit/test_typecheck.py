@@ -17,6 +17,7 @@ else:  # pragma: no cover - Python < 3.11
 ROOT = Path(__file__).resolve().parents[2]
 
 
+@pytest.mark.slow  # a minute or more of the suite's time: `-m "not slow"` leaves it to the full run
 def test_mypy_is_clean(tmp_path: Path) -> None:
     pytest.importorskip("mypy")
     done = subprocess.run(
