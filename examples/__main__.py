@@ -7,12 +7,11 @@ import time
 
 import torch
 
+from examples.decoder import GPT, GPTConfig, Llama, LlamaConfig, gpt_inputs, llama_inputs
+from examples.resnet import resnet50
+from examples.vit import vit_b_16
 from pytest_flopbudget import count
 from pytest_flopbudget.render.table import format_layer_table
-
-from .decoder import GPT, GPTConfig, Llama, LlamaConfig, gpt_inputs, llama_inputs
-from .resnet import resnet50
-from .vit import vit_b_16
 
 
 def main() -> int:

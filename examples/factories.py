@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import torch
 
-from .decoder import GPT, GPTConfig, Llama, LlamaConfig
-from .resnet import ResNet, resnet18, resnet50
-from .vit import VisionTransformer, vit_b_16
+from examples.decoder import GPT, GPTConfig, Llama, LlamaConfig
+from examples.resnet import ResNet, resnet18, resnet50
+from examples.vit import VisionTransformer, vit_b_16
 
 __all__ = ["gpt_tiny", "llama_tiny", "resnet18_on_meta", "resnet50_on_meta", "vit_b_16_on_meta"]
 

@@ -6,15 +6,14 @@ backend is imported when `count()` first needs it, so the CLI starts fast and ON
 
 from __future__ import annotations
 
+from pytest_flopbudget.backends import count
 from pytest_flopbudget.config.budget import Budget, parse_quantity
-
-from .backends import count
-from .counting.formulas import Cost
-from .counting.user_formulas import register_formula
-from .errors import FlopBudgetError
-from .render.table import report_text
-from .report import LayerCost, OpCost, PhaseTotals, Report, SkippedOp, use_text_renderer
-from .version import __version__
+from pytest_flopbudget.counting.formulas import Cost
+from pytest_flopbudget.counting.user_formulas import register_formula
+from pytest_flopbudget.errors import FlopBudgetError
+from pytest_flopbudget.render.table import report_text
+from pytest_flopbudget.report import LayerCost, OpCost, PhaseTotals, Report, SkippedOp, use_text_renderer
+from pytest_flopbudget.version import __version__
 
 # `print(report)` draws the layer table: the package root connects the data type to its renderer, so that
 # report.py imports no presentation (render/ sits above it).

@@ -325,7 +325,7 @@ class Report(BothPhases):
 
     def __repr__(self) -> str:
         """One line: a Report holds every layer, and a repr of thousands of layers helps nobody in a debugger."""
-        from .safe_text import safe_line
+        from pytest_flopbudget.safe_text import safe_line
 
         skipped = f", skipped={self.skipped_calls}" if self.skipped_ops else ""
         int_ops = f", int_ops={self.int_ops}" if self.int_ops else ""

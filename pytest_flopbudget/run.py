@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from pytest_flopbudget.config.location import Location, display_path
 from pytest_flopbudget.config.pyproject import ModelEntry, Settings
+from pytest_flopbudget.errors import BaselineError, FlopBudgetError
 from pytest_flopbudget.front_ends import CLI, FrontEnd
 from pytest_flopbudget.judge.base_ref import (
     BaseBaselines,
@@ -28,12 +29,10 @@ from pytest_flopbudget.judge.base_ref import (
 )
 from pytest_flopbudget.judge.baseline import BaselineStore
 from pytest_flopbudget.judge.verdict import FindingKind, Measurement, Verdict, judge, missing_baseline
-
-from .errors import BaselineError, FlopBudgetError
-from .report import Report
+from pytest_flopbudget.report import Report
 
 if TYPE_CHECKING:
-    from .curve.formula import Formula
+    from pytest_flopbudget.curve.formula import Formula
 
 EXIT_OK = 0
 EXIT_OVER_BUDGET = 1
@@ -177,7 +176,7 @@ class Run:
         caller can fail its own item too. A model with a `curve` is counted with its formula (`count_curve`, in
         the counter's own way where it has one: in a child process, never from the cache)."""
         if counter is None:
-            from .backends import count_entry
+            from pytest_flopbudget.backends import count_entry
 
             counter = count_entry
         formula = None
@@ -307,7 +306,7 @@ def _count_curve(
     if callable(own):
         counted: tuple[Report, Formula] = own(entry, root)
         return counted
-    from .curve.engine import count_curve
+    from pytest_flopbudget.curve.engine import count_curve
 
     return count_curve(entry, root)
 
@@ -328,6 +327,6 @@ def entry_nodeid(entry: ModelEntry, root: Path) -> str:
         relative = pyproject.resolve().relative_to(root.resolve()).as_posix()
     except ValueError:
         relative = pyproject.name
-    from .safe_text import one_line
+    from pytest_flopbudget.safe_text import one_line
 
     return f"{relative}::{one_line(entry.name)}"

@@ -9,7 +9,7 @@ when it loads or counts, so an ONNX-only project never imports torch.
 
 from __future__ import annotations
 
-from .dispatch import (
+from pytest_flopbudget.backends.dispatch import (
     BACKENDS,
     backend_for,
     backend_for_model,
@@ -18,7 +18,7 @@ from .dispatch import (
     count_entry,
     entry_counter,
 )
-from .protocol import Backend, CountOptions, Loaded
+from pytest_flopbudget.backends.protocol import Backend, CountOptions, Loaded
 
 __all__ = [
     "BACKENDS",

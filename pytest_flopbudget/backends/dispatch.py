@@ -12,13 +12,12 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Callable
 
+from pytest_flopbudget.backends.onnx_files import OnnxFiles
+from pytest_flopbudget.backends.protocol import Backend, CountOptions, Loaded, describe, problem
+from pytest_flopbudget.backends.torch_models import TorchModels
 from pytest_flopbudget.config.pyproject import TARGET_GRAMMAR, ModelEntry, generate_problem
-
-from ..errors import CountingError, FlopBudgetError
-from ..report import Report
-from .onnx_files import OnnxFiles
-from .protocol import Backend, CountOptions, Loaded, describe, problem
-from .torch_models import TorchModels
+from pytest_flopbudget.errors import CountingError, FlopBudgetError
+from pytest_flopbudget.report import Report
 
 BACKENDS: tuple[Backend, ...] = (
     OnnxFiles(),

@@ -11,11 +11,10 @@ import os
 from pathlib import Path
 from typing import Any
 
+from pytest_flopbudget.backends.protocol import CountOptions, Loaded, problem
 from pytest_flopbudget.config.pyproject import ModelEntry, dim_names, is_onnx_target
-
-from ..errors import CountingError
-from ..report import Report
-from .protocol import CountOptions, Loaded, problem
+from pytest_flopbudget.errors import CountingError
+from pytest_flopbudget.report import Report
 
 
 class OnnxFiles:
@@ -65,13 +64,13 @@ class OnnxFiles:
                 "an ONNX model takes input shapes as inputs={'name': [dims]}; positional example inputs, "
                 "forward keyword arguments, training=True and method= apply to PyTorch models only"
             )
-        from ..counting.onnx.backend import count_onnx
+        from pytest_flopbudget.counting.onnx.backend import count_onnx
 
         return count_onnx(model, inputs=options.inputs, dims=options.dims)
 
     def input_names(self, path: str) -> list[str]:
         """The graph's real inputs (initializers excluded), read without the weights."""
-        from ..counting.onnx.load import load_model
+        from pytest_flopbudget.counting.onnx.load import load_model
 
         proto, _ = load_model(path)
         graph = proto.graph

@@ -14,8 +14,7 @@ from typing import Any, Callable, Protocol
 
 from pytest_flopbudget.config.location import LocatedError, Location, Problem
 from pytest_flopbudget.config.pyproject import ModelEntry
-
-from ..report import Report
+from pytest_flopbudget.report import Report
 
 
 @dataclasses.dataclass(frozen=True)

@@ -16,14 +16,13 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from pytest_flopbudget.backends.protocol import CountOptions, Loaded
+from pytest_flopbudget.backends.protocol import describe as _describe
+from pytest_flopbudget.backends.protocol import problem as _problem
 from pytest_flopbudget.config.location import Location
 from pytest_flopbudget.config.pyproject import DEFAULT_DTYPE, InputSpec, ModelEntry, elements_problem, is_reference
-
-from ..errors import CountingError
-from ..report import Report
-from .protocol import CountOptions, Loaded
-from .protocol import describe as _describe
-from .protocol import problem as _problem
+from pytest_flopbudget.errors import CountingError
+from pytest_flopbudget.report import Report
 
 
 class TorchModels:
@@ -62,8 +61,8 @@ class TorchModels:
 
     def count_generation(self, loaded: Loaded, entry: ModelEntry) -> Report:
         """`generate = N`: Hugging Face's own greedy generate, or the decode-step protocol (`decode-inputs`)."""
-        from ..counting.torch.backend import count_torch
-        from ..counting.torch.generation import Generation
+        from pytest_flopbudget.counting.torch.backend import count_torch
+        from pytest_flopbudget.counting.torch.generation import Generation
 
         generation = Generation(entry.generate, entry.method, loaded.decode_inputs)
         return count_torch(
@@ -83,8 +82,8 @@ class TorchModels:
         """The public `count(model, ids, generate=N)`: the whole generation under no_grad, with its phases."""
         import torch
 
-        from ..counting.torch.backend import count_torch
-        from ..counting.torch.generation import Generation
+        from pytest_flopbudget.counting.torch.backend import count_torch
+        from pytest_flopbudget.counting.torch.generation import Generation
 
         with torch.no_grad():
             return count_torch(
@@ -92,7 +91,7 @@ class TorchModels:
             )
 
     def count_model(self, model: Any, args: tuple[Any, ...], kwargs: dict[str, Any], options: CountOptions) -> Report:
-        from ..counting.torch.backend import count_torch
+        from pytest_flopbudget.counting.torch.backend import count_torch
 
         if options.inputs is not None:
             kwargs["inputs"] = options.inputs
@@ -181,7 +180,7 @@ def held_module(obj: Any) -> Any:
 
 
 def _check_method(entry: ModelEntry, model: Any) -> None:
-    from ..counting.torch.backend import check_method
+    from pytest_flopbudget.counting.torch.backend import check_method
 
     try:
         check_method(model, entry.method)
@@ -241,7 +240,7 @@ def _typed_specs(entry: ModelEntry, model: Any) -> tuple[list[InputSpec], dict[s
     int64, others the model's float dtype. For any other model, an input whose first reader is an embedding
     lookup is int64 token ids, and the rest float32.
     """
-    from ..counting.torch import input_roles as roles
+    from pytest_flopbudget.counting.torch import input_roles as roles
 
     assert entry.inputs is not None and not isinstance(entry.inputs, str)
     positional, named = _as_given(entry.inputs)
@@ -301,6 +300,6 @@ def _tensor(spec: InputSpec, device: str) -> Any:
 
 
 def _small(shape: Any) -> bool:
-    from ..counting.torch.known_inputs import INPUT_LIMIT
+    from pytest_flopbudget.counting.torch.known_inputs import INPUT_LIMIT
 
     return math.prod(shape) <= INPUT_LIMIT

@@ -17,12 +17,12 @@ import sys
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
-from ..config.pyproject import generate_problem
-from ..errors import FlopBudgetError
-from ..metrics import METRICS, PEAK_MEMORY, by_name
-from ..render.roofline import PROFILES
-from ..safe_text import SafeStream, one_line, safe_line, safe_text
-from ..version import __version__
+from pytest_flopbudget.config.pyproject import generate_problem
+from pytest_flopbudget.errors import FlopBudgetError
+from pytest_flopbudget.metrics import METRICS, PEAK_MEMORY, by_name
+from pytest_flopbudget.render.roofline import PROFILES
+from pytest_flopbudget.safe_text import SafeStream, one_line, safe_line, safe_text
+from pytest_flopbudget.version import __version__
 
 PROG = "flopbudget"
 
@@ -133,7 +133,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from ..reporters.ci import SPEC_HELP
+    from pytest_flopbudget.reporters.ci import SPEC_HELP
 
     parser = _Parser(
         prog=PROG, description=DESCRIPTION, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -427,7 +427,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _count(args: argparse.Namespace) -> int:
-    from .count import CountRequest, run_count
+    from pytest_flopbudget.cli.count import CountRequest, run_count
 
     metric = by_name(args.metric) if args.metric else None
     request = CountRequest(
@@ -440,7 +440,7 @@ def _count(args: argparse.Namespace) -> int:
 
 
 def _check(args: argparse.Namespace) -> int:
-    from .check import run_check
+    from pytest_flopbudget.cli.check import run_check
 
     return run_check(
         pyproject=args.pyproject, names=args.names, update=args.update, reports=args.report, base_ref=args.base_ref,
@@ -450,7 +450,7 @@ def _check(args: argparse.Namespace) -> int:
 
 
 def _init(args: argparse.Namespace) -> int:
-    from .init import InitRequest, run_init
+    from pytest_flopbudget.cli.init import InitRequest, run_init
 
     request = InitRequest(
         targets=args.targets, input=args.input, dtype=args.dtype, training=args.training, execution=args.execution,
@@ -460,7 +460,7 @@ def _init(args: argparse.Namespace) -> int:
 
 
 def _diff(args: argparse.Namespace) -> int:
-    from .diff import run_diff
+    from pytest_flopbudget.cli.diff import run_diff
 
     metric = by_name(args.metric) if args.metric else None
     return run_diff(
@@ -470,7 +470,7 @@ def _diff(args: argparse.Namespace) -> int:
 
 
 def _comment(args: argparse.Namespace) -> int:
-    from .comment import run_comment
+    from pytest_flopbudget.cli.comment import run_comment
 
     return run_comment(bodies=args.bodies, titles=args.title, footer=args.footer, out=_out(), timeout_s=args.timeout)
 

@@ -17,17 +17,16 @@ from typing import TextIO
 from pytest_flopbudget.cache import counter as recorded_count
 from pytest_flopbudget.cache.counter import CachedCounter, Counter, IsolatedCounter
 from pytest_flopbudget.cache.store import CACHE_DIR_NAME, CountCache, cache_enabled
+from pytest_flopbudget.cli.progress import Progress
+from pytest_flopbudget.cli.project import load_project, select_models
 from pytest_flopbudget.config.location import display_path
 from pytest_flopbudget.config.pyproject import ModelEntry, Settings
+from pytest_flopbudget.errors import FlopBudgetError
 from pytest_flopbudget.front_ends import CLI
 from pytest_flopbudget.judge.baseline import BaselineStore
-
-from ..errors import FlopBudgetError
-from ..run import Run, entry_nodeid
-from ..run import require_baseline as require_baseline_in
-from ..safe_text import json_safe
-from .progress import Progress
-from .project import load_project, select_models
+from pytest_flopbudget.run import Run, entry_nodeid
+from pytest_flopbudget.run import require_baseline as require_baseline_in
+from pytest_flopbudget.safe_text import json_safe
 
 
 def run_check(
@@ -50,7 +49,7 @@ def run_check(
     the text, and any GitHub workflow commands, go to `err` instead. `cache` is True/False (`--cache`,
     `--no-cache`), "verify" (`--cache=verify`: recount everything and fail where a record disagrees) or None.
     """
-    from ..reporters import ci
+    from pytest_flopbudget.reporters import ci
 
     document = out
     if format == "json":
@@ -81,7 +80,7 @@ def run_check(
     for name, difference in mismatches:
         err.write(f"flopbudget: error: {name}: its cached count differs from a fresh count: {difference}\n")
     if format == "json":
-        from ..reporters import json_report
+        from pytest_flopbudget.reporters import json_report
 
         document.write(json_safe(json_report.dumps_results(result, root=ci.workspace_root(ci.OUTPUTS["json"]))))
     if result.update:

@@ -15,10 +15,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TextIO
 
-from ..atomic_file import read_regular_file
-from ..reporters import pr_comment
-from ..reporters.comment_merge import Part
-from .project import UsageError
+from pytest_flopbudget.atomic_file import read_regular_file
+from pytest_flopbudget.cli.project import UsageError
+from pytest_flopbudget.reporters import pr_comment
+from pytest_flopbudget.reporters.comment_merge import Part
 
 #: The most a body file may hold: `comment:PATH` writes at most a comment's 65,536 characters.
 MAX_BODY_BYTES = 1024 * 1024

@@ -14,6 +14,10 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
+from pytest_flopbudget.backends import Backend, backend_for, backend_for_target, count_entry
+from pytest_flopbudget.cli.inputs import describe_inputs, parse_dims, parse_inputs
+from pytest_flopbudget.cli.progress import Progress
+from pytest_flopbudget.cli.project import UsageError, load_project, model_named, unknown_model
 from pytest_flopbudget.config.budget import Budget
 from pytest_flopbudget.config.location import Location, display_path
 from pytest_flopbudget.config.pyproject import (
@@ -23,16 +27,11 @@ from pytest_flopbudget.config.pyproject import (
     dim_names,
     find_pyproject,
 )
-
-from ..backends import Backend, backend_for, backend_for_target, count_entry
-from ..errors import CountingError
-from ..metrics import FLOPS, PEAK_MEMORY, Metric
-from ..render.roofline_report import Roofline, choose, roofline_for
-from ..report import Report
-from ..safe_text import json_safe, safe_text
-from .inputs import describe_inputs, parse_dims, parse_inputs
-from .progress import Progress
-from .project import UsageError, load_project, model_named, unknown_model
+from pytest_flopbudget.errors import CountingError
+from pytest_flopbudget.metrics import FLOPS, PEAK_MEMORY, Metric
+from pytest_flopbudget.render.roofline_report import Roofline, choose, roofline_for
+from pytest_flopbudget.report import Report
+from pytest_flopbudget.safe_text import json_safe, safe_text
 
 if TYPE_CHECKING:
     from pytest_flopbudget.curve.formula import Formula

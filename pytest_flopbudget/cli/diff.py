@@ -10,17 +10,16 @@ import io
 from collections.abc import Sequence
 from typing import TextIO
 
+from pytest_flopbudget.cli.check import count_into
+from pytest_flopbudget.cli.count import PICTURES, write_output
+from pytest_flopbudget.cli.project import UsageError, load_project, select_models
 from pytest_flopbudget.config.pyproject import ModelEntry, Settings
 from pytest_flopbudget.front_ends import CLI
 from pytest_flopbudget.judge.baseline import BaselineStore
 from pytest_flopbudget.metrics import FLOPS, Metric
 from pytest_flopbudget.render.formatting import metric_title
-
-from ..reporters import ci, layer_diff
-from ..run import EXIT_ERROR, EXIT_OK, Run
-from .check import count_into
-from .count import PICTURES, write_output
-from .project import UsageError, load_project, select_models
+from pytest_flopbudget.reporters import ci, layer_diff
+from pytest_flopbudget.run import EXIT_ERROR, EXIT_OK, Run
 
 
 def run_diff(

@@ -22,6 +22,11 @@ from decimal import ROUND_CEILING, Decimal, InvalidOperation, localcontext
 from pathlib import Path
 from typing import TextIO
 
+from pytest_flopbudget.backends import backend_for_target, count_entry
+from pytest_flopbudget.cli.count import CountRequest, command_line_hint, resolve_target
+from pytest_flopbudget.cli.progress import Progress
+from pytest_flopbudget.cli.project import UsageError
+from pytest_flopbudget.cli.pyproject_writer import BARE_KEY, NewModel, plan_edit, read_pyproject_bytes, write_edit
 from pytest_flopbudget.config.location import display_path
 from pytest_flopbudget.config.pyproject import (
     ModelEntry,
@@ -30,17 +35,11 @@ from pytest_flopbudget.config.pyproject import (
     is_reference,
     parse_settings,
 )
+from pytest_flopbudget.errors import CountingError
 from pytest_flopbudget.front_ends import CLI_UPDATE_HINT
 from pytest_flopbudget.metrics import FLOPS, INT_OPS, PARAMS
 from pytest_flopbudget.render.formatting import ceiling_above, format_value, plural
-
-from ..backends import backend_for_target, count_entry
-from ..errors import CountingError
-from ..report import MAX_COUNT, Report
-from .count import CountRequest, command_line_hint, resolve_target
-from .progress import Progress
-from .project import UsageError
-from .pyproject_writer import BARE_KEY, NewModel, plan_edit, read_pyproject_bytes, write_edit
+from pytest_flopbudget.report import MAX_COUNT, Report
 
 #: Default headroom of a suggested ceiling over the count, in percent: room for a small intended change without
 #: a budget edit, small enough that an accidental doubling of a layer fails.

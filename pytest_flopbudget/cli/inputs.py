@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Collection, Sequence
 
+from pytest_flopbudget.cli.project import UsageError
 from pytest_flopbudget.config.pyproject import (
     DIM_NAME,
     DTYPES,
@@ -23,8 +24,6 @@ from pytest_flopbudget.config.pyproject import (
     reserved_dim_problem,
     size_problem,
 )
-
-from .project import UsageError
 
 GRAMMAR = (
     "write sizes separated by commas such as 1,3,224,224 (or 'scalar' for a 0-d tensor), optionally NAME= before "

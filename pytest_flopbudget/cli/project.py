@@ -13,8 +13,7 @@ from pathlib import Path
 
 from pytest_flopbudget.config.location import display_path
 from pytest_flopbudget.config.pyproject import ModelEntry, Settings, find_pyproject, load_settings
-
-from ..errors import ConfigError
+from pytest_flopbudget.errors import ConfigError
 
 EXAMPLE_TABLE = (
     '[tool.flopbudget.models.NAME] with target = "package.module:factory", inputs = [[1, 3, 224, 224]] '

@@ -19,13 +19,18 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from pytest_flopbudget.atomic_file import (
+    FileTooLargeError,
+    NotRegularFileError,
+    read_regular_file,
+    real_target,
+    write_atomic,
+)
+from pytest_flopbudget.cli.project import UsageError
 from pytest_flopbudget.config.budget import Budget
 from pytest_flopbudget.config.location import LocatedError, display_path
 from pytest_flopbudget.config.pyproject import DEFAULT_BASELINE_DIR, Inputs, InputSpec, Settings, parse_settings
 from pytest_flopbudget.config.toml_locator import locate_statements
-
-from ..atomic_file import FileTooLargeError, NotRegularFileError, read_regular_file, real_target, write_atomic
-from .project import UsageError
 
 #: A TOML bare key: the only model names `init` writes, so no table header ever needs quoting.
 BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from math import ceil, floor, prod
 from typing import NamedTuple
 
-from ..metrics import FLOPS, INT_OPS, MACS, Metric
+from pytest_flopbudget.metrics import FLOPS, INT_OPS, MACS, Metric
 
 
 class Cost(NamedTuple):

@@ -15,9 +15,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from ..metrics import METRICS, by_name
-from ..report import PREFILL, EstimatedOp, LayerCost, Phase, SkippedOp, decode_step_name
-from .tally import Tally
+from pytest_flopbudget.counting.tally import Tally
+from pytest_flopbudget.metrics import METRICS, by_name
+from pytest_flopbudget.report import PREFILL, EstimatedOp, LayerCost, Phase, SkippedOp, decode_step_name
 
 #: The decode steps whose costs fix each line.
 FIT = (1, 2)

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Hashable, Iterator
 from typing import Callable, Generic, TypeVar, Union
 
-from .formulas import Cost
+from pytest_flopbudget.counting.formulas import Cost
 
 Formula = Callable[..., Cost]
 K = TypeVar("K", bound=Hashable)

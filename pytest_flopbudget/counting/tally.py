@@ -14,9 +14,9 @@ from collections.abc import Container, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..metrics import Metric
-from ..report import BothPhases, EstimatedOp, LayerCost, PhaseTotals, SkippedOp
-from .formulas import Cost
+from pytest_flopbudget.counting.formulas import Cost
+from pytest_flopbudget.metrics import Metric
+from pytest_flopbudget.report import BothPhases, EstimatedOp, LayerCost, PhaseTotals, SkippedOp
 
 #: The op has compute and no formula is registered for it (`register_formula` adds one).
 NO_FORMULA = "no formula"

@@ -11,8 +11,8 @@ from collections.abc import Hashable
 from types import TracebackType
 from typing import Any, Callable, Literal, Union
 
-from .formulas import Cost
-from .registry import FREE, FormulaRegistry
+from pytest_flopbudget.counting.formulas import Cost
+from pytest_flopbudget.counting.registry import FREE, FormulaRegistry
 
 Backend = Literal["torch", "onnx"]
 #: What a user's formula may return: a `Cost`, or `(flops, macs)` as two non-negative integers.
@@ -153,14 +153,14 @@ def registered_formulas() -> list[FormulaHandle]:
 
 
 def _registries() -> list[FormulaRegistry[Any]]:
-    from .onnx.ops import ONNX_OPS
-    from .torch.ops import TORCH_OPS
+    from pytest_flopbudget.counting.onnx.ops import ONNX_OPS
+    from pytest_flopbudget.counting.torch.ops import TORCH_OPS
 
     return [TORCH_OPS, ONNX_OPS]
 
 
 def _torch_key(op: object) -> tuple[FormulaRegistry[Any], str, str]:
-    from .torch.ops import TORCH_OPS, op_key
+    from pytest_flopbudget.counting.torch.ops import TORCH_OPS, op_key
 
     if hasattr(op, "overloadpacket"):  # torch.ops.mylib.fused_gelu.default
         key = op_key(op)
@@ -186,8 +186,8 @@ def _torch_key(op: object) -> tuple[FormulaRegistry[Any], str, str]:
 
 
 def _onnx_key(op: object) -> tuple[FormulaRegistry[Any], tuple[str, str], str]:
-    from .onnx.graph import normalize_domain
-    from .onnx.ops import ONNX_OPS, op_label
+    from pytest_flopbudget.counting.onnx.graph import normalize_domain
+    from pytest_flopbudget.counting.onnx.ops import ONNX_OPS, op_label
 
     if isinstance(op, tuple) and len(op) == 2 and all(isinstance(part, str) for part in op):
         domain, op_type = op

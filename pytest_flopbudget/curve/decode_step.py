@@ -24,11 +24,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from pytest_flopbudget.curve.polynomial import Polynomial, parse
 from pytest_flopbudget.json_fields import a_str, an_object, field_of, show
 from pytest_flopbudget.metrics import METRICS, Metric, by_name
 from pytest_flopbudget.report import Report
-
-from .polynomial import Polynomial, parse
 
 #: The formula's variable: the tokens in the cache when a decode step runs.
 CONTEXT = "context"

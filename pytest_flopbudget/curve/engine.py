@@ -12,15 +12,14 @@ from collections.abc import Hashable
 from pathlib import Path
 from typing import Optional, cast
 
+from pytest_flopbudget.backends import entry_counter
 from pytest_flopbudget.config.pyproject import ModelEntry
-
-from ..backends import entry_counter
-from ..errors import CountingError
-from ..metrics import DERIVED, METRICS, Metric
-from ..report import Report
-from .fit import FitError, Point, fit
-from .formula import Formula, Holds
-from .polynomial import Polynomial
+from pytest_flopbudget.curve.fit import FitError, Point, fit
+from pytest_flopbudget.curve.formula import Formula, Holds
+from pytest_flopbudget.curve.polynomial import Polynomial
+from pytest_flopbudget.errors import CountingError
+from pytest_flopbudget.metrics import DERIVED, METRICS, Metric
+from pytest_flopbudget.report import Report
 
 #: The series key of a model's total of a metric (a layer's is its path).
 TOTAL = None

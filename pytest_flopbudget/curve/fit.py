@@ -29,7 +29,7 @@ from fractions import Fraction
 from itertools import product
 from math import lcm, prod
 
-from .polynomial import Exponents, Polynomial
+from pytest_flopbudget.curve.polynomial import Exponents, Polynomial
 
 #: A point: one size per dim, in the dims' order.
 Point = tuple[int, ...]

@@ -13,10 +13,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from pytest_flopbudget.curve.polynomial import Polynomial, parse
 from pytest_flopbudget.json_fields import a_bool, a_list, a_str, an_object
 from pytest_flopbudget.metrics import METRICS, Metric, by_name
-
-from .polynomial import Polynomial, parse
 
 #: A dim's name, as pyproject's `dims` and `--dim` accept it.
 _DIM = re.compile(r"[A-Za-z_]\w*")

@@ -13,13 +13,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 
+from pytest_flopbudget.curve.formula import Formula
+from pytest_flopbudget.curve.polynomial import Exponents, Polynomial, render
 from pytest_flopbudget.metrics import FLOPS, Metric
 from pytest_flopbudget.render.flame import CSP, xml_text
 from pytest_flopbudget.render.formatting import format_pair, format_percent
 from pytest_flopbudget.report import truncate_path
-
-from .formula import Formula
-from .polynomial import Exponents, Polynomial, render
 
 WIDTH, HEIGHT = 760, 420
 LEFT, RIGHT, TOP, BOTTOM = 70, 210, 40, 50

@@ -4,12 +4,11 @@ table's rows are)."""
 
 from __future__ import annotations
 
+from pytest_flopbudget.curve.decode_step import CONTEXT, DecodeFormula
+from pytest_flopbudget.curve.formula import Formula
+from pytest_flopbudget.curve.polynomial import Polynomial
 from pytest_flopbudget.metrics import FLOPS, METRICS, Metric
 from pytest_flopbudget.report import ROOT, truncate_path
-
-from .decode_step import CONTEXT, DecodeFormula
-from .formula import Formula
-from .polynomial import Polynomial
 
 ROOT_LABEL = "(model)"
 #: In place of a metric's polynomial where the fit missed a count: a peak that is a maximum, a sort's n*ceil(log2 n).

@@ -11,10 +11,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from fractions import Fraction
 
-from ..metrics import Metric
-from ..report import Report
-from .formatting import format_count, format_percent, metric_title
-from .phase_table import DECODE_MEAN, decode_mean
+from pytest_flopbudget.metrics import Metric
+from pytest_flopbudget.render.formatting import format_count, format_percent, metric_title
+from pytest_flopbudget.render.phase_table import DECODE_MEAN, decode_mean
+from pytest_flopbudget.report import Report
 
 
 def phase_figures(report: Report, metric: Metric) -> dict[str, Fraction]:

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from ..metrics import METRICS, PEAK_MEMORY, Metric
-from ..report import Phase, Report
-from .formatting import format_count, format_figure, metric_title
+from pytest_flopbudget.metrics import METRICS, PEAK_MEMORY, Metric
+from pytest_flopbudget.render.formatting import format_count, format_figure, metric_title
+from pytest_flopbudget.report import Phase, Report
 
 #: The label of the mean decode step.
 DECODE_MEAN = "decode mean per token"

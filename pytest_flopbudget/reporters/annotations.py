@@ -18,6 +18,7 @@ from pytest_flopbudget.judge.base_ref import BudgetChange
 from pytest_flopbudget.judge.diff_groups import ChangeGroup, group_changes
 from pytest_flopbudget.judge.reason import reason
 from pytest_flopbudget.judge.verdict import ERROR, WARNING, Finding, FindingKind, Verdict
+from pytest_flopbudget.metrics import Metric
 from pytest_flopbudget.render.formatting import (
     format_count,
     format_percent,
@@ -25,10 +26,8 @@ from pytest_flopbudget.render.formatting import (
     metric_title,
     plural,
 )
-
-from ..metrics import Metric
-from ..run import Unchecked
-from ..units import SI, PrefixSystem
+from pytest_flopbudget.run import Unchecked
+from pytest_flopbudget.units import SI, PrefixSystem
 
 #: Findings about growth, shown with the layers that grew most.
 _LAYER_KINDS = (FindingKind.CEILING, FindingKind.INCREASE, FindingKind.GROWTH)

@@ -16,9 +16,8 @@ from pathlib import Path
 
 from pytest_flopbudget.atomic_file import write_atomic
 from pytest_flopbudget.judge.verdict import Verdict
-
-from .output import Findings, OutputContext
-from .trend import figures, named
+from pytest_flopbudget.reporters.output import Findings, OutputContext
+from pytest_flopbudget.reporters.trend import figures, named
 
 
 def bencher_metrics(verdicts: Sequence[Verdict]) -> dict[str, dict[str, dict[str, int]]]:

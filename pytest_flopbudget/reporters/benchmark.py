@@ -18,9 +18,8 @@ from typing import Any
 from pytest_flopbudget.atomic_file import write_atomic
 from pytest_flopbudget.judge.verdict import Verdict
 from pytest_flopbudget.render.formatting import format_percent, format_value
-
-from .output import Findings, OutputContext
-from .trend import Figure, figures, named, unit
+from pytest_flopbudget.reporters.output import Findings, OutputContext
+from pytest_flopbudget.reporters.trend import Figure, figures, named, unit
 
 
 def benchmarks(verdicts: Sequence[Verdict]) -> list[dict[str, Any]]:

@@ -15,9 +15,8 @@ import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from ..errors import ConfigError
-from ..run import RunResult
-from . import (
+from pytest_flopbudget.errors import ConfigError
+from pytest_flopbudget.reporters import (
     bencher,
     benchmark,
     diff_pictures,
@@ -30,8 +29,9 @@ from . import (
     pr_comment,
     terminal,
 )
-from .annotations import collect
-from .output import Findings, Output, OutputContext, SupportsWrite
+from pytest_flopbudget.reporters.annotations import collect
+from pytest_flopbudget.reporters.output import Findings, Output, OutputContext, SupportsWrite
+from pytest_flopbudget.run import RunResult
 
 #: Every output by kind: one module each, all written through the `Output` interface. A front end asks for the
 #: terminal text (`TERMINAL`) and `flopbudget diff` for its per-layer diff (`LAYER_DIFF`); users pick the others.

@@ -20,7 +20,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from . import markdown
+from pytest_flopbudget.reporters import markdown
 
 #: What a cut comment's note says it stayed under (the summary's own note names its 1 MiB limit).
 COMMENT_LIMIT = "GitHub's limit for a comment"

@@ -29,12 +29,11 @@ from pytest_flopbudget.metrics import METRICS, Metric
 from pytest_flopbudget.render import diff_flame
 from pytest_flopbudget.render.flame import html_page, xml_text
 from pytest_flopbudget.render.formatting import metric_title, plural
-
-from ..run import RunResult
-from .curve_lines import changed_curves
-from .layer_diff import changed_metrics
-from .markdown import summary_order
-from .output import Findings, OutputContext
+from pytest_flopbudget.reporters.curve_lines import changed_curves
+from pytest_flopbudget.reporters.layer_diff import changed_metrics
+from pytest_flopbudget.reporters.markdown import summary_order
+from pytest_flopbudget.reporters.output import Findings, OutputContext
+from pytest_flopbudget.run import RunResult
 
 #: Each model's section starts a line with this: the action counts the pictures with `grep -c`.
 SECTION = '<section class="model"'

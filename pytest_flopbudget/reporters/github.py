@@ -16,10 +16,9 @@ import os
 from collections.abc import Sequence
 
 from pytest_flopbudget.render.formatting import plural
-
-from ..safe_text import safe_line, visible
-from .annotations import Annotation, relative_path
-from .output import Findings, OutputContext
+from pytest_flopbudget.reporters.annotations import Annotation, relative_path
+from pytest_flopbudget.reporters.output import Findings, OutputContext
+from pytest_flopbudget.safe_text import safe_line, visible
 
 #: GitHub's per-step limit for each of error, warning and notice annotations.
 MAX_PER_LEVEL = 10
@@ -130,7 +129,7 @@ class GitHubOutput:
     workspace_variables = ("GITHUB_WORKSPACE",)
 
     def write(self, findings: Findings, path: str | None, context: OutputContext) -> None:
-        from . import markdown
+        from pytest_flopbudget.reporters import markdown
 
         if findings.empty:
             return

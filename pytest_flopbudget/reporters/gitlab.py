@@ -18,10 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from pytest_flopbudget.judge.baseline import write_atomic
-
-from ..safe_text import visible
-from .annotations import Annotation, relative_path
-from .output import Findings, OutputContext
+from pytest_flopbudget.reporters.annotations import Annotation, relative_path
+from pytest_flopbudget.reporters.output import Findings, OutputContext
+from pytest_flopbudget.safe_text import visible
 
 #: Finding kind -> Code Quality severity. A broken budget fails the pipeline: critical, as a failing check.
 SEVERITY = {

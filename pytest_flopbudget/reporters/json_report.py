@@ -21,11 +21,10 @@ from pytest_flopbudget.judge.baseline import write_atomic
 from pytest_flopbudget.judge.reason import reason
 from pytest_flopbudget.judge.verdict import Finding, Verdict
 from pytest_flopbudget.metrics import METRICS, Metric
-
-from ..run import RunResult, Unchecked
-from ..version import __version__
-from .annotations import relative_path
-from .output import Findings, OutputContext
+from pytest_flopbudget.reporters.annotations import relative_path
+from pytest_flopbudget.reporters.output import Findings, OutputContext
+from pytest_flopbudget.run import RunResult, Unchecked
+from pytest_flopbudget.version import __version__
 
 RESULTS_FORMAT = "pytest-flopbudget/results/1"
 

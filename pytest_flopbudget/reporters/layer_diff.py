@@ -9,13 +9,12 @@ from __future__ import annotations
 
 from pytest_flopbudget.judge.diff import DIFF_METRICS
 from pytest_flopbudget.judge.verdict import FindingKind, Verdict
+from pytest_flopbudget.metrics import METRICS, Metric
 from pytest_flopbudget.render.formatting import format_pair, format_percent, format_value, metric_title
-
-from ..metrics import METRICS, Metric
-from ..report import Report
-from ..run import RunResult
-from .output import Findings, OutputContext
-from .terminal import baseline_notes, diff_table, phase_lines
+from pytest_flopbudget.report import Report
+from pytest_flopbudget.reporters.output import Findings, OutputContext
+from pytest_flopbudget.reporters.terminal import baseline_notes, diff_table, phase_lines
+from pytest_flopbudget.run import RunResult
 
 
 class LayerDiffOutput:

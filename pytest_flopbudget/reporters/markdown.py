@@ -22,14 +22,13 @@ from pytest_flopbudget.judge.reason import reason
 from pytest_flopbudget.judge.verdict import FindingKind, Verdict
 from pytest_flopbudget.metrics import FLOPS, METRICS, Metric
 from pytest_flopbudget.render.formatting import format_count, format_percent, metric_title, plural
-
-from ..run import RunResult, Unchecked
-from ..safe_text import safe_text
-from . import terminal
-from .annotations import relative_path
-from .curve_lines import curve_table
-from .layer_diff import changed_metrics, format_diff
-from .output import Findings, OutputContext
+from pytest_flopbudget.reporters import terminal
+from pytest_flopbudget.reporters.annotations import relative_path
+from pytest_flopbudget.reporters.curve_lines import curve_table
+from pytest_flopbudget.reporters.layer_diff import changed_metrics, format_diff
+from pytest_flopbudget.reporters.output import Findings, OutputContext
+from pytest_flopbudget.run import RunResult, Unchecked
+from pytest_flopbudget.safe_text import safe_text
 
 #: GitHub's limit for one step's summary.
 MAX_BYTES = 1024 * 1024

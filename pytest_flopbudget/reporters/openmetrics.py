@@ -21,10 +21,9 @@ from pathlib import Path
 from pytest_flopbudget.atomic_file import write_atomic
 from pytest_flopbudget.judge.verdict import Verdict
 from pytest_flopbudget.metrics import METRICS, Metric
-
-from ..safe_text import one_line
-from .output import Findings, OutputContext
-from .trend import Figure, figures, named, unit
+from pytest_flopbudget.reporters.output import Findings, OutputContext
+from pytest_flopbudget.reporters.trend import Figure, figures, named, unit
+from pytest_flopbudget.safe_text import one_line
 
 PREFIX = "flopbudget_"
 #: What OpenMetrics allows in a metric name beyond its first character.

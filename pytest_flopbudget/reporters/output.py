@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
-    from ..run import RunResult
-    from .annotations import Annotation
+    from pytest_flopbudget.reporters.annotations import Annotation
+    from pytest_flopbudget.run import RunResult
 
 
 class SupportsWrite(Protocol):

@@ -24,13 +24,12 @@ import time
 from collections.abc import Mapping
 from pathlib import Path
 
+from pytest_flopbudget.atomic_file import read_regular_file
 from pytest_flopbudget.judge.baseline import write_atomic
-
-from ..atomic_file import read_regular_file
-from . import github, markdown
-from .comment_merge import Part, cut, merge
-from .github_api import ApiError, Client, Refused
-from .output import Findings, OutputContext, SupportsWrite
+from pytest_flopbudget.reporters import github, markdown
+from pytest_flopbudget.reporters.comment_merge import Part, cut, merge
+from pytest_flopbudget.reporters.github_api import ApiError, Client, Refused
+from pytest_flopbudget.reporters.output import Findings, OutputContext, SupportsWrite
 
 #: The hidden first line by which the comment is found again on the next push: specific to this tool's comment, so
 #: that no other tool's is taken for it (and a person's never is: only a comment by the token's own identity is).

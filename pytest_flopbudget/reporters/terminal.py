@@ -20,6 +20,7 @@ from pytest_flopbudget.judge.diff_groups import group_changes
 from pytest_flopbudget.judge.reason import reason
 from pytest_flopbudget.judge.verdict import Finding, FindingKind, Verdict
 from pytest_flopbudget.judge.versions import version_note
+from pytest_flopbudget.metrics import FLOPS, METRICS, SKIPPED, Metric, by_name
 from pytest_flopbudget.render.formatting import (
     ROOT_LABEL,
     ceiling_above,
@@ -30,13 +31,11 @@ from pytest_flopbudget.render.formatting import (
     metric_title,
     plural,
 )
-
-from ..metrics import FLOPS, METRICS, SKIPPED, Metric, by_name
-from ..report import Report
-from ..run import RunResult
-from ..units import SI, PrefixSystem
-from . import curve_lines
-from .output import Findings, OutputContext
+from pytest_flopbudget.report import Report
+from pytest_flopbudget.reporters import curve_lines
+from pytest_flopbudget.reporters.output import Findings, OutputContext
+from pytest_flopbudget.run import RunResult
+from pytest_flopbudget.units import SI, PrefixSystem
 
 TOP = 15
 
@@ -129,7 +128,7 @@ def phase_lines(verdict: Verdict, metrics: Sequence[Metric], against: str) -> li
     sets phases; nothing for any other count (its text is unchanged)."""
     if verdict.baseline is None or not (verdict.report.phases or verdict.budget.phases):
         return []
-    from ..render.phase_diff import phase_diffs
+    from pytest_flopbudget.render.phase_diff import phase_diffs
 
     per_op = [metric for metric in metrics if metric in METRICS.per_op]
     return phase_diffs(verdict.baseline, verdict.report, per_op, against)

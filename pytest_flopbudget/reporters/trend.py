@@ -19,8 +19,7 @@ from dataclasses import dataclass
 
 from pytest_flopbudget.judge.verdict import Verdict
 from pytest_flopbudget.metrics import METRICS, Metric
-
-from ..safe_text import one_line
+from pytest_flopbudget.safe_text import one_line
 
 #: The unit symbol of the memory metrics (`B`), written out as the unit word the exports use.
 BYTES_SYMBOL = "B"

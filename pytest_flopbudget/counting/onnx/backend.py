@@ -15,20 +15,20 @@ from math import prod
 from pathlib import Path
 from typing import Any
 
-from ...errors import CountingError
-from ...metrics import BYTES, PARAM_BYTES, PARAMS, Metric
-from ...report import MAX_COUNT, LayerCost, Report, conventions_with
-from ..tally import Tally
-from .consts import ConstFolder
-from .functions import spell_out_function_defaults
-from .graph import NodeInfo, all_nodes, index_nodes, topological_order
-from .inputs import bind_inputs
-from .load import load_model, opset_versions
-from .names import ModulePaths, module_of_parameter, text
-from .shapes import Scope, complete_shapes, constant_tensors, infer, light_model
-from .traffic import CONVENTION, reason_not_measured, tensor_bytes
-from .validate import check_structure
-from .walk import Walker
+from pytest_flopbudget.counting.onnx.consts import ConstFolder
+from pytest_flopbudget.counting.onnx.functions import spell_out_function_defaults
+from pytest_flopbudget.counting.onnx.graph import NodeInfo, all_nodes, index_nodes, topological_order
+from pytest_flopbudget.counting.onnx.inputs import bind_inputs
+from pytest_flopbudget.counting.onnx.load import load_model, opset_versions
+from pytest_flopbudget.counting.onnx.names import ModulePaths, module_of_parameter, text
+from pytest_flopbudget.counting.onnx.shapes import Scope, complete_shapes, constant_tensors, infer, light_model
+from pytest_flopbudget.counting.onnx.traffic import CONVENTION, reason_not_measured, tensor_bytes
+from pytest_flopbudget.counting.onnx.validate import check_structure
+from pytest_flopbudget.counting.onnx.walk import Walker
+from pytest_flopbudget.counting.tally import Tally
+from pytest_flopbudget.errors import CountingError
+from pytest_flopbudget.metrics import BYTES, PARAM_BYTES, PARAMS, Metric
+from pytest_flopbudget.report import MAX_COUNT, LayerCost, Report, conventions_with
 
 #: Initializer element types that hold indices or shapes, never weights.
 NON_PARAMETER_TYPES = {7, 8, 9, 13}  # INT64, STRING, BOOL, UINT64
@@ -322,7 +322,7 @@ def _describe_input(onnx: Any, vi: Any, shapes: dict[str, tuple[int, ...]]) -> d
 
 
 def _versions(onnx: Any, proto: Any) -> dict[str, str]:
-    from ...version import __version__
+    from pytest_flopbudget.version import __version__
 
     opsets = ",".join(f"{text(entry.domain) or 'ai.onnx'}:{entry.version}" for entry in proto.opset_import)
     producer = f"{text(proto.producer_name)} {text(proto.producer_version)}".strip()

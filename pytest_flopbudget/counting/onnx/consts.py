@@ -15,8 +15,8 @@ import operator
 from math import prod
 from typing import Any, Callable
 
-from .graph import NodeInfo, index_nodes
-from .node import Dims, attribute_value, known_dims
+from pytest_flopbudget.counting.onnx.graph import NodeInfo, index_nodes
+from pytest_flopbudget.counting.onnx.node import Dims, attribute_value, known_dims
 
 MAX_DEPTH = 64
 MAX_VALUES = 4096
@@ -83,7 +83,7 @@ class ConstFolder:
         if tensor is None:
             node = self.producers.get(name)
             if node is not None and node.op_type == "Constant" and node.domain in ("", "ai.onnx"):
-                from .shapes import _constant_node_tensor
+                from pytest_flopbudget.counting.onnx.shapes import _constant_node_tensor
 
                 tensor = _constant_node_tensor(node)
             elif node is None and self.parent is not None:
@@ -108,7 +108,7 @@ class ConstFolder:
         op = node.op_type
         args = node.input
         if op == "Constant":
-            from .shapes import _constant_node_tensor
+            from pytest_flopbudget.counting.onnx.shapes import _constant_node_tensor
 
             tensor = _constant_node_tensor(node)
             return tensor_ints(tensor) if tensor is not None else None

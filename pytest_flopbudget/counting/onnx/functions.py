@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from .graph import normalize_domain, subgraphs
+from pytest_flopbudget.counting.onnx.graph import normalize_domain, subgraphs
 
 #: The private domain of the one-node model used to expand a body (never seen outside this module).
 INLINE_DOMAIN = "pytest_flopbudget.inline"

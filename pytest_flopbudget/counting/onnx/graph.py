@@ -71,7 +71,7 @@ def topological_order(nodes: list[NodeInfo], label: str) -> list[int] | None:
     ONNX requires nodes in topological order, but a graph edited by hand or by a tool may not be; an order is
     recoverable unless some nodes depend on each other in a cycle, which no execution could run.
     """
-    from ...errors import CountingError
+    from pytest_flopbudget.errors import CountingError
 
     produced: dict[str, int] = {}
     for index, info in enumerate(nodes):

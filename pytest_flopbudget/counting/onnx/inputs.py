@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from math import prod
 from typing import Any, Union
 
-from ...errors import CountingError
+from pytest_flopbudget.errors import CountingError
 
 INT64_MAX = 2**63 - 1
 

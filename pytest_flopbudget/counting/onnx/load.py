@@ -10,9 +10,9 @@ import os
 from pathlib import Path
 from typing import Any
 
-from ...errors import CountingError
-from .graph import normalize_domain
-from .names import text
+from pytest_flopbudget.counting.onnx.graph import normalize_domain
+from pytest_flopbudget.counting.onnx.names import text
+from pytest_flopbudget.errors import CountingError
 
 
 def load_model(model: Any) -> tuple[Any, str]:

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from math import prod
 from typing import Any, Callable, Optional, cast
 
-from ..tally import INVALID_SHAPE, UNKNOWN_SHAPE
+from pytest_flopbudget.counting.tally import INVALID_SHAPE, UNKNOWN_SHAPE
 
 #: A shape as shape inference left it: `None` for an unknown rank, `None` entries for unknown dimensions.
 Dims = Optional[tuple[Optional[int], ...]]

@@ -15,13 +15,13 @@ from fractions import Fraction
 from math import floor, prod
 from typing import Callable, Union
 
-from .. import formulas as f
-from ..formulas import Cost
-from ..registry import FormulaRegistry
-from .names import text
-from .node import NodeContext, UnknownShape
-from .shapes import broadcast
-from .validate import check_conv_groups
+from pytest_flopbudget.counting import formulas as f
+from pytest_flopbudget.counting.formulas import Cost
+from pytest_flopbudget.counting.onnx.names import text
+from pytest_flopbudget.counting.onnx.node import NodeContext, UnknownShape
+from pytest_flopbudget.counting.onnx.shapes import broadcast
+from pytest_flopbudget.counting.onnx.validate import check_conv_groups
+from pytest_flopbudget.counting.registry import FormulaRegistry
 
 ONNX_OPS: FormulaRegistry[tuple[str, str]] = FormulaRegistry("onnx")
 MS = "com.microsoft"

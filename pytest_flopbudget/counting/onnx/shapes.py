@@ -20,10 +20,10 @@ from collections.abc import Iterable, Sequence
 from math import prod
 from typing import Any, Callable
 
-from ...errors import CountingError
-from .graph import NodeInfo, free_names, normalize_domain
-from .names import text
-from .node import Dims, NodeContext, UnknownShape, attribute_value, known_dims
+from pytest_flopbudget.counting.onnx.graph import NodeInfo, free_names, normalize_domain
+from pytest_flopbudget.counting.onnx.names import text
+from pytest_flopbudget.counting.onnx.node import Dims, NodeContext, UnknownShape, attribute_value, known_dims
+from pytest_flopbudget.errors import CountingError
 
 #: Initializers with at most this many elements keep their data in the light model (shape inference may read them).
 SMALL_INITIALIZER = 1024

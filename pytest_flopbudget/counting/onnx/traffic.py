@@ -28,11 +28,11 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from math import prod
 
-from ...metrics import Metric
-from .graph import NodeInfo
-from .names import text
-from .node import known_dims
-from .shapes import Scope
+from pytest_flopbudget.counting.onnx.graph import NodeInfo
+from pytest_flopbudget.counting.onnx.names import text
+from pytest_flopbudget.counting.onnx.node import known_dims
+from pytest_flopbudget.counting.onnx.shapes import Scope
+from pytest_flopbudget.metrics import Metric
 
 #: Bits per element of each `TensorProto` data type with a fixed size; UNDEFINED (0) and STRING (8) have none.
 ELEMENT_BITS = {

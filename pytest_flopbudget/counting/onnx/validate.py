@@ -21,10 +21,10 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from ...errors import CountingError
-from .graph import subgraphs
-from .names import text
-from .shapes import light_model
+from pytest_flopbudget.counting.onnx.graph import subgraphs
+from pytest_flopbudget.counting.onnx.names import text
+from pytest_flopbudget.counting.onnx.shapes import light_model
+from pytest_flopbudget.errors import CountingError
 
 #: Checker messages about what the counter handles by design (see the module docstring): not refusals.
 TOLERATED = re.compile(

@@ -11,20 +11,20 @@ from __future__ import annotations
 from math import prod
 from typing import Any, Callable
 
-from ...errors import CountingError
-from ...metrics import BYTES, Metric
-from ..formulas import Cost
-from ..registry import FREE
-from ..tally import NO_FORMULA, UNKNOWN_SHAPE, Tally, formula_failed
-from .consts import ConstFolder
-from .functions import expand_node, get_schema, has_body
-from .graph import NodeInfo, index_nodes, topological_order
-from .names import ModulePaths, module_of_parameter, text
-from .node import NodeContext, UnknownShape, known_dims
-from .ops import ONNX_OPS, integer_arithmetic, op_label
-from .shapes import Scope, complete_shapes, constant_tensors, infer, infer_body
-from .traffic import NodeBytes, Unsized, is_identity, moves_data
-from .validate import InvalidNode, refuse_node
+from pytest_flopbudget.counting.formulas import Cost
+from pytest_flopbudget.counting.onnx.consts import ConstFolder
+from pytest_flopbudget.counting.onnx.functions import expand_node, get_schema, has_body
+from pytest_flopbudget.counting.onnx.graph import NodeInfo, index_nodes, topological_order
+from pytest_flopbudget.counting.onnx.names import ModulePaths, module_of_parameter, text
+from pytest_flopbudget.counting.onnx.node import NodeContext, UnknownShape, known_dims
+from pytest_flopbudget.counting.onnx.ops import ONNX_OPS, integer_arithmetic, op_label
+from pytest_flopbudget.counting.onnx.shapes import Scope, complete_shapes, constant_tensors, infer, infer_body
+from pytest_flopbudget.counting.onnx.traffic import NodeBytes, Unsized, is_identity, moves_data
+from pytest_flopbudget.counting.onnx.validate import InvalidNode, refuse_node
+from pytest_flopbudget.counting.registry import FREE
+from pytest_flopbudget.counting.tally import NO_FORMULA, UNKNOWN_SHAPE, Tally, formula_failed
+from pytest_flopbudget.errors import CountingError
+from pytest_flopbudget.metrics import BYTES, Metric
 
 #: Domains whose operators are known (to onnx or to us); anything else is reported as an unknown domain.
 KNOWN_DOMAINS = {

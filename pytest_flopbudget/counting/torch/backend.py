@@ -23,29 +23,36 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten, tree_map
 
-from ...errors import CountingError
-from ...metrics import BUFFER_BYTES, BYTES, PARAM_BYTES, PARAMS, PEAK_MEMORY, Metric
-from ...report import LayerCost, Report, conventions_with
-from .. import signals
-from ..formulas import Cost, on_integers
-from ..registry import Free
-from ..tally import DATA_DEPENDENT_SHAPE, NO_FORMULA, Tally, formula_failed
-from .data_dependent import _DYNAMIC_TAGS, _SCALAR_OP, BOUND_RULE, ROUTING_RULE, KnownValues, UpperBounds
-from .defer_dynamo import deferred_dynamo
-from .fake_fallbacks import FAKE_FALLBACKS
-from .fast_fake import FakeFactory
-from .generation import Generation
-from .keras_layers import keras_params, keras_paths
-from .known_inputs import InputValues
-from .lazy_shape_env import LazyShapeEnv
-from .library_versions import model_library_versions
-from .model_copy import ModelCopy
-from .module_paths import ModulePathTracker
-from .ops import SAME_SHAPE_INPLACE, TORCH_OPS, integer_output, op_key
-from .peak_memory import LiveBytes, PeakMemory
-from .shape_memo import ShapeMemo
-from .traffic import Rule, Unsized, bytes_moved, free_op_traffic
-from .unknown_values import UnknownReads, describe
+from pytest_flopbudget.counting import signals
+from pytest_flopbudget.counting.formulas import Cost, on_integers
+from pytest_flopbudget.counting.registry import Free
+from pytest_flopbudget.counting.tally import DATA_DEPENDENT_SHAPE, NO_FORMULA, Tally, formula_failed
+from pytest_flopbudget.counting.torch.data_dependent import (
+    _DYNAMIC_TAGS,
+    _SCALAR_OP,
+    BOUND_RULE,
+    ROUTING_RULE,
+    KnownValues,
+    UpperBounds,
+)
+from pytest_flopbudget.counting.torch.defer_dynamo import deferred_dynamo
+from pytest_flopbudget.counting.torch.fake_fallbacks import FAKE_FALLBACKS
+from pytest_flopbudget.counting.torch.fast_fake import FakeFactory
+from pytest_flopbudget.counting.torch.generation import Generation
+from pytest_flopbudget.counting.torch.keras_layers import keras_params, keras_paths
+from pytest_flopbudget.counting.torch.known_inputs import InputValues
+from pytest_flopbudget.counting.torch.lazy_shape_env import LazyShapeEnv
+from pytest_flopbudget.counting.torch.library_versions import model_library_versions
+from pytest_flopbudget.counting.torch.model_copy import ModelCopy
+from pytest_flopbudget.counting.torch.module_paths import ModulePathTracker
+from pytest_flopbudget.counting.torch.ops import SAME_SHAPE_INPLACE, TORCH_OPS, integer_output, op_key
+from pytest_flopbudget.counting.torch.peak_memory import LiveBytes, PeakMemory
+from pytest_flopbudget.counting.torch.shape_memo import ShapeMemo
+from pytest_flopbudget.counting.torch.traffic import Rule, Unsized, bytes_moved, free_op_traffic
+from pytest_flopbudget.counting.torch.unknown_values import UnknownReads, describe
+from pytest_flopbudget.errors import CountingError
+from pytest_flopbudget.metrics import BUFFER_BYTES, BYTES, PARAM_BYTES, PARAMS, PEAK_MEMORY, Metric
+from pytest_flopbudget.report import LayerCost, Report, conventions_with
 
 _PRIM_DEVICE = torch.ops.prim.device.default
 _SCHEMA_NAMES: dict[Any, list[tuple[str, bool, Any]]] = {}
@@ -881,7 +888,7 @@ def _describe(value: Any) -> Any:
 
 
 def _tool_version() -> dict[str, str]:
-    from ...version import __version__
+    from pytest_flopbudget.version import __version__
 
     return {"pytest-flopbudget": __version__}
 

@@ -28,7 +28,7 @@ from typing import Any, Callable
 import torch
 from torch.utils._pytree import tree_flatten, tree_map, tree_unflatten
 
-from ...errors import CountingError
+from pytest_flopbudget.errors import CountingError
 
 ROUTING_RULE = "routing indices invented (balanced round-robin); exact for top-k routing without token dropping"
 BOUND_RULE = "data-dependent size counted at its upper bound (every element kept)"

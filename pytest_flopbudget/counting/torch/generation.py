@@ -25,10 +25,10 @@ from typing import Any
 
 import torch
 
-from ...errors import CountingError
-from ...report import Phase
-from ..phases import FIT, CountedPhase, NotLinear, decode_line, generation
-from ..tally import Tally
+from pytest_flopbudget.counting.phases import FIT, CountedPhase, NotLinear, decode_line, generation
+from pytest_flopbudget.counting.tally import Tally
+from pytest_flopbudget.errors import CountingError
+from pytest_flopbudget.report import Phase
 
 #: Up to this many generated tokens every step is counted; above, steps 1-3 and the last two are.
 COUNT_ALL = 8

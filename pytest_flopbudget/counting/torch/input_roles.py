@@ -23,7 +23,7 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten, tree_map
 
-from .ops import op_key
+from pytest_flopbudget.counting.torch.ops import op_key
 
 #: Ops that read their `indices` argument (position 1) as token ids.
 EMBEDDING_OPS = frozenset(
@@ -91,9 +91,14 @@ def token_id_inputs(
     """
     if not candidates or not has_embedding(model):
         return set()
-    from .backend import _by_identity, _convert_by_replacing, _execution_context, _quiet_fake_tensor_log
-    from .defer_dynamo import deferred_dynamo
-    from .model_copy import ModelCopy
+    from pytest_flopbudget.counting.torch.backend import (
+        _by_identity,
+        _convert_by_replacing,
+        _execution_context,
+        _quiet_fake_tensor_log,
+    )
+    from pytest_flopbudget.counting.torch.defer_dynamo import deferred_dynamo
+    from pytest_flopbudget.counting.torch.model_copy import ModelCopy
 
     with deferred_dynamo(), _quiet_fake_tensor_log(), _execution_context("fake") as context:
         stand_in = _by_identity(context.tensor)

@@ -19,7 +19,7 @@ from typing import Any, Callable
 import torch
 from torch.utils._pytree import tree_flatten
 
-from .data_dependent import _VALUE_SOURCES, VALUE_LIMIT, KnownValues, _is_fake, _tensors
+from pytest_flopbudget.counting.torch.data_dependent import _VALUE_SOURCES, VALUE_LIMIT, KnownValues, _is_fake, _tensors
 
 #: Integer and boolean example inputs up to this many elements (8 MiB of int64 token ids) keep their values: a copy
 #: of each is made, and pyproject entries build them as real zeros instead of meta tensors (backends/torch_models.py).

@@ -18,7 +18,7 @@ from typing import Any
 
 import torch
 
-from ...report import ROOT
+from pytest_flopbudget.report import ROOT
 
 
 class ModulePathTracker:

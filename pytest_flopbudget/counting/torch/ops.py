@@ -11,9 +11,9 @@ from collections.abc import Mapping, Sequence
 from math import prod
 from typing import Any, Callable
 
-from .. import formulas as f
-from ..formulas import Cost
-from ..registry import FormulaRegistry
+from pytest_flopbudget.counting import formulas as f
+from pytest_flopbudget.counting.formulas import Cost
+from pytest_flopbudget.counting.registry import FormulaRegistry
 
 TORCH_OPS: FormulaRegistry[str] = FormulaRegistry("torch")
 register = TORCH_OPS.register

@@ -45,8 +45,8 @@ from typing import Any
 import torch
 from torch.utils._pytree import tree_flatten
 
-from ...report import ROOT, MemoryTimeline
-from .module_paths import ModulePathTracker
+from pytest_flopbudget.counting.torch.module_paths import ModulePathTracker
+from pytest_flopbudget.report import ROOT, MemoryTimeline
 
 
 @dataclass(frozen=True)

@@ -28,7 +28,7 @@ from typing import Any, Callable
 
 import torch
 
-from .ops import BOOKKEEPING_OPS
+from pytest_flopbudget.counting.torch.ops import BOOKKEEPING_OPS
 
 #: The bytes one op moves: (op, positional args, keyword args, outputs) -> bytes.
 Rule = Callable[[Any, tuple[Any, ...], dict[str, Any], Any], int]

@@ -71,7 +71,7 @@ class UnknownReads:
 
 def describe(read: UnknownRead, layer: str) -> str:
     """The sentence for the count's error: which value was needed, where, and why fake mode does not have it."""
-    from .known_inputs import INPUT_LIMIT
+    from pytest_flopbudget.counting.torch.known_inputs import INPUT_LIMIT
 
     at = f" at {read.where}" if read.where else ""
     return (
