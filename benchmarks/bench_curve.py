@@ -51,9 +51,9 @@ def llama_7b_on_meta() -> Any:
 
 
 def measure(name: str, repeat: int) -> dict[str, Any]:
-    from pytest_flopbudget.backends import count_entry
-    from pytest_flopbudget.config.pyproject import parse_settings
-    from pytest_flopbudget.curve.engine import count_curve
+    from pytest_flopbudget._backends import count_entry
+    from pytest_flopbudget._config.pyproject import parse_settings
+    from pytest_flopbudget._curve.engine import count_curve
 
     entry = parse_settings(PYPROJECT, ROOT / "pyproject.toml").models[name]
     count_entry(entry, ROOT)  # warm: imports, first-call caches

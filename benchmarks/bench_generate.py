@@ -43,14 +43,14 @@ def llama_7b_on_meta() -> Any:
 
 
 def entry(tokens: int) -> Any:
-    from pytest_flopbudget.config.pyproject import parse_settings
+    from pytest_flopbudget._config.pyproject import parse_settings
 
     text = PYPROJECT.format(generate=f"generate = {tokens}" if tokens else "")
     return parse_settings(text, ROOT / "pyproject.toml").models["llama_7b"]
 
 
 def timed(model: Any, repeat: int) -> tuple[list[float], Any]:
-    from pytest_flopbudget.backends import count_entry
+    from pytest_flopbudget._backends import count_entry
 
     times, report = [], None
     for _ in range(repeat):
@@ -67,7 +67,7 @@ def main() -> None:
     args = parser.parse_args()
     import torch
 
-    from pytest_flopbudget.backends import count_entry
+    from pytest_flopbudget._backends import count_entry
 
     count_entry(entry(4), ROOT)  # warm: imports (transformers' generation too), first-call caches
     prefill_times, prefill = timed(entry(0), args.repeat)

@@ -50,7 +50,7 @@ def scaling(work: Callable[[int], Callable[[], Any]], size: int, repeat: int) ->
 
 
 def siblings(count: int) -> Any:
-    from pytest_flopbudget.report import LayerCost, PhaseTotals, Report
+    from pytest_flopbudget._report import LayerCost, PhaseTotals, Report
 
     layers = {f"blocks.{i}": LayerCost(flops=2 * i, macs=i, params=1) for i in range(count)}
     layers["head"] = LayerCost(flops=2, macs=1)
@@ -59,9 +59,9 @@ def siblings(count: int) -> Any:
 
 
 def render_cases(repeat: int) -> dict[str, Any]:
-    from pytest_flopbudget.render.flame import render_svg
-    from pytest_flopbudget.render.table import format_layer_table
-    from pytest_flopbudget.report import LayerCost, PhaseTotals, Report
+    from pytest_flopbudget._render.flame import render_svg
+    from pytest_flopbudget._render.table import format_layer_table
+    from pytest_flopbudget._report import LayerCost, PhaseTotals, Report
 
     def table(count: int) -> Callable[[], Any]:
         report = siblings(count)
@@ -86,9 +86,9 @@ def render_cases(repeat: int) -> dict[str, Any]:
 def onnx_cases(repeat: int) -> dict[str, Any]:
     from onnx import TensorProto, helper
 
-    from pytest_flopbudget.counting.onnx.backend import count_onnx
-    from pytest_flopbudget.render.flame import render_svg
-    from pytest_flopbudget.render.table import format_layer_table
+    from pytest_flopbudget._counting.onnx.backend import count_onnx
+    from pytest_flopbudget._render.flame import render_svg
+    from pytest_flopbudget._render.table import format_layer_table
 
     def relu(name: str = "n", scopes: str | None = None) -> Any:
         x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])
@@ -132,8 +132,8 @@ def onnx_cases(repeat: int) -> dict[str, Any]:
 
 
 def budget_cases(repeat: int) -> dict[str, Any]:
-    from pytest_flopbudget.config.budget import parse_quantity
-    from pytest_flopbudget.config.location import LocatedError
+    from pytest_flopbudget._config.budget import parse_quantity
+    from pytest_flopbudget._config.location import LocatedError
 
     def parse(text: str) -> Callable[[], Any]:
         def run() -> None:

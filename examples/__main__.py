@@ -11,7 +11,6 @@ from examples.decoder import GPT, GPTConfig, Llama, LlamaConfig, gpt_inputs, lla
 from examples.resnet import resnet50
 from examples.vit import vit_b_16
 from pytest_flopbudget import count
-from pytest_flopbudget.render.table import format_layer_table
 
 
 def main() -> int:
@@ -39,7 +38,7 @@ def main() -> int:
         with torch.no_grad():
             report = count(model, *inputs)
         seconds = time.perf_counter() - start
-        print(format_layer_table(report, depth=depth, title=f"== {title} (counted in {seconds:.2f} s)"))
+        print(report.table(depth=depth, title=f"== {title} (counted in {seconds:.2f} s)"))
         print()
     return 0
 

@@ -6,14 +6,16 @@ backend is imported when `count()` first needs it, so the CLI starts fast and ON
 
 from __future__ import annotations
 
-from pytest_flopbudget.backends import count
-from pytest_flopbudget.config.budget import Budget, parse_quantity
-from pytest_flopbudget.counting.formulas import Cost
-from pytest_flopbudget.counting.user_formulas import register_formula
-from pytest_flopbudget.errors import FlopBudgetError
-from pytest_flopbudget.render.table import report_text
-from pytest_flopbudget.report import LayerCost, OpCost, PhaseTotals, Report, SkippedOp, use_text_renderer
-from pytest_flopbudget.version import __version__
+from pytest_flopbudget._backends import count
+from pytest_flopbudget._config.budget import Budget, parse_quantity
+from pytest_flopbudget._counting.formulas import Cost
+from pytest_flopbudget._counting.user_formulas import register_formula
+from pytest_flopbudget._curve.formula import Formula
+from pytest_flopbudget._curve.named import count_curve
+from pytest_flopbudget._errors import FlopBudgetError, FlopBudgetWarning
+from pytest_flopbudget._render.table import report_text
+from pytest_flopbudget._report import LayerCost, OpCost, PhaseTotals, Report, SkippedOp, use_text_renderer
+from pytest_flopbudget._version import __version__
 
 # `print(report)` draws the layer table: the package root connects the data type to its renderer, so that
 # report.py imports no presentation (render/ sits above it).
@@ -23,6 +25,8 @@ __all__ = [
     "Budget",
     "Cost",
     "FlopBudgetError",
+    "FlopBudgetWarning",
+    "Formula",
     "LayerCost",
     "OpCost",
     "PhaseTotals",
@@ -30,6 +34,7 @@ __all__ = [
     "SkippedOp",
     "__version__",
     "count",
+    "count_curve",
     "parse_quantity",
     "register_formula",
 ]

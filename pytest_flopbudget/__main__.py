@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pytest_flopbudget.cli import console_main
+from pytest_flopbudget._cli import console_main
 
 if __name__ == "__main__":
     console_main()

@@ -36,7 +36,7 @@ def _no_ci_output_from_inner_runs(monkeypatch: pytest.MonkeyPatch) -> None:
     # it forks: `main()` called in this process must not fork a pytest worker. Its own tests switch it back on.
     monkeypatch.setenv("FLOPBUDGET_NO_CACHE", "1")
     # and `check` counts each model in a forked child even without the cache: not from this process.
-    monkeypatch.setattr("pytest_flopbudget.cache.counter.can_fork", lambda: False)
+    monkeypatch.setattr("pytest_flopbudget._cache.counter.can_fork", lambda: False)
 
 
 @pytest.fixture(autouse=True)

@@ -20,8 +20,8 @@ from pathlib import Path
 import pytest
 from e2e_helpers import ACTION, run_action_step, step_outputs
 
-from pytest_flopbudget.reporters.pr_comment import LEGACY_MARKER, MARKER
-from pytest_flopbudget.version import __version__
+from pytest_flopbudget._reporters.pr_comment import LEGACY_MARKER, MARKER
+from pytest_flopbudget._version import __version__
 
 pytest.importorskip("yaml")
 

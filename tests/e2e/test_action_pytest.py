@@ -22,7 +22,7 @@ import pytest
 from e2e_helpers import MODELS, ProjectTemplate, clean_env, git, init_repo, run_action_step
 from fake_github import TOKEN, FakeGitHub, pull_request_env, serving
 
-from pytest_flopbudget.reporters.pr_comment import MARKER
+from pytest_flopbudget._reporters.pr_comment import MARKER
 
 yaml = pytest.importorskip("yaml")
 pytest.importorskip("torch")

@@ -26,7 +26,7 @@ from pathlib import Path
 import pytest
 from e2e_helpers import clean_env, flopbudget, git, init_repo
 
-from pytest_flopbudget.cache.store import FORMAT as STORE_FORMAT
+from pytest_flopbudget._cache.store import FORMAT as STORE_FORMAT
 
 pytestmark = pytest.mark.slow
 
@@ -468,7 +468,7 @@ from torch import nn
 
 
 def note(reason):
-    from pytest_flopbudget.cache import dependencies  # what a read no fact can describe does (cache-facts sets it)
+    from pytest_flopbudget._cache import dependencies  # what a read no fact can describe does (cache-facts sets it)
 
     if dependencies._ACTIVE:
         dependencies._ACTIVE[-1].note_uncacheable(reason)
@@ -531,8 +531,8 @@ def key_of(home: Path) -> bytes:
 
 def resign(record: Path, key: bytes, edit) -> None:  # type: ignore[no-untyped-def]
     """What someone holding `key` could write: the record's body changed by `edit`, signed again."""
-    from pytest_flopbudget.cache import signing as record_signing
-    from pytest_flopbudget.cache.store import canonical
+    from pytest_flopbudget._cache import signing as record_signing
+    from pytest_flopbudget._cache.store import canonical
 
     data = json.loads(record.read_text())
     del data["hmac-sha256"]

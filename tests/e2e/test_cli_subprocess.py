@@ -24,7 +24,7 @@ SCRIPT = Path(sys.executable).with_name("flopbudget")
 #: Python run in a child: `import torch` raises, then `main()` runs for each argv in sys.argv[1] (a JSON list).
 NO_TORCH = BLOCK_TORCH + textwrap.dedent(
     """
-    from pytest_flopbudget.cli import main
+    from pytest_flopbudget._cli import main
 
     codes = []
     for argv in json.loads(sys.argv[1]):

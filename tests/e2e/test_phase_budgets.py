@@ -41,8 +41,8 @@ def figures(ffn: int) -> tuple[int, Fraction]:
     import torch
     import transformers
 
-    from pytest_flopbudget.counting.torch.backend import count_torch
-    from pytest_flopbudget.counting.torch.generation import Generation
+    from pytest_flopbudget._counting.torch.backend import count_torch
+    from pytest_flopbudget._counting.torch.generation import Generation
 
     config = transformers.LlamaConfig(
         vocab_size=64, hidden_size=32, intermediate_size=ffn, num_hidden_layers=2, num_attention_heads=2,

@@ -20,8 +20,8 @@ from tests.model_sources import MLP_CLASS
 torch = pytest.importorskip("torch")
 
 from pytest_flopbudget import count  # noqa: E402
-from pytest_flopbudget.judge.baseline import dumps, read_baseline  # noqa: E402
-from pytest_flopbudget.render.formatting import format_pair, format_percent, format_value  # noqa: E402
+from pytest_flopbudget._judge.baseline import dumps, read_baseline  # noqa: E402
+from pytest_flopbudget._render.formatting import format_pair, format_percent, format_value  # noqa: E402
 
 MODELS = (
     """\
@@ -436,7 +436,7 @@ def test_fifty_updated_under_xdist_leave_fifty_valid_files(pytester: pytest.Pyte
         import os
 
         if "PYTEST_XDIST_WORKER" in os.environ:  # only the controller may write baselines
-            from pytest_flopbudget.judge import baseline
+            from pytest_flopbudget._judge import baseline
 
             def refuse(*args, **kwargs):
                 raise AssertionError("an xdist worker wrote a baseline")
@@ -590,11 +590,11 @@ def test_bad_targets_and_bad_markers(pytester: pytest.Pytester, run: Any) -> Non
         in (got["test_e.py::test_no_limit"][1])
     )
     assert got["test_e.py::test_twice"][1] == (
-        "pytest_flopbudget.errors.FlopBudgetError: flopbudget.count() was already called in test_twice; a test "
+        "pytest_flopbudget._errors.FlopBudgetError: flopbudget.count() was already called in test_twice; a test "
         "checks one model: split it into one test per model or parametrize it"
     )
     assert got["test_e.py::test_wrong_shape"][1].startswith(
-        "pytest_flopbudget.errors.CountingError: the model raised in layer 'fc1' (Linear)"
+        "pytest_flopbudget._errors.CountingError: the model raised in layer 'fc1' (Linear)"
     )
     assert got["test_e.py::test_unbudgeted"][0] == "PASSED"
     assert "FlopBudgetWarning: test_unbudgeted counted a model with the flopbudget fixture but has no" in (

@@ -33,7 +33,7 @@ from export_formats import BENCHER_SCHEMA, parse_openmetrics, validate_benchmark
 from fake_github import NUMBER, FakeGitHub, pull_request_env, serving
 from test_onboarding import blocks, commands, pull_request, readme_section
 
-from pytest_flopbudget.reporters.pr_comment import MARKER
+from pytest_flopbudget._reporters.pr_comment import MARKER
 
 yaml = pytest.importorskip("yaml")
 pytest.importorskip("torch")
@@ -41,7 +41,7 @@ pytest.importorskip("torch")
 pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[2]
-VERSION: str = runpy.run_path(str(ROOT / "pytest_flopbudget" / "version.py"))["__version__"]
+VERSION: str = runpy.run_path(str(ROOT / "pytest_flopbudget" / "_version.py"))["__version__"]
 DIST_INFO = f"pytest_flopbudget-{VERSION}.dist-info"
 
 #: Read at import, before the suite's autouse fixture hides the CI variables from the tests.
@@ -152,8 +152,8 @@ def test_the_wheel_holds_the_package_its_entry_points_and_nothing_else(dist: Dis
     assert "pytest>=7" in metadata.get_all("Requires-Dist")
     assert {"torch", "onnx", "dev"} <= set(metadata.get_all("Provides-Extra"))
     points = entry_points(dist.wheel)
-    assert dict(points["console_scripts"]) == {"flopbudget": "pytest_flopbudget.cli:console_main"}
-    assert dict(points["pytest11"]) == {"flopbudget": "pytest_flopbudget.plugin"}
+    assert dict(points["console_scripts"]) == {"flopbudget": "pytest_flopbudget._cli:console_main"}
+    assert dict(points["pytest11"]) == {"flopbudget": "pytest_flopbudget._plugin"}
 
 
 def test_the_published_hook_and_the_action_run_the_wheels_command(dist: Distributions) -> None:

@@ -247,7 +247,7 @@ def version_check(tag: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_release_accepts_the_tag_of_the_package_version() -> None:
-    from pytest_flopbudget.version import __version__
+    from pytest_flopbudget._version import __version__
 
     done = version_check(f"v{__version__}")
     assert done.returncode == 0, done.stdout + done.stderr
@@ -256,14 +256,14 @@ def test_release_accepts_the_tag_of_the_package_version() -> None:
 
 @pytest.mark.parametrize("tag", ["v99.0.0", "v0.1", "0.1.0"])
 def test_release_refuses_a_tag_that_is_not_the_package_version_in_one_line(tag: str) -> None:
-    from pytest_flopbudget.version import __version__
+    from pytest_flopbudget._version import __version__
 
     done = version_check(tag)
     assert done.returncode == 1
     assert done.stderr == ""
     assert done.stdout == (
         f"::error title=release::tag {tag} does not match the package version {__version__} in "
-        f"pytest_flopbudget/version.py: tag v{__version__}, or change the version first\n"
+        f"pytest_flopbudget/_version.py: tag v{__version__}, or change the version first\n"
     )
 
 

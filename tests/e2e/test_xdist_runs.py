@@ -31,7 +31,7 @@ macs = "1k"
 
 CONFTEST = """\
 import os
-from pytest_flopbudget import run
+from pytest_flopbudget import _run as run
 
 _export = run.Run.export
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_flopbudget.atomic_file import (
+from pytest_flopbudget._atomic_file import (
     FileTooLargeError,
     NotRegularFileError,
     open_regular_file,
@@ -144,7 +144,7 @@ def test_a_symlink_loop_is_an_os_error(tmp_path: Path) -> None:
 
 
 def test_a_fifo_nobody_reads_is_an_error_soon_not_a_hang(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("pytest_flopbudget.atomic_file.FIFO_READER_WAIT", 0.2)
+    monkeypatch.setattr("pytest_flopbudget._atomic_file.FIFO_READER_WAIT", 0.2)
     fifo = tmp_path / "pipe"
     os.mkfifo(fifo)
     with pytest.raises(OSError) as exc:

@@ -1,8 +1,8 @@
-"""The front ends as outputs name them (pytest_flopbudget/front_ends.py)."""
+"""The front ends as outputs name them (pytest_flopbudget/_front_ends.py)."""
 
 from __future__ import annotations
 
-from pytest_flopbudget.front_ends import ANY_UPDATE_HINT, CLI, PYTEST
+from pytest_flopbudget._front_ends import ANY_UPDATE_HINT, CLI, PYTEST
 
 
 def test_each_front_end_names_its_own_update_command() -> None:

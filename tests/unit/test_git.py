@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_flopbudget.git import git_said, run_git
+from pytest_flopbudget._git import git_said, run_git
 
 needs_git = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
 

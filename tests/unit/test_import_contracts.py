@@ -99,7 +99,7 @@ def test_the_leaves_import_nothing_from_the_package() -> None:
     graph = _package_graph()
     leaves = [f"{PACKAGE}.{name.strip().strip('()')}" for name in layers[-1].split("|")]
     present = [leaf for leaf in leaves if leaf in graph.modules]
-    assert f"{PACKAGE}.atomic_file" in present
+    assert f"{PACKAGE}._atomic_file" in present
     for leaf in present:
         ours = {m for m in graph.find_modules_directly_imported_by(leaf) if m.split(".")[0] == PACKAGE}
         assert not ours, f"{leaf} imports {sorted(ours)}"

@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from pytest_flopbudget.config.budget import parse_budget, parse_quantity
-from pytest_flopbudget.config.location import LocatedError, Location
-from pytest_flopbudget.config.pyproject import BUDGET_KEYS
-from pytest_flopbudget.judge.reason import reason
-from pytest_flopbudget.judge.verdict import Measurement, evaluate
-from pytest_flopbudget.metrics import (
+from pytest_flopbudget._config.budget import parse_budget, parse_quantity
+from pytest_flopbudget._config.location import LocatedError, Location
+from pytest_flopbudget._config.pyproject import BUDGET_KEYS
+from pytest_flopbudget._judge.reason import reason
+from pytest_flopbudget._judge.verdict import Measurement, evaluate
+from pytest_flopbudget._metrics import (
     BUFFER_BYTES,
     BYTES,
     FLOPS,
@@ -32,10 +32,10 @@ from pytest_flopbudget.metrics import (
     by_name,
     define,
 )
-from pytest_flopbudget.render.formatting import format_value, metric_title
-from pytest_flopbudget.report import LayerCost, PhaseTotals, Report
-from pytest_flopbudget.reporters import json_report, markdown, terminal
-from pytest_flopbudget.units import BINARY, SI
+from pytest_flopbudget._render.formatting import format_value, metric_title
+from pytest_flopbudget._report import LayerCost, PhaseTotals, Report
+from pytest_flopbudget._reporters import json_report, markdown, terminal
+from pytest_flopbudget._units import BINARY, SI
 
 
 def test_the_metrics_in_their_order_with_their_names() -> None:

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from pytest_flopbudget.judge.baseline import BaselineStore, dumps, read_baseline
-from pytest_flopbudget.metrics import FLOPS, MACS, PARAMS
-from pytest_flopbudget.report import (
+from pytest_flopbudget._judge.baseline import BaselineStore, dumps, read_baseline
+from pytest_flopbudget._metrics import FLOPS, MACS, PARAMS
+from pytest_flopbudget._report import (
     REPORT_FORMAT,
     REPORT_FORMAT_1,
     EstimatedOp,
@@ -129,7 +129,7 @@ def test_costs_are_keyed_by_metric_and_zeros_do_not_count() -> None:
 
 
 def test_peak_memory_round_trips_and_a_report_without_it_does_not_measure_it() -> None:
-    from pytest_flopbudget.metrics import PEAK_MEMORY
+    from pytest_flopbudget._metrics import PEAK_MEMORY
 
     report = Report(peak_memory=2_692_096, peak_layer="1", optional_metrics=frozenset({PEAK_MEMORY}))
     data = report.to_dict()
@@ -145,7 +145,7 @@ def test_peak_memory_round_trips_and_a_report_without_it_does_not_measure_it() -
 
 
 def test_memory_timeline_names_the_layer_of_each_sample() -> None:
-    from pytest_flopbudget.report import MemoryTimeline
+    from pytest_flopbudget._report import MemoryTimeline
 
     timeline = MemoryTimeline([10, 20, 30, 40, 50], [(1, "a"), (3, "\U0010ffffz")])
     # sample 0 is before the first op: the model itself; a run lasts until the next one begins
@@ -154,7 +154,7 @@ def test_memory_timeline_names_the_layer_of_each_sample() -> None:
 
 
 def test_integer_ops_are_written_only_where_there_are_some_and_read_as_zero_where_absent() -> None:
-    from pytest_flopbudget.metrics import INT_OPS
+    from pytest_flopbudget._metrics import INT_OPS
 
     plain = expected_format_1()
     assert "int-ops" not in dumps(plain)  # a report without integer work is written as it always was
@@ -182,7 +182,7 @@ def test_every_metric_reads_as_an_attribute_named_by_its_marker_argument() -> No
     """`report.bytes`, `report.param_bytes`, ... as `report.flops`: every metric of METRICS, so a new metric
     without its attribute fails here (docs/onnx.md cited `report.bytes` while only `report.metric("bytes")` worked)."""
     from pytest_flopbudget import count
-    from pytest_flopbudget.metrics import METRICS, SKIPPED
+    from pytest_flopbudget._metrics import METRICS, SKIPPED
 
     torch = pytest.importorskip("torch")
     model = torch.nn.Sequential(torch.nn.Linear(8, 4), torch.nn.BatchNorm1d(4))

@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from pytest_flopbudget.metrics import BYTES, FLOPS, MACS
-from pytest_flopbudget.report import PREFILL, LayerCost, Phase, PhaseTotals, Report, decode_step_name
+from pytest_flopbudget._metrics import BYTES, FLOPS, MACS
+from pytest_flopbudget._report import PREFILL, LayerCost, Phase, PhaseTotals, Report, decode_step_name
 
 
 def generation_report() -> Report:

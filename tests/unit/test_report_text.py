@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_flopbudget.render.table import format_layer_table
-from pytest_flopbudget.report import LayerCost, PhaseTotals, Report, SkippedOp
+from pytest_flopbudget._render.table import format_layer_table
+from pytest_flopbudget._report import LayerCost, PhaseTotals, Report, SkippedOp
 
 
 def report_of(layers: dict[str, LayerCost], **fields: object) -> Report:
@@ -65,8 +65,8 @@ def test_repr_is_one_short_line_whatever_the_size() -> None:
 def test_str_is_drawn_by_the_renderer_the_package_root_plugs_in(monkeypatch: pytest.MonkeyPatch) -> None:
     """report.py imports no presentation: `str()` uses `render.table.report_text`, wired by the package root;
     without a renderer it is the one-line repr."""
-    from pytest_flopbudget import report as report_module
-    from pytest_flopbudget.render.table import report_text
+    from pytest_flopbudget import _report as report_module
+    from pytest_flopbudget._render.table import report_text
 
     report = report_of({"fc": LayerCost(flops=10, macs=5, params=1)}, model="M")
     assert str(report) == report_text(report)

@@ -1,4 +1,4 @@
-"""One run for every front end (pytest_flopbudget/run.py): what goes in, what `finish()` gives out."""
+"""One run for every front end (pytest_flopbudget/_run.py): what goes in, what `finish()` gives out."""
 
 from __future__ import annotations
 
@@ -7,15 +7,15 @@ from pathlib import Path
 
 import pytest
 
-from pytest_flopbudget.config.budget import parse_budget
-from pytest_flopbudget.config.location import Location
-from pytest_flopbudget.config.pyproject import load_settings
-from pytest_flopbudget.errors import FlopBudgetError
-from pytest_flopbudget.judge.baseline import BaselineStore
-from pytest_flopbudget.judge.verdict import FindingKind, Measurement
-from pytest_flopbudget.report import LayerCost, PhaseTotals, Report
-from pytest_flopbudget.reporters import json_report
-from pytest_flopbudget.run import EXIT_ERROR, EXIT_OK, EXIT_OVER_BUDGET, Run, RunResult, Unchecked, entry_nodeid
+from pytest_flopbudget._config.budget import parse_budget
+from pytest_flopbudget._config.location import Location
+from pytest_flopbudget._config.pyproject import load_settings
+from pytest_flopbudget._errors import FlopBudgetError
+from pytest_flopbudget._judge.baseline import BaselineStore
+from pytest_flopbudget._judge.verdict import FindingKind, Measurement
+from pytest_flopbudget._report import LayerCost, PhaseTotals, Report
+from pytest_flopbudget._reporters import json_report
+from pytest_flopbudget._run import EXIT_ERROR, EXIT_OK, EXIT_OVER_BUDGET, Run, RunResult, Unchecked, entry_nodeid
 
 
 def report(macs: int) -> Report:

@@ -1,4 +1,4 @@
-"""No output line can start a workflow command or carry a raw control character (pytest_flopbudget/safe_text.py)."""
+"""No output line can start a workflow command or carry a raw control character (pytest_flopbudget/_safe_text.py)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import json
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pytest_flopbudget.safe_text import SafeStream, json_safe, safe_line, safe_text, visible
+from pytest_flopbudget._safe_text import SafeStream, json_safe, safe_line, safe_text, visible
 
 HOSTILE = st.text(alphabet=st.sampled_from([":", "#", "[", " ", "\t", "\n", "\r", "\x1b", "\u202e", "\x85", "a"]))
 

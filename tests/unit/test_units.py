@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_flopbudget.units import BINARY, SI, PrefixSystem
+from pytest_flopbudget._units import BINARY, SI, PrefixSystem
 
 
 def test_si_prefixes_are_powers_of_ten_and_k_is_written_either_way() -> None:

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from pytest_flopbudget.backends import (
+from pytest_flopbudget._backends import (
     CountOptions,
     Loaded,
     backend_for,
@@ -19,11 +19,11 @@ from pytest_flopbudget.backends import (
     count_entry,
     dispatch,
 )
-from pytest_flopbudget.config.budget import Budget
-from pytest_flopbudget.config.location import LocatedError, Location
-from pytest_flopbudget.config.pyproject import InputSpec, ModelEntry
-from pytest_flopbudget.errors import CountingError
-from pytest_flopbudget.report import Report
+from pytest_flopbudget._config.budget import Budget
+from pytest_flopbudget._config.location import LocatedError, Location
+from pytest_flopbudget._config.pyproject import InputSpec, ModelEntry
+from pytest_flopbudget._errors import CountingError
+from pytest_flopbudget._report import Report
 
 
 def entry(target: str, inputs: Any = None) -> ModelEntry:
@@ -149,7 +149,7 @@ def test_a_registered_backend_counts_for_the_public_count(fake: FakeFiles) -> No
 def test_a_registered_file_backend_binds_command_line_shapes_by_its_input_names(
     fake: FakeFiles, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from pytest_flopbudget.cli.count import CountRequest, resolve_target
+    from pytest_flopbudget._cli.count import CountRequest, resolve_target
 
     monkeypatch.chdir(tmp_path)
     counted, root = resolve_target(CountRequest(target="net.fake", input=["1,3", "1,1"]))

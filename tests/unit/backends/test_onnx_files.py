@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from pytest_flopbudget.backends import CountOptions
-from pytest_flopbudget.backends.onnx_files import OnnxFiles
-from pytest_flopbudget.config.location import LocatedError
-from pytest_flopbudget.config.pyproject import ModelEntry, load_settings
-from pytest_flopbudget.errors import CountingError
+from pytest_flopbudget._backends import CountOptions
+from pytest_flopbudget._backends.onnx_files import OnnxFiles
+from pytest_flopbudget._config.location import LocatedError
+from pytest_flopbudget._config.pyproject import ModelEntry, load_settings
+from pytest_flopbudget._errors import CountingError
 
 onnx = pytest.importorskip("onnx")
 
@@ -78,7 +78,7 @@ def test_pytorch_options_are_refused(tmp_path: Path, args: tuple, kwargs: dict, 
 
 def test_a_refusal_names_the_file_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys) -> None:
     """The entry's location already names the file; the counter's resolved path is not repeated after it."""
-    from pytest_flopbudget.cli import main
+    from pytest_flopbudget._cli import main
 
     write_matmul(tmp_path / "m.onnx")
     monkeypatch.chdir(tmp_path)

@@ -8,14 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from pytest_flopbudget.config.location import LocatedError
-from pytest_flopbudget.config.pyproject import ModelEntry, load_settings
+from pytest_flopbudget._config.location import LocatedError
+from pytest_flopbudget._config.pyproject import ModelEntry, load_settings
 
 torch = pytest.importorskip("torch")
 
 from pytest_flopbudget import count  # noqa: E402
-from pytest_flopbudget.backends import count_entry  # noqa: E402
-from pytest_flopbudget.backends.torch_models import build_inputs, load_model  # noqa: E402
+from pytest_flopbudget._backends import count_entry  # noqa: E402
+from pytest_flopbudget._backends.torch_models import build_inputs, load_model  # noqa: E402
 
 MODELS = """\
 import torch
@@ -149,7 +149,7 @@ def test_each_input_is_decided_by_its_own_first_reader(project: Path) -> None:
 
 
 def test_a_given_dtype_always_wins(project: Path) -> None:
-    from pytest_flopbudget.errors import CountingError
+    from pytest_flopbudget._errors import CountingError
 
     entry = entry_for(project, target='"PKG.models:Tokens"', inputs='[{ shape = [2, 5], dtype = "float32" }]')
     with pytest.raises(CountingError, match=r"the model raised in layer 'emb' \(Embedding\)"):
@@ -157,7 +157,7 @@ def test_a_given_dtype_always_wins(project: Path) -> None:
 
 
 def test_a_model_without_an_embedding_is_not_run_to_decide(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from pytest_flopbudget.counting.torch import input_roles
+    from pytest_flopbudget._counting.torch import input_roles
 
     monkeypatch.setattr(input_roles, "_FirstReader", None)  # would raise if the probe ran
     entry = entry_for(project, target='"PKG.models:yolo"', inputs="[[1, 3, 4, 4]]")

@@ -12,15 +12,15 @@ from typing import Any
 
 import pytest
 
-from pytest_flopbudget.config.pyproject import ModelEntry, load_settings
+from pytest_flopbudget._config.pyproject import ModelEntry, load_settings
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 pytest.importorskip("diffusers")
 
 from pytest_flopbudget import count  # noqa: E402
-from pytest_flopbudget.backends import count_entry  # noqa: E402
-from pytest_flopbudget.config.location import LocatedError  # noqa: E402
+from pytest_flopbudget._backends import count_entry  # noqa: E402
+from pytest_flopbudget._config.location import LocatedError  # noqa: E402
 
 MODELS = """\
 import torch

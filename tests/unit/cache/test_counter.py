@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from pytest_flopbudget.cache.counter import CachedCounter, not_cacheable, report_difference
-from pytest_flopbudget.cache.dependencies import Dependencies
-from pytest_flopbudget.report import LayerCost, Report
+from pytest_flopbudget._cache.counter import CachedCounter, not_cacheable, report_difference
+from pytest_flopbudget._cache.dependencies import Dependencies
+from pytest_flopbudget._report import LayerCost, Report
 
 
 def test_a_count_is_kept_only_when_everything_it_read_is_described(tmp_path) -> None:  # type: ignore[no-untyped-def]

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_flopbudget.cache import dependencies
-from pytest_flopbudget.cache.dependencies import Dependencies, Recorder, file_digest
+from pytest_flopbudget._cache import dependencies
+from pytest_flopbudget._cache.dependencies import Dependencies, Recorder, file_digest
 
 
 def test_reads_are_noted_and_writes_of_new_files_are_not(tmp_path: Path) -> None:

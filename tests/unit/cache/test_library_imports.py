@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_flopbudget.cache.library_imports import import_all, library_imports, module_file, top_level_imports
+from pytest_flopbudget._cache.library_imports import import_all, library_imports, module_file, top_level_imports
 
 
 def test_top_level_imports_are_read_from_the_module_body_try_and_if() -> None:

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_flopbudget.cache import signing as record_signing
-from pytest_flopbudget.cache.store import CountCache
+from pytest_flopbudget._cache import signing as record_signing
+from pytest_flopbudget._cache.store import CountCache
 
 
 def test_the_key_is_made_once_private_and_outside_the_project(tmp_path: Path) -> None:

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from pytest_flopbudget.cache import signing as record_signing
-from pytest_flopbudget.cache import store as count_cache
-from pytest_flopbudget.cache.dependencies import Dependencies, file_digest
-from pytest_flopbudget.cache.store import UNTRUSTED, CountCache, cache_enabled, entry_key
-from pytest_flopbudget.report import Report
+from pytest_flopbudget._cache import signing as record_signing
+from pytest_flopbudget._cache import store as count_cache
+from pytest_flopbudget._cache.dependencies import Dependencies, file_digest
+from pytest_flopbudget._cache.store import UNTRUSTED, CountCache, cache_enabled, entry_key
+from pytest_flopbudget._report import Report
 
 TABLE = {"target": "pkg.model:build", "inputs": [[1, 8]], "flops": "10k", "params": "1k"}
 KEY = bytes(range(32))

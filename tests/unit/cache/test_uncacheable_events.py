@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from pytest_flopbudget.cache.uncacheable_events import UNCACHEABLE_EVENTS, uncacheable_reason
+from pytest_flopbudget._cache.uncacheable_events import UNCACHEABLE_EVENTS, uncacheable_reason
 
 ROOTS = (("/venv/lib/python3.11/site-packages/",), ("/usr/lib/python3.11/",))
 

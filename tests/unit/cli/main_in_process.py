@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_flopbudget.cli import main
+from pytest_flopbudget._cli import main
 
 
 def run_main(argv: Sequence[str], root: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:

@@ -16,7 +16,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from main_in_process import one_error_line, run_main  # noqa: E402
 
-from pytest_flopbudget.render.diff_flame import UNCHANGED  # noqa: E402
+from pytest_flopbudget._render.diff_flame import UNCHANGED  # noqa: E402
 
 SVG = "{http://www.w3.org/2000/svg}"
 PYPROJECT = """\

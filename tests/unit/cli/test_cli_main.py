@@ -21,8 +21,8 @@ torch = pytest.importorskip("torch")
 from main_in_process import one_error_line, run_main  # noqa: E402
 
 from pytest_flopbudget import __version__, count  # noqa: E402
-from pytest_flopbudget.cli import check as cli_check  # noqa: E402
-from pytest_flopbudget.cli import main  # noqa: E402
+from pytest_flopbudget._cli import check as cli_check  # noqa: E402
+from pytest_flopbudget._cli import main  # noqa: E402
 
 MODELS = (
     """\
@@ -262,11 +262,11 @@ def test_check_update_then_pass_then_fail_on_a_widened_layer(project):
 
 def test_check_prints_what_the_plugin_prints(project):
     """The same functions make the text: compare with check.judge + reason + terminal.details directly."""
-    from pytest_flopbudget.config.pyproject import load_settings
-    from pytest_flopbudget.judge.baseline import BaselineStore
-    from pytest_flopbudget.judge.reason import reason
-    from pytest_flopbudget.judge.verdict import Measurement, judge
-    from pytest_flopbudget.reporters import terminal
+    from pytest_flopbudget._config.pyproject import load_settings
+    from pytest_flopbudget._judge.baseline import BaselineStore
+    from pytest_flopbudget._judge.reason import reason
+    from pytest_flopbudget._judge.verdict import Measurement, judge
+    from pytest_flopbudget._reporters import terminal
 
     project.run("check", "--update", "mlp")
     project.widen()

@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 from fake_github import TOKEN, FakeGitHub, pull_request_env, serving
 
-from pytest_flopbudget.cli import main
-from pytest_flopbudget.reporters.pr_comment import MARKER, MAX_CHARS
+from pytest_flopbudget._cli import main
+from pytest_flopbudget._reporters.pr_comment import MARKER, MAX_CHARS
 
 
 @pytest.fixture

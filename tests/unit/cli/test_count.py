@@ -15,7 +15,7 @@ from tests.model_sources import MLP_MODULE
 
 pytest.importorskip("torch")
 
-from pytest_flopbudget.cli import main
+from pytest_flopbudget._cli import main
 
 SVG = "{http://www.w3.org/2000/svg}"
 
@@ -264,7 +264,7 @@ def test_a_metric_the_backend_does_not_measure_is_refused(
     and gives no estimate as if no byte moved: one line each."""
     import dataclasses
 
-    from pytest_flopbudget.cli import count as count_module
+    from pytest_flopbudget._cli import count as count_module
 
     counted = count_module.count_entry
 

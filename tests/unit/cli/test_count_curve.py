@@ -13,9 +13,9 @@ from tests.model_sources import MLP_MODULE
 
 pytest.importorskip("torch")
 
-from pytest_flopbudget.cli import main
-from pytest_flopbudget.curve.formula import Formula
-from pytest_flopbudget.report import Report
+from pytest_flopbudget._cli import main
+from pytest_flopbudget._curve.formula import Formula
+from pytest_flopbudget._report import Report
 
 # MLP(8 -> 4 -> 2) on [rows, 8]: fc1 rows*32 MACs, fc2 rows*8: 40*rows MACs; FLOPs 2 per MAC + bias adds (4 + 2)
 # per row + the activation's 4 per row: 90*rows.

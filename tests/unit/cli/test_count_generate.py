@@ -11,7 +11,7 @@ import pytest
 
 pytest.importorskip("transformers")
 
-from pytest_flopbudget.cli import main
+from pytest_flopbudget._cli import main
 
 MODELS = """\
 import torch
@@ -89,7 +89,7 @@ def test_more_tokens_than_the_limit_are_refused_naming_it(module: str, capsys: p
     import torch
 
     from pytest_flopbudget import count
-    from pytest_flopbudget.errors import CountingError
+    from pytest_flopbudget._errors import CountingError
 
     with pytest.raises(CountingError, match="at most 131072 new tokens"):
         count(torch.nn.Linear(2, 2), torch.zeros(1, 2), generate=131073)

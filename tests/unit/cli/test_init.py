@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 from main_in_process import one_error_line, run_main
 
-from pytest_flopbudget.cli import main
-from pytest_flopbudget.cli.init import parse_headroom, suggest_ceiling
-from pytest_flopbudget.cli.project import UsageError
-from pytest_flopbudget.config.pyproject import InputSpec, load_settings
+from pytest_flopbudget._cli import main
+from pytest_flopbudget._cli.init import parse_headroom, suggest_ceiling
+from pytest_flopbudget._cli.project import UsageError
+from pytest_flopbudget._config.pyproject import InputSpec, load_settings
 
 torch = pytest.importorskip("torch")
 

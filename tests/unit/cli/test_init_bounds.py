@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 from main_in_process import run_main
 
-from pytest_flopbudget.cli.init import suggest_ceiling
-from pytest_flopbudget.config.budget import parse_quantity
-from pytest_flopbudget.render.formatting import ceiling_above
-from pytest_flopbudget.report import MAX_COUNT
+from pytest_flopbudget._cli.init import suggest_ceiling
+from pytest_flopbudget._config.budget import parse_quantity
+from pytest_flopbudget._render.formatting import ceiling_above
+from pytest_flopbudget._report import MAX_COUNT
 
 onnx = pytest.importorskip("onnx")
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_flopbudget.cli.inputs import describe_inputs, parse_dims, parse_inputs
-from pytest_flopbudget.cli.project import UsageError
-from pytest_flopbudget.config.pyproject import InputSpec
+from pytest_flopbudget._cli.inputs import describe_inputs, parse_dims, parse_inputs
+from pytest_flopbudget._cli.project import UsageError
+from pytest_flopbudget._config.pyproject import InputSpec
 
 
 @pytest.mark.parametrize(

@@ -7,8 +7,8 @@ import time
 
 import pytest
 
-from pytest_flopbudget.cli import progress as cli_progress
-from pytest_flopbudget.cli.progress import CLEAR, Progress, is_interactive
+from pytest_flopbudget._cli import progress as cli_progress
+from pytest_flopbudget._cli.progress import CLEAR, Progress, is_interactive
 
 
 class FakeTerminal(io.StringIO):

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_flopbudget.cli.project import (
+from pytest_flopbudget._cli.project import (
     EXAMPLE_TABLE,
     UsageError,
     load_project,
@@ -14,7 +14,7 @@ from pytest_flopbudget.cli.project import (
     select_models,
     unknown_model,
 )
-from pytest_flopbudget.config.pyproject import find_pyproject
+from pytest_flopbudget._config.pyproject import find_pyproject
 
 
 def models_table(*names: str) -> str:

@@ -19,10 +19,10 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from main_in_process import one_error_line, run_main
 
-from pytest_flopbudget.cli import init as init_module
-from pytest_flopbudget.cli.project import UsageError
-from pytest_flopbudget.cli.pyproject_writer import NewModel, plan_edit, toml_string
-from pytest_flopbudget.config.pyproject import parse_settings
+from pytest_flopbudget._cli import init as init_module
+from pytest_flopbudget._cli.project import UsageError
+from pytest_flopbudget._cli.pyproject_writer import NewModel, plan_edit, toml_string
+from pytest_flopbudget._config.pyproject import parse_settings
 
 onnx = pytest.importorskip("onnx")
 
@@ -105,7 +105,7 @@ def test_a_text_the_scanner_cannot_follow_is_not_edited(tmp_path: Path, monkeypa
     text = old_table()
     settings_now = parse_settings(text, tmp_path / "pyproject.toml")
     model = NewModel("net", "net.onnx", None, {"flops": "1k"})
-    monkeypatch.setattr("pytest_flopbudget.cli.pyproject_writer.locate_statements", lambda text: None)
+    monkeypatch.setattr("pytest_flopbudget._cli.pyproject_writer.locate_statements", lambda text: None)
     with pytest.raises(UsageError, match=r"cannot tell where \[tool.flopbudget.models.net\] ends"):
         plan_edit(tmp_path / "pyproject.toml", text, [model], settings_now, force=True)
 

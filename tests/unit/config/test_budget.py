@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pytest_flopbudget.config.budget import (
+from pytest_flopbudget._config.budget import (
     GRAMMAR,
     MAX_COUNT,
     MAX_EXPONENT,
@@ -28,9 +28,9 @@ from pytest_flopbudget.config.budget import (
     parse_quantity,
     shown,
 )
-from pytest_flopbudget.config.location import LocatedError, Location, Problem
-from pytest_flopbudget.errors import ConfigError
-from pytest_flopbudget.units import SI
+from pytest_flopbudget._config.location import LocatedError, Location, Problem
+from pytest_flopbudget._errors import ConfigError
+from pytest_flopbudget._units import SI
 
 T = TypeVar("T")
 

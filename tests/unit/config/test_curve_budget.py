@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from pytest_flopbudget.config.budget import Budget
-from pytest_flopbudget.config.curve_budget import parse_at, parse_max_degree
-from pytest_flopbudget.config.location import LocatedError, Location
-from pytest_flopbudget.config.pyproject import ModelEntry, Settings, load_settings
-from pytest_flopbudget.metrics import BYTES, FLOPS, INT_OPS, MACS, PARAMS, PEAK_MEMORY
+from pytest_flopbudget._config.budget import Budget
+from pytest_flopbudget._config.curve_budget import parse_at, parse_max_degree
+from pytest_flopbudget._config.location import LocatedError, Location
+from pytest_flopbudget._config.pyproject import ModelEntry, Settings, load_settings
+from pytest_flopbudget._metrics import BYTES, FLOPS, INT_OPS, MACS, PARAMS, PEAK_MEMORY
 
 MODEL = """\
 [tool.flopbudget.models.gpt]

@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from pytest_flopbudget.config.budget import Budget
-from pytest_flopbudget.config.location import LocatedError, Location
-from pytest_flopbudget.config.phase_budget import parse_phase_budgets
-from pytest_flopbudget.config.pyproject import parse_settings
-from pytest_flopbudget.metrics import BYTES, FLOPS, MACS
+from pytest_flopbudget._config.budget import Budget
+from pytest_flopbudget._config.location import LocatedError, Location
+from pytest_flopbudget._config.phase_budget import parse_phase_budgets
+from pytest_flopbudget._config.pyproject import parse_settings
+from pytest_flopbudget._metrics import BYTES, FLOPS, MACS
 
 HEAD = '[tool.flopbudget.models.m]\ntarget = "pkg.models:build"\ninputs = [[1, 16]]\ngenerate = 8\n'
 

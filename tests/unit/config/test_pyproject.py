@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_flopbudget.config.location import LocatedError
-from pytest_flopbudget.config.pyproject import (
+from pytest_flopbudget._config.location import LocatedError
+from pytest_flopbudget._config.pyproject import (
     DEFAULT_BASELINE_DIR,
     InputSpec,
     ModelEntry,
@@ -16,8 +16,8 @@ from pytest_flopbudget.config.pyproject import (
     load_settings,
     parse_settings,
 )
-from pytest_flopbudget.config.toml_locator import line_of, locate_keys
-from pytest_flopbudget.errors import ConfigError, CountingError
+from pytest_flopbudget._config.toml_locator import line_of, locate_keys
+from pytest_flopbudget._errors import ConfigError, CountingError
 
 DESIGN_EXAMPLE = """\
 [project]
@@ -303,8 +303,8 @@ def test_parse_settings_is_usable_on_text(tmp_path: Path) -> None:
 
 torch = pytest.importorskip("torch")
 
-from pytest_flopbudget.backends import count_entry  # noqa: E402
-from pytest_flopbudget.backends.torch_models import build_inputs, import_object, load_model  # noqa: E402
+from pytest_flopbudget._backends import count_entry  # noqa: E402
+from pytest_flopbudget._backends.torch_models import build_inputs, import_object, load_model  # noqa: E402
 
 MODELS = """\
 import torch
@@ -510,7 +510,7 @@ def test_the_reserved_dim_names_are_every_name_sympy_reads_as_something_else() -
     sympy = pytest.importorskip("sympy")
     from sympy.parsing.sympy_parser import parse_expr
 
-    from pytest_flopbudget.config.sympy_names import SYMPY_NAMES
+    from pytest_flopbudget._config.sympy_names import SYMPY_NAMES
 
     universe = set(sympy.__all__) | set(dir(builtins)) | set(keyword.kwlist) | set(keyword.softkwlist)
     for name in sorted(n for n in universe if n.isidentifier()):

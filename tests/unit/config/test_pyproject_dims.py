@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_flopbudget.config.location import LocatedError
-from pytest_flopbudget.config.pyproject import InputSpec, parse_settings
+from pytest_flopbudget._config.location import LocatedError
+from pytest_flopbudget._config.pyproject import InputSpec, parse_settings
 
 HEAD = '[tool.flopbudget.models.m]\ntarget = "pkg.models:build"\nflops = "1G"\n'
 

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_flopbudget.config.location import LocatedError
-from pytest_flopbudget.config.pyproject import parse_settings
+from pytest_flopbudget._config.location import LocatedError
+from pytest_flopbudget._config.pyproject import parse_settings
 
 HEAD = '[tool.flopbudget.models.m]\ntarget = "pkg.models:build"\ninputs = [[1, 16]]\nflops = "1G"\n'
 

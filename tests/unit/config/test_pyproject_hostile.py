@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pytest_flopbudget.config.pyproject import load_settings
-from pytest_flopbudget.errors import FlopBudgetError
+from pytest_flopbudget._config.pyproject import load_settings
+from pytest_flopbudget._errors import FlopBudgetError
 
 MODEL = '[tool.flopbudget.models.m]\ntarget = "pkg:m"\ninputs = [[1, 2]]\nflops = "1k"\n'
 

@@ -1,6 +1,6 @@
 """Shared by every counting test: the test folders named after the frameworks, and no formula leaking between tests.
 
-The folders `torch/` and `onnx/` beside this file mirror `pytest_flopbudget/counting/`. pytest's default `prepend`
+The folders `torch/` and `onnx/` beside this file mirror `pytest_flopbudget/_counting/`. pytest's default `prepend`
 import mode puts this directory on `sys.path`, and there a folder without `__init__.py` is a namespace package that
 `import torch` finds when no real torch is installed: `pytest.importorskip("torch")` would then succeed and the
 tests fail instead of skipping. A framework that only this directory provides is therefore marked as missing.
@@ -16,7 +16,7 @@ from typing import Callable
 
 import pytest
 
-from pytest_flopbudget.counting.user_formulas import registered_formulas
+from pytest_flopbudget._counting.user_formulas import registered_formulas
 
 for _framework in ("torch", "onnx"):
     if _framework not in sys.modules:

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_flopbudget.counting import formulas as f
-from pytest_flopbudget.counting.formulas import Cost
+from pytest_flopbudget._counting import formulas as f
+from pytest_flopbudget._counting.formulas import Cost
 
 
 def test_cost_adds_and_multiplies_both_figures() -> None:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_flopbudget.counting.phases import CountedPhase, NotLinear, decode_line, flatten, generation
-from pytest_flopbudget.counting.tally import Tally
-from pytest_flopbudget.metrics import FLOPS, MACS
+from pytest_flopbudget._counting.phases import CountedPhase, NotLinear, decode_line, flatten, generation
+from pytest_flopbudget._counting.tally import Tally
+from pytest_flopbudget._metrics import FLOPS, MACS
 
 
 def step(context: int, *, skipped: int = 1) -> CountedPhase:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_flopbudget.counting.formulas import Cost
-from pytest_flopbudget.counting.registry import FREE, FormulaRegistry
+from pytest_flopbudget._counting.formulas import Cost
+from pytest_flopbudget._counting.registry import FREE, FormulaRegistry
 
 
 def one(*_: object) -> Cost:

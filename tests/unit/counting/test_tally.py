@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from pytest_flopbudget import Cost, Report
-from pytest_flopbudget.counting.tally import NO_FORMULA, Tally, formula_failed
-from pytest_flopbudget.metrics import BYTES, FLOPS, PARAMS
+from pytest_flopbudget._counting.tally import NO_FORMULA, Tally, formula_failed
+from pytest_flopbudget._metrics import BYTES, FLOPS, PARAMS
 
 
 def test_costs_go_to_their_layer_and_phase() -> None:

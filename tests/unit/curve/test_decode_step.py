@@ -8,11 +8,11 @@ from collections.abc import Sequence
 
 import pytest
 
-from pytest_flopbudget.curve.decode_step import CONTEXT, DecodeFormula, decode_formula, prompt_length
-from pytest_flopbudget.curve.polynomial import Polynomial, to_sympy
-from pytest_flopbudget.curve.text import decode_formula_text
-from pytest_flopbudget.metrics import BYTES, FLOPS, INT_OPS, MACS
-from pytest_flopbudget.report import PREFILL, Phase, Report, decode_step_name
+from pytest_flopbudget._curve.decode_step import CONTEXT, DecodeFormula, decode_formula, prompt_length
+from pytest_flopbudget._curve.polynomial import Polynomial, to_sympy
+from pytest_flopbudget._curve.text import decode_formula_text
+from pytest_flopbudget._metrics import BYTES, FLOPS, INT_OPS, MACS
+from pytest_flopbudget._report import PREFILL, Phase, Report, decode_step_name
 
 PROMPT = 10
 

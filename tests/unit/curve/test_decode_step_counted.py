@@ -9,11 +9,11 @@ import pytest
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
-from pytest_flopbudget.counting.torch.backend import count_torch  # noqa: E402
-from pytest_flopbudget.counting.torch.generation import Generation  # noqa: E402
-from pytest_flopbudget.curve.decode_step import CONTEXT, DecodeFormula, decode_formula  # noqa: E402
-from pytest_flopbudget.metrics import MACS  # noqa: E402
-from pytest_flopbudget.report import Report  # noqa: E402
+from pytest_flopbudget._counting.torch.backend import count_torch  # noqa: E402
+from pytest_flopbudget._counting.torch.generation import Generation  # noqa: E402
+from pytest_flopbudget._curve.decode_step import CONTEXT, DecodeFormula, decode_formula  # noqa: E402
+from pytest_flopbudget._metrics import MACS  # noqa: E402
+from pytest_flopbudget._report import Report  # noqa: E402
 from tests.unit.counting.torch.cached_decoder import (  # noqa: E402
     HEAD_DIM,
     HEADS,

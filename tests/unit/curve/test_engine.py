@@ -8,13 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from pytest_flopbudget.backends import count_entry
-from pytest_flopbudget.config.pyproject import ModelEntry, parse_settings
-from pytest_flopbudget.curve.engine import count_curve, series
-from pytest_flopbudget.curve.text import formula_text
-from pytest_flopbudget.errors import CountingError
-from pytest_flopbudget.judge.curve_verdict import not_exact
-from pytest_flopbudget.metrics import BYTES, FLOPS, MACS, PARAMS, PEAK_MEMORY
+from pytest_flopbudget._backends import count_entry
+from pytest_flopbudget._config.pyproject import ModelEntry, parse_settings
+from pytest_flopbudget._curve.engine import count_curve, series
+from pytest_flopbudget._curve.text import formula_text
+from pytest_flopbudget._errors import CountingError
+from pytest_flopbudget._judge.curve_verdict import not_exact
+from pytest_flopbudget._metrics import BYTES, FLOPS, MACS, PARAMS, PEAK_MEMORY
 
 torch = pytest.importorskip("torch")
 

@@ -7,7 +7,7 @@ from collections.abc import Callable, Hashable, Mapping
 
 import pytest
 
-from pytest_flopbudget.curve.fit import Fit, FitError, fit, interpolate
+from pytest_flopbudget._curve.fit import Fit, FitError, fit, interpolate
 
 
 def fitted(

@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from pytest_flopbudget.curve.formula import FORMULA_FORMAT, Formula, Holds
-from pytest_flopbudget.curve.polynomial import Polynomial
-from pytest_flopbudget.metrics import FLOPS, MACS, PARAMS, PEAK_MEMORY
+from pytest_flopbudget._curve.formula import FORMULA_FORMAT, Formula, Holds
+from pytest_flopbudget._curve.polynomial import Polynomial
+from pytest_flopbudget._metrics import FLOPS, MACS, PARAMS, PEAK_MEMORY
 
 SEQ = ("seq",)
 

@@ -6,10 +6,10 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from pytest_flopbudget.curve.formula import Formula, Holds
-from pytest_flopbudget.curve.picture import render_html, render_svg
-from pytest_flopbudget.curve.polynomial import Polynomial
-from pytest_flopbudget.metrics import FLOPS
+from pytest_flopbudget._curve.formula import Formula, Holds
+from pytest_flopbudget._curve.picture import render_html, render_svg
+from pytest_flopbudget._curve.polynomial import Polynomial
+from pytest_flopbudget._metrics import FLOPS
 
 SVG = "{http://www.w3.org/2000/svg}"
 DIMS = ("seq", "batch")
@@ -71,7 +71,7 @@ def linear_then_quadratic() -> tuple[Formula, Formula]:
 
 
 def test_a_changed_formula_draws_base_now_and_each_changed_term_with_its_degree() -> None:
-    from pytest_flopbudget.curve.picture import render_change_svg
+    from pytest_flopbudget._curve.picture import render_change_svg
 
     base, now = linear_then_quadratic()
     svg = render_change_svg(base, now, title="lm", notes=["seq**2 term of h.{0..1}.attn new (degree 2)"])
@@ -108,7 +108,7 @@ def test_a_real_renderer_shows_the_new_term_apart_from_the_totals() -> None:
     import resvg_py
     from PIL import Image
 
-    from pytest_flopbudget.curve.picture import render_change_svg
+    from pytest_flopbudget._curve.picture import render_change_svg
 
     base, now = linear_then_quadratic()
     image = Image.open(io.BytesIO(bytes(resvg_py.svg_to_bytes(svg_string=render_change_svg(base, now))))).convert("RGB")
@@ -123,7 +123,7 @@ def test_a_real_renderer_shows_the_new_term_apart_from_the_totals() -> None:
 
 
 def test_the_changed_curve_escapes_names_in_its_title_and_notes() -> None:
-    from pytest_flopbudget.curve.picture import render_change_svg
+    from pytest_flopbudget._curve.picture import render_change_svg
 
     base, now = linear_then_quadratic()
     svg = render_change_svg(base, now, title="</text><script>", notes=["seq**2 term of <b>&\x1b new"])

@@ -6,7 +6,7 @@ from fractions import Fraction
 
 import pytest
 
-from pytest_flopbudget.curve.polynomial import Polynomial, parse, render, to_sympy
+from pytest_flopbudget._curve.polynomial import Polynomial, parse, render, to_sympy
 
 SEQ = ("seq",)
 

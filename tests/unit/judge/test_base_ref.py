@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_flopbudget.config.pyproject import load_settings
-from pytest_flopbudget.judge.base_ref import BaseRefError, BudgetChange, budget_changes, compare_budgets, read_at_ref
+from pytest_flopbudget._config.pyproject import load_settings
+from pytest_flopbudget._judge.base_ref import BaseRefError, BudgetChange, budget_changes, compare_budgets, read_at_ref
 
 IMAGE = "[[1, 3, 224, 224]]"
 
@@ -185,10 +185,10 @@ def _p(repo: Path) -> str:
 
 def test_a_base_baseline_that_cannot_be_read_is_left_to_the_verdict() -> None:
     # over the size cap at the base ref: baseline_changes must not raise (Run.finish would crash); judge reports it
-    from pytest_flopbudget.errors import BaselineError
-    from pytest_flopbudget.judge.base_ref import baseline_changes
-    from pytest_flopbudget.judge.verdict import Measurement
-    from pytest_flopbudget.report import Report
+    from pytest_flopbudget._errors import BaselineError
+    from pytest_flopbudget._judge.base_ref import baseline_changes
+    from pytest_flopbudget._judge.verdict import Measurement
+    from pytest_flopbudget._report import Report
 
     class Unreadable:
         class revision:

@@ -14,11 +14,11 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from pytest_flopbudget.config.budget import parse_budget
-from pytest_flopbudget.config.location import Location
-from pytest_flopbudget.errors import BaselineError
-from pytest_flopbudget.judge import baseline as baseline_module
-from pytest_flopbudget.judge.baseline import (
+from pytest_flopbudget._config.budget import parse_budget
+from pytest_flopbudget._config.location import Location
+from pytest_flopbudget._errors import BaselineError
+from pytest_flopbudget._judge import baseline as baseline_module
+from pytest_flopbudget._judge.baseline import (
     BaselineStore,
     baseline_filename,
     dumps,
@@ -26,10 +26,10 @@ from pytest_flopbudget.judge.baseline import (
     read_baseline,
     write_atomic,
 )
-from pytest_flopbudget.judge.diff import diff_layers, metric_value, top_layers
-from pytest_flopbudget.judge.verdict import Measurement, judge
-from pytest_flopbudget.report import REPORT_FORMAT, EstimatedOp, LayerCost, OpCost, PhaseTotals, Report, SkippedOp
-from pytest_flopbudget.run import EXIT_ERROR, Run
+from pytest_flopbudget._judge.diff import diff_layers, metric_value, top_layers
+from pytest_flopbudget._judge.verdict import Measurement, judge
+from pytest_flopbudget._report import REPORT_FORMAT, EstimatedOp, LayerCost, OpCost, PhaseTotals, Report, SkippedOp
+from pytest_flopbudget._run import EXIT_ERROR, Run
 
 
 def make_report(layers: dict[str, tuple[int, int, int]], **extra: object) -> Report:
@@ -570,9 +570,9 @@ def test_top_layers_and_unknown_metric() -> None:
 
 
 def _formula(attn: str = "140*seq**2") -> Any:
-    from pytest_flopbudget.curve.formula import Formula, Holds
-    from pytest_flopbudget.curve.polynomial import parse
-    from pytest_flopbudget.metrics import FLOPS
+    from pytest_flopbudget._curve.formula import Formula, Holds
+    from pytest_flopbudget._curve.polynomial import parse
+    from pytest_flopbudget._metrics import FLOPS
 
     dims = ("seq",)
     return Formula(
@@ -585,7 +585,7 @@ def _formula(attn: str = "140*seq**2") -> Any:
 
 
 def test_a_baseline_keeps_the_formula_and_reads_it_back(tmp_path: Path) -> None:
-    from pytest_flopbudget.judge.baseline import baseline_formula
+    from pytest_flopbudget._judge.baseline import baseline_formula
 
     store = BaselineStore(tmp_path)
     report = make_report({"h.0.attn": (100, 50, 0)})
@@ -600,7 +600,7 @@ def test_a_baseline_keeps_the_formula_and_reads_it_back(tmp_path: Path) -> None:
 
 
 def test_an_old_baseline_without_a_formula_reads_as_none(tmp_path: Path) -> None:
-    from pytest_flopbudget.judge.baseline import baseline_formula
+    from pytest_flopbudget._judge.baseline import baseline_formula
 
     store = BaselineStore(tmp_path)
     store.save("gpt", make_report({"a": (1, 1, 1)}))
@@ -610,7 +610,7 @@ def test_an_old_baseline_without_a_formula_reads_as_none(tmp_path: Path) -> None
 
 
 def test_a_malformed_formula_in_a_baseline_is_an_error_naming_the_file(tmp_path: Path) -> None:
-    from pytest_flopbudget.judge.baseline import baseline_formula
+    from pytest_flopbudget._judge.baseline import baseline_formula
 
     store = BaselineStore(tmp_path)
     store.save("gpt", make_report({"a": (1, 1, 1)}), _formula())
@@ -621,7 +621,7 @@ def test_a_malformed_formula_in_a_baseline_is_an_error_naming_the_file(tmp_path:
 
 
 def test_judge_compares_a_formula_with_the_baseline_formula(tmp_path: Path) -> None:
-    from pytest_flopbudget.judge.verdict import FindingKind
+    from pytest_flopbudget._judge.verdict import FindingKind
 
     store = BaselineStore(tmp_path)
     report = make_report({"h.0.attn": (100, 50, 0)})

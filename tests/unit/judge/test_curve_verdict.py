@@ -3,14 +3,14 @@ way a formula cannot answer fails (never a silent pass)."""
 
 from __future__ import annotations
 
-from pytest_flopbudget.config.budget import Budget, DegreeLimit, PointLimits, parse_quantity
-from pytest_flopbudget.config.location import Location
-from pytest_flopbudget.curve.formula import Formula, Holds
-from pytest_flopbudget.curve.polynomial import parse
-from pytest_flopbudget.judge.reason import reason
-from pytest_flopbudget.judge.verdict import ERROR, WARNING, FindingKind, Measurement, evaluate
-from pytest_flopbudget.metrics import FLOPS, MACS, PARAMS, PEAK_MEMORY, Metric
-from pytest_flopbudget.report import LayerCost, PhaseTotals, Report
+from pytest_flopbudget._config.budget import Budget, DegreeLimit, PointLimits, parse_quantity
+from pytest_flopbudget._config.location import Location
+from pytest_flopbudget._curve.formula import Formula, Holds
+from pytest_flopbudget._curve.polynomial import parse
+from pytest_flopbudget._judge.reason import reason
+from pytest_flopbudget._judge.verdict import ERROR, WARNING, FindingKind, Measurement, evaluate
+from pytest_flopbudget._metrics import FLOPS, MACS, PARAMS, PEAK_MEMORY, Metric
+from pytest_flopbudget._report import LayerCost, PhaseTotals, Report
 
 DIMS = ("seq",)
 SOURCE = Location("/p/pyproject.toml", 7, "tool.flopbudget.models.gpt.max-degree.seq")

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_flopbudget.judge.diff import LayerChange, diff_layers, top_layers
-from pytest_flopbudget.report import LayerCost, PhaseTotals, Report
+from pytest_flopbudget._judge.diff import LayerChange, diff_layers, top_layers
+from pytest_flopbudget._report import LayerCost, PhaseTotals, Report
 
 
 def report(layers: dict[str, tuple[int, int]]) -> Report:

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from pytest_flopbudget.judge.diff import LayerChange
-from pytest_flopbudget.judge.diff_groups import group_changes
+from pytest_flopbudget._judge.diff import LayerChange
+from pytest_flopbudget._judge.diff_groups import group_changes
 
 
 def test_thirty_two_identical_blocks_are_one_group() -> None:

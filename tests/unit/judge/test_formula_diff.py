@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from pytest_flopbudget.curve.formula import Formula, Holds
-from pytest_flopbudget.curve.polynomial import parse
-from pytest_flopbudget.judge.formula_diff import group_label, grouped_labels, layer_group, term_changes
-from pytest_flopbudget.metrics import FLOPS
+from pytest_flopbudget._curve.formula import Formula, Holds
+from pytest_flopbudget._curve.polynomial import parse
+from pytest_flopbudget._judge.formula_diff import group_label, grouped_labels, layer_group, term_changes
+from pytest_flopbudget._metrics import FLOPS
 
 
 def formula(layers: dict[str, str], dims: tuple[str, ...] = ("seq",)) -> Formula:

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from pytest_flopbudget.config.budget import Budget
-from pytest_flopbudget.config.location import Location
-from pytest_flopbudget.config.phase_budget import parse_phase_budgets
-from pytest_flopbudget.judge.phase_figures import phase_figure
-from pytest_flopbudget.judge.verdict import FindingKind, Measurement, evaluate
-from pytest_flopbudget.metrics import FLOPS, MACS
-from pytest_flopbudget.report import LayerCost, Phase, PhaseTotals, Report
+from pytest_flopbudget._config.budget import Budget
+from pytest_flopbudget._config.location import Location
+from pytest_flopbudget._config.phase_budget import parse_phase_budgets
+from pytest_flopbudget._judge.phase_figures import phase_figure
+from pytest_flopbudget._judge.verdict import FindingKind, Measurement, evaluate
+from pytest_flopbudget._metrics import FLOPS, MACS
+from pytest_flopbudget._report import LayerCost, Phase, PhaseTotals, Report
 
 
 def generation(decode: list[int]) -> Report:

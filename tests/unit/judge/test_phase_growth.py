@@ -3,12 +3,12 @@ a total that barely moved."""
 
 from __future__ import annotations
 
-from pytest_flopbudget.config.budget import Budget, parse_increase
-from pytest_flopbudget.config.location import Location
-from pytest_flopbudget.config.phase_budget import parse_phase_budgets
-from pytest_flopbudget.judge.verdict import FindingKind, Measurement, evaluate
-from pytest_flopbudget.metrics import FLOPS, MACS
-from pytest_flopbudget.report import LayerCost, Phase, PhaseTotals, Report
+from pytest_flopbudget._config.budget import Budget, parse_increase
+from pytest_flopbudget._config.location import Location
+from pytest_flopbudget._config.phase_budget import parse_phase_budgets
+from pytest_flopbudget._judge.verdict import FindingKind, Measurement, evaluate
+from pytest_flopbudget._metrics import FLOPS, MACS
+from pytest_flopbudget._report import LayerCost, Phase, PhaseTotals, Report
 
 INCREASE = Location("/p/pyproject.toml", 12, "models.chat.max-increase")
 

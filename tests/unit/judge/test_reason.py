@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from test_verdict import REPORT, make_report, measure
 
-from pytest_flopbudget.judge.reason import reason
-from pytest_flopbudget.judge.verdict import evaluate
+from pytest_flopbudget._judge.reason import reason
+from pytest_flopbudget._judge.verdict import evaluate
 
 
 def test_reason_line_matches_the_documented_shape() -> None:

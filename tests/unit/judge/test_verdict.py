@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from pytest_flopbudget.config.budget import parse_budget
-from pytest_flopbudget.config.location import Location
-from pytest_flopbudget.judge.baseline import BaselineStore
-from pytest_flopbudget.judge.reason import reason
-from pytest_flopbudget.judge.verdict import Measurement, evaluate, judge
-from pytest_flopbudget.report import LayerCost, PhaseTotals, Report, SkippedOp
+from pytest_flopbudget._config.budget import parse_budget
+from pytest_flopbudget._config.location import Location
+from pytest_flopbudget._judge.baseline import BaselineStore
+from pytest_flopbudget._judge.reason import reason
+from pytest_flopbudget._judge.verdict import Measurement, evaluate, judge
+from pytest_flopbudget._report import LayerCost, PhaseTotals, Report, SkippedOp
 
 
 def make_report(layers: dict[str, tuple[int, int, int]], skipped: dict[str, int] | None = None) -> Report:
@@ -169,13 +169,14 @@ def test_measurement_round_trips() -> None:
 def test_core_modules_import_neither_pytest_nor_torch() -> None:
     code = (
         "import sys\n"
-        "import pytest_flopbudget.config.budget, pytest_flopbudget.config.pyproject, pytest_flopbudget.judge.baseline\n"
-        "import pytest_flopbudget.judge.verdict, pytest_flopbudget.judge.diff\n"
-        "import pytest_flopbudget.backends, pytest_flopbudget.run\n"
-        "import pytest_flopbudget.reporters.terminal\n"
+        "import pytest_flopbudget._config.budget, pytest_flopbudget._config.pyproject\n"
+        "import pytest_flopbudget._judge.baseline\n"
+        "import pytest_flopbudget._judge.verdict, pytest_flopbudget._judge.diff\n"
+        "import pytest_flopbudget._backends, pytest_flopbudget._run\n"
+        "import pytest_flopbudget._reporters.terminal\n"
         "bad = [m for m in ('torch', 'pytest', '_pytest') if m in sys.modules]\n"
         "assert not bad, bad\n"
-        "import pytest_flopbudget.plugin\n"
+        "import pytest_flopbudget._plugin\n"
         "assert 'torch' not in sys.modules, 'the plugin must not slow down every pytest start'\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import json
 
-from pytest_flopbudget.config.budget import parse_budget
-from pytest_flopbudget.config.location import Location
-from pytest_flopbudget.judge.reason import reason
-from pytest_flopbudget.judge.verdict import FindingKind, Measurement, evaluate
-from pytest_flopbudget.metrics import BYTES, FLOPS, PARAM_BYTES, PARAMS
-from pytest_flopbudget.report import LayerCost, PhaseTotals, Report
-from pytest_flopbudget.reporters import json_report, markdown, terminal
+from pytest_flopbudget._config.budget import parse_budget
+from pytest_flopbudget._config.location import Location
+from pytest_flopbudget._judge.reason import reason
+from pytest_flopbudget._judge.verdict import FindingKind, Measurement, evaluate
+from pytest_flopbudget._metrics import BYTES, FLOPS, PARAM_BYTES, PARAMS
+from pytest_flopbudget._report import LayerCost, PhaseTotals, Report
+from pytest_flopbudget._reporters import json_report, markdown, terminal
 
 GiB = 2**30
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pytest_flopbudget.judge.versions import changed_versions, version_note, with_libraries_of
+from pytest_flopbudget._judge.versions import changed_versions, version_note, with_libraries_of
 
 BASE = {"torch": "2.13.0", "pytest-flopbudget": "0.1.0", "execution": "fake"}
 

@@ -1,4 +1,4 @@
-"""What happens once per session, registered on the controller only (pytest_flopbudget/plugin/controller.py)."""
+"""What happens once per session, registered on the controller only (pytest_flopbudget/_plugin/controller.py)."""
 
 from __future__ import annotations
 

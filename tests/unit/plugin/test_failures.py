@@ -1,10 +1,10 @@
-"""A clean, traceback-free failure of a test (pytest_flopbudget/plugin/failures.py)."""
+"""A clean, traceback-free failure of a test (pytest_flopbudget/_plugin/failures.py)."""
 
 from __future__ import annotations
 
 import pytest
 
-from pytest_flopbudget.plugin.failures import SECTION, Failure, fail
+from pytest_flopbudget._plugin.failures import SECTION, Failure, fail
 
 
 def report() -> pytest.TestReport:

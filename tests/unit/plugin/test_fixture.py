@@ -1,4 +1,4 @@
-"""The `flopbudget` fixture (pytest_flopbudget/plugin/fixture.py): its model's name, budget and baseline."""
+"""The `flopbudget` fixture (pytest_flopbudget/_plugin/fixture.py): its model's name, budget and baseline."""
 
 from __future__ import annotations
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_flopbudget.config.location import LocatedError, Location
-from pytest_flopbudget.plugin.fixture_curve import count_model_curve
+from pytest_flopbudget._config.location import LocatedError, Location
+from pytest_flopbudget._plugin.fixture_curve import count_model_curve
 
 torch = pytest.importorskip("torch")
 

@@ -1,4 +1,4 @@
-"""pyproject models as test items (pytest_flopbudget/plugin/items.py)."""
+"""pyproject models as test items (pytest_flopbudget/_plugin/items.py)."""
 
 from __future__ import annotations
 

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from pytest_flopbudget.config.budget import parse_budget
-from pytest_flopbudget.config.location import Location
-from pytest_flopbudget.judge.verdict import Measurement, Verdict, evaluate
-from pytest_flopbudget.plugin.junit_properties import properties, record, unchecked_properties
-from pytest_flopbudget.report import LayerCost, PhaseTotals, Report
+from pytest_flopbudget._config.budget import parse_budget
+from pytest_flopbudget._config.location import Location
+from pytest_flopbudget._judge.verdict import Measurement, Verdict, evaluate
+from pytest_flopbudget._plugin.junit_properties import properties, record, unchecked_properties
+from pytest_flopbudget._report import LayerCost, PhaseTotals, Report
 
 
 def report(flops: int) -> Report:

@@ -1,4 +1,4 @@
-"""The budget a `flop_budget` marker sets on a test (pytest_flopbudget/plugin/marker.py)."""
+"""The budget a `flop_budget` marker sets on a test (pytest_flopbudget/_plugin/marker.py)."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from pytest_flopbudget.config.location import Location
-from pytest_flopbudget.config.pyproject import load_settings
-from pytest_flopbudget.plugin.failures import Failure
-from pytest_flopbudget.plugin.marker import MARKER_HELP, marker_budget
+from pytest_flopbudget._config.location import Location
+from pytest_flopbudget._config.pyproject import load_settings
+from pytest_flopbudget._plugin.failures import Failure
+from pytest_flopbudget._plugin.marker import MARKER_HELP, marker_budget
 
 
 def budget_of(tmp_path: Path, *args: Any, models: dict | None = None, **kwargs: Any) -> tuple[str, Any]:

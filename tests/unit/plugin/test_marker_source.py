@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_flopbudget.plugin.marker_source import marker_line
+from pytest_flopbudget._plugin.marker_source import marker_line
 
 SOURCE = """\
 import pytest

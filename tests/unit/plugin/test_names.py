@@ -1,10 +1,10 @@
-"""The model name a test gets from its node id, and where the test is (pytest_flopbudget/plugin/names.py)."""
+"""The model name a test gets from its node id, and where the test is (pytest_flopbudget/_plugin/names.py)."""
 
 from __future__ import annotations
 
 import pytest
 
-from pytest_flopbudget.plugin.names import default_name, item_location
+from pytest_flopbudget._plugin.names import default_name, item_location
 
 
 @pytest.mark.parametrize(

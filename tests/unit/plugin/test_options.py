@@ -1,11 +1,11 @@
-"""Command-line options over `[tool.flopbudget]` settings (pytest_flopbudget/plugin/options.py)."""
+"""Command-line options over `[tool.flopbudget]` settings (pytest_flopbudget/_plugin/options.py)."""
 
 from __future__ import annotations
 
 import pytest
 
-from pytest_flopbudget.config.pyproject import load_settings
-from pytest_flopbudget.plugin.options import explicit_args, find_pyproject, read_options
+from pytest_flopbudget._config.pyproject import load_settings
+from pytest_flopbudget._plugin.options import explicit_args, find_pyproject, read_options
 
 PYPROJECT = """\
 [tool.flopbudget]

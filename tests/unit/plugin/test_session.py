@@ -1,10 +1,10 @@
-"""The hooks every process runs (pytest_flopbudget/plugin/session.py): configuration errors, what the run saw."""
+"""The hooks every process runs (pytest_flopbudget/_plugin/session.py): configuration errors, what the run saw."""
 
 from __future__ import annotations
 
 import pytest
 
-from pytest_flopbudget.plugin.state import SESSION
+from pytest_flopbudget._plugin.state import SESSION
 
 
 class Narrowed:

@@ -6,12 +6,12 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-from pytest_flopbudget.config.location import Location
-from pytest_flopbudget.judge.baseline import BaselineStore
-from pytest_flopbudget.judge.verdict import Measurement
-from pytest_flopbudget.plugin.xdist_transport import WorkerExport, receive
-from pytest_flopbudget.report import LayerCost, PhaseTotals, Report
-from pytest_flopbudget.run import Run
+from pytest_flopbudget._config.location import Location
+from pytest_flopbudget._judge.baseline import BaselineStore
+from pytest_flopbudget._judge.verdict import Measurement
+from pytest_flopbudget._plugin.xdist_transport import WorkerExport, receive
+from pytest_flopbudget._report import LayerCost, PhaseTotals, Report
+from pytest_flopbudget._run import Run
 
 
 def state(tmp_path: Path, narrowed: str = "") -> Any:

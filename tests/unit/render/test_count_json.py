@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import json
 
-from pytest_flopbudget.metrics import BYTES, FLOPS, MACS, PARAM_BYTES, PARAMS
-from pytest_flopbudget.render.count_json import count_data, count_document
-from pytest_flopbudget.render.roofline import profile
-from pytest_flopbudget.render.roofline_report import roofline_for
-from pytest_flopbudget.report import LayerCost, PhaseTotals, Report
+from pytest_flopbudget._metrics import BYTES, FLOPS, MACS, PARAM_BYTES, PARAMS
+from pytest_flopbudget._render.count_json import count_data, count_document
+from pytest_flopbudget._render.roofline import profile
+from pytest_flopbudget._render.roofline_report import roofline_for
+from pytest_flopbudget._report import LayerCost, PhaseTotals, Report
 
 
 def _report(measured: bool = True) -> Report:

@@ -11,11 +11,11 @@ from html.parser import HTMLParser
 import pytest
 from test_flame import HOSTILE, build_report
 
-from pytest_flopbudget.render import diff_flame
-from pytest_flopbudget.render.diff_flame import GROWTH, NEW, SHRINK, UNCHANGED, change_colour, render_html, render_svg
-from pytest_flopbudget.render.flame import CHART
-from pytest_flopbudget.report import LayerCost, Report
-from pytest_flopbudget.safe_text import safe_text
+from pytest_flopbudget._render import diff_flame
+from pytest_flopbudget._render.diff_flame import GROWTH, NEW, SHRINK, UNCHANGED, change_colour, render_html, render_svg
+from pytest_flopbudget._render.flame import CHART
+from pytest_flopbudget._report import LayerCost, Report
+from pytest_flopbudget._safe_text import safe_text
 
 SVG = "{http://www.w3.org/2000/svg}"
 

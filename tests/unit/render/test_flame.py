@@ -13,11 +13,11 @@ from pathlib import Path
 import pytest
 from growth import assert_linear
 
-from pytest_flopbudget.config.budget import parse_budget
-from pytest_flopbudget.render import flame
-from pytest_flopbudget.render.flame import CHART, MARGIN, fit_label, render_html, render_svg, xml_text
-from pytest_flopbudget.report import EstimatedOp, LayerCost, PhaseTotals, Report, SkippedOp
-from pytest_flopbudget.safe_text import safe_text
+from pytest_flopbudget._config.budget import parse_budget
+from pytest_flopbudget._render import flame
+from pytest_flopbudget._render.flame import CHART, MARGIN, fit_label, render_html, render_svg, xml_text
+from pytest_flopbudget._report import EstimatedOp, LayerCost, PhaseTotals, Report, SkippedOp
+from pytest_flopbudget._safe_text import safe_text
 
 SVG = "{http://www.w3.org/2000/svg}"
 HOSTILE = [
@@ -455,7 +455,7 @@ def test_skipped_ops_in_a_real_report_reach_the_picture() -> None:
 
 
 def test_the_totals_line_names_integer_ops_only_in_a_model_that_has_some() -> None:
-    from pytest_flopbudget.metrics import INT_OPS
+    from pytest_flopbudget._metrics import INT_OPS
 
     plain = Report(layers={"fc": LayerCost(flops=240, macs=120)}, forward=PhaseTotals(flops=240, macs=120))
     assert "int ops" not in render_svg(plain)
@@ -474,7 +474,7 @@ def test_a_report_read_back_from_json_draws_its_siblings_in_natural_order() -> N
 
 
 def test_budget_bars_of_metrics_in_the_same_unit_are_told_apart_by_name() -> None:
-    from pytest_flopbudget.metrics import BYTES, PARAM_BYTES
+    from pytest_flopbudget._metrics import BYTES, PARAM_BYTES
 
     layers = {"fc": LayerCost({"flops": 240, "macs": 120, BYTES: 4_000, PARAM_BYTES: 1_000}, params=250)}
     report = Report(layers=layers, forward=PhaseTotals({"flops": 240, "macs": 120, BYTES: 4_000}))

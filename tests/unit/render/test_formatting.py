@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_flopbudget.render.formatting import format_pair, format_percent, format_value
+from pytest_flopbudget._render.formatting import format_pair, format_percent, format_value
 
 
 def test_close_values_are_printed_distinctly() -> None:

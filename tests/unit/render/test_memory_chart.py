@@ -8,11 +8,11 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from pytest_flopbudget.config.budget import parse_budget
-from pytest_flopbudget.metrics import PEAK_MEMORY
-from pytest_flopbudget.render.memory_chart import HEIGHT, LEFT, PLOT, columns, render_html, render_svg
-from pytest_flopbudget.report import MemoryTimeline, Report
-from pytest_flopbudget.safe_text import safe_text
+from pytest_flopbudget._config.budget import parse_budget
+from pytest_flopbudget._metrics import PEAK_MEMORY
+from pytest_flopbudget._render.memory_chart import HEIGHT, LEFT, PLOT, columns, render_html, render_svg
+from pytest_flopbudget._report import MemoryTimeline, Report
+from pytest_flopbudget._safe_text import safe_text
 
 SVG = "{http://www.w3.org/2000/svg}"
 

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from pytest_flopbudget.metrics import FLOPS, MACS
-from pytest_flopbudget.render.phase_diff import phase_diff, phase_diffs
-from pytest_flopbudget.report import Phase, PhaseTotals, Report
+from pytest_flopbudget._metrics import FLOPS, MACS
+from pytest_flopbudget._render.phase_diff import phase_diff, phase_diffs
+from pytest_flopbudget._report import Phase, PhaseTotals, Report
 
 
 def generation(prefill: int, decode: list[int]) -> Report:

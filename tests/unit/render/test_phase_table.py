@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from pytest_flopbudget.metrics import FLOPS, INT_OPS, MACS
-from pytest_flopbudget.render.phase_table import DECODE_MEAN, decode_mean, format_phases
-from pytest_flopbudget.render.table import format_layer_table
-from pytest_flopbudget.report import LayerCost, Phase, PhaseTotals, Report
+from pytest_flopbudget._metrics import FLOPS, INT_OPS, MACS
+from pytest_flopbudget._render.phase_table import DECODE_MEAN, decode_mean, format_phases
+from pytest_flopbudget._render.table import format_layer_table
+from pytest_flopbudget._report import LayerCost, Phase, PhaseTotals, Report
 
 
 def report(steps: int) -> Report:

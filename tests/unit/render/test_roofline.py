@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_flopbudget.errors import ConfigError
-from pytest_flopbudget.render.roofline import (
+from pytest_flopbudget._errors import ConfigError
+from pytest_flopbudget._render.roofline import (
     DTYPES,
     PROFILES,
     Estimate,

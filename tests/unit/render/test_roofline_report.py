@@ -7,11 +7,11 @@ from fractions import Fraction
 
 import pytest
 
-from pytest_flopbudget.errors import ConfigError
-from pytest_flopbudget.metrics import BYTES, FLOPS, MACS, PARAM_BYTES, PARAMS
-from pytest_flopbudget.render.roofline import Estimate, profile
-from pytest_flopbudget.render.roofline_report import Roofline, choose, layer_intensity, model_dtype, roofline_for
-from pytest_flopbudget.report import LayerCost, PhaseTotals, Report
+from pytest_flopbudget._errors import ConfigError
+from pytest_flopbudget._metrics import BYTES, FLOPS, MACS, PARAM_BYTES, PARAMS
+from pytest_flopbudget._render.roofline import Estimate, profile
+from pytest_flopbudget._render.roofline_report import Roofline, choose, layer_intensity, model_dtype, roofline_for
+from pytest_flopbudget._report import LayerCost, PhaseTotals, Report
 
 H100 = profile("h100-sxm")
 BANDWIDTH = 3350 * 10**9
@@ -139,7 +139,7 @@ def test_notes_label_the_estimate_and_cite_the_source() -> None:
 
 
 def test_integer_ops_run_at_the_int8_peak_not_as_zero_work() -> None:
-    from pytest_flopbudget.metrics import INT_OPS
+    from pytest_flopbudget._metrics import INT_OPS
 
     # an int8 [32,64]x[64,32] _int_mm: 131,072 int-ops, 0 FLOPs; reads 32*64 + 64*32 bytes, writes 32*32*4 (int32)
     quantized = LayerCost()

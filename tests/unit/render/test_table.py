@@ -6,8 +6,8 @@ from collections.abc import Callable
 
 from growth import assert_linear
 
-from pytest_flopbudget.render.table import format_layer_table, tree_order
-from pytest_flopbudget.report import LayerCost, PhaseTotals, Report, ancestors
+from pytest_flopbudget._render.table import format_layer_table, tree_order
+from pytest_flopbudget._report import LayerCost, PhaseTotals, Report, ancestors
 
 
 def _report(layers: dict[str, LayerCost]) -> Report:
@@ -29,7 +29,7 @@ def test_ancestors_of_odd_paths() -> None:
 
 
 def test_a_leading_dot_does_not_count_the_root_twice() -> None:
-    from pytest_flopbudget.report import LayerCost, Report
+    from pytest_flopbudget._report import LayerCost, Report
 
     report = Report(layers={".a": LayerCost(flops=5)})
     assert report.inclusive()[""].flops == 5
@@ -61,7 +61,7 @@ def test_inclusive_rolls_up_every_ancestor() -> None:
 
 
 def test_the_layer_tree_is_cut_at_its_depth_and_name_limits() -> None:
-    from pytest_flopbudget.report import MAX_TREE_DEPTH, MAX_TREE_NAME
+    from pytest_flopbudget._report import MAX_TREE_DEPTH, MAX_TREE_NAME
 
     deep = ".".join(["m"] * 1000)  # 1000 levels: the first MAX_TREE_DEPTH ancestors, then the path itself
     chain = list(ancestors(deep))
@@ -105,7 +105,7 @@ def test_a_700kb_dotted_layer_name_formats_in_linear_time_and_memory() -> None:
 def _memory_report() -> Report:
     """A bias-free bf16 Linear `fc` (x[4, 5] @ W[6, 5]^T: 240 FLOPs, (20 + 30 + 24) * 2 = 148 bytes, 30 parameters
     of 2 bytes) and an embedding `wte` that holds parameters but runs no counted op."""
-    from pytest_flopbudget.metrics import BYTES, FLOPS, MACS, PARAM_BYTES, PARAMS, PEAK_MEMORY
+    from pytest_flopbudget._metrics import BYTES, FLOPS, MACS, PARAM_BYTES, PARAMS, PEAK_MEMORY
 
     fc = LayerCost({PARAMS: 30, PARAM_BYTES: 60})
     fc.add_op("aten.mm", {FLOPS: 240, MACS: 120, BYTES: 148})
@@ -149,8 +149,8 @@ def test_peak_at_the_model_itself_is_named_as_in_the_table() -> None:
 
 
 def test_roofline_columns_and_notes() -> None:
-    from pytest_flopbudget.render.roofline import profile
-    from pytest_flopbudget.render.roofline_report import roofline_for
+    from pytest_flopbudget._render.roofline import profile
+    from pytest_flopbudget._render.roofline_report import roofline_for
 
     report = _memory_report()
     roofline = roofline_for(report, profile("h100-sxm"), None)  # 2-byte parameters: bf16
@@ -165,7 +165,7 @@ def test_roofline_columns_and_notes() -> None:
 
 
 def test_integer_ops_get_a_column_and_a_total_only_in_a_model_that_has_some() -> None:
-    from pytest_flopbudget.metrics import INT_OPS
+    from pytest_flopbudget._metrics import INT_OPS
 
     plain = _report({"fc": LayerCost(flops=240, macs=120, params=30)})
     text = format_layer_table(plain)

@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from pytest_flopbudget.config.budget import parse_budget
-from pytest_flopbudget.config.location import Location
-from pytest_flopbudget.config.pyproject import Settings, load_settings
-from pytest_flopbudget.judge.verdict import Measurement, Verdict, evaluate
-from pytest_flopbudget.report import LayerCost, PhaseTotals, Report, SkippedOp
+from pytest_flopbudget._config.budget import parse_budget
+from pytest_flopbudget._config.location import Location
+from pytest_flopbudget._config.pyproject import Settings, load_settings
+from pytest_flopbudget._judge.verdict import Measurement, Verdict, evaluate
+from pytest_flopbudget._report import LayerCost, PhaseTotals, Report, SkippedOp
 
 
 def build_report(layers: dict[str, int], skipped: dict[str, int] | None = None, params: int | None = None) -> Report:

@@ -10,8 +10,8 @@ import pytest
 from export_formats import BENCHER_SCHEMA as SCHEMA
 from reporter_helpers import RESNET, pyproject
 
-from pytest_flopbudget.metrics import METRICS
-from pytest_flopbudget.reporters.bencher import bencher_metrics, write_bencher
+from pytest_flopbudget._metrics import METRICS
+from pytest_flopbudget._reporters.bencher import bencher_metrics, write_bencher
 
 jsonschema = pytest.importorskip("jsonschema")
 

@@ -10,8 +10,8 @@ import pytest
 from export_formats import validate_benchmark as validate
 from reporter_helpers import RESNET, pyproject
 
-from pytest_flopbudget.metrics import METRICS
-from pytest_flopbudget.reporters.benchmark import benchmarks, write_benchmarks
+from pytest_flopbudget._metrics import METRICS
+from pytest_flopbudget._reporters.benchmark import benchmarks, write_benchmarks
 
 jsonschema = pytest.importorskip("jsonschema")
 

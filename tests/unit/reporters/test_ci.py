@@ -11,14 +11,14 @@ from pathlib import Path
 import pytest
 from reporter_helpers import RESNET, pyproject
 
-from pytest_flopbudget.reporters.ci import (
+from pytest_flopbudget._reporters.ci import (
     ReportSpec,
     ReportSpecError,
     emit,
     parse_spec,
     resolve_specs,
 )
-from pytest_flopbudget.run import RunResult, Unchecked
+from pytest_flopbudget._run import RunResult, Unchecked
 
 PYPROJECT = pyproject(RESNET)
 GITHUB = {"GITHUB_ACTIONS": "true"}
@@ -146,10 +146,10 @@ def test_real_counted_models_through_judge(tmp_path: Path) -> None:
     """count() on tiny torch models, a saved baseline, `judge`, then every output: the whole path for real."""
     torch = pytest.importorskip("torch")
     from pytest_flopbudget import count
-    from pytest_flopbudget.config.pyproject import load_settings
-    from pytest_flopbudget.judge.baseline import BaselineStore
-    from pytest_flopbudget.judge.verdict import Measurement, judge
-    from pytest_flopbudget.render.formatting import format_value
+    from pytest_flopbudget._config.pyproject import load_settings
+    from pytest_flopbudget._judge.baseline import BaselineStore
+    from pytest_flopbudget._judge.verdict import Measurement, judge
+    from pytest_flopbudget._render.formatting import format_value
 
     (tmp_path / "pyproject.toml").write_text(
         '[tool.flopbudget.models.mlp]\ntarget = "m:mlp"\ninputs = [[1, 8]]\nflops = 100\n', encoding="utf-8"
@@ -178,7 +178,7 @@ def test_real_counted_models_through_judge(tmp_path: Path) -> None:
 def test_reporters_import_neither_pytest_nor_torch() -> None:
     code = (
         "import sys\n"
-        "import pytest_flopbudget.reporters.ci, pytest_flopbudget.judge.base_ref\n"
+        "import pytest_flopbudget._reporters.ci, pytest_flopbudget._judge.base_ref\n"
         "bad = sorted(m for m in ('pytest', 'torch', '_pytest') if m in sys.modules)\n"
         "print(','.join(bad))\n"
     )
@@ -200,7 +200,7 @@ def test_unchecked_models_are_reported_even_without_verdicts(make_project, tmp_p
 
 
 def test_a_full_step_summary_is_left_alone(make_project, make_report, tmp_path: Path) -> None:
-    from pytest_flopbudget.reporters.markdown import MAX_BYTES
+    from pytest_flopbudget._reporters.markdown import MAX_BYTES
 
     project = make_project(PYPROJECT)
     summary = tmp_path / "s.md"

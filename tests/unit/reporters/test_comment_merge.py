@@ -7,10 +7,10 @@ from collections.abc import Callable
 
 import pytest
 
-from pytest_flopbudget.reporters.comment_merge import COMMENT_LIMIT, Part, cut, fair_shares, merge
-from pytest_flopbudget.reporters.output import Findings
-from pytest_flopbudget.reporters.pr_comment import MARKER, MAX_CHARS, comment_body
-from pytest_flopbudget.run import RunResult
+from pytest_flopbudget._reporters.comment_merge import COMMENT_LIMIT, Part, cut, fair_shares, merge
+from pytest_flopbudget._reporters.output import Findings
+from pytest_flopbudget._reporters.pr_comment import MARKER, MAX_CHARS, comment_body
+from pytest_flopbudget._run import RunResult
 
 CHECK = "pyproject models (flopbudget check)"
 PYTEST = "budgets in tests (pytest)"

@@ -3,16 +3,16 @@ the annotation's title, and the JSON results' formula keys (only for a model wit
 
 from __future__ import annotations
 
-from pytest_flopbudget.config.budget import Budget, DegreeLimit
-from pytest_flopbudget.config.location import Location
-from pytest_flopbudget.curve.formula import Formula, Holds
-from pytest_flopbudget.curve.polynomial import parse
-from pytest_flopbudget.judge.verdict import Measurement, evaluate
-from pytest_flopbudget.metrics import FLOPS, MACS
-from pytest_flopbudget.report import LayerCost, PhaseTotals, Report
-from pytest_flopbudget.reporters import annotations, json_report
-from pytest_flopbudget.reporters.curve_lines import formula_lines
-from pytest_flopbudget.reporters.terminal import finding_edit
+from pytest_flopbudget._config.budget import Budget, DegreeLimit
+from pytest_flopbudget._config.location import Location
+from pytest_flopbudget._curve.formula import Formula, Holds
+from pytest_flopbudget._curve.polynomial import parse
+from pytest_flopbudget._judge.verdict import Measurement, evaluate
+from pytest_flopbudget._metrics import FLOPS, MACS
+from pytest_flopbudget._report import LayerCost, PhaseTotals, Report
+from pytest_flopbudget._reporters import annotations, json_report
+from pytest_flopbudget._reporters.curve_lines import formula_lines
+from pytest_flopbudget._reporters.terminal import finding_edit
 
 DIMS = ("seq",)
 SOURCE = Location("/p/pyproject.toml", 7, "tool.flopbudget.models.gpt.max-degree.seq", ("max-degree", "seq"))
@@ -70,7 +70,7 @@ def test_json_results_carry_the_formula_only_for_a_curve_model() -> None:
 
 
 def test_the_summary_compares_base_and_head_curves_along_the_range() -> None:
-    from pytest_flopbudget.reporters.curve_lines import curve_table
+    from pytest_flopbudget._reporters.curve_lines import curve_table
 
     rows = curve_table(verdict(formula("2*seq**2"), formula("seq**2")))
     assert rows[0] == "| seq | FLOPs base \u2192 now |"
@@ -84,7 +84,7 @@ def test_the_summary_compares_base_and_head_curves_along_the_range() -> None:
 
 
 def test_the_job_summary_shows_the_curves_of_a_model_whose_formula_changed_even_when_it_passed() -> None:
-    from pytest_flopbudget.reporters.markdown import summary
+    from pytest_flopbudget._reporters.markdown import summary
 
     grown = verdict(formula("3*seq"), formula("seq"))  # degree 1 within max-degree seq = 1: it passes
     assert grown.passed

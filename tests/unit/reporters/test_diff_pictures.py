@@ -12,15 +12,15 @@ from pathlib import Path
 import pytest
 from reporter_helpers import pyproject
 
-from pytest_flopbudget.config.budget import Budget
-from pytest_flopbudget.render import diff_flame
-from pytest_flopbudget.render.flame import CSP
-from pytest_flopbudget.report import LayerCost, PhaseTotals, Report
-from pytest_flopbudget.reporters import diff_pictures
-from pytest_flopbudget.reporters.ci import ReportSpec, emit, parse_spec
-from pytest_flopbudget.reporters.diff_pictures import SECTION, pictures_page
-from pytest_flopbudget.reporters.output import Findings, OutputContext
-from pytest_flopbudget.run import RunResult
+from pytest_flopbudget._config.budget import Budget
+from pytest_flopbudget._render import diff_flame
+from pytest_flopbudget._render.flame import CSP
+from pytest_flopbudget._report import LayerCost, PhaseTotals, Report
+from pytest_flopbudget._reporters import diff_pictures
+from pytest_flopbudget._reporters.ci import ReportSpec, emit, parse_spec
+from pytest_flopbudget._reporters.diff_pictures import SECTION, pictures_page
+from pytest_flopbudget._reporters.output import Findings, OutputContext
+from pytest_flopbudget._run import RunResult
 
 
 def model(name: str, flops: str = "10k") -> str:
@@ -197,11 +197,11 @@ def test_nothing_but_a_regular_file_or_link_is_removed(make_project, make_report
 
 def curve_verdict(now_flops: int, now_terms: str, base_flops: int = 45_703_168):  # type: ignore[no-untyped-def]
     """`grew` counted with a curve over seq: the baseline linear (357056*seq), now with `now_terms`."""
-    from pytest_flopbudget.config.location import Location
-    from pytest_flopbudget.curve.formula import Formula, Holds
-    from pytest_flopbudget.curve.polynomial import parse
-    from pytest_flopbudget.judge.verdict import Measurement, evaluate
-    from pytest_flopbudget.metrics import FLOPS
+    from pytest_flopbudget._config.location import Location
+    from pytest_flopbudget._curve.formula import Formula, Holds
+    from pytest_flopbudget._curve.polynomial import parse
+    from pytest_flopbudget._judge.verdict import Measurement, evaluate
+    from pytest_flopbudget._metrics import FLOPS
 
     def formula(attn: str) -> Formula:
         layers = {f"h.{i}.attn": {FLOPS: parse(attn, ("seq",))} for i in range(2)}

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from reporter_helpers import TWO_MODELS
 
-from pytest_flopbudget.judge.base_ref import BudgetChange
-from pytest_flopbudget.reporters.annotations import collect
-from pytest_flopbudget.reporters.github import (
+from pytest_flopbudget._judge.base_ref import BudgetChange
+from pytest_flopbudget._reporters.annotations import collect
+from pytest_flopbudget._reporters.github import (
     GitHubOutput,
     command,
     escape_data,
@@ -19,8 +19,8 @@ from pytest_flopbudget.reporters.github import (
     left_out_text,
     workflow_commands,
 )
-from pytest_flopbudget.reporters.output import Findings, OutputContext
-from pytest_flopbudget.run import RunResult, Unchecked
+from pytest_flopbudget._reporters.output import Findings, OutputContext
+from pytest_flopbudget._run import RunResult, Unchecked
 
 PYPROJECT = TWO_MODELS
 

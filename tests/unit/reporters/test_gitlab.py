@@ -14,10 +14,10 @@ from typing import Any
 
 from reporter_helpers import TWO_MODELS
 
-from pytest_flopbudget.judge.base_ref import BudgetChange
-from pytest_flopbudget.reporters.annotations import collect
-from pytest_flopbudget.reporters.gitlab import code_quality, fingerprint_of, write_code_quality
-from pytest_flopbudget.run import Unchecked
+from pytest_flopbudget._judge.base_ref import BudgetChange
+from pytest_flopbudget._reporters.annotations import collect
+from pytest_flopbudget._reporters.gitlab import code_quality, fingerprint_of, write_code_quality
+from pytest_flopbudget._run import Unchecked
 
 SEVERITIES = {"info", "minor", "major", "critical", "blocker"}
 PYPROJECT = TWO_MODELS

@@ -8,11 +8,11 @@ from pathlib import Path
 from reporter_helpers import RESNET_PARAMS, pyproject
 
 from pytest_flopbudget import __version__
-from pytest_flopbudget.config.budget import Budget
-from pytest_flopbudget.judge.base_ref import BudgetChange
-from pytest_flopbudget.report import Report
-from pytest_flopbudget.reporters.json_report import RESULTS_FORMAT, results, write_results
-from pytest_flopbudget.run import Unchecked
+from pytest_flopbudget._config.budget import Budget
+from pytest_flopbudget._judge.base_ref import BudgetChange
+from pytest_flopbudget._report import Report
+from pytest_flopbudget._reporters.json_report import RESULTS_FORMAT, results, write_results
+from pytest_flopbudget._run import Unchecked
 
 PYPROJECT = pyproject(
     RESNET_PARAMS,

@@ -1,18 +1,18 @@
-"""`flopbudget diff` as an output (pytest_flopbudget/reporters/layer_diff.py): figures only, never findings."""
+"""`flopbudget diff` as an output (pytest_flopbudget/_reporters/layer_diff.py): figures only, never findings."""
 
 from __future__ import annotations
 
 import io
 from pathlib import Path
 
-from pytest_flopbudget.config.budget import parse_budget
-from pytest_flopbudget.config.location import Location
-from pytest_flopbudget.judge.baseline import BaselineStore
-from pytest_flopbudget.judge.verdict import Measurement
-from pytest_flopbudget.report import LayerCost, PhaseTotals, Report
-from pytest_flopbudget.reporters.ci import LAYER_DIFF, emit
-from pytest_flopbudget.reporters.layer_diff import has_errors
-from pytest_flopbudget.run import Run, RunResult, Unchecked
+from pytest_flopbudget._config.budget import parse_budget
+from pytest_flopbudget._config.location import Location
+from pytest_flopbudget._judge.baseline import BaselineStore
+from pytest_flopbudget._judge.verdict import Measurement
+from pytest_flopbudget._report import LayerCost, PhaseTotals, Report
+from pytest_flopbudget._reporters.ci import LAYER_DIFF, emit
+from pytest_flopbudget._reporters.layer_diff import has_errors
+from pytest_flopbudget._run import Run, RunResult, Unchecked
 
 
 def report(layers: dict[str, int]) -> Report:

@@ -6,8 +6,8 @@ from pathlib import Path
 
 from reporter_helpers import RESNET_PARAMS, VIT, pyproject
 
-from pytest_flopbudget.judge.base_ref import BudgetChange
-from pytest_flopbudget.reporters.markdown import (
+from pytest_flopbudget._judge.base_ref import BudgetChange
+from pytest_flopbudget._reporters.markdown import (
     MAX_BYTES,
     RESERVE,
     append_step_summary,
@@ -16,7 +16,7 @@ from pytest_flopbudget.reporters.markdown import (
     summary,
     usage_bar,
 )
-from pytest_flopbudget.run import Unchecked
+from pytest_flopbudget._run import Unchecked
 
 HINT = "`flopbudget check --update`"
 PYPROJECT = pyproject(

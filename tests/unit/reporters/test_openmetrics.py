@@ -12,8 +12,8 @@ from export_formats import gitlab_keys
 from export_formats import parse_openmetrics as parse
 from reporter_helpers import RESNET, pyproject
 
-from pytest_flopbudget.metrics import METRICS
-from pytest_flopbudget.reporters.openmetrics import family, label_text, metrics_text, write_metrics
+from pytest_flopbudget._metrics import METRICS
+from pytest_flopbudget._reporters.openmetrics import family, label_text, metrics_text, write_metrics
 
 PYPROJECT = pyproject(RESNET)
 HOSTILE = [

@@ -13,10 +13,10 @@ import pytest
 from fake_github import ACTIONS_BOT, REPOSITORY, TOKEN, FakeGitHub, pull_request_env, serving
 from reporter_helpers import RESNET, pyproject
 
-from pytest_flopbudget.reporters.ci import ReportSpec, emit
-from pytest_flopbudget.reporters.output import Findings
-from pytest_flopbudget.reporters.pr_comment import LEGACY_MARKER, MARKER, MAX_CHARS, comment_body, post
-from pytest_flopbudget.run import RunResult
+from pytest_flopbudget._reporters.ci import ReportSpec, emit
+from pytest_flopbudget._reporters.output import Findings
+from pytest_flopbudget._reporters.pr_comment import LEGACY_MARKER, MARKER, MAX_CHARS, comment_body, post
+from pytest_flopbudget._run import RunResult
 
 
 @pytest.fixture

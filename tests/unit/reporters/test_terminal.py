@@ -6,16 +6,16 @@ import io
 
 import pytest
 
-from pytest_flopbudget.config.budget import parse_budget
-from pytest_flopbudget.config.location import Location
-from pytest_flopbudget.front_ends import CLI as CLI_FRONT_END
-from pytest_flopbudget.front_ends import PYTEST
-from pytest_flopbudget.judge.reason import reason
-from pytest_flopbudget.judge.verdict import Measurement, evaluate
-from pytest_flopbudget.report import LayerCost, PhaseTotals, Report, SkippedOp
-from pytest_flopbudget.reporters.ci import TERMINAL, emit
-from pytest_flopbudget.reporters.terminal import accept_hint, details, diff_table, summary_lines
-from pytest_flopbudget.run import RunResult, Unchecked
+from pytest_flopbudget._config.budget import parse_budget
+from pytest_flopbudget._config.location import Location
+from pytest_flopbudget._front_ends import CLI as CLI_FRONT_END
+from pytest_flopbudget._front_ends import PYTEST
+from pytest_flopbudget._judge.reason import reason
+from pytest_flopbudget._judge.verdict import Measurement, evaluate
+from pytest_flopbudget._report import LayerCost, PhaseTotals, Report, SkippedOp
+from pytest_flopbudget._reporters.ci import TERMINAL, emit
+from pytest_flopbudget._reporters.terminal import accept_hint, details, diff_table, summary_lines
+from pytest_flopbudget._run import RunResult, Unchecked
 
 HINT = "`pytest --flopbudget-update`"
 CLI = "`flopbudget check --update`"
@@ -133,7 +133,7 @@ def test_summary_disambiguates_models_counted_twice() -> None:
 
 
 def pyproject_verdict(tmp_path, body: str, now: Report, baseline: Report | None = None, nodeid: str | None = None):
-    from pytest_flopbudget.config.pyproject import load_settings
+    from pytest_flopbudget._config.pyproject import load_settings
 
     (tmp_path / "pyproject.toml").write_text(
         f'[tool.flopbudget.models.net]\ntarget = "m:net"\ninputs = [[1, 8]]\n{body}'
@@ -190,8 +190,8 @@ def test_under_a_base_ref_the_least_max_increase_that_passes_is_given(tmp_path) 
     verdict = pyproject_verdict(tmp_path, 'max-increase = "5%"\n', make_report({"a": 4}), make_report({"a": 3}))
     assert 'set max-increase = "100%"' in accept_hint(verdict, update_hint=CLI, base_ref="origin/main")
     # 3 -> 4 with MACs 1 -> 1 would need 33.4% (1/3 = 33.33...% rounded up)
-    from pytest_flopbudget.judge.verdict import ERROR, Finding, FindingKind
-    from pytest_flopbudget.reporters.terminal import _increase_edit
+    from pytest_flopbudget._judge.verdict import ERROR, Finding, FindingKind
+    from pytest_flopbudget._reporters.terminal import _increase_edit
 
     finding = Finding(ERROR, FindingKind.INCREASE, "", "flops", actual=4, baseline=3)
     assert _increase_edit(verdict, [finding], str(tmp_path)).startswith('set max-increase = "33.4%"')
@@ -265,8 +265,8 @@ def test_versions_say_nothing_when_the_count_did_not_move_or_the_baseline_has_no
 
 
 def test_details_show_the_phases_base_vs_now_for_a_generation_only() -> None:
-    from pytest_flopbudget.metrics import FLOPS
-    from pytest_flopbudget.report import Phase
+    from pytest_flopbudget._metrics import FLOPS
+    from pytest_flopbudget._report import Phase
 
     def generation(decode: int) -> Report:
         report = make_report({"l": 1000 + 3 * decode})

@@ -6,8 +6,8 @@ import dataclasses
 
 from reporter_helpers import RESNET, pyproject
 
-from pytest_flopbudget.metrics import BYTES, FLOPS, MACS, METRICS, PARAMS, PEAK_MEMORY, SKIPPED
-from pytest_flopbudget.reporters.trend import Figure, figures, named, unit
+from pytest_flopbudget._metrics import BYTES, FLOPS, MACS, METRICS, PARAMS, PEAK_MEMORY, SKIPPED
+from pytest_flopbudget._reporters.trend import Figure, figures, named, unit
 
 PYPROJECT = pyproject(RESNET)
 
@@ -33,7 +33,7 @@ def test_optional_metrics_where_measured(make_project, make_report) -> None:
 
 
 def test_integer_ops_where_the_model_has_some_or_its_baseline_had(make_project, make_report) -> None:
-    from pytest_flopbudget.metrics import INT_OPS
+    from pytest_flopbudget._metrics import INT_OPS
 
     project = make_project(PYPROJECT)
     quantized = make_report({"a": 10})

@@ -11,8 +11,8 @@ import pytest
 onnx = pytest.importorskip("onnx")
 from onnx import TensorProto, helper  # noqa: E402
 
-from pytest_flopbudget.counting.onnx.load import load_model, opset_versions  # noqa: E402
-from pytest_flopbudget.errors import CountingError  # noqa: E402
+from pytest_flopbudget._counting.onnx.load import load_model, opset_versions  # noqa: E402
+from pytest_flopbudget._errors import CountingError  # noqa: E402
 
 
 def relu_model(name: str = "net", opsets: tuple[tuple[str, int], ...] = (("", 17),)) -> Any:

@@ -10,7 +10,7 @@ onnx = pytest.importorskip("onnx")
 from onnx import TensorProto, helper  # noqa: E402
 
 from pytest_flopbudget import count  # noqa: E402
-from pytest_flopbudget.errors import CountingError  # noqa: E402
+from pytest_flopbudget._errors import CountingError  # noqa: E402
 
 
 def matmul_model(onnx_model, dims=("batch", "seq", 8)):
@@ -63,7 +63,7 @@ def test_not_an_onnx_file(tmp_path, content):
 
 
 def test_not_a_model_object():
-    from pytest_flopbudget.counting.onnx.backend import count_onnx
+    from pytest_flopbudget._counting.onnx.backend import count_onnx
 
     with pytest.raises(CountingError, match=r"path to an \.onnx file or an onnx\.ModelProto"):
         count_onnx(42)

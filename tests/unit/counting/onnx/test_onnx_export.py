@@ -30,7 +30,7 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("onnx")
 
 from pytest_flopbudget import OpCost, Report, count  # noqa: E402
-from pytest_flopbudget.metrics import BYTES, PARAM_BYTES  # noqa: E402
+from pytest_flopbudget._metrics import BYTES, PARAM_BYTES  # noqa: E402
 
 RESNET50_MACS = 4_089_184_256
 RESNET50_PARAMS = 25_557_032

@@ -15,8 +15,8 @@ onnx = pytest.importorskip("onnx")
 from onnx import TensorProto, helper  # noqa: E402
 
 from pytest_flopbudget import count  # noqa: E402
-from pytest_flopbudget.counting import formulas as f  # noqa: E402
-from pytest_flopbudget.counting.onnx.ops import antialias_taps  # noqa: E402
+from pytest_flopbudget._counting import formulas as f  # noqa: E402
+from pytest_flopbudget._counting.onnx.ops import antialias_taps  # noqa: E402
 
 F, I64 = TensorProto.FLOAT, TensorProto.INT64
 X = [2, 3, 4]  # 24 elements

@@ -12,7 +12,7 @@ onnx = pytest.importorskip("onnx")
 from onnx import TensorProto, helper  # noqa: E402
 
 from pytest_flopbudget import count  # noqa: E402
-from pytest_flopbudget.counting.onnx.ops import ELEMENTWISE_OPS, REDUCE_OPS  # noqa: E402
+from pytest_flopbudget._counting.onnx.ops import ELEMENTWISE_OPS, REDUCE_OPS  # noqa: E402
 
 F, U8, I32, I64, BOOL = TensorProto.FLOAT, TensorProto.UINT8, TensorProto.INT32, TensorProto.INT64, TensorProto.BOOL
 MS = "com.microsoft"

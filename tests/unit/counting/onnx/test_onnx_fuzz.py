@@ -13,7 +13,7 @@ onnx = pytest.importorskip("onnx")
 from onnx import TensorProto, helper  # noqa: E402
 
 from pytest_flopbudget import count  # noqa: E402
-from pytest_flopbudget.errors import FlopBudgetError  # noqa: E402
+from pytest_flopbudget._errors import FlopBudgetError  # noqa: E402
 
 
 def valid_model() -> bytes:

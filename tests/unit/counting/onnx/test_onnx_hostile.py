@@ -15,13 +15,13 @@ from growth import assert_linear
 onnx = pytest.importorskip("onnx")
 from onnx import TensorProto, helper  # noqa: E402
 
-from pytest_flopbudget.counting.onnx.backend import count_onnx  # noqa: E402
-from pytest_flopbudget.counting.onnx.consts import _BINARY  # noqa: E402
-from pytest_flopbudget.counting.onnx.names import ModulePaths, text  # noqa: E402
-from pytest_flopbudget.errors import CountingError  # noqa: E402
-from pytest_flopbudget.metrics import FLOPS  # noqa: E402
-from pytest_flopbudget.render.table import format_layer_table  # noqa: E402
-from pytest_flopbudget.report import Report  # noqa: E402
+from pytest_flopbudget._counting.onnx.backend import count_onnx  # noqa: E402
+from pytest_flopbudget._counting.onnx.consts import _BINARY  # noqa: E402
+from pytest_flopbudget._counting.onnx.names import ModulePaths, text  # noqa: E402
+from pytest_flopbudget._errors import CountingError  # noqa: E402
+from pytest_flopbudget._metrics import FLOPS  # noqa: E402
+from pytest_flopbudget._render.table import format_layer_table  # noqa: E402
+from pytest_flopbudget._report import Report  # noqa: E402
 
 
 def _expanded(rank: int, op: str = "Relu", dim: int = 2**62) -> Any:
@@ -215,7 +215,7 @@ def test_a_700kb_node_name_counts_and_renders_in_linear_time_and_bounded_memory(
     at `MAX_TREE_DEPTH` levels, and TorchScript scopes deeper than `MAX_STITCHED` are not stitched."""
     import tracemalloc
 
-    from pytest_flopbudget.render.flame import render_svg
+    from pytest_flopbudget._render.flame import render_svg
 
     def shown(report: Report) -> tuple[str, str]:
         return format_layer_table(report, depth=None), render_svg(report)

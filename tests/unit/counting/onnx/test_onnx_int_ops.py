@@ -11,8 +11,8 @@ onnx = pytest.importorskip("onnx")
 from onnx import TensorProto, helper  # noqa: E402
 
 from pytest_flopbudget import count  # noqa: E402
-from pytest_flopbudget.counting.formulas import Cost  # noqa: E402
-from pytest_flopbudget.counting.onnx.ops import integer_arithmetic  # noqa: E402
+from pytest_flopbudget._counting.formulas import Cost  # noqa: E402
+from pytest_flopbudget._counting.onnx.ops import integer_arithmetic  # noqa: E402
 
 F, U8, I8, I32, I64 = TensorProto.FLOAT, TensorProto.UINT8, TensorProto.INT8, TensorProto.INT32, TensorProto.INT64
 

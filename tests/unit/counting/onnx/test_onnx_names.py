@@ -7,7 +7,7 @@ import pytest
 onnx = pytest.importorskip("onnx")
 from onnx import helper  # noqa: E402
 
-from pytest_flopbudget.counting.onnx.names import ModulePaths, module_of_parameter  # noqa: E402
+from pytest_flopbudget._counting.onnx.names import ModulePaths, module_of_parameter  # noqa: E402
 
 
 def node(name: str = "", **metadata: str):

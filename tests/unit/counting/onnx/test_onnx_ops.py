@@ -16,8 +16,8 @@ onnx = pytest.importorskip("onnx")
 from onnx import TensorProto, helper  # noqa: E402
 
 from pytest_flopbudget import Cost, count  # noqa: E402
-from pytest_flopbudget.counting.onnx.ops import ONNX_OPS, einsum_cost  # noqa: E402
-from pytest_flopbudget.counting.registry import FREE  # noqa: E402
+from pytest_flopbudget._counting.onnx.ops import ONNX_OPS, einsum_cost  # noqa: E402
+from pytest_flopbudget._counting.registry import FREE  # noqa: E402
 
 F, U8, I8, I32, I64 = TensorProto.FLOAT, TensorProto.UINT8, TensorProto.INT8, TensorProto.INT32, TensorProto.INT64
 MS = "com.microsoft"

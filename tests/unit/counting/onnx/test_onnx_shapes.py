@@ -21,7 +21,7 @@ onnx = pytest.importorskip("onnx")
 from onnx import TensorProto, helper  # noqa: E402
 
 from pytest_flopbudget import count  # noqa: E402
-from pytest_flopbudget.counting.onnx.consts import ConstFolder  # noqa: E402
+from pytest_flopbudget._counting.onnx.consts import ConstFolder  # noqa: E402
 
 F, I64 = TensorProto.FLOAT, TensorProto.INT64
 
@@ -219,7 +219,7 @@ def test_mean_variance_normalization_in_a_loop_body(onnx_model):
 
 
 def test_a_real_shape_error_still_fails_after_the_repairs(onnx_model):
-    from pytest_flopbudget.errors import CountingError
+    from pytest_flopbudget._errors import CountingError
 
     nodes = [helper.make_node("MeanVarianceNormalization", ["x"], ["n"]), helper.make_node("MatMul", ["n", "w"], ["y"])]
     m = onnx_model(nodes, inputs={"x": [2, 3, 4, 5]}, inits={"w": [7, 2]}, opset=18)

@@ -12,8 +12,8 @@ onnx = pytest.importorskip("onnx")
 from onnx import TensorProto, helper  # noqa: E402
 
 from pytest_flopbudget import Cost, Report, count, register_formula  # noqa: E402
-from pytest_flopbudget.counting.onnx.node import NodeContext  # noqa: E402
-from pytest_flopbudget.counting.user_formulas import registered_formulas  # noqa: E402
+from pytest_flopbudget._counting.onnx.node import NodeContext  # noqa: E402
+from pytest_flopbudget._counting.user_formulas import registered_formulas  # noqa: E402
 
 DOMAIN = "com.mycompany"
 OP = f"{DOMAIN}.FusedGelu"

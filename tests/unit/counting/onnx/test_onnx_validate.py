@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from pytest_flopbudget.counting.onnx.backend import count_onnx
-from pytest_flopbudget.errors import CountingError
+from pytest_flopbudget._counting.onnx.backend import count_onnx
+from pytest_flopbudget._errors import CountingError
 
 onnx = pytest.importorskip("onnx")
 from onnx import TensorProto, helper  # noqa: E402

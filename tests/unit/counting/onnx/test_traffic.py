@@ -16,10 +16,10 @@ onnx = pytest.importorskip("onnx")
 from onnx import TensorProto, helper  # noqa: E402
 
 from pytest_flopbudget import count  # noqa: E402
-from pytest_flopbudget.config.budget import parse_budget  # noqa: E402
-from pytest_flopbudget.counting.onnx.traffic import CONVENTION, element_bits, moves_data, tensor_bytes  # noqa: E402
-from pytest_flopbudget.judge.verdict import FindingKind, Measurement, evaluate  # noqa: E402
-from pytest_flopbudget.metrics import BYTES, FLOPS, PARAM_BYTES, PEAK_MEMORY  # noqa: E402
+from pytest_flopbudget._config.budget import parse_budget  # noqa: E402
+from pytest_flopbudget._counting.onnx.traffic import CONVENTION, element_bits, moves_data, tensor_bytes  # noqa: E402
+from pytest_flopbudget._judge.verdict import FindingKind, Measurement, evaluate  # noqa: E402
+from pytest_flopbudget._metrics import BYTES, FLOPS, PARAM_BYTES, PEAK_MEMORY  # noqa: E402
 
 F, F16, BF16, I8, I64 = (
     TensorProto.FLOAT,

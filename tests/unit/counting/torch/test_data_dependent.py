@@ -9,8 +9,8 @@ torch = pytest.importorskip("torch")
 from torch import nn  # noqa: E402
 
 from pytest_flopbudget import count  # noqa: E402
-from pytest_flopbudget.errors import CountingError  # noqa: E402
-from pytest_flopbudget.report import Report  # noqa: E402
+from pytest_flopbudget._errors import CountingError  # noqa: E402
+from pytest_flopbudget._report import Report  # noqa: E402
 
 
 class Records(nn.Module):

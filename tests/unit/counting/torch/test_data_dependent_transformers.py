@@ -21,8 +21,8 @@ torch = pytest.importorskip("torch")
 import transformers  # noqa: E402
 
 from pytest_flopbudget import Report, count  # noqa: E402
-from pytest_flopbudget.counting.torch.ops import TORCH_OPS  # noqa: E402
-from pytest_flopbudget.errors import CountingError  # noqa: E402
+from pytest_flopbudget._counting.torch.ops import TORCH_OPS  # noqa: E402
+from pytest_flopbudget._errors import CountingError  # noqa: E402
 
 VOCAB, TOKENS = 64, 8
 

@@ -10,7 +10,7 @@ torch = pytest.importorskip("torch")
 
 from torch._subclasses.fake_tensor import FakeTensor, FakeTensorConfig, FakeTensorMode  # noqa: E402
 
-from pytest_flopbudget.counting.torch.fast_fake import FakeFactory  # noqa: E402
+from pytest_flopbudget._counting.torch.fast_fake import FakeFactory  # noqa: E402
 
 CPU = torch.device("cpu")
 

@@ -11,11 +11,11 @@ transformers = pytest.importorskip("transformers")
 
 from cached_decoder import HEAD_DIM, HEADS, LAYERS, decode_inputs, decoder, tiny_llama  # noqa: E402
 
-from pytest_flopbudget.counting.torch import generation as generation_module  # noqa: E402
-from pytest_flopbudget.counting.torch.backend import count_torch  # noqa: E402
-from pytest_flopbudget.counting.torch.generation import Generation  # noqa: E402
-from pytest_flopbudget.errors import CountingError  # noqa: E402
-from pytest_flopbudget.report import PREFILL, Report  # noqa: E402
+from pytest_flopbudget._counting.torch import generation as generation_module  # noqa: E402
+from pytest_flopbudget._counting.torch.backend import count_torch  # noqa: E402
+from pytest_flopbudget._counting.torch.generation import Generation  # noqa: E402
+from pytest_flopbudget._errors import CountingError  # noqa: E402
+from pytest_flopbudget._report import PREFILL, Report  # noqa: E402
 
 PROMPT = 6
 
@@ -109,7 +109,7 @@ def test_derived_steps_equal_counting_every_step(monkeypatch: pytest.MonkeyPatch
 
 
 def test_a_step_off_the_line_makes_every_step_counted(monkeypatch: pytest.MonkeyPatch) -> None:
-    from pytest_flopbudget.counting import phases
+    from pytest_flopbudget._counting import phases
 
     def refuted(*args: object, **kwargs: object) -> object:
         raise phases.NotLinear("test")

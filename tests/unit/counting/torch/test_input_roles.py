@@ -10,7 +10,7 @@ import pytest
 torch = pytest.importorskip("torch")
 from torch import nn  # noqa: E402
 
-from pytest_flopbudget.counting.torch.input_roles import (  # noqa: E402
+from pytest_flopbudget._counting.torch.input_roles import (  # noqa: E402
     argument_names,
     float_dtype_name,
     has_embedding,

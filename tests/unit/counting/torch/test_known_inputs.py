@@ -15,7 +15,7 @@ torch = pytest.importorskip("torch")
 from torch import nn  # noqa: E402
 
 from pytest_flopbudget import count  # noqa: E402
-from pytest_flopbudget.counting.torch.known_inputs import INPUT_LIMIT  # noqa: E402
+from pytest_flopbudget._counting.torch.known_inputs import INPUT_LIMIT  # noqa: E402
 
 
 class Lengths(nn.Module):
@@ -114,7 +114,7 @@ def test_unknown_data_written_through_a_view_makes_the_whole_input_unknown() -> 
             ids[:, :2] = x[:, :2].long()  # float activations, unknown in fake mode, written through a view of ids
             return torch.ones(int((ids != 0).sum().item()))
 
-    from pytest_flopbudget.errors import CountingError
+    from pytest_flopbudget._errors import CountingError
 
     with pytest.raises(CountingError, match=r"needs the value of an int64 tensor of shape \[\] .*`return torch.ones"):
         count(Overwrites(), torch.zeros(1, 4, dtype=torch.long), torch.full((1, 4), 3.0))
@@ -124,7 +124,7 @@ def test_unknown_data_written_through_a_view_makes_the_whole_input_unknown() -> 
 
 def test_inputs_without_values_stay_unknown() -> None:
     """A meta tensor has no values, and an input over the limit is not copied: the read fails, naming itself."""
-    from pytest_flopbudget.errors import CountingError
+    from pytest_flopbudget._errors import CountingError
 
     with pytest.raises(CountingError, match=r"needs the value of an int64 tensor of shape \[\]"):
         count(Lengths(), torch.zeros(1, 6, dtype=torch.long, device="meta"))
@@ -240,8 +240,8 @@ def xlm():
 def test_a_pyproject_entry_counts_xlm_in_fake_mode_as_in_real(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     """End to end from `[tool.flopbudget.models]`: the tool builds the token ids (zeros) and they are known values."""
     pytest.importorskip("transformers")
-    from pytest_flopbudget.backends import count_entry
-    from pytest_flopbudget.config.pyproject import load_settings
+    from pytest_flopbudget._backends import count_entry
+    from pytest_flopbudget._config.pyproject import load_settings
 
     (tmp_path / "fb_known_xlm.py").write_text(XLM_SOURCE)
     monkeypatch.syspath_prepend(str(tmp_path))

@@ -7,7 +7,7 @@ import pytest
 
 pytest.importorskip("torch")
 
-from pytest_flopbudget.counting.torch.lazy_shape_env import LazyShapeEnv
+from pytest_flopbudget._counting.torch.lazy_shape_env import LazyShapeEnv
 
 
 class FakeMode:

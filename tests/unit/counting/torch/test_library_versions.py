@@ -9,7 +9,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from pytest_flopbudget.counting.torch.library_versions import model_library_versions  # noqa: E402
+from pytest_flopbudget._counting.torch.library_versions import model_library_versions  # noqa: E402
 
 
 @pytest.fixture
@@ -38,7 +38,7 @@ def test_a_user_subclass_of_a_library_class_counts_as_using_it(fake_transformers
 
 
 def test_a_count_stamps_the_version_on_the_report(fake_transformers: type) -> None:
-    from pytest_flopbudget.counting.torch.backend import count_torch
+    from pytest_flopbudget._counting.torch.backend import count_torch
 
     class Wrapped(fake_transformers):  # type: ignore[misc,valid-type]
         def __init__(self) -> None:

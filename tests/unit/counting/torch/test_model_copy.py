@@ -22,7 +22,7 @@ from examples.factories import resnet18_on_meta, resnet50_on_meta, vit_b_16_on_m
 from examples.resnet import resnet18  # noqa: E402
 from examples.vit import vit_tiny, vit_tiny_inputs  # noqa: E402
 from pytest_flopbudget import count  # noqa: E402
-from pytest_flopbudget.counting.torch.model_copy import ModelCopy  # noqa: E402
+from pytest_flopbudget._counting.torch.model_copy import ModelCopy  # noqa: E402
 
 # --- the walker -------------------------------------------------------------------------------------------------
 

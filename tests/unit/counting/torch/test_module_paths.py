@@ -11,8 +11,8 @@ import pytest
 torch = pytest.importorskip("torch")
 from torch import nn  # noqa: E402
 
-from pytest_flopbudget.counting.torch.module_paths import ModulePathTracker  # noqa: E402
-from pytest_flopbudget.report import ROOT  # noqa: E402
+from pytest_flopbudget._counting.torch.module_paths import ModulePathTracker  # noqa: E402
+from pytest_flopbudget._report import ROOT  # noqa: E402
 
 
 class Probe(nn.Module):

@@ -11,8 +11,8 @@ import pytest
 torch = pytest.importorskip("torch")
 from torch import nn  # noqa: E402
 
-from pytest_flopbudget.counting.torch.backend import measure_peak  # noqa: E402
-from pytest_flopbudget.counting.torch.peak_memory import PeakMemory  # noqa: E402
+from pytest_flopbudget._counting.torch.backend import measure_peak  # noqa: E402
+from pytest_flopbudget._counting.torch.peak_memory import PeakMemory  # noqa: E402
 
 F32 = 4
 
@@ -170,7 +170,7 @@ def test_a_training_timeline_marks_its_backward() -> None:
 
 def test_the_timeline_stays_out_of_json_and_comparisons() -> None:
     from pytest_flopbudget import count
-    from pytest_flopbudget.report import Report
+    from pytest_flopbudget._report import Report
 
     with torch.no_grad():
         report = count(nn.Linear(4, 4), torch.randn(2, 4))

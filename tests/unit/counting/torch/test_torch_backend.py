@@ -17,7 +17,7 @@ from examples.decoder import GPT, GPTConfig, Llama, LlamaConfig, gpt_inputs, lla
 from examples.resnet import resnet18, resnet50  # noqa: E402
 from examples.vit import vit_b_16, vit_tiny, vit_tiny_inputs  # noqa: E402
 from pytest_flopbudget import Report, count  # noqa: E402
-from pytest_flopbudget.errors import CountingError  # noqa: E402
+from pytest_flopbudget._errors import CountingError  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[4]
 

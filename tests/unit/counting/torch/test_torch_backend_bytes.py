@@ -14,8 +14,8 @@ F = torch.nn.functional
 
 from examples.decoder import GPT, GPTConfig, Llama, LlamaConfig, gpt_inputs, llama_inputs  # noqa: E402
 from pytest_flopbudget import Report, count  # noqa: E402
-from pytest_flopbudget.metrics import BUFFER_BYTES, BYTES, FLOPS, PARAM_BYTES, PARAMS  # noqa: E402
-from pytest_flopbudget.report import OpCost  # noqa: E402
+from pytest_flopbudget._metrics import BUFFER_BYTES, BYTES, FLOPS, PARAM_BYTES, PARAMS  # noqa: E402
+from pytest_flopbudget._report import OpCost  # noqa: E402
 
 
 def test_a_bias_free_bf16_linear_moves_its_input_weight_and_output_once() -> None:
@@ -299,7 +299,7 @@ def test_a_data_dependent_size_moves_its_upper_bound_and_is_listed_as_estimated(
 def test_a_size_fake_mode_cannot_bound_leaves_bytes_not_measured(monkeypatch: pytest.MonkeyPatch) -> None:
     """Without an upper bound the nonzero's size stays an unbacked symbol: its bytes have no figure, and a part
     of the traffic is no figure either, so the report measures no `bytes` (a budget on it cannot be checked)."""
-    from pytest_flopbudget.counting.torch.data_dependent import UpperBounds
+    from pytest_flopbudget._counting.torch.data_dependent import UpperBounds
 
     monkeypatch.setattr(UpperBounds, "concretize", lambda self, key, args, out: (out, False))
     report = count(NonzeroThenMatmul(), torch.randn(5, 2))
@@ -314,7 +314,7 @@ def test_bytes_of_an_unbacked_size_raise_rather_than_count_nothing() -> None:
     from torch._subclasses.fake_tensor import FakeTensorMode
     from torch.fx.experimental.symbolic_shapes import ShapeEnv
 
-    from pytest_flopbudget.counting.torch.traffic import Unsized, bytes_moved, free_op_traffic, tensor_bytes
+    from pytest_flopbudget._counting.torch.traffic import Unsized, bytes_moved, free_op_traffic, tensor_bytes
 
     shapes = ShapeEnv()
     with FakeTensorMode(shape_env=shapes):
@@ -388,8 +388,8 @@ def test_a_model_without_buffers_measures_zero_buffer_bytes() -> None:
     ],
 )
 def test_each_free_op_has_the_rule_its_schema_and_kind_give(op: str, rule: str | None) -> None:
-    from pytest_flopbudget.counting.torch.ops import op_key
-    from pytest_flopbudget.counting.torch.traffic import free_op_traffic
+    from pytest_flopbudget._counting.torch.ops import op_key
+    from pytest_flopbudget._counting.torch.traffic import free_op_traffic
 
     packet, overload = op.split(".")
     func = getattr(getattr(torch.ops.aten, packet), overload)

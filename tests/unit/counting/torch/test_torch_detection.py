@@ -35,7 +35,7 @@ from detection_models import TinyFasterRCNN, TinyRetinaNet, TinySSD  # noqa: E40
 from torch_op_helpers import Call, op_costs  # noqa: E402
 
 from pytest_flopbudget import Report, count  # noqa: E402
-from pytest_flopbudget.errors import CountingError  # noqa: E402
+from pytest_flopbudget._errors import CountingError  # noqa: E402
 
 # --- helpers -------------------------------------------------------------------------------------------------------
 

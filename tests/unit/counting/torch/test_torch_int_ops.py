@@ -7,7 +7,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from pytest_flopbudget import count  # noqa: E402
-from pytest_flopbudget.metrics import INT_OPS  # noqa: E402
+from pytest_flopbudget._metrics import INT_OPS  # noqa: E402
 
 
 class IntMM(torch.nn.Module):

@@ -17,8 +17,8 @@ F = nn.functional
 from torch_op_helpers import Call  # noqa: E402
 
 from pytest_flopbudget import count  # noqa: E402
-from pytest_flopbudget.counting.registry import FREE  # noqa: E402
-from pytest_flopbudget.counting.torch.ops import FREE_OPS, TORCH_OPS, op_key  # noqa: E402
+from pytest_flopbudget._counting.registry import FREE  # noqa: E402
+from pytest_flopbudget._counting.torch.ops import FREE_OPS, TORCH_OPS, op_key  # noqa: E402
 
 aten = torch.ops.aten
 

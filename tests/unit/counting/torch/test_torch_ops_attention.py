@@ -20,8 +20,8 @@ from torch.nn.attention import SDPBackend, sdpa_kernel  # noqa: E402
 from torch_op_helpers import Call, op_costs, run  # noqa: E402
 
 from pytest_flopbudget import Report, count  # noqa: E402
-from pytest_flopbudget.counting.formulas import Cost  # noqa: E402
-from pytest_flopbudget.counting.torch.ops import TORCH_OPS  # noqa: E402
+from pytest_flopbudget._counting.formulas import Cost  # noqa: E402
+from pytest_flopbudget._counting.torch.ops import TORCH_OPS  # noqa: E402
 
 FUSED = "aten._scaled_dot_product_flash_attention_for_cpu"
 MHA = "aten._native_multi_head_attention"

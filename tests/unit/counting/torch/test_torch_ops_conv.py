@@ -17,7 +17,7 @@ nn = torch.nn
 from torch_op_helpers import Call, op_costs, run  # noqa: E402
 
 from pytest_flopbudget import Report, count  # noqa: E402
-from pytest_flopbudget.counting.torch.ops import TORCH_OPS  # noqa: E402
+from pytest_flopbudget._counting.torch.ops import TORCH_OPS  # noqa: E402
 
 
 def conv_only(report: Report) -> tuple[int, int]:

@@ -23,7 +23,7 @@ from torch_op_helpers import Call, op_costs  # noqa: E402
 from torch_op_helpers import run as checked_run  # noqa: E402
 
 from pytest_flopbudget import count  # noqa: E402
-from pytest_flopbudget.counting.torch.ops import TORCH_OPS  # noqa: E402
+from pytest_flopbudget._counting.torch.ops import TORCH_OPS  # noqa: E402
 
 run = partial(checked_run, macs_free=True)  # nothing in this file is a multiply-accumulate
 

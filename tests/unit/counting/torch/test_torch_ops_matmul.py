@@ -18,8 +18,8 @@ F = nn.functional
 from torch_op_helpers import Call, op_costs, run  # noqa: E402
 
 from pytest_flopbudget import count  # noqa: E402
-from pytest_flopbudget.counting.formulas import Cost  # noqa: E402
-from pytest_flopbudget.counting.torch.ops import TORCH_OPS  # noqa: E402
+from pytest_flopbudget._counting.formulas import Cost  # noqa: E402
+from pytest_flopbudget._counting.torch.ops import TORCH_OPS  # noqa: E402
 
 
 def r(*shape: int) -> torch.Tensor:

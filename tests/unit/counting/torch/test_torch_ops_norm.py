@@ -22,8 +22,8 @@ F = nn.functional
 from torch_op_helpers import op_costs  # noqa: E402
 from torch_op_helpers import run as checked_run  # noqa: E402
 
-from pytest_flopbudget.counting.formulas import Cost  # noqa: E402
-from pytest_flopbudget.counting.torch.ops import TORCH_OPS  # noqa: E402
+from pytest_flopbudget._counting.formulas import Cost  # noqa: E402
+from pytest_flopbudget._counting.torch.ops import TORCH_OPS  # noqa: E402
 
 N = 2 * 3 * 4 * 5  # 120 elements
 

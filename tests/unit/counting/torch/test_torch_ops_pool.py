@@ -23,8 +23,8 @@ from torch_op_helpers import Call, op_costs  # noqa: E402
 from torch_op_helpers import run as checked_run  # noqa: E402
 
 from pytest_flopbudget import count  # noqa: E402
-from pytest_flopbudget.counting.formulas import Cost, adaptive_window_total  # noqa: E402
-from pytest_flopbudget.counting.torch.ops import TORCH_OPS  # noqa: E402
+from pytest_flopbudget._counting.formulas import Cost, adaptive_window_total  # noqa: E402
+from pytest_flopbudget._counting.torch.ops import TORCH_OPS  # noqa: E402
 
 run = partial(checked_run, macs_free=True)  # pooling and interpolation have no MACs
 

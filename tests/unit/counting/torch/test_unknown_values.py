@@ -15,8 +15,8 @@ torch = pytest.importorskip("torch")
 from torch import nn  # noqa: E402
 
 from pytest_flopbudget import count  # noqa: E402
-from pytest_flopbudget.counting.torch.unknown_values import UnknownReads  # noqa: E402
-from pytest_flopbudget.errors import CountingError  # noqa: E402
+from pytest_flopbudget._counting.torch.unknown_values import UnknownReads  # noqa: E402
+from pytest_flopbudget._errors import CountingError  # noqa: E402
 
 
 class Regulator(nn.Module):

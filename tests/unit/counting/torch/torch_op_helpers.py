@@ -11,8 +11,8 @@ from typing import Any, Callable
 from torch import nn
 
 from pytest_flopbudget import Report, count
-from pytest_flopbudget.counting.torch.ops import TORCH_OPS
-from pytest_flopbudget.metrics import BYTES
+from pytest_flopbudget._counting.torch.ops import TORCH_OPS
+from pytest_flopbudget._metrics import BYTES
 
 
 class Call(nn.Module):

@@ -1,0 +1,115 @@
+"""Which backend loads and counts a target or a model: the one place that tells the kinds of model apart.
+
+`BACKENDS` is asked in order and the first that accepts wins: specific kinds first (a `.onnx` path could also
+spell a `module:attribute` reference, and an `onnx.ModelProto` is an object like any other), PyTorch last, as it
+takes any object that is not a builtin value. Adding a backend is one module implementing `protocol.Backend` and
+one line here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, Callable
+
+from pytest_flopbudget._backends.onnx_files import OnnxFiles
+from pytest_flopbudget._backends.protocol import Backend, CountOptions, Loaded, describe, problem
+from pytest_flopbudget._backends.torch_models import TorchModels
+from pytest_flopbudget._config.pyproject import TARGET_GRAMMAR, ModelEntry, generate_problem
+from pytest_flopbudget._errors import CountingError, FlopBudgetError
+from pytest_flopbudget._report import Report
+
+BACKENDS: tuple[Backend, ...] = (
+    OnnxFiles(),
+    TorchModels(),
+)
+
+
+def backend_for_target(target: str) -> Backend | None:
+    """The backend of a target string (pyproject or command line); None: no backend takes it (a model name?)."""
+    return next((backend for backend in BACKENDS if backend.accepts(target)), None)
+
+
+def backend_for(entry: ModelEntry) -> Backend:
+    """The backend of a configured entry; a target no backend takes is located as configuration checks it."""
+    backend = backend_for_target(entry.target)
+    if backend is None:
+        raise problem(entry.source_of("target"), f"{entry.target!r} is not a target; expected {TARGET_GRAMMAR}")
+    return backend
+
+
+def backend_for_model(model: object) -> Backend | None:
+    """The backend of an object given to the public `count()`; None: no backend counts it."""
+    return next((backend for backend in BACKENDS if backend.accepts_model(model)), None)
+
+
+def count_entry(entry: ModelEntry, root: Path) -> Report:
+    """Count one configured model with its backend.
+
+    Raises `LocatedError` for a bad target or inputs and `CountingError` (prefixed with the model's table) when
+    the model itself fails to run.
+    """
+    backend = backend_for(entry)
+    loaded = backend.load(entry, root)
+    return _counted(entry, lambda: backend.count(loaded))
+
+
+def entry_counter(entry: ModelEntry, root: Path) -> Callable[[ModelEntry], Report]:
+    """A function that counts `entry` at other sizes of its named dims (`entry.at(...)`), as `count_entry` would,
+    loading the model once (a curve counts it at many sizes)."""
+    backend = backend_for(entry)
+    held: list[Loaded] = []
+
+    def count_at(at: ModelEntry) -> Report:
+        loaded = backend.reload(held[0], at, root) if held else backend.load(at, root)
+        held[:] = [loaded]
+        return _counted(at, lambda: backend.count(loaded))
+
+    return count_at
+
+
+def _counted(entry: ModelEntry, run: Callable[[], Report]) -> Report:
+    try:
+        return run()
+    except FlopBudgetError as exc:
+        raise CountingError(f"{entry.source.where()}: {exc}") from None
+    except (Exception, SystemExit) as exc:  # a backend bug must still read as one line naming the model
+        raise CountingError(f"{entry.source.where()}: counting failed: {describe(exc)}") from None
+
+
+def count(
+    model: Any,
+    *example_inputs: Any,
+    training: bool = False,
+    execution: str = "fake",
+    loss_fn: Callable[[Any], Any] | None = None,
+    inputs: Mapping[str, Sequence[int]] | None = None,
+    method: str = "forward",
+    generate: int | None = None,
+    decode_inputs: Callable[..., Any] | None = None,
+    **forward_kwargs: Any,
+) -> Report:
+    """Count the FLOPs, MACs, parameters and skipped ops of one forward pass (or one training step).
+
+    `model` is a `torch.nn.Module` (called with `example_inputs` and `forward_kwargs`), or an ONNX model given as a
+    path or an `onnx.ModelProto` (with `inputs=` binding input names to shapes where the graph leaves them open).
+    `method="decode"` counts that method of the model instead of forward (run on the count's private copy).
+    `generate=N` counts a greedy generation of N new tokens phase by phase (docs/generation.md; `method` and
+    `decode_inputs` give the decode step of a model without Hugging Face's `generate`).
+    """
+    backend = backend_for_model(model)
+    if backend is None:
+        raise CountingError(
+            f"count() needs a torch.nn.Module, a path to an .onnx file or an onnx.ModelProto; "
+            f"got {type(model).__name__} {model!r:.60}"
+        )
+    options = CountOptions(training=training, execution=execution, loss_fn=loss_fn, inputs=inputs, method=method)
+    if generate is not None or decode_inputs is not None:
+        counter = getattr(backend, "count_generated", None)
+        if counter is None or training or not generate:
+            raise CountingError("generate=N (N >= 1) counts a PyTorch model's inference, not training or a file")
+        if generate_problem(generate) is not None:
+            raise CountingError(f"generate={generate}: {generate_problem(generate)}")
+        report: Report = counter(model, example_inputs, forward_kwargs, generate, execution, method, decode_inputs)
+        return report
+    return backend.count_model(model, example_inputs, forward_kwargs, options)

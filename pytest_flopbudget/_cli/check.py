@@ -1,0 +1,139 @@
+"""`flopbudget check`: every pyproject model against its budget and baseline, through the shared `Run`.
+
+Counting, judging, baselines and every output are the same code pytest runs (`run.Run`, `reporters`), so a model
+fails the pre-commit hook exactly when it fails `pytest`, with the same words and the same report files. This
+module only picks the models, shows progress, and prints.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TextIO
+
+from pytest_flopbudget._cache import counter as recorded_count
+from pytest_flopbudget._cache.counter import CachedCounter, Counter, IsolatedCounter
+from pytest_flopbudget._cache.store import CACHE_DIR_NAME, CountCache, cache_enabled
+from pytest_flopbudget._cli.progress import Progress
+from pytest_flopbudget._cli.project import load_project, select_models
+from pytest_flopbudget._config.location import display_path
+from pytest_flopbudget._config.pyproject import ModelEntry, Settings
+from pytest_flopbudget._errors import FlopBudgetError
+from pytest_flopbudget._front_ends import CLI
+from pytest_flopbudget._judge.baseline import BaselineStore
+from pytest_flopbudget._run import Run, entry_nodeid
+from pytest_flopbudget._run import require_baseline as require_baseline_in
+from pytest_flopbudget._safe_text import json_safe
+
+
+def run_check(
+    *,
+    pyproject: str | None,
+    names: Sequence[str],
+    update: bool,
+    reports: Sequence[str],
+    base_ref: str | None,
+    out: TextIO,
+    err: TextIO,
+    require_baseline: bool | None = None,
+    cache: bool | str | None = None,
+    cache_dir: str | None = None,
+    format: str = "text",
+) -> int:
+    """Count, judge, write baselines on update, print, and emit the CI outputs; returns the exit status.
+
+    With `format="json"` stdout gets the results document (as `--report json:PATH` writes it) and nothing else:
+    the text, and any GitHub workflow commands, go to `err` instead. `cache` is True/False (`--cache`,
+    `--no-cache`), "verify" (`--cache=verify`: recount everything and fail where a record disagrees) or None.
+    """
+    from pytest_flopbudget._reporters import ci
+
+    document = out
+    if format == "json":
+        out = err
+
+    specs = ci.resolve_specs(reports)  # a bad spec is a usage error before anything is counted
+    settings = load_project(pyproject)
+    entries = select_models(settings, names)
+    setting = settings.require_baseline if require_baseline is None else require_baseline
+    require = require_baseline_in(setting, os.environ)
+    run = Run(BaselineStore(settings.baseline_dir), update=update, require_baseline=require, front_end=CLI)
+    # No stale baselines here: a file no pyproject model uses may be a marker test's, which only a whole pytest run
+    # sees; listing it on every commit would be a warning about what this command cannot judge.
+    if base_ref:
+        run.compare_with_base(settings, base_ref)
+    counter = _counter(settings, cache, cache_dir)
+    if isinstance(counter, CachedCounter):
+        counter.plan(entries, settings.root)
+    elif isinstance(counter, IsolatedCounter):
+        counter.plan(entries)
+    count_into(run, entries, settings, err, counter)
+    mismatches = []
+    if isinstance(counter, CachedCounter):
+        _report_cache(counter, len(entries), err)
+        mismatches = counter.mismatches
+    result = run.finish()  # a mismatch is a violation on its model's verdict: every output, and the exit code
+    ci.emit(result, [ci.TERMINAL], stream=out, errors=err)
+    for name, difference in mismatches:
+        err.write(f"flopbudget: error: {name}: its cached count differs from a fresh count: {difference}\n")
+    if format == "json":
+        from pytest_flopbudget._reporters import json_report
+
+        document.write(json_safe(json_report.dumps_results(result, root=ci.workspace_root(ci.OUTPUTS["json"]))))
+    if result.update:
+        return result.exit_code
+    emitted = ci.emit(result, specs, stream=out)
+    for line in emitted.errors:
+        err.write(line + "\n")
+    return result.exit_code if emitted.ok else 2
+
+
+def count_into(
+    run: Run,
+    entries: Sequence[ModelEntry],
+    settings: Settings,
+    err: TextIO | None = None,
+    counter: Counter | None = None,
+) -> None:
+    with Progress(len(entries), getattr(err, "raw", err) or sys.stderr) as progress:
+        if isinstance(counter, (CachedCounter, IsolatedCounter)):
+            counter.fork_guard = progress.drawing
+        for entry in entries:
+            progress.start(entry.name)
+            with contextlib.suppress(FlopBudgetError):  # recorded in the run as Unchecked
+                measurement = run.count(entry, settings.root, entry_nodeid(entry, settings.root), counter)
+                if isinstance(counter, CachedCounter):
+                    measurement.cache_mismatch = counter.mismatch_of(entry.name)
+            progress.advance()
+
+
+def _report_cache(counter: CachedCounter, total: int, err: TextIO) -> None:
+    if counter.cache.write_error:
+        err.write(f"flopbudget: warning: {counter.cache.write_error}\n")
+    for name, reason in counter.untrusted:
+        err.write(f"flopbudget: {name}: cached count not trusted ({reason}): counted again\n")
+    for name, reason in counter.not_cached:
+        err.write(f"flopbudget: {name}: not cached: {reason}\n")
+    if counter.hits:
+        shown = display_path(str(counter.cache.directory))
+        err.write(
+            f"flopbudget: {len(counter.hits)} of {total} models unchanged since their cached count ({shown}; "
+            f"--no-cache recounts them)\n"
+        )
+
+
+def _counter(settings: Settings, cache: bool | str | None, cache_dir: str | None) -> Counter | None:
+    """How each model is counted: in a child process of its own where there is fork, through the count cache
+    when it is on (`--cache`/`--no-cache`/`--cache=verify`, `--cache-dir`, `FLOPBUDGET_CACHE_DIR`); where there
+    is no fork, every model in this process and no cache (None: `count_entry`)."""
+    if not recorded_count.can_fork():
+        return None
+    verify = cache == "verify"
+    if not (verify or cache_enabled(cache if isinstance(cache, bool) else None, os.environ)):
+        return IsolatedCounter(settings.root, record=False)
+    directory = cache_dir or os.environ.get("FLOPBUDGET_CACHE_DIR") or str(settings.root / CACHE_DIR_NAME)
+    store = CountCache.for_user(Path(directory).resolve(), os.environ)
+    return CachedCounter(store, IsolatedCounter(settings.root, record=True), verify=verify)

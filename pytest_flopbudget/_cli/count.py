@@ -1,0 +1,362 @@
+"""`flopbudget count TARGET`: the per-layer table (or the JSON Report) of one model.
+
+TARGET is whatever a user has at hand: `package.module:factory`, a path to an `.onnx` file, or the name of a
+`[tool.flopbudget.models]` entry. Each becomes a `ModelEntry` and is counted by `backends.count_entry`, the same
+function the pytest plugin uses for pyproject models, so inference models are counted in eval mode under no_grad
+and generated inputs are built the same way by both front ends.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TextIO
+
+from pytest_flopbudget._backends import Backend, backend_for, backend_for_target, count_entry
+from pytest_flopbudget._cli.inputs import describe_inputs, parse_dims, parse_inputs
+from pytest_flopbudget._cli.progress import Progress
+from pytest_flopbudget._cli.project import UsageError, load_project, model_named, unknown_model
+from pytest_flopbudget._config.budget import Budget
+from pytest_flopbudget._config.location import Location, display_path
+from pytest_flopbudget._config.pyproject import (
+    Inputs,
+    InputSpec,
+    ModelEntry,
+    dim_names,
+    find_pyproject,
+)
+from pytest_flopbudget._errors import CountingError
+from pytest_flopbudget._metrics import FLOPS, PEAK_MEMORY, Metric
+from pytest_flopbudget._render.roofline_report import Roofline, choose, roofline_for
+from pytest_flopbudget._report import Report
+from pytest_flopbudget._safe_text import json_safe, safe_text
+
+if TYPE_CHECKING:
+    from pytest_flopbudget._curve.formula import Formula
+
+
+@dataclasses.dataclass(frozen=True)
+class CountRequest:
+    """What `flopbudget count` was asked: the target and how to count and show it."""
+
+    target: str
+    input: list[str] | None = None
+    dtype: str | None = None
+    training: bool = False
+    execution: str | None = None
+    method: str | None = None
+    depth: int | None = 2
+    format: str = "table"
+    pyproject: str | None = None
+    #: What the boxes of an svg or html picture show (flops by default); refused with another format.
+    metric: Metric | None = None
+    #: Write the output to this file (atomically) instead of stdout.
+    output: str | None = None
+    #: `NAME[:DTYPE]`: add the roofline estimate on that hardware profile to the table or JSON (render/roofline.py).
+    hardware: str | None = None
+    #: `--dim seq=2048` (a point) or `--dim seq=64..8192` (a range: the count gives each metric's formula).
+    dims: list[str] | None = None
+    #: `--generate N`: count a greedy generation of N new tokens, phase by phase.
+    generate: int | None = None
+    #: `--decode-inputs pkg.mod:fn`: a decode step's inputs for a model without Hugging Face's generate.
+    decode_inputs: str | None = None
+
+
+#: Formats that draw a picture (`reporters/flame.py`).
+PICTURES = ("svg", "html")
+
+
+def run_count(request: CountRequest, out: TextIO, err: TextIO) -> int:
+    """Print the table, the JSON Report or the picture of `request.target`, or write it to `request.output`;
+    errors are raised for `cli.main` to print."""
+    if request.metric is not None and request.format not in PICTURES:
+        raise UsageError(f"--metric sets what a picture shows; give it with --format svg or html, not {request.format}")
+    if request.hardware is not None and request.format in PICTURES:
+        raise UsageError("--hardware adds a roofline estimate to the table and the JSON, not to a picture")
+    hardware = choose(request.hardware) if request.hardware is not None else None  # a typo costs no count
+    entry, root = resolve_target(request)
+    with Progress(1, getattr(err, "raw", err)) as progress:
+        progress.start(entry.name)
+        try:
+            if entry.curve:
+                from pytest_flopbudget._curve.engine import count_curve
+
+                report, formula = count_curve(entry, root)
+            else:
+                report, formula = count_entry(entry, root), None
+        except CountingError as exc:
+            raise CountingError(command_line_hint(str(exc))) from None
+        progress.advance()
+    if request.metric is not None and not report.measures(request.metric):
+        raise UsageError(
+            f"--metric {request.metric}: the {report.backend} backend does not measure {request.metric.label} for "
+            f"this model, so there is nothing to draw"
+        )
+    roofline = roofline_for(report, *hardware) if hardware is not None else None
+    if formula is None:
+        text = render(report, entry, request, roofline)
+    else:
+        text = render_curve(report, formula, entry, request, roofline)
+    if request.output is None:
+        out.write(text)
+    else:
+        write_output(request.output, text)
+    return 0
+
+
+def render(report: Report, entry: ModelEntry, request: CountRequest, roofline: Roofline | None = None) -> str:
+    """The text `flopbudget count` prints for `report` in `request.format`, ending in a newline."""
+    if request.format == "json":
+        from pytest_flopbudget._render.count_json import count_document
+
+        if report.phases:
+            return json_safe(with_decode_formula(count_document(report, roofline), report))
+        return json_safe(count_document(report, roofline))
+    mode = "training step (forward + backward)" if report.training else "inference"
+    title = f"{entry.name}: {describe_inputs(report.inputs)}; {mode}"
+    if request.format in PICTURES and request.metric == PEAK_MEMORY:
+        from pytest_flopbudget._render import memory_chart
+
+        chart = memory_chart.render_html if request.format == "html" else memory_chart.render_svg
+        return chart(report, title=title, budget=entry.budget)
+    if request.format in PICTURES:
+        from pytest_flopbudget._render import flame
+
+        draw = flame.render_html if request.format == "html" else flame.render_svg
+        return draw(report, metric=request.metric or FLOPS, title=title, name=entry.name, budget=entry.budget)
+    from pytest_flopbudget._render.table import format_layer_table
+
+    table = format_layer_table(report, depth=request.depth, title=title, roofline=roofline) + "\n"
+    return table + decode_formula_lines(report)
+
+
+def decode_formula_lines(report: Report) -> str:
+    """Under a generation's phases, each metric of its decode step as a formula of the context length
+    (curve/decode_step.py); nothing for any other count."""
+    if not report.phases:
+        return ""
+    from pytest_flopbudget._curve.decode_step import decode_formula
+    from pytest_flopbudget._curve.text import decode_formula_text
+
+    decode = decode_formula(report)
+    return "" if decode is None else "\n" + decode_formula_text(decode) + "\n"
+
+
+def with_decode_formula(document: str, report: Report) -> str:
+    """`count --format json` of a generation: the Report's document plus `"decode_formula"` beside `"phases"`."""
+    import json
+
+    from pytest_flopbudget._curve.decode_step import decode_formula
+
+    decode = decode_formula(report)
+    if decode is None:
+        return document
+    data = {**json.loads(document), "decode_formula": decode.to_dict()}
+    return json.dumps(data, sort_keys=True, indent=2, ensure_ascii=True) + "\n"
+
+
+def render_curve(
+    report: Report, formula: Formula, entry: ModelEntry, request: CountRequest, roofline: Roofline | None = None
+) -> str:
+    """The count at the entry's point with every metric's formula: under `"formula"` and `"curve"` in the JSON,
+    below the layer table in text; a picture is the count's at the point with, under it, the formulas drawn
+    against the first dim."""
+    if request.format == "json":
+        import json
+
+        from pytest_flopbudget._render.count_json import count_document
+
+        data = {**json.loads(count_document(report, roofline)), **formula.to_dict()}
+        return json_safe(json.dumps(data, sort_keys=True, indent=2, ensure_ascii=True) + "\n")
+    if request.format in PICTURES:
+        from pytest_flopbudget._curve import picture
+        from pytest_flopbudget._render.flame import html_page, stack_svg
+
+        # both pictures: the count at the point (the icicle with its budget bars, or the memory chart), then the curve
+        at_point = render(report, entry, dataclasses.replace(request, format="svg"))
+        curve = picture.render_svg(formula, metric=request.metric or FLOPS, title=entry.name)
+        if request.format == "svg":
+            return stack_svg([at_point, curve])
+        return html_page(at_point + curve, entry.name)
+    from pytest_flopbudget._curve.text import formula_text
+
+    return render(report, entry, request, roofline) + formula_text(formula, depth=request.depth) + "\n"
+
+
+def write_output(path: str, text: str) -> None:
+    """`--output PATH`: the whole text or nothing (a temp file beside it, then a rename); one line on failure."""
+    from pytest_flopbudget._judge.baseline import write_atomic
+
+    try:
+        write_atomic(Path(path), safe_text(text))
+    except OSError as exc:
+        raise UsageError(f"--output {path}: cannot write it: {exc.strerror or exc}") from None
+
+
+def resolve_target(request: CountRequest) -> tuple[ModelEntry, Path]:
+    """The entry to count and the directory its target is resolved against.
+
+    `module:callable` and `.onnx` paths are taken relative to the current directory, as `python -m` would;
+    pyproject names use the project's directory, as the plugin does.
+    """
+    points, ranges = parse_dims(request.dims)
+    entry, root = _resolve(request, (*points, *ranges))
+    return with_generation(with_dims(entry, points, ranges, backend_for(entry).files), request), root
+
+
+def with_generation(entry: ModelEntry, request: CountRequest) -> ModelEntry:
+    """`--generate N` and `--decode-inputs` over the entry's own `generate` and `decode-inputs`."""
+    if request.decode_inputs is not None and not (request.generate or entry.generate):
+        raise UsageError("--decode-inputs builds a decode step's inputs: give --generate N too")
+    if not (request.generate or request.decode_inputs):
+        return entry
+    if backend_for(entry).files or request.training or entry.training:
+        raise UsageError("--generate counts a PyTorch model's inference (not an ONNX graph, not --training)")
+    if entry.curve:
+        raise UsageError("--generate counts one point; give --dim NAME=SIZE, not a range")
+    return dataclasses.replace(
+        entry,
+        generate=request.generate or entry.generate,
+        decode_inputs=request.decode_inputs or entry.decode_inputs,
+        sources={**entry.sources, "decode-inputs": Location(key="--decode-inputs")}
+        if request.decode_inputs
+        else entry.sources,
+    )
+
+
+def _resolve(request: CountRequest, dims: tuple[str, ...]) -> tuple[ModelEntry, Path]:
+    target: str = request.target.strip()
+    inputs = parse_inputs(request.input, request.dtype, dims)
+    backend = backend_for_target(target)
+    if backend is not None and backend.files:
+        _model_file_only(request)
+        inputs = _model_file_inputs(backend, target, inputs, Path.cwd())
+        return _entry(target, target, inputs, training=False, execution="fake"), Path.cwd()
+    if backend is not None:
+        entry = _entry(target, target, inputs, request.training, request.execution or "fake", request.method)
+        return entry, Path.cwd()
+    return _pyproject_entry(request.target, inputs, request)
+
+
+def with_dims(entry: ModelEntry, points: dict[str, int], ranges: dict[str, tuple[int, int]], files: bool) -> ModelEntry:
+    """`entry` with the `--dim` points and ranges over its own (pyproject) ones, its inputs sized at the point: a
+    range's point is the entry's own, else the range's high end. A named dim without a value is an error; so is a
+    `--dim` no input names, but for a model file, whose graph names its own symbolic dims."""
+    named = dim_names(entry.inputs)
+    for name in (*points, *ranges):
+        if not files and name not in named:
+            raise UsageError(f"--dim {name}: no --input names the dim {name!r}; write it in a shape, e.g. 1,{name}")
+    point = {**entry.dims, **{name: high for name, (_, high) in ranges.items() if name not in entry.dims}, **points}
+    for name in named:
+        if name not in point:
+            raise UsageError(
+                f"--input: dim {name!r} has no value; give --dim {name}=2048 (a point) or --dim {name}=64..8192 "
+                f"(a range: the count gives each metric's formula)"
+            )
+    curve = {**entry.curve, **ranges}
+    if not files:  # --input replaced the pyproject's shapes: the dims they no longer name are gone with them
+        point = {name: size for name, size in point.items() if name in named}
+        curve = {name: bounds for name, bounds in curve.items() if name in named}
+    return dataclasses.replace(entry, curve=curve, dims={}).at(point)
+
+
+def _entry(
+    name: str, target: str, inputs: Inputs, training: bool, execution: str, method: str | None = None
+) -> ModelEntry:
+    origin = Location(key=name)
+    return ModelEntry(
+        name=name,
+        target=target,
+        inputs=inputs,
+        budget=Budget(),
+        source=origin,
+        training=training,
+        execution=execution,
+        sources={"target": origin, "inputs": Location(key="--input"), "method": Location(key="--method")},
+        method=method or "forward",
+    )
+
+
+def _pyproject_entry(name: str, inputs: Inputs, request: CountRequest) -> tuple[ModelEntry, Path]:
+    if request.pyproject is None and find_pyproject(Path.cwd()) is None:
+        raise UsageError(
+            f"{name!r} is not a package.module:factory reference or an .onnx path, and there is no pyproject.toml "
+            f"here to look it up as a model name"
+        )
+    settings = load_project(request.pyproject)
+    entry = model_named(settings, name)
+    if entry is None:
+        shown = display_path(str(settings.pyproject))
+        raise UsageError(f"{shown}: {unknown_model(name, settings)}; or give a package.module:factory or an .onnx path")
+    changes: dict[str, Any] = {}
+    backend = backend_for(entry)
+    if inputs is not None:
+        if backend.files:
+            inputs = _model_file_inputs(backend, str(settings.root / entry.target), inputs, settings.root)
+        changes["inputs"] = inputs
+    if backend.files:
+        _model_file_only(request)
+    else:
+        if request.training:
+            changes["training"] = True
+        if request.execution:
+            changes["execution"] = request.execution
+        if request.method:
+            changes["method"] = request.method
+            changes["sources"] = {**entry.sources, "method": Location(key="--method")}
+    return dataclasses.replace(entry, **changes), settings.root
+
+
+def _model_file_only(request: CountRequest) -> None:
+    """Options that only make sense for PyTorch, given for a model file (`Backend.files`, an ONNX graph): refused
+    rather than ignored, so nobody trusts a wrong figure."""
+    given_flags = (
+        ("--training", request.training),
+        ("--dtype", request.dtype),
+        ("--execution", request.execution),
+        ("--method", request.method),
+    )
+    for flag, given in given_flags:
+        if given:
+            raise UsageError(f"{flag} applies to PyTorch models only; an ONNX graph fixes its own mode and dtypes")
+
+
+def _model_file_inputs(backend: Backend, path: str, inputs: Inputs, root: Path) -> Inputs:
+    """A model file's (an ONNX graph's) inputs are bound by input name; positional shapes are matched to the
+    `backend.input_names` of the file in order."""
+    if inputs is None or isinstance(inputs, dict):
+        if isinstance(inputs, dict) and any(spec.dtype not in (None, "float32") for spec in inputs.values()):
+            raise UsageError("--input NAME=DIMS:DTYPE: an ONNX graph declares its own input dtypes; give shapes only")
+        return inputs
+    if isinstance(inputs, str):
+        raise UsageError(f"--input {inputs}: an ONNX model takes shapes (--input NAME=1,3,224,224), not a function")
+    if any(spec.dtype not in (None, "float32") for spec in inputs):
+        raise UsageError("--input DIMS:DTYPE: an ONNX graph declares its own input dtypes; give shapes only")
+    names = backend.input_names(path if os.path.isabs(path) else str(root / path))
+    if len(inputs) > len(names):
+        raise UsageError(
+            f"{len(inputs)} --input shapes for {len(names)} graph input(s) ({', '.join(names) or 'none'}); "
+            f"name them: --input NAME=1,3,224,224"
+        )
+    return {name: InputSpec(spec.shape, None, spec.names) for name, spec in zip(names, inputs)}
+
+
+_PYTHON_HINT = re.compile(r"count\(.*?, inputs=\{(?P<body>.*)\}\)")
+_PYTHON_INPUT = re.compile(r"'(?P<name>[^']*)': \[(?P<dims>[^\]]*)\]")
+
+
+def command_line_hint(message: str) -> str:
+    """The ONNX backend phrases a missing input size for Python (`count('m.onnx', inputs={'x': [<batch>, 3]})`);
+    on the command line the same advice is `--input x=<batch>,3`."""
+    match = _PYTHON_HINT.search(message)
+    if match is None:
+        return message
+    flags = [
+        f"--input {m.group('name')}={m.group('dims').replace(' ', '')}"
+        for m in _PYTHON_INPUT.finditer(match.group("body"))
+    ]
+    if not flags:
+        return message
+    return message[: match.start()] + " ".join(flags) + message[match.end() :]

@@ -1,0 +1,103 @@
+"""A configured model's cost as a formula of its named dims: point counts through its backend, fitted exactly.
+
+Any backend counts: each point is the entry at other sizes of its dims (`ModelEntry.at`), counted as
+`backends.count_entry` counts a point budget (`entry_counter` loads the model once), so the formula and the point
+counts can never disagree on how a model is counted. See `fit.py` for how the points are chosen and checked, and
+docs/curves.md.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+from pathlib import Path
+from typing import Optional, cast
+
+from pytest_flopbudget._backends import entry_counter
+from pytest_flopbudget._config.pyproject import ModelEntry
+from pytest_flopbudget._curve.fit import FitError, Point, fit
+from pytest_flopbudget._curve.formula import Formula, Holds
+from pytest_flopbudget._curve.polynomial import Polynomial
+from pytest_flopbudget._errors import CountingError
+from pytest_flopbudget._metrics import DERIVED, METRICS, Metric
+from pytest_flopbudget._report import Report
+
+#: The series key of a model's total of a metric (a layer's is its path).
+TOTAL = None
+#: What a formula is fitted to: (a layer's path, or TOTAL; a metric).
+SeriesKey = tuple[Optional[str], Metric]
+
+
+def count_curve(entry: ModelEntry, root: Path) -> tuple[Report, Formula]:
+    """The count at the entry's point (`entry.dims`) and every metric's formula over `entry.curve`.
+
+    Raises `CountingError` when a count fails (naming the sizes it was counted at) or no formula is found.
+    """
+    dims = tuple(entry.curve)
+    if not dims:
+        raise CountingError(
+            f"{entry.source.where()}: no curve: give the range of a dim, e.g. curve = {{ seq = [64, 8192] }}"
+        )
+    reports: dict[Point, Report] = {}
+    count_at = entry_counter(entry, root)
+
+    def sample(point: Point) -> dict[Hashable, int]:
+        values = dict(zip(dims, point))
+        try:
+            report = count_at(entry.at(values))
+        except CountingError as exc:
+            at = ", ".join(f"{dim}={size}" for dim, size in values.items())
+            raise CountingError(f"at {at}: {exc}") from None
+        reports[point] = report
+        return series(report)
+
+    try:
+        found = fit(sample, dims, [entry.curve[dim] for dim in dims], core=_core)
+    except FitError as exc:
+        raise CountingError(f"{entry.source.where()}: {exc}") from None
+    point = tuple(entry.dims[dim] for dim in dims)
+    if point not in reports:
+        sample(point)
+    report = reports[point]
+    totals: dict[Metric, Polynomial] = {}
+    layers: dict[str, dict[Metric, Polynomial]] = {}
+    for key, poly in sorted(found.polys.items(), key=lambda item: str(item[0])):
+        path, metric = cast(SeriesKey, key)
+        if path is TOTAL:
+            totals[metric] = poly
+        elif poly.terms:
+            layers.setdefault(path, {})[metric] = poly
+    order = {path: i for i, path in enumerate(report.layers)}  # the count's order: the model's, as the table's
+    layers = dict(sorted(layers.items(), key=lambda item: (order.get(item[0], len(order)), item[0])))
+    measured = {metric for metric in METRICS if report.measures(metric)}
+    totals = {metric: totals.get(metric, Polynomial(dims)) for metric in METRICS if metric in measured}
+    holds = Holds(
+        step=found.step,
+        ranges=found.ranges,
+        piecewise=found.piecewise,
+        broken_at=found.broken_at,
+        inexact=tuple(m for m in METRICS if any(cast(SeriesKey, key)[1] == m for key in found.failing)),
+        samples=found.samples,
+        verified=found.verified,
+    )
+    formula = Formula(dims, totals, layers, holds, point=dict(entry.dims), ranges=dict(entry.curve))
+    return report, formula
+
+
+def series(report: Report) -> dict[Hashable, int]:
+    """Every figure of `report` a formula is fitted to: each layer's own counted metrics, and each total."""
+    values: dict[Hashable, int] = {}  # keyed by SeriesKey
+    counted = [metric for metric in METRICS.counted if report.measures(metric)]
+    for path, cost in report.layers.items():
+        for metric in counted:
+            amount = cost.get(metric)
+            if amount:
+                values[(path, metric)] = amount
+    for metric in METRICS:
+        if report.measures(metric):
+            values[(TOTAL, metric)] = metric.of_report(report)
+    return values
+
+
+def _core(key: Hashable) -> bool:
+    """Sums of per-op and per-layer figures decide the lattice; a derived figure (a peak) is checked, not trusted."""
+    return cast(SeriesKey, key)[1].scope != DERIVED

@@ -1,0 +1,59 @@
+"""pytest plugin (entry point `pytest11`): the `flop_budget` marker, the `flopbudget` fixture, pyproject model items.
+
+Thin by design, as syrupy's hooks forward to its session: every hook forwards to one `run.Run` (the same one the
+CLI uses). One module per job: options.py (command line and ini), marker.py (the marker's budget), fixture.py
+(counting in a test), items.py (pyproject models as items), session.py (the hooks every process runs),
+controller.py (what happens once per session: baselines and outputs, registered on the controller only) and
+xdist_transport.py (what an xdist worker sends the controller). This module only registers them.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from pytest_flopbudget._config.pyproject import load_settings
+from pytest_flopbudget._errors import FlopBudgetError, FlopBudgetWarning
+from pytest_flopbudget._plugin.controller import FlopBudgetController
+from pytest_flopbudget._plugin.fixture import FlopBudgetFixture, flopbudget
+from pytest_flopbudget._plugin.marker import MARKER_HELP
+from pytest_flopbudget._plugin.names import default_name
+from pytest_flopbudget._plugin.options import find_pyproject, pytest_addoption
+from pytest_flopbudget._plugin.session import FlopBudgetSession
+from pytest_flopbudget._plugin.state import SESSION
+from pytest_flopbudget._plugin.xdist_transport import WorkerExport, is_worker
+
+__all__ = [
+    "FlopBudgetFixture", "FlopBudgetWarning", "default_name", "flopbudget", "pytest_addoption", "pytest_configure",
+    "pytest_unconfigure",
+]  # fmt: skip
+
+#: The names the plugin's objects are registered under: the session's hooks, then the controller's or the worker's.
+_REGISTERED = ("flopbudget-session", "flopbudget-controller", "flopbudget-worker")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", MARKER_HELP)
+    pyproject = find_pyproject(config)
+    error: FlopBudgetError | None = None
+    try:
+        settings = load_settings(pyproject, config.rootpath)
+    except FlopBudgetError as exc:
+        error = exc
+        settings = load_settings(None, pyproject.parent if pyproject else config.rootpath)
+    session = FlopBudgetSession(config, settings, error)
+    config.stash[SESSION] = session
+    config.pluginmanager.register(session, "flopbudget-session")
+    if is_worker(config):
+        config.pluginmanager.register(WorkerExport(session), "flopbudget-worker")
+    else:
+        config.pluginmanager.register(FlopBudgetController(session), "flopbudget-controller")
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    if config.stash.get(SESSION, None) is None:
+        return
+    for name in _REGISTERED:
+        plugin = config.pluginmanager.get_plugin(name)
+        if plugin is not None:
+            config.pluginmanager.unregister(plugin)
+    del config.stash[SESSION]

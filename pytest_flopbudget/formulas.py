@@ -1,0 +1,39 @@
+"""Formulas for your own ops: the public module a user's cost formula imports from.
+
+`register_formula` gives a custom op (or a built-in one) a formula, `Cost` is what a formula returns, `NodeContext`
+is what an ONNX formula receives, and the helpers are the shared conventions the built-in formulas follow
+(docs/formulas.md), so that a custom op's figures add up with the built-in ones. Everything here imports neither
+torch nor onnx.
+"""
+
+from __future__ import annotations
+
+from pytest_flopbudget._counting.formulas import (
+    Cost,
+    binary_search,
+    comparison_sort,
+    elementwise,
+    linear,
+    matmul,
+    reduction,
+    selection,
+    softmax,
+)
+from pytest_flopbudget._counting.onnx.node import NodeContext
+from pytest_flopbudget._counting.user_formulas import FormulaHandle, register_formula, registered_formulas
+
+__all__ = [
+    "Cost",
+    "FormulaHandle",
+    "NodeContext",
+    "binary_search",
+    "comparison_sort",
+    "elementwise",
+    "linear",
+    "matmul",
+    "reduction",
+    "register_formula",
+    "registered_formulas",
+    "selection",
+    "softmax",
+]
