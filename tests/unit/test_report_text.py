@@ -72,3 +72,15 @@ def test_str_is_drawn_by_the_renderer_the_package_root_plugs_in(monkeypatch: pyt
     assert str(report) == report_text(report)
     monkeypatch.setattr(report_module, "_text_renderer", None)
     assert str(report) == repr(report)
+
+
+def test_table_takes_a_depth_and_a_title() -> None:
+    """`report.table()` is `str(report)`; a depth and a title draw what `flopbudget count --depth` would."""
+    from pytest_flopbudget._render.table import format_layer_table
+
+    report = report_of(
+        {"enc": LayerCost(flops=10, macs=5, params=1), "enc.fc": LayerCost(flops=6, macs=3, params=1)}, model="M"
+    )
+    assert report.table() == str(report)
+    assert report.table(depth=None, title="== M") == format_layer_table(report, depth=None, title="== M")
+    assert report.table(depth=1, title="t") != report.table(depth=None, title="t")
