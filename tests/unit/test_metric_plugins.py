@@ -27,6 +27,8 @@ from pytest_flopbudget._metrics import (
     load_plugins,
 )
 from pytest_flopbudget._plugin.marker import _marker_signature
+from pytest_flopbudget._render.count_json import count_data
+from pytest_flopbudget._render.table import format_plugin_metrics
 from pytest_flopbudget._report import CONVENTIONS, LayerCost, PhaseTotals, Report
 from pytest_flopbudget.metrics import ENTRY_POINT_GROUP as PUBLIC_GROUP
 
@@ -183,3 +185,23 @@ def test_the_reserved_names_cover_every_setting_that_is_not_a_metric() -> None:
     assert settings <= RESERVED_NAMES
     arguments = set(_marker_signature().parameters) - {metric.argument for metric in METRICS}
     assert {argument.replace("_", "-") for argument in arguments} <= RESERVED_NAMES
+
+
+@pytest.mark.usefixtures("restore")
+def test_count_shows_it_under_the_table_and_in_its_json() -> None:
+    layer = LayerCost()
+    layer.add_op("aten.mm", {FLOPS: 2_400_000, MACS: 1_200_000})
+    report = Report(layers={"fc": layer}, forward=PhaseTotals(flops=2_400_000, macs=1_200_000))
+    assert format_plugin_metrics(report) == [] and "plugin_metrics" not in count_data(report)
+    load_plugins([Entry("matmul-flops", toy(), DIST)])
+    assert format_plugin_metrics(report) == ["matmul-flops: 2,400,000 matmul FLOPs (2.40 MFLOPs)"]
+    assert count_data(report)["plugin_metrics"] == {
+        "matmul-flops": {
+            "total": 2_400_000,
+            "layers": {"fc": 2_400_000},
+            "label": "matmul FLOPs",
+            "unit": "FLOPs",
+            "convention": "2 per MAC of mm",
+            "entry_point": "entry point 'matmul-flops' (toy_metric:METRIC) of flopbudget-toy 0.1",
+        }
+    }
