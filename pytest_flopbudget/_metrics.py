@@ -438,7 +438,9 @@ def by_name(name: str) -> Metric:
     """The registered metric named `name`; raises `ValueError` naming the known ones."""
     metric = METRICS.get(name)
     if metric is None:
-        raise ValueError(f"unknown metric {name!r}; expected one of {', '.join(METRICS)}")
+        # a metric plugin that could not be added (count() in Python: no front end has reported it) says why
+        left_out = "".join(f"; {problem}" for problem in PLUGIN_PROBLEMS)
+        raise ValueError(f"unknown metric {name!r}; expected one of {', '.join(METRICS)}{left_out}")
     return metric
 
 

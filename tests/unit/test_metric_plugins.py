@@ -20,9 +20,11 @@ from pytest_flopbudget._metrics import (
     FLOPS,
     MACS,
     METRICS,
+    PLUGIN_PROBLEMS,
     RESERVED_NAMES,
     Metric,
     OpFigures,
+    by_name,
     define_metric,
     load_plugins,
 )
@@ -205,3 +207,17 @@ def test_count_shows_it_under_the_table_and_in_its_json() -> None:
             "entry_point": "entry point 'matmul-flops' (toy_metric:METRIC) of flopbudget-toy 0.1",
         }
     }
+
+
+def test_an_unknown_metric_names_the_plugins_left_out() -> None:
+    with pytest.raises(ValueError) as raised:
+        by_name("matmul-flops")
+    assert str(raised.value).endswith("param-bytes, buffer-bytes, peak-memory")
+    problem = "metric plugin entry point 'matmul-flops' (m:M) of flopbudget-matmul 0.1 cannot be loaded: ImportError"
+    PLUGIN_PROBLEMS.append(problem)
+    try:
+        with pytest.raises(ValueError) as raised:
+            by_name("matmul-flops")
+    finally:
+        PLUGIN_PROBLEMS.remove(problem)
+    assert str(raised.value).endswith(f"peak-memory; {problem}")
