@@ -7,14 +7,19 @@ words a budget may be written with (and which slot takes which: a MAC unit in th
 its prefix system, whether `max-increase` applies, and where its figure lives in a `Report`.
 
 Adding a metric is one `define(...)` below plus the formulas that count it; the config, the judge, the cache and
-every reporter iterate over `METRICS`.
+every reporter iterate over `METRICS`. A package outside this one adds a metric through the entry-point group
+`pytest_flopbudget.metrics` (`define_metric`, re-exported by the public `pytest_flopbudget.metrics`): each is loaded
+when this module is imported, before anything reads the registry, and one that cannot be loaded is left out and
+described by one line in `PLUGIN_PROBLEMS`, which the front ends report as a configuration error.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Protocol
 
+from pytest_flopbudget._errors import FlopBudgetError
 from pytest_flopbudget._units import BINARY, SI, PrefixSystem
 
 
@@ -24,9 +29,29 @@ class PhaseFigures(Protocol):
     def get(self, metric: Metric) -> int: ...
 
 
+class OpFigures(PhaseFigures, Protocol):
+    """One op's figures within one layer (`report.OpCost`): what a third-party metric's `of_op` reads. The per-op
+    metrics are summed over the op's `calls` in that layer, over every phase of the count."""
+
+    @property
+    def calls(self) -> int: ...
+
+    @property
+    def flops(self) -> int: ...
+
+    @property
+    def macs(self) -> int: ...
+
+    @property
+    def int_ops(self) -> int: ...
+
+
 class LayerFigures(PhaseFigures, Protocol):
     @property
     def skipped(self) -> Mapping[str, int]: ...
+
+    @property
+    def ops(self) -> Mapping[str, OpFigures]: ...
 
 
 class ReportFigures(Protocol):
@@ -78,6 +103,9 @@ class Metric(str):
     _of_report: Callable[[ReportFigures], int] | None
     _of_layer: Callable[[LayerFigures], int] | None
     _where: Callable[[ReportFigures], str | None] | None
+    #: Added by another package (`define_metric`, entry-point group `pytest_flopbudget.metrics`), and from where.
+    plugin: bool = False
+    origin: str = "pytest-flopbudget"
 
     def __repr__(self) -> str:
         return str.__repr__(self)
@@ -238,6 +266,11 @@ class Registry:
     def omit_zero(self) -> tuple[Metric, ...]:
         """The metrics a report writes and outputs show only where they are not zero (integer ops)."""
         return tuple(metric for metric in self._metrics if metric.omit_zero)
+
+    @property
+    def plugins(self) -> tuple[Metric, ...]:
+        """The metrics other packages added (entry-point group `pytest_flopbudget.metrics`), in order."""
+        return tuple(metric for metric in self._metrics if metric.plugin)
 
     @property
     def growth(self) -> tuple[Metric, ...]:
@@ -405,5 +438,165 @@ def by_name(name: str) -> Metric:
     """The registered metric named `name`; raises `ValueError` naming the known ones."""
     metric = METRICS.get(name)
     if metric is None:
-        raise ValueError(f"unknown metric {name!r}; expected one of {', '.join(METRICS)}")
+        # a metric plugin that could not be added (count() in Python: no front end has reported it) says why
+        left_out = "".join(f"; {problem}" for problem in PLUGIN_PROBLEMS)
+        raise ValueError(f"unknown metric {name!r}; expected one of {', '.join(METRICS)}{left_out}")
     return metric
+
+
+# -- metrics from other packages ---------------------------------------------------------------------------------
+
+#: The entry-point group a package adds a metric in: `[project.entry-points."pytest_flopbudget.metrics"]`, each entry
+#: `name = "module:attribute"` naming a metric made by `define_metric` whose name is the entry's.
+ENTRY_POINT_GROUP = "pytest_flopbudget.metrics"
+
+#: A third-party metric's name: lowercase words joined by hyphens (`matmul-flops`), its pyproject key as written and
+#: its marker argument with underscores (`matmul_flops`).
+METRIC_NAME = re.compile(r"[a-z][a-z0-9]*(?:-[a-z0-9]+)*\Z")
+
+#: The keys of a model's pyproject table and the `flop_budget` marker's arguments that are not metrics
+#: (`config/pyproject.py`'s `MODEL_KEYS`, `plugin/marker.py`'s signature; `tests/unit/test_metric_plugins.py` checks
+#: that this list covers them): a metric may not be named like one, in either spelling.
+RESERVED_NAMES = frozenset(
+    {
+        "target", "inputs", "method", "training", "execution", "max-increase", "warn-increase", "dims", "curve",
+        "max-degree", "at", "generate", "decode-inputs", "phases", "name",
+    }
+)  # fmt: skip
+
+#: One line per entry point of `ENTRY_POINT_GROUP` that could not be added (it failed to import, is not a metric, or
+#: clashes with another): the front ends refuse to run with them (`flopbudget: error: ...`, pytest's usage error).
+PLUGIN_PROBLEMS: list[str] = []
+
+
+def define_metric(
+    name: str,
+    *,
+    label: str,
+    unit: str,
+    convention: str,
+    of_op: Callable[[str, OpFigures], int],
+    growth: bool = True,
+) -> Metric:
+    """A metric computed per op from what every count records (`OpFigures`: an op's name in a layer, its calls and
+    its FLOPs, MACs and integer ops there): its figure in a layer is the sum of `of_op(op, figures)` over the layer's
+    ops, the model's the sum over its layers, the same for a count and for a baseline read back (so nothing new is
+    stored, and a baseline written before the metric was installed is compared too).
+
+    `name` (`matmul-flops`) is its pyproject key, `--metric`/JSON name and, with underscores, its marker argument;
+    `label` its title in outputs (`matmul FLOPs`); `unit` the word printed after a figure and its SI prefix
+    (`240 FLOPs`, `1.2 MFLOPs`), which a budget may also end with; `convention` says how it is counted (a report's
+    `conventions` keeps it under `name`); `growth` whether `max-increase` applies. `of_op` must return a whole
+    number >= 0 for every op (0 for the ops the metric leaves out).
+    """
+    problems = []
+    if not isinstance(name, str) or not METRIC_NAME.match(name):
+        problems.append(f"its name {name!r} is not lowercase words joined by hyphens (like 'matmul-flops')")
+    for what, text in (("label", label), ("unit", unit), ("convention", convention)):
+        if not isinstance(text, str) or not text.strip() or not text.isprintable():
+            problems.append(f"its {what} must be printable, non-empty text, got {text!r}")
+    if isinstance(unit, str) and not re.fullmatch(r"[A-Za-z]+", unit):
+        problems.append(f"its unit {unit!r} must be one word of letters (like 'FLOPs')")
+    if not callable(of_op):
+        problems.append(f"its of_op must be a function of an op's name and figures, got {type(of_op).__name__}")
+    if problems:
+        raise ValueError(f"metric {name!r}: " + "; ".join(problems))
+
+    def of_layer(layer: LayerFigures) -> int:
+        return sum(_op_figure(metric, of_op, op, figures) for op, figures in layer.ops.items())
+
+    def of_report(report: ReportFigures) -> int:
+        return sum(of_layer(layer) for layer in report.layers.values())
+
+    metric = define(
+        name,
+        label=label,
+        argument=name.replace("-", "_"),
+        units=(unit.lower(),),
+        symbol=unit,
+        growth=growth,
+        scope=DERIVED,
+        of_report=of_report,
+        of_layer=of_layer,
+        conventions={name: convention},
+    )
+    metric.plugin = True
+    return metric
+
+
+def _op_figure(metric: Metric, of_op: Callable[[str, OpFigures], int], op: str, figures: OpFigures) -> int:
+    """`of_op(op, figures)`, checked: a metric's own error is one line naming it and the op, never a traceback."""
+    try:
+        value = of_op(op, figures)
+    except Exception as exc:
+        detail = " ".join(str(exc).split())[:200]
+        raise FlopBudgetError(
+            f"metric {str(metric)!r} ({metric.origin}) failed on op {op!r}: {type(exc).__name__}: {detail}"
+        ) from None
+    if type(value) is not int or value < 0:
+        raise FlopBudgetError(
+            f"metric {str(metric)!r} ({metric.origin}) gave {value!r} for op {op!r}; of_op must return a whole "
+            f"number >= 0"
+        )
+    return value
+
+
+def _entry_points() -> list[Any]:
+    from importlib import metadata
+
+    found = metadata.entry_points()
+    if hasattr(found, "select"):  # Python 3.10+
+        return list(found.select(group=ENTRY_POINT_GROUP))
+    return list(found.get(ENTRY_POINT_GROUP, []))  # pragma: no cover - Python 3.9
+
+
+def _entry_origin(entry: Any) -> str:
+    """`entry point 'matmul-flops' of flopbudget-matmul 0.1`: where a plugin metric comes from, for messages."""
+    dist = getattr(entry, "dist", None)
+    distribution = f"{dist.metadata['Name']} {dist.version}" if dist is not None else "an unknown distribution"
+    return f"entry point {entry.name!r} ({entry.value}) of {distribution}"
+
+
+def _clash(metric: Metric) -> str | None:
+    """Why `metric` cannot join the registry, or None."""
+    for other in METRICS:
+        spellings = {str(other), other.key, other.argument}
+        if {str(metric), metric.key, metric.argument} & spellings:
+            owner = getattr(other, "origin", "a built-in metric")
+            return f"its name {str(metric)!r} is taken by {owner if other.plugin else 'a built-in metric'}"
+    if {str(metric), metric.argument} & (RESERVED_NAMES | {n.replace("-", "_") for n in RESERVED_NAMES}):
+        return f"its name {str(metric)!r} is a budget setting, not free for a metric"
+    return None
+
+
+def load_plugins(entries: list[Any] | None = None) -> list[str]:
+    """Add the metric of each entry point of `ENTRY_POINT_GROUP` (by name, in order) to `METRICS`; return one line
+    for each that could not be added, naming its entry point and distribution."""
+    problems = []
+    for entry in sorted(_entry_points() if entries is None else entries, key=lambda e: (e.name, e.value)):
+        origin = _entry_origin(entry)
+        try:
+            metric = entry.load()
+        except Exception as exc:
+            detail = " ".join(str(exc).split())[:200]
+            problems.append(f"metric plugin {origin} cannot be loaded: {type(exc).__name__}: {detail}")
+            continue
+        if not isinstance(metric, Metric) or not metric.plugin:
+            problems.append(
+                f"metric plugin {origin} is a {type(metric).__name__}, not a metric made by "
+                f"pytest_flopbudget.metrics.define_metric"
+            )
+            continue
+        if str(metric) != entry.name:
+            problems.append(f"metric plugin {origin} names the metric {str(metric)!r}: name the entry point after it")
+            continue
+        why = _clash(metric)
+        if why is not None:
+            problems.append(f"metric plugin {origin} cannot be added: {why}")
+            continue
+        metric.origin = origin
+        METRICS.add(metric)
+    return problems
+
+
+PLUGIN_PROBLEMS.extend(load_plugins())

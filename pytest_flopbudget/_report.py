@@ -60,12 +60,14 @@ def use_text_renderer(renderer: Callable[[Report, int | None, str | None], str])
 
 
 #: How a report counts: each metric's own conventions (`metrics.py`), then those of the counting as a whole. An
-#: `omit_zero` metric's (integer ops) are added where a report has a figure for it (`Report.to_dict`).
+#: `omit_zero` metric's (integer ops) are added where a report has a figure for it (`Report.to_dict`). A metric
+#: another package adds (`Metric.plugin`) is read off the ops a report holds and says how in its own definition, so
+#: installing one changes no report or baseline.
 CONVENTIONS: dict[str, str] = {
     **{
         key: text
         for metric in METRICS
-        if not (metric.optional or metric.omit_zero)
+        if not (metric.optional or metric.omit_zero or metric.plugin)
         for key, text in metric.conventions.items()
     },
     "causal_attention": "dense: a causal mask does not reduce the QK^T and AV matmuls",

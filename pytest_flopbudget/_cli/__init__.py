@@ -19,7 +19,7 @@ from typing import Any, NoReturn
 
 from pytest_flopbudget._config.pyproject import generate_problem
 from pytest_flopbudget._errors import FlopBudgetError
-from pytest_flopbudget._metrics import METRICS, PEAK_MEMORY, by_name
+from pytest_flopbudget._metrics import METRICS, PEAK_MEMORY, PLUGIN_PROBLEMS, by_name
 from pytest_flopbudget._render.roofline import PROFILES
 from pytest_flopbudget._safe_text import SafeStream, one_line, safe_line, safe_text
 from pytest_flopbudget._version import __version__
@@ -390,6 +390,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command is None:
         parser.print_help(sys.stderr)
         return 2
+    if PLUGIN_PROBLEMS:  # a metric plugin that could not be added (one line each): its budgets would be unknown keys
+        return _fail(PLUGIN_PROBLEMS)
     # Importing the user's model code must not leave __pycache__ directories behind: a hook that creates files
     # fails `git status`-clean checks, and this command promises to write nothing unless --update is given.
     dont_write_bytecode = sys.dont_write_bytecode

@@ -12,7 +12,8 @@ from __future__ import annotations
 import pytest
 
 from pytest_flopbudget._config.pyproject import load_settings
-from pytest_flopbudget._errors import FlopBudgetError, FlopBudgetWarning
+from pytest_flopbudget._errors import ConfigError, FlopBudgetError, FlopBudgetWarning
+from pytest_flopbudget._metrics import PLUGIN_PROBLEMS
 from pytest_flopbudget._plugin.controller import FlopBudgetController
 from pytest_flopbudget._plugin.fixture import FlopBudgetFixture, flopbudget
 from pytest_flopbudget._plugin.marker import MARKER_HELP
@@ -40,6 +41,8 @@ def pytest_configure(config: pytest.Config) -> None:
     except FlopBudgetError as exc:
         error = exc
         settings = load_settings(None, pyproject.parent if pyproject else config.rootpath)
+    if PLUGIN_PROBLEMS:  # a metric plugin that could not be added: its budgets would read as unknown keys
+        error = ConfigError("\n".join(PLUGIN_PROBLEMS))
     session = FlopBudgetSession(config, settings, error)
     config.stash[SESSION] = session
     config.pluginmanager.register(session, "flopbudget-session")

@@ -2,8 +2,9 @@
 
 The document is the Report's own layout (`Report.to_dict`, what a baseline holds), so it still reads back as a
 Report; on top, where the report measures bytes, the arithmetic intensity (FLOPs per byte) of the model and of each
-layer that moves bytes, and with `--hardware` the roofline estimate. These are derived, never stored in a
-baseline: a baseline keeps counts, and the `--report json:` results keep their layout.
+layer that moves bytes, with `--hardware` the roofline estimate, and the figures of the metrics other packages add
+(`plugin_metrics`, only where one is installed). These are derived, never stored in a baseline: a baseline keeps
+counts, and the `--report json:` results keep their layout.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import json
 from fractions import Fraction
 from typing import Any
 
-from pytest_flopbudget._metrics import BYTES
+from pytest_flopbudget._metrics import BYTES, METRICS
 from pytest_flopbudget._render.roofline import Estimate, intensity
 from pytest_flopbudget._render.roofline_report import Roofline, layer_intensity
 from pytest_flopbudget._report import ROOT, Report
@@ -28,6 +29,8 @@ def count_data(report: Report, roofline: Roofline | None = None) -> dict[str, An
     layers' figures are) where bytes are measured and non-zero, and `roofline_estimate` (the model's, with the
     profile and the dtype) and each layer's `roofline_estimate` with `roofline`."""
     data = report.to_dict()
+    if METRICS.plugins:
+        data["plugin_metrics"] = plugin_metrics(report)
     if not report.measures(BYTES):
         return data
     total = intensity(report.flops, report.metric(BYTES))
@@ -45,6 +48,23 @@ def count_data(report: Report, roofline: Roofline | None = None) -> dict[str, An
         model = estimates.get(ROOT, Estimate(Fraction(0), Fraction(0)))  # a model without layers takes no time
         data["roofline_estimate"] = {**roofline.describe(), **_estimate(model)}
     return data
+
+
+def plugin_metrics(report: Report) -> dict[str, Any]:
+    """The figures of the metrics other packages added, read off the report's ops (never stored in it): each
+    one's total, its layers with a figure (exclusive of their children, as the layers' figures are), and how and by
+    whom it is defined."""
+    return {
+        str(metric): {
+            "total": report.metric(metric),
+            "layers": {path: value for path, value in sorted(report.layer_metric(metric).items()) if value},
+            "label": metric.label,
+            "unit": metric.symbol,
+            "convention": metric.conventions[metric],
+            "entry_point": metric.origin,
+        }
+        for metric in METRICS.plugins
+    }
 
 
 def _estimate(estimate: Estimate) -> dict[str, Any]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from pytest_flopbudget._metrics import BYTES, INT_OPS, PARAM_BYTES, PEAK_MEMORY
+from pytest_flopbudget._metrics import BYTES, INT_OPS, METRICS, PARAM_BYTES, PEAK_MEMORY
 from pytest_flopbudget._render.formatting import ROOT_LABEL, format_count, format_figure, format_value, layer_label
 from pytest_flopbudget._render.phase_table import format_phases
 from pytest_flopbudget._render.roofline import Estimate, format_seconds, intensity, intensity_figure
@@ -93,6 +93,7 @@ def format_layer_table(report: Report, depth: int | None = 2, title: str = "", r
     lines.append("-" * len(header))
     lines.append(_totals(report))
     lines.extend(format_memory(report))
+    lines.extend(format_plugin_metrics(report))
     if roofline is not None:
         lines.extend(roofline.notes())
     lines.extend(format_skipped(report))
@@ -161,6 +162,16 @@ def format_memory(report: Report) -> list[str]:
     if report.measures(PEAK_MEMORY):
         peak = format_value(report.peak_memory, PEAK_MEMORY)
         lines.append(f"peak memory {peak} at {layer_label(report.peak_layer)}")
+    return lines
+
+
+def format_plugin_metrics(report: Report) -> list[str]:
+    """One line per metric another package added (none without one, so the table reads as it always did):
+    `matmul-flops: 360 matmul FLOPs (360 FLOPs)`."""
+    lines = []
+    for metric in METRICS.plugins:
+        value = report.metric(metric)
+        lines.append(f"{metric}: {value:,} {metric.label} ({metric.format_value(value)})")
     return lines
 
 
