@@ -146,7 +146,7 @@ def plan_models(request: InitRequest, root: Path) -> list[_Planned]:
             planned += _folder(request, folder, root)
         elif backend is not None and backend.files:
             if not Path(target).is_file():
-                raise UsageError(f"{target}: no such ONNX file")
+                raise UsageError(f"{target}: no such {backend.framework} file")
             planned.append(_model_file(request, Path(target), root, _valid_name(Path(target).stem)))
         elif backend is not None:
             if not request.input:
