@@ -105,6 +105,8 @@ def count(
             raise CountingError(
                 f"generate=N (N >= 1) counts {article(honouring('generate'))} model's inference, not training or a file"
             )
+        if decode_inputs is not None and "decode-inputs" not in backend.honours:
+            raise CountingError(f"decode_inputs= applies to {honouring('decode-inputs')} models only")
         if generate_problem(generate) is not None:
             raise CountingError(f"generate={generate}: {generate_problem(generate)}")
         options = dataclasses.replace(options, generate=generate, decode_inputs=decode_inputs)

@@ -106,7 +106,8 @@ class Backend(Protocol):
         ...
 
     def count_model(self, model: Any, args: tuple[Any, ...], kwargs: dict[str, Any], options: CountOptions) -> Report:
-        """The public `count(model, *args, **kwargs)` for a model this backend accepts."""
+        """The public `count(model, *args, **kwargs)` for a model this backend accepts; an option in `options` the
+        backend does not honour is refused (`CountingError`), never ignored."""
         ...
 
     def count_generated(

@@ -52,12 +52,6 @@ def general_first() -> list[Backend]:
     return sorted(backends(), key=lambda backend: (backend.priority, backend.name))
 
 
-def use_backends(found: tuple[Backend, ...] | None) -> None:
-    """Replace the registry (tests: a backend of their own); None loads it again from the entry points."""
-    global _backends
-    _backends = None if found is None else _ordered(list(found))
-
-
 def _ordered(found: list[Backend]) -> tuple[Backend, ...]:
     return tuple(sorted(found, key=lambda backend: (-backend.priority, backend.name)))
 
