@@ -30,7 +30,7 @@ TOY_BACKEND = '''
     from pathlib import Path
 
     from pytest_flopbudget import LayerCost, OpCost, PhaseTotals, Report
-    from pytest_flopbudget.backends import Backend, CountOptions, Loaded, ModelEntry, problem
+    from pytest_flopbudget.backends import Backend, CountingError, CountOptions, Loaded, ModelEntry, problem
 
 
     class ToyMLP:
@@ -64,6 +64,8 @@ TOY_BACKEND = '''
             return self.count_model(loaded.model, (), {}, CountOptions(inputs=loaded.kwargs["inputs"]))
 
         def count_model(self, model, args, kwargs, options: CountOptions) -> Report:
+            if args or kwargs or options.training or options.method != "forward" or options.execution != "fake":
+                raise CountingError("a toy model takes inputs={'x': [M, K]} only")
             rows, width = (options.inputs or {}).get("x", [1, model.sizes[0]])
             layers, flops, macs = {}, 0, 0
             for i, (k, n) in enumerate(zip(model.sizes, model.sizes[1:])):
@@ -142,6 +144,10 @@ def test_count_counts_a_toy_model_and_the_broken_entry_point_costs_one_line(toy_
             register_formula("toy.matmul", lambda node: (0, 0), backend="toy")
         except ValueError as exc:
             print(exc)
+        try:
+            count(ToyMLP([6, 5]), inputs={"x": [4, 6]}, training=True)
+        except Exception as exc:
+            print(type(exc).__name__, exc)
         import torch
         print(count(torch.nn.Linear(6, 5), torch.zeros(4, 6)).macs)
     """)
@@ -156,7 +162,8 @@ def test_count_counts_a_toy_model_and_the_broken_entry_point_costs_one_line(toy_
         "register_formula: the toy backend has no formula table (it counts its ops itself); formulas can be "
         "registered for 'torch' or 'onnx'"
     )
-    assert result.stdout.splitlines()[2] == str(4 * 5 * 6)  # the bundled PyTorch backend: 120 MACs
+    assert result.stdout.splitlines()[2] == "CountingError a toy model takes inputs={'x': [M, K]} only"
+    assert result.stdout.splitlines()[3] == str(4 * 5 * 6)  # the bundled PyTorch backend: 120 MACs
     assert result.stderr.strip() == BROKEN_LINE  # one line, no traceback
 
 
@@ -196,3 +203,14 @@ def test_pytest_collects_a_toy_model_and_judges_a_marker(toy_python: Path, tmp_p
     assert result.returncode == 1, result.stdout + result.stderr
     assert "1 failed, 1 passed" in result.stdout
     assert "240 FLOPs > budget 200 FLOPs" in result.stdout
+
+
+def test_flopbudget_count_binds_shapes_by_the_toy_files_input_names(toy_python: Path, tmp_path: Path) -> None:
+    where = project(tmp_path / "proj", "400")
+    result = run(toy_python, where, "-m", "pytest_flopbudget", "count", "net.toy", "--input", "4,6", "--format", "json")
+    assert result.returncode == 0, result.stderr
+    counted = json.loads(result.stdout)
+    assert (counted["backend"], counted["totals"]["flops"]) == ("toy", 2 * 4 * 5 * 6 + 2 * 4 * 3 * 5)  # 360
+    refused = run(toy_python, where, "-m", "pytest_flopbudget", "count", "net.toy", "--input", "4,6", "--training")
+    assert refused.returncode == 2
+    assert "--training applies to PyTorch models only; a toy graph fixes its own mode and dtypes" in refused.stderr

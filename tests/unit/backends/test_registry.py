@@ -10,6 +10,8 @@ from typing import Any
 import pytest
 
 from pytest_flopbudget._backends import registry
+from pytest_flopbudget._config.location import LocatedError
+from pytest_flopbudget._config.pyproject import parse_settings
 from pytest_flopbudget._config.target_kinds import article, honouring, joined, target_grammar
 from pytest_flopbudget.backends import Backend, Loaded, ModelEntry
 from pytest_flopbudget.formulas import register_formula
@@ -132,3 +134,36 @@ def test_article(word: str, expected: str) -> None:
 
 def test_joined() -> None:
     assert [joined([]), joined(["a"]), joined(["a", "b"]), joined(["a", "b", "c"])] == ["", "a", "a or b", "a, b or c"]
+
+
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        ("training = true", []),  # honoured
+        (
+            'execution = "real"',
+            ["execution: execution applies to PyTorch targets only, not to toy files"],
+        ),
+        ('method = "decode"', ["method: method applies to PyTorch targets only, not to toy files"]),
+        ("generate = 3", ["generate: generate applies to PyTorch inference targets, not to toy files"]),
+        (
+            'inputs = {x = {shape = [4, 6], dtype = "int64"}}',
+            ["inputs.x.dtype: a toy graph declares its own input dtypes; give the shape only"],
+        ),
+        (
+            "inputs = [[4, 6]]",
+            ["inputs: a toy target takes a table of input name = shape, e.g. {input = [1, 3, 224, 224]}"],
+        ),
+    ],
+)
+def test_a_third_partys_entry_is_validated_by_what_its_backend_honours(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, body: str, expected: list[str]
+) -> None:
+    points(monkeypatch, point("toy", f"{__name__}:Toy"))
+    text = f'[tool.flopbudget.models.m]\ntarget = "net.toy"\nflops = 1\n{body}\n'
+    found: list[str] = []
+    try:
+        parse_settings(text, tmp_path / "pyproject.toml")
+    except LocatedError as exc:
+        found = [f"{p.source.key[len('tool.flopbudget.models.m.') :]}: {p.message}" for p in exc.problems]
+    assert found == expected
