@@ -58,9 +58,11 @@ def _ordered(found: list[Backend]) -> tuple[Backend, ...]:
 
 def _load() -> list[Backend]:
     found: dict[str, Backend] = {name: kind() for name, kind in BUNDLED.items()}
+    values = {name: _reference(kind) for name, kind in BUNDLED.items()}
     for point in sorted(_entry_points(), key=lambda point: (point.name, point.value)):
-        if point.name in BUNDLED and point.value == _reference(BUNDLED[point.name]):
-            continue  # our own, made above
+        if values.get(point.name) == point.value:
+            continue  # ours, made above, or the same entry point listed twice (a stale egg-info on sys.path)
+        values.setdefault(point.name, point.value)
         backend = _loaded(point, found)
         if backend is not None:
             found[point.name] = backend
@@ -94,7 +96,7 @@ def _loaded(point: EntryPoint, found: dict[str, Backend]) -> Backend | None:
 
 
 def _named(point: EntryPoint) -> str:
-    """`toy = toy_backend:ToyBackend (toy-flopbudget 0.1)`."""
+    """`'toy = toy_flopbudget:ToyBackend' (pytest_flopbudget.backends) of toy-flopbudget 0.1`."""
     dist = getattr(point, "dist", None)
     owner = f"{dist.name} {dist.version}" if dist is not None else "an unknown distribution"
     return f"'{point.name} = {point.value}' ({GROUP}) of {owner}"

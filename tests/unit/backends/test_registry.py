@@ -108,6 +108,14 @@ def test_a_broken_entry_point_costs_one_line_and_nothing_else(
     assert err.count("\n") == 1 and "Traceback" not in err
 
 
+def test_an_entry_point_listed_twice_is_one_backend(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    points(monkeypatch, point("toy", f"{__name__}:Toy"), point("toy", f"{__name__}:Toy"))
+    assert [backend.name for backend in registry.backends()] == ["onnx", "toy", "torch"]
+    assert capsys.readouterr().err == ""
+
+
 def test_a_name_is_taken_once(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     points(monkeypatch, point("torch", f"{__name__}:Toy"))
     assert [backend.name for backend in registry.backends()] == ["onnx", "torch"]
