@@ -6,10 +6,11 @@ backend is imported when `count()` first needs it, so the CLI starts fast and ON
 
 from __future__ import annotations
 
-from pytest_flopbudget._backends import count
+from pytest_flopbudget._backends import backends, count
+from pytest_flopbudget._backends.formulas import register_formula
 from pytest_flopbudget._config.budget import Budget, parse_quantity
+from pytest_flopbudget._config.target_kinds import use_target_kinds
 from pytest_flopbudget._counting.formulas import Cost
-from pytest_flopbudget._counting.user_formulas import register_formula
 from pytest_flopbudget._curve.formula import Formula
 from pytest_flopbudget._curve.named import count_curve
 from pytest_flopbudget._errors import FlopBudgetError, FlopBudgetWarning
@@ -20,6 +21,9 @@ from pytest_flopbudget._version import __version__
 # `print(report)` draws the layer table: the package root connects the data type to its renderer, so that
 # report.py imports no presentation (render/ sits above it).
 use_text_renderer(report_text)
+# `[tool.flopbudget]` is validated against the backends that will run its entries (the entry keys they honour, how
+# their targets are spelled); config/ sits below backends/, so the root hands it the registry.
+use_target_kinds(backends)
 
 __all__ = [
     "Budget",

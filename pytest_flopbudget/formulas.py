@@ -8,6 +8,7 @@ torch nor onnx.
 
 from __future__ import annotations
 
+from pytest_flopbudget._backends.formulas import register_formula, registered_formulas
 from pytest_flopbudget._counting.formulas import (
     Cost,
     binary_search,
@@ -20,7 +21,7 @@ from pytest_flopbudget._counting.formulas import (
     softmax,
 )
 from pytest_flopbudget._counting.onnx.node import NodeContext
-from pytest_flopbudget._counting.user_formulas import FormulaHandle, register_formula, registered_formulas
+from pytest_flopbudget._counting.user_formulas import FormulaHandle
 
 __all__ = [
     "Cost",

@@ -1,46 +1,42 @@
 """Which backend loads and counts a target or a model: the one place that tells the kinds of model apart.
 
-`BACKENDS` is asked in order and the first that accepts wins: specific kinds first (a `.onnx` path could also
-spell a `module:attribute` reference, and an `onnx.ModelProto` is an object like any other), PyTorch last, as it
-takes any object that is not a builtin value. Adding a backend is one module implementing `protocol.Backend` and
-one line here.
+The backends (`registry.backends()`) are asked in order of priority and the first that accepts wins: specific
+kinds first (a `.onnx` path could also spell a `module:attribute` reference, and an `onnx.ModelProto` is an object
+like any other), PyTorch last, as it takes any object that is not a builtin value. Adding a backend is one class
+implementing `protocol.Backend`, registered as an entry point (`registry.py`); nothing here names one.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Callable
 
-from pytest_flopbudget._backends.onnx_files import OnnxFiles
 from pytest_flopbudget._backends.protocol import Backend, CountOptions, Loaded, describe, problem
-from pytest_flopbudget._backends.torch_models import TorchModels
-from pytest_flopbudget._config.pyproject import TARGET_GRAMMAR, ModelEntry, generate_problem
+from pytest_flopbudget._backends.registry import backends
+from pytest_flopbudget._config.pyproject import ModelEntry, generate_problem
+from pytest_flopbudget._config.target_kinds import article, honouring, target_grammar
 from pytest_flopbudget._errors import CountingError, FlopBudgetError
 from pytest_flopbudget._report import Report
-
-BACKENDS: tuple[Backend, ...] = (
-    OnnxFiles(),
-    TorchModels(),
-)
 
 
 def backend_for_target(target: str) -> Backend | None:
     """The backend of a target string (pyproject or command line); None: no backend takes it (a model name?)."""
-    return next((backend for backend in BACKENDS if backend.accepts(target)), None)
+    return next((backend for backend in backends() if backend.accepts(target)), None)
 
 
 def backend_for(entry: ModelEntry) -> Backend:
     """The backend of a configured entry; a target no backend takes is located as configuration checks it."""
     backend = backend_for_target(entry.target)
     if backend is None:
-        raise problem(entry.source_of("target"), f"{entry.target!r} is not a target; expected {TARGET_GRAMMAR}")
+        raise problem(entry.source_of("target"), f"{entry.target!r} is not a target; expected {target_grammar()}")
     return backend
 
 
 def backend_for_model(model: object) -> Backend | None:
     """The backend of an object given to the public `count()`; None: no backend counts it."""
-    return next((backend for backend in BACKENDS if backend.accepts_model(model)), None)
+    return next((backend for backend in backends() if backend.accepts_model(model)), None)
 
 
 def count_entry(entry: ModelEntry, root: Path) -> Report:
@@ -105,11 +101,14 @@ def count(
         )
     options = CountOptions(training=training, execution=execution, loss_fn=loss_fn, inputs=inputs, method=method)
     if generate is not None or decode_inputs is not None:
-        counter = getattr(backend, "count_generated", None)
-        if counter is None or training or not generate:
-            raise CountingError("generate=N (N >= 1) counts a PyTorch model's inference, not training or a file")
+        if "generate" not in backend.honours or training or not generate:
+            raise CountingError(
+                f"generate=N (N >= 1) counts {article(honouring('generate'))} model's inference, not training or a file"
+            )
+        if decode_inputs is not None and "decode-inputs" not in backend.honours:
+            raise CountingError(f"decode_inputs= applies to {honouring('decode-inputs')} models only")
         if generate_problem(generate) is not None:
             raise CountingError(f"generate={generate}: {generate_problem(generate)}")
-        report: Report = counter(model, example_inputs, forward_kwargs, generate, execution, method, decode_inputs)
-        return report
+        options = dataclasses.replace(options, generate=generate, decode_inputs=decode_inputs)
+        return backend.count_generated(model, example_inputs, forward_kwargs, options)
     return backend.count_model(model, example_inputs, forward_kwargs, options)

@@ -8,11 +8,14 @@ never loads torch.
 from __future__ import annotations
 
 import os
+from collections.abc import Hashable
 from pathlib import Path
 from typing import Any
 
 from pytest_flopbudget._backends.protocol import CountOptions, Loaded, problem
-from pytest_flopbudget._config.pyproject import ModelEntry, dim_names, is_onnx_target
+from pytest_flopbudget._config.pyproject import ModelEntry, dim_names
+from pytest_flopbudget._counting.registry import FormulaRegistry
+from pytest_flopbudget._counting.user_formulas import onnx_formula_key
 from pytest_flopbudget._errors import CountingError
 from pytest_flopbudget._report import Report
 
@@ -22,21 +25,28 @@ class OnnxFiles:
     gives is the shape of each graph input the file leaves open, by name."""
 
     name = "onnx"
+    framework = "ONNX"
+    grammar = "a path to an .onnx file"
+    #: Before PyTorch: a `.onnx` path could also spell a `module:attribute` reference.
+    priority = 100
     files = True
+    suffixes: tuple[str, ...] = (".onnx",)
+    #: A graph fixes its own mode, dtypes and method: no option applies.
+    honours: frozenset[str] = frozenset()
 
     def accepts(self, target: str) -> bool:
-        return is_onnx_target(target)
+        return target.lower().endswith(self.suffixes)
 
     def accepts_model(self, model: object) -> bool:
         if isinstance(model, (str, os.PathLike)):
-            return is_onnx_target(str(model))
+            return self.accepts(str(model))
         return type(model).__name__ == "ModelProto" and type(model).__module__.startswith("onnx")
 
     def load(self, entry: ModelEntry, root: Path) -> Loaded:
         """The file's resolved path (read when counted) and the entry's shapes by input name."""
         path = (root / entry.target).resolve()
         if not path.is_file():
-            raise problem(entry.source_of("target"), f"no such ONNX file: {path}")
+            raise problem(entry.source_of("target"), f"no such {self.framework} file: {path}")
         inputs = {name: list(s.shape) for name, s in entry.inputs.items()} if isinstance(entry.inputs, dict) else None
         # the graph's own symbolic dims, by name (a dim the shapes name is in them already)
         symbols = {name: size for name, size in entry.dims.items() if name not in dim_names(entry.inputs)}
@@ -67,6 +77,19 @@ class OnnxFiles:
         from pytest_flopbudget._counting.onnx.backend import count_onnx
 
         return count_onnx(model, inputs=options.inputs, dims=options.dims)
+
+    def count_generated(
+        self, model: Any, args: tuple[Any, ...], kwargs: dict[str, Any], options: CountOptions
+    ) -> Report:
+        raise CountingError("an ONNX graph counts one call; generate= applies to PyTorch models only")
+
+    def formula_table(self) -> FormulaRegistry[Any]:
+        from pytest_flopbudget._counting.onnx.ops import ONNX_OPS
+
+        return ONNX_OPS
+
+    def formula_key(self, op: object) -> tuple[Hashable, str]:
+        return onnx_formula_key(op)
 
     def input_names(self, path: str) -> list[str]:
         """The graph's real inputs (initializers excluded), read without the weights."""

@@ -9,11 +9,14 @@ its example inputs, and counts it. `dispatch.py` asks each backend in turn; noth
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Hashable
 from pathlib import Path
 from typing import Any, Callable, Protocol
 
 from pytest_flopbudget._config.location import LocatedError, Location, Problem
 from pytest_flopbudget._config.pyproject import ModelEntry
+from pytest_flopbudget._counting.registry import FormulaRegistry
+from pytest_flopbudget._errors import CountingError
 from pytest_flopbudget._report import Report
 
 
@@ -32,7 +35,7 @@ class Loaded:
 
 @dataclasses.dataclass(frozen=True)
 class CountOptions:
-    """The keyword options of the public `count()`, each for the backends it applies to (the others refuse them)."""
+    """The keyword options of the public `count()`, each for the backends that honour it (the others refuse it)."""
 
     training: bool = False
     execution: str = "fake"
@@ -42,16 +45,44 @@ class CountOptions:
     method: str = "forward"
     #: Sizes of a model file's symbolic dims by name (ONNX `batch`, `sequence`).
     dims: Any = None
+    #: `generate=N`: new tokens of a generation (`count_generated`), and the function building a decode step's
+    #: inputs (`decode_inputs=`).
+    generate: int = 0
+    decode_inputs: Callable[..., Any] | None = None
 
 
 class Backend(Protocol):
-    """One kind of model: a Python object built by user code (PyTorch), a model file (ONNX), ..."""
+    """One kind of model: a Python object built by user code (PyTorch), a model file (ONNX), ...
 
-    #: The backend's name, as `register_formula(..., backend=NAME)` spells it.
+    Every member is read by the seam, never probed: a backend says what it accepts (`accepts`, `accepts_model`,
+    `grammar`, `files`, `suffixes`), which entry keys and options it honours (`honours`), where it is asked among
+    the others (`priority`), whether it counts generations (`generate` in `honours`, `count_generated`) and
+    whether it owns a formula table (`formula_table`). A class that subclasses `Backend` inherits the defaults
+    written here (no file suffixes, no options honoured, priority 50, `reload` loading again, no generation, no
+    formula table, no named inputs).
+    """
+
+    #: The backend's name: its entry point's name, and `register_formula(..., backend=NAME)`.
     name: str
-    #: Targets are model files: `init` finds them in folders, they are resolved against the project root, import
-    #: no Python module, fix their own mode and dtypes, and bind input shapes by name (`input_names`).
-    files: bool
+    #: The framework as messages name it (`PyTorch`, `ONNX`): `training = true applies to PyTorch targets only`.
+    framework: str
+    #: How its targets are spelled, for `expected ...` (`a path to an .onnx file`).
+    grammar: str
+    #: Asked before backends of lower priority (ties by name): the first whose `accepts` says yes takes a target,
+    #: and `accepts_model` an object. The PyTorch backend is 0, last, as it takes any object that is not a builtin
+    #: value; the ONNX backend is 100, as a `.onnx` path could also spell a `module:attribute` reference. A third
+    #: party's backend is 50 unless it says otherwise: after a file suffix, before PyTorch.
+    priority: int = 50
+    #: Targets are model files (or directories): resolved against the project root, import no Python module, bind
+    #: input shapes by the names the file gives them (`input_names`, a table of name = shape) and name their own
+    #: symbolic dims.
+    files: bool = False
+    #: The suffixes of its model files (`(".onnx",)`): what `flopbudget init` looks for in a folder.
+    suffixes: tuple[str, ...] = ()
+    #: The entry keys, and their command-line options and `count()` arguments, it honours, out of
+    #: `target_kinds.OPTIONS` (`training`, `execution`, `method`, `generate`, `decode-inputs`, `dtype`): one it
+    #: does not honour is refused in one line (pyproject, command line, `count()`), never ignored.
+    honours: frozenset[str] = frozenset()
 
     def accepts(self, target: str) -> bool:
         """Whether `target` (a pyproject or command-line target string) is this backend's to load."""
@@ -62,25 +93,42 @@ class Backend(Protocol):
         ...
 
     def load(self, entry: ModelEntry, root: Path) -> Loaded:
-        """The entry's model and example inputs; raises `LocatedError` naming the pyproject key to fix."""
+        """The entry's model and example inputs; raises `LocatedError` naming the pyproject key to fix (`problem`)."""
         ...
 
     def reload(self, loaded: Loaded, entry: ModelEntry, root: Path) -> Loaded:
         """`loaded`'s model with `entry`'s inputs: the same entry at other sizes of its named dims (a curve's
-        points), without loading the model again."""
-        ...
+        points), without loading the model again where the backend can."""
+        return self.load(entry, root)
 
     def count(self, loaded: Loaded) -> Report:
-        """Count a loaded entry as its configuration says (mode, execution, method)."""
+        """Count a loaded entry as its configuration says (mode, execution, method, generation)."""
         ...
 
     def count_model(self, model: Any, args: tuple[Any, ...], kwargs: dict[str, Any], options: CountOptions) -> Report:
-        """The public `count(model, *args, **kwargs)` for a model this backend accepts."""
+        """The public `count(model, *args, **kwargs)` for a model this backend accepts; an option in `options` the
+        backend does not honour is refused (`CountingError`), never ignored."""
         ...
+
+    def count_generated(
+        self, model: Any, args: tuple[Any, ...], kwargs: dict[str, Any], options: CountOptions
+    ) -> Report:
+        """The public `count(model, *args, generate=N)` (`options.generate`, `options.decode_inputs`): called only
+        for a backend that honours `generate`."""
+        raise CountingError(f"the {self.name} backend does not count generations")
 
     def input_names(self, path: str) -> list[str]:
         """The named inputs a model file declares, in order (a file backend's); a Python target has none."""
-        ...
+        return []
+
+    def formula_table(self) -> FormulaRegistry[Any] | None:
+        """The formula table `register_formula(..., backend=NAME)` adds to; None: this backend has none."""
+        return None
+
+    def formula_key(self, op: object) -> tuple[Hashable, str]:
+        """`op` as `formula_table()` keys it, and its label in messages (`torch op 'mylib.gelu'`); raises
+        `TypeError` or `ValueError` for an op this backend cannot name. Called only where there is a table."""
+        raise TypeError(f"register_formula: the {self.name} backend has no formula table")
 
 
 def problem(source: Location, message: str) -> LocatedError:

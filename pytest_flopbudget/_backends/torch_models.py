@@ -12,7 +12,7 @@ import contextlib
 import importlib
 import math
 import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Hashable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +21,9 @@ from pytest_flopbudget._backends.protocol import describe as _describe
 from pytest_flopbudget._backends.protocol import problem as _problem
 from pytest_flopbudget._config.location import Location
 from pytest_flopbudget._config.pyproject import DEFAULT_DTYPE, InputSpec, ModelEntry, elements_problem, is_reference
+from pytest_flopbudget._config.target_kinds import OPTIONS
+from pytest_flopbudget._counting.registry import FormulaRegistry
+from pytest_flopbudget._counting.user_formulas import torch_formula_key
 from pytest_flopbudget._errors import CountingError
 from pytest_flopbudget._report import Report
 
@@ -30,7 +33,13 @@ class TorchModels:
     eval() under no_grad, as they would be served; training ones as they are."""
 
     name = "torch"
+    framework = "PyTorch"
+    grammar = '"package.module:factory" (returning a torch.nn.Module, or the module itself)'
+    #: Last: it takes any object that is not a builtin value.
+    priority = 0
     files = False
+    suffixes: tuple[str, ...] = ()
+    honours = frozenset(OPTIONS)
 
     def accepts(self, target: str) -> bool:
         return is_reference(target)
@@ -70,14 +79,7 @@ class TorchModels:
         )
 
     def count_generated(
-        self,
-        model: Any,
-        args: tuple[Any, ...],
-        kwargs: dict[str, Any],
-        tokens: int,
-        execution: str = "fake",
-        method: str = "forward",
-        decode_inputs: Any = None,
+        self, model: Any, args: tuple[Any, ...], kwargs: dict[str, Any], options: CountOptions
     ) -> Report:
         """The public `count(model, ids, generate=N)`: the whole generation under no_grad, with its phases."""
         import torch
@@ -85,10 +87,9 @@ class TorchModels:
         from pytest_flopbudget._counting.torch.backend import count_torch
         from pytest_flopbudget._counting.torch.generation import Generation
 
+        generation = Generation(options.generate, options.method, options.decode_inputs)
         with torch.no_grad():
-            return count_torch(
-                model, args, kwargs, execution=execution, generation=Generation(tokens, method, decode_inputs)
-            )
+            return count_torch(model, args, kwargs, execution=options.execution, generation=generation)
 
     def count_model(self, model: Any, args: tuple[Any, ...], kwargs: dict[str, Any], options: CountOptions) -> Report:
         from pytest_flopbudget._counting.torch.backend import count_torch
@@ -107,6 +108,14 @@ class TorchModels:
 
     def input_names(self, path: str) -> list[str]:
         return []
+
+    def formula_table(self) -> FormulaRegistry[Any]:
+        from pytest_flopbudget._counting.torch.ops import TORCH_OPS
+
+        return TORCH_OPS
+
+    def formula_key(self, op: object) -> tuple[Hashable, str]:
+        return torch_formula_key(op)
 
 
 def _decode_inputs(entry: ModelEntry, root: Path) -> Any:

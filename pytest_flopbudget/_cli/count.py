@@ -27,6 +27,7 @@ from pytest_flopbudget._config.pyproject import (
     dim_names,
     find_pyproject,
 )
+from pytest_flopbudget._config.target_kinds import article, honouring, model_phrase, refusing
 from pytest_flopbudget._errors import CountingError
 from pytest_flopbudget._metrics import FLOPS, PEAK_MEMORY, Metric
 from pytest_flopbudget._render.roofline_report import Roofline, choose, roofline_for
@@ -212,8 +213,11 @@ def with_generation(entry: ModelEntry, request: CountRequest) -> ModelEntry:
         raise UsageError("--decode-inputs builds a decode step's inputs: give --generate N too")
     if not (request.generate or request.decode_inputs):
         return entry
-    if backend_for(entry).files or request.training or entry.training:
-        raise UsageError("--generate counts a PyTorch model's inference (not an ONNX graph, not --training)")
+    if "generate" not in backend_for(entry).honours or request.training or entry.training:
+        raise UsageError(
+            f"--generate counts {article(honouring('generate'))} model's inference ({refusing('generate')}, not "
+            f"--training)"
+        )
     if entry.curve:
         raise UsageError("--generate counts one point; give --dim NAME=SIZE, not a range")
     return dataclasses.replace(
@@ -231,10 +235,11 @@ def _resolve(request: CountRequest, dims: tuple[str, ...]) -> tuple[ModelEntry, 
     inputs = parse_inputs(request.input, request.dtype, dims)
     backend = backend_for_target(target)
     if backend is not None and backend.files:
-        _model_file_only(request)
+        _model_file_only(request, backend)
         inputs = _model_file_inputs(backend, target, inputs, Path.cwd())
         return _entry(target, target, inputs, training=False, execution="fake"), Path.cwd()
     if backend is not None:
+        _model_file_only(request, backend)
         entry = _entry(target, target, inputs, request.training, request.execution or "fake", request.method)
         return entry, Path.cwd()
     return _pyproject_entry(request.target, inputs, request)
@@ -296,9 +301,8 @@ def _pyproject_entry(name: str, inputs: Inputs, request: CountRequest) -> tuple[
         if backend.files:
             inputs = _model_file_inputs(backend, str(settings.root / entry.target), inputs, settings.root)
         changes["inputs"] = inputs
-    if backend.files:
-        _model_file_only(request)
-    else:
+    _model_file_only(request, backend)
+    if not backend.files:
         if request.training:
             changes["training"] = True
         if request.execution:
@@ -309,18 +313,21 @@ def _pyproject_entry(name: str, inputs: Inputs, request: CountRequest) -> tuple[
     return dataclasses.replace(entry, **changes), settings.root
 
 
-def _model_file_only(request: CountRequest) -> None:
-    """Options that only make sense for PyTorch, given for a model file (`Backend.files`, an ONNX graph): refused
-    rather than ignored, so nobody trusts a wrong figure."""
+def _model_file_only(request: CountRequest, backend: Backend) -> None:
+    """Options the model's backend does not honour (`Backend.honours`: an ONNX graph fixes its mode and dtypes):
+    refused rather than ignored, so nobody trusts a wrong figure."""
     given_flags = (
-        ("--training", request.training),
-        ("--dtype", request.dtype),
-        ("--execution", request.execution),
-        ("--method", request.method),
+        ("training", request.training),
+        ("dtype", request.dtype),
+        ("execution", request.execution),
+        ("method", request.method),
     )
-    for flag, given in given_flags:
-        if given:
-            raise UsageError(f"{flag} applies to PyTorch models only; an ONNX graph fixes its own mode and dtypes")
+    for option, given in given_flags:
+        if given and option not in backend.honours:
+            raise UsageError(
+                f"--{option} applies to {honouring(option)} models only; {model_phrase(backend)} fixes its own mode "
+                f"and dtypes"
+            )
 
 
 def _model_file_inputs(backend: Backend, path: str, inputs: Inputs, root: Path) -> Inputs:

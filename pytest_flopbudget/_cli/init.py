@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import TextIO
 
 from pytest_flopbudget._backends import backend_for_target, count_entry
+from pytest_flopbudget._backends.registry import general_first
 from pytest_flopbudget._cli.count import CountRequest, command_line_hint, resolve_target
 from pytest_flopbudget._cli.progress import Progress
 from pytest_flopbudget._cli.project import UsageError
@@ -35,6 +36,7 @@ from pytest_flopbudget._config.pyproject import (
     is_reference,
     parse_settings,
 )
+from pytest_flopbudget._config.target_kinds import joined
 from pytest_flopbudget._errors import CountingError
 from pytest_flopbudget._front_ends import CLI_UPDATE_HINT
 from pytest_flopbudget._metrics import FLOPS, INT_OPS, PARAMS
@@ -146,7 +148,7 @@ def plan_models(request: InitRequest, root: Path) -> list[_Planned]:
             planned += _folder(request, folder, root)
         elif backend is not None and backend.files:
             if not Path(target).is_file():
-                raise UsageError(f"{target}: no such ONNX file")
+                raise UsageError(f"{target}: no such {backend.framework} file")
             planned.append(_model_file(request, Path(target), root, _valid_name(Path(target).stem)))
         elif backend is not None:
             if not request.input:
@@ -186,7 +188,8 @@ def _folder(request: InitRequest, folder: Path, root: Path) -> list[_Planned]:
         and not any(part.startswith(".") for part in path.relative_to(folder).parts)
     )  # fmt: skip
     if not files:
-        raise UsageError(f"{folder.as_posix()}: no .onnx file in this folder or below")
+        suffixes = [suffix for backend in general_first() if backend.files for suffix in backend.suffixes]
+        raise UsageError(f"{folder.as_posix()}: no {joined(suffixes)} file in this folder or below")
     stems = [path.stem for path in files]
     planned = []
     for path in files:

@@ -2,8 +2,11 @@
 
 Validation is static (no torch, no imports of user code) and exhaustive: every problem in the file is collected
 and reported together, each as one line that names the file, the line and the key path, and says what is
-accepted. Importing targets and building inputs happens later, per model (see `targets.py`), because it needs
+accepted. Importing targets and building inputs happens later, per model (the backends), because it needs
 torch and the user's code, and one broken model must not hide the others.
+
+This module validates the schema; what depends on the kind of target (the entry keys a backend honours, how its
+inputs are given) is read from the backend that will run the entry (`target_kinds.py`), never from its name.
 """
 
 from __future__ import annotations
@@ -22,6 +25,14 @@ from pytest_flopbudget._config.budget import Budget, parse_budget, shown
 from pytest_flopbudget._config.curve_budget import parse_at, parse_max_degree
 from pytest_flopbudget._config.location import LocatedError, Location, Problem
 from pytest_flopbudget._config.sympy_names import SYMPY_NAMES
+from pytest_flopbudget._config.target_kinds import (
+    TargetKind,
+    article,
+    honouring,
+    kind_of,
+    model_phrase,
+    target_grammar,
+)
 from pytest_flopbudget._config.toml_locator import KeyPath, line_of, locate_keys
 from pytest_flopbudget._metrics import METRICS
 
@@ -123,9 +134,6 @@ def is_reference(text: str) -> bool:
     return REFERENCE.fullmatch(text.strip()) is not None
 
 
-TARGET_GRAMMAR = (
-    '"package.module:factory" (returning a torch.nn.Module, or the module itself) or a path to an .onnx file'
-)
 INPUTS_GRAMMAR = (
     'a list of shapes such as [[1, 3, 224, 224]], tables such as {shape = [1, 16], dtype = "int64"}, '
     'a table of name = shape, or "package.module:function" returning the example inputs'
@@ -206,10 +214,6 @@ class ModelEntry:
     generate: int = 0
     decode_inputs: str | None = None
 
-    @property
-    def is_onnx(self) -> bool:
-        return is_onnx_target(self.target)
-
     def at(self, values: Mapping[str, int]) -> ModelEntry:
         """The same entry counted at other values of its named dims (the others keep the point's)."""
         point = {**self.dims, **values}
@@ -231,10 +235,6 @@ class Settings:
     require_baseline: bool | None = None
     models: dict[str, ModelEntry] = field(default_factory=dict)
     source: Location = field(default_factory=Location)
-
-
-def is_onnx_target(target: str) -> bool:
-    return target.lower().endswith(".onnx")
 
 
 def find_pyproject(start: Path) -> Path | None:
@@ -363,26 +363,27 @@ class _Validator:
         self.unknown_keys(path, entry, MODEL_KEYS)
         sources = {key: self.source((*path, key)) for key in entry}
         target = self.target(path, entry.get("target"))
-        onnx = target is not None and is_onnx_target(target)
-        inputs = self.inputs((*path, "inputs"), entry.get("inputs"), onnx, required=target is not None and not onnx)
+        kind = kind_of(target) if target is not None else None
+        files = kind is not None and kind.files  # a model file: inputs by the file's names, dims named by the file
+        inputs = self.inputs((*path, "inputs"), entry.get("inputs"), kind, required=target is not None and not files)
         training = entry.get("training", False)
         if not isinstance(training, bool):
             self.problem((*path, "training"), f"expected true or false, got {training!r}")
-        elif training and onnx:
-            self.problem((*path, "training"), "training = true applies to PyTorch targets only, not to ONNX files")
+        elif training:
+            self.unhonoured(path, kind, "training", "training = true")
         execution = entry.get("execution", "fake")
         if execution not in EXECUTIONS:
             self.problem((*path, "execution"), f'expected "fake" or "real", got {execution!r}')
-        elif "execution" in entry and onnx:
-            self.problem((*path, "execution"), "execution applies to PyTorch targets only, not to ONNX files")
+        elif "execution" in entry:
+            self.unhonoured(path, kind, "execution", "execution")
         method = entry.get("method", "forward")
         if not isinstance(method, str) or not METHOD.fullmatch(method):
             self.problem((*path, "method"), f'expected a method name such as "decode", got {shown(method)}')
-        elif "method" in entry and onnx:
-            self.problem((*path, "method"), "method applies to PyTorch targets only, not to ONNX files")
-        generate, decode_inputs = self.generation(path, entry, onnx, training)
+        elif "method" in entry:
+            self.unhonoured(path, kind, "method", "method")
+        generate, decode_inputs = self.generation(path, entry, kind, training)
         budget = self.budget(path, entry, sources)
-        point = self.dims(path, entry, inputs, onnx)
+        point = self.dims(path, entry, inputs, files)
         curve = self.curve(path, entry, point)
         budget = self.curve_budget(path, entry, budget, curve)
         if len(self.problems) > before or target is None:
@@ -404,7 +405,16 @@ class _Validator:
             decode_inputs=decode_inputs,
         ).at(point)
 
-    def generation(self, path: KeyPath, entry: Mapping[str, Any], onnx: bool, training: Any) -> tuple[int, str | None]:
+    def unhonoured(self, path: KeyPath, kind: TargetKind | None, key: str, setting: str) -> None:
+        """`setting` (`training = true`) refused where the entry's backend does not honour `key`."""
+        if kind is not None and key not in kind.honours:
+            self.problem(
+                (*path, key), f"{setting} applies to {honouring(key)} targets only, not to {_targets_of(kind)}"
+            )
+
+    def generation(
+        self, path: KeyPath, entry: Mapping[str, Any], kind: TargetKind | None, training: Any
+    ) -> tuple[int, str | None]:
         """`generate = N` (new tokens, 1 or more) and `decode-inputs = "pkg.mod:fn"` (the decode-step protocol)."""
         generate = entry.get("generate", 0)
         decode_inputs = entry.get("decode-inputs")
@@ -415,14 +425,18 @@ class _Validator:
                 problem if type(generate) is int and generate > 0 else f"{problem}, got {shown(generate)}",
             )
             generate = 0
-        elif "generate" in entry and (onnx or training is True):
-            what = "ONNX files" if onnx else "training = true"
-            self.problem((*path, "generate"), f"generate applies to PyTorch inference targets, not to {what}")
+        elif "generate" in entry and ((kind is not None and "generate" not in kind.honours) or training is True):
+            what = _targets_of(kind) if kind is not None and "generate" not in kind.honours else "training = true"
+            self.problem(
+                (*path, "generate"), f"generate applies to {honouring('generate')} inference targets, not to {what}"
+            )
         if decode_inputs is not None and (not isinstance(decode_inputs, str) or not is_reference(decode_inputs)):
             self.problem((*path, "decode-inputs"), f'expected "package.module:function", got {shown(decode_inputs)}')
             decode_inputs = None
         elif decode_inputs is not None and "generate" not in entry:
             self.problem((*path, "decode-inputs"), "decode-inputs builds a decode step's inputs: give generate = N too")
+        elif decode_inputs is not None and kind is not None and "generate" in kind.honours:
+            self.unhonoured(path, kind, "decode-inputs", "decode-inputs")
         return int(generate), decode_inputs
 
     def phase_budgets(self, path: KeyPath, value: Any) -> dict[str, dict[Any, Any]]:
@@ -436,59 +450,59 @@ class _Validator:
 
     def target(self, path: KeyPath, target: Any) -> str | None:
         if target is None:
-            self.problem(path, f"missing key 'target': {TARGET_GRAMMAR}")
-        elif not isinstance(target, str) or not (is_reference(target) or is_onnx_target(target)):
-            self.problem((*path, "target"), f"{target!r} is not a target; expected {TARGET_GRAMMAR}")
+            self.problem(path, f"missing key 'target': {target_grammar()}")
+        elif not isinstance(target, str) or kind_of(target) is None:
+            self.problem((*path, "target"), f"{target!r} is not a target; expected {target_grammar()}")
         else:
             return target.strip()
         return None
 
-    def inputs(self, path: KeyPath, value: Any, onnx: bool, required: bool) -> Inputs:
+    def inputs(self, path: KeyPath, value: Any, kind: TargetKind | None, required: bool) -> Inputs:
+        files = kind is not None and kind.files  # inputs bound by the names the model file gives them
         if value is None:
             if required:
                 self.problem(path[:-1], f"missing key 'inputs': {INPUTS_GRAMMAR}")
             return None
         if isinstance(value, str):
-            if is_reference(value) and not onnx:
+            if is_reference(value) and not files:
                 return value.strip()
-            if onnx:
-                self.problem(
-                    path, "an ONNX target takes a table of input name = shape, e.g. {input = [1, 3, 224, 224]}"
-                )
+            if kind is not None and files:
+                self.problem(path, _named_inputs_only(kind))
             else:
                 self.problem(path, f'{value!r} is not a "module:function" reference; expected {INPUTS_GRAMMAR}')
             return None
         if isinstance(value, list):
-            if onnx:
-                self.problem(
-                    path, "an ONNX target takes a table of input name = shape, e.g. {input = [1, 3, 224, 224]}"
-                )
+            if kind is not None and files:
+                self.problem(path, _named_inputs_only(kind))
                 return None
-            specs = [self.input_spec((*path, str(i)), item, onnx) for i, item in enumerate(value)]
+            specs = [self.input_spec((*path, str(i)), item, kind) for i, item in enumerate(value)]
             return [s for s in specs if s is not None]
         if isinstance(value, dict):
-            named = {name: self.input_spec((*path, name), item, onnx) for name, item in value.items()}
+            named = {name: self.input_spec((*path, name), item, kind) for name, item in value.items()}
             return {name: spec for name, spec in named.items() if spec is not None}
         self.problem(path, f"expected {INPUTS_GRAMMAR}; got {_type_name(value)}")
         return None
 
-    def input_spec(self, path: KeyPath, value: Any, onnx: bool) -> InputSpec | None:
+    def input_spec(self, path: KeyPath, value: Any, kind: TargetKind | None) -> InputSpec | None:
+        files = kind is not None and kind.files
         if isinstance(value, dict):
             self.unknown_keys(path, value, INPUT_KEYS)
             dtype = value.get("dtype")
-            if onnx and "dtype" in value:
-                self.problem((*path, "dtype"), "an ONNX graph declares its own input dtypes; give the shape only")
+            if kind is not None and "dtype" not in kind.honours and "dtype" in value:
+                self.problem(
+                    (*path, "dtype"), f"{model_phrase(kind)} declares its own input dtypes; give the shape only"
+                )
             elif dtype is not None and dtype not in DTYPES:
                 self.problem((*path, "dtype"), f"unknown dtype {dtype!r}; expected one of: {', '.join(DTYPES)}")
                 return None
             if "shape" not in value:
                 self.problem(path, "missing key 'shape' (a list of dimensions such as [1, 16])")
                 return None
-            shape = self.shape((*path, "shape"), value["shape"], onnx)
+            shape = self.shape((*path, "shape"), value["shape"], files)
             return shape and InputSpec(shape.shape, None if dtype is None else str(dtype), shape.names)
-        return self.shape(path, value, onnx)
+        return self.shape(path, value, files)
 
-    def shape(self, path: KeyPath, value: Any, onnx: bool = False) -> InputSpec | None:
+    def shape(self, path: KeyPath, value: Any, files: bool = False) -> InputSpec | None:
         """A list of sizes, each a non-negative integer or the name of a dim (`[1, "seq"]`, sized 0 until the
         entry's `dims` give it its value)."""
         if isinstance(value, list) and all(
@@ -499,7 +513,7 @@ class _Validator:
             names = tuple(d if isinstance(d, str) else None for d in value)
             sizes = tuple(0 if isinstance(d, str) else d for d in value)
             problem = next(filter(None, (size_problem(d) for d in sizes)), None) or elements_problem(sizes)
-            if not onnx:  # an ONNX graph names its own dims (often N): its formulas keep the graph's names
+            if not files:  # a model file names its own dims (an ONNX graph often N): formulas keep its names
                 problem = problem or next(filter(None, (reserved_dim_problem(n) for n in names if n)), None)
             if problem is not None:
                 self.problem(path, problem)
@@ -512,7 +526,7 @@ class _Validator:
         )
         return None
 
-    def dims(self, path: KeyPath, entry: Mapping[str, Any], inputs: Inputs, onnx: bool) -> dict[str, int]:
+    def dims(self, path: KeyPath, entry: Mapping[str, Any], inputs: Inputs, files: bool) -> dict[str, int]:
         """`dims = { seq = 2048 }`: the point of the named dims; every dim the inputs name needs a value."""
         value = entry.get("dims", {})
         point: dict[str, int] = {}
@@ -524,7 +538,7 @@ class _Validator:
         for name, size in value.items():
             if not DIM_NAME.fullmatch(name):
                 self.problem((*path, "dims", name), "a dim's name is an identifier such as seq or height")
-            elif not onnx and reserved_dim_problem(name) is not None:
+            elif not files and reserved_dim_problem(name) is not None:
                 self.problem((*path, "dims", name), str(reserved_dim_problem(name)))
             elif not isinstance(size, int) or isinstance(size, bool) or size < 1:
                 self.problem((*path, "dims", name), f"expected a positive integer size, got {shown(size)}")
@@ -538,7 +552,7 @@ class _Validator:
                 self.problem(
                     (*path, "inputs"), f"dim {name!r} has no value; set it in dims, e.g. dims = {{ {name} = 2048 }}"
                 )
-        if not onnx:  # an ONNX graph's own symbolic dims are bound by name, checked when it is counted
+        if not files:  # a model file's own symbolic dims are bound by name, checked when it is counted
             for name in value:
                 if name not in named:
                     self.problem((*path, "dims", name), f"no input names the dim {name!r}; write it in inputs")
@@ -606,6 +620,15 @@ class _Validator:
         if not found:
             return budget
         return dataclasses.replace(budget, degrees=found.get("max-degree", ()), at=found.get("at", ()))
+
+
+def _targets_of(kind: TargetKind) -> str:
+    """`ONNX files`, `toy targets`: what a refusal says the entry's target is."""
+    return f"{kind.framework} {'files' if kind.files else 'targets'}"
+
+
+def _named_inputs_only(kind: TargetKind) -> str:
+    return f"{article(kind.framework)} target takes a table of input name = shape, e.g. {{input = [1, 3, 224, 224]}}"
 
 
 def quote_key(part: str) -> str:

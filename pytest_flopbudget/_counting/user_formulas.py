@@ -1,7 +1,10 @@
-"""`register_formula`: users' own cost formulas, for their custom ops or to replace a built-in one.
+"""Users' own cost formulas, for their custom ops or to replace a built-in one: what a registration is.
 
-The formula tables (`torch/ops.py`, `onnx/ops.py`) import neither torch nor onnx, and this module imports them only
-when a formula is registered, so `import pytest_flopbudget` stays light.
+`register_formula` itself (`_backends/formulas.py`) finds the backend by name and asks it for its formula table and
+the op's key; this module registers the formula there (`register_in`) and hands back the `FormulaHandle`, and
+names the torch and ONNX ops for their backends (`torch_formula_key`, `onnx_formula_key`). The formula tables
+(`torch/ops.py`, `onnx/ops.py`) import neither torch nor onnx, and are imported only when a formula is registered,
+so `import pytest_flopbudget` stays light.
 """
 
 from __future__ import annotations
@@ -9,16 +12,13 @@ from __future__ import annotations
 import operator
 from collections.abc import Hashable
 from types import TracebackType
-from typing import Any, Callable, Literal, Union
+from typing import Any, Callable, Union
 
 from pytest_flopbudget._counting.formulas import Cost
 from pytest_flopbudget._counting.registry import FREE, FormulaRegistry
 
-Backend = Literal["torch", "onnx"]
 #: What a user's formula may return: a `Cost`, or `(flops, macs)` as two non-negative integers.
 FormulaResult = Union[Cost, tuple[int, int]]
-
-BACKENDS = ("torch", "onnx")
 
 
 class UserFormula:
@@ -74,77 +74,37 @@ class FormulaHandle:
         return f"<formula for {self.op} ({self._registry.name}){'' if self.active else ', removed'}>"
 
 
-def register_formula(
-    op: object,
+def register_in(
+    table: FormulaRegistry[Any],
+    key: Hashable,
+    label: str,
     fn: Callable[..., FormulaResult],
-    *,
-    backend: Backend,
-    override: bool = False,
+    backend: str,
+    override: bool,
 ) -> FormulaHandle:
-    """Count `op` with `fn`, in every count of this process that follows (until the returned handle is removed).
-
-    `backend="torch"`: `op` is the key the report lists the op under, `"namespace.op"` without the overload and
-    without the in-place underscore (`"mylib.fused_gelu"` for `torch.ops.mylib.fused_gelu.default` and its
-    in-place variant), or the op object itself (`torch.ops.mylib.fused_gelu`). `fn(args, out)` receives the
-    op's arguments bound to their schema names, defaults filled in (`args["input"]`, `args["approximate"]`),
-    and the op's output; in fake execution (the default) tensors are fake: read shapes, never values.
-
-    `backend="onnx"`: `op` is `(domain, op_type)` (`("com.mycompany", "FusedGelu")`; `""` or `"ai.onnx"` for the
-    default domain), or the label the report lists it under (`"com.mycompany.FusedGelu"`, `"Gelu"`). `fn(node)`
-    receives a `NodeContext` (`pytest_flopbudget._counting.onnx.node`): `node.input_shape(i)`,
-    `node.output_shape(i)`, `node.input_numel(i)`, `node.output_numel(i)`, `node.attr(name, default)`,
-    `node.const_ints(i)`, `node.version`. A shape that inference left open raises inside those accessors, and
-    the op is reported as skipped with the reason. The formula applies at every opset version.
-
-    `fn` returns a `Cost(flops, macs)` or a `(flops, macs)` pair of non-negative integers. A formula that raises
-    or returns anything else does not stop the count: the op is listed in `report.skipped` with the error.
-
-    Registering over an op that already has a formula (built-in, including the ops counted as free, or
-    registered earlier) needs `override=True`; otherwise a `ValueError` names the op. The returned handle undoes
-    the registration: `handle.remove()`, or `with register_formula(...):` for a block. Registrations are
-    per process: under pytest-xdist make them in a `conftest.py` (or the module that defines the model), which
-    every worker imports; the `flopbudget` CLI sees those made when it imports the model's module.
-
-        from pytest_flopbudget import Cost, register_formula
-
-        def fused_gelu(args, out):
-            n = out.numel()
-            return Cost(flops=8 * n, macs=0)
-
-        register_formula("mylib.fused_gelu", fused_gelu, backend="torch")
-        register_formula(("com.mycompany", "FusedGelu"), lambda node: (8 * node.output_numel(0), 0), backend="onnx")
-    """
-    if backend not in BACKENDS:
-        raise ValueError(f"register_formula: backend must be 'torch' or 'onnx', got {backend!r}")
-    if not callable(fn):
-        raise TypeError(f"register_formula: the formula for {op!r} must be callable, got {type(fn).__name__}")
-    registry: FormulaRegistry[Any]
-    key: Hashable
-    if backend == "torch":
-        registry, key, label = _torch_key(op)
-    else:
-        registry, key, label = _onnx_key(op)
+    """Register `fn` for `key` (named `label` in messages) in `table`, the formula table of the backend named
+    `backend`: what `register_formula` does once the backend has named the op (`_backends/formulas.py`)."""
     if not override:
-        if registry.user_formulas(key):
+        if table.user_formulas(key):
             raise ValueError(
                 f"register_formula: {label} already has a formula registered with register_formula; remove that "
                 f"one first or pass override=True"
             )
-        builtin = registry.builtin(key)
+        builtin = table.builtin(key)
         if builtin is not None:
             kind = "is counted as free" if builtin is FREE else "has a built-in formula"
             raise ValueError(
                 f"register_formula: {label} {kind} in the {backend} backend; pass override=True to replace it"
             )
     formula = UserFormula(fn, label)
-    registry.push_user(key, formula)
-    return FormulaHandle(registry, key, formula)
+    table.push_user(key, formula)
+    return FormulaHandle(table, key, formula)
 
 
-def registered_formulas() -> list[FormulaHandle]:
-    """Every formula registered with `register_formula` and still in place (newest last per op)."""
+def registered_in(tables: list[FormulaRegistry[Any]]) -> list[FormulaHandle]:
+    """Every formula registered with `register_formula` in `tables` and still in place (newest last per op)."""
     handles = []
-    for registry in _registries():
+    for registry in tables:
         for key in registry.user_keys():
             for formula in registry.user_formulas(key):
                 if isinstance(formula, UserFormula):
@@ -152,15 +112,9 @@ def registered_formulas() -> list[FormulaHandle]:
     return handles
 
 
-def _registries() -> list[FormulaRegistry[Any]]:
-    from pytest_flopbudget._counting.onnx.ops import ONNX_OPS
-    from pytest_flopbudget._counting.torch.ops import TORCH_OPS
-
-    return [TORCH_OPS, ONNX_OPS]
-
-
-def _torch_key(op: object) -> tuple[FormulaRegistry[Any], str, str]:
-    from pytest_flopbudget._counting.torch.ops import TORCH_OPS, op_key
+def torch_formula_key(op: object) -> tuple[str, str]:
+    """A torch op as the torch formula table keys it, and its label (`register_formula(..., backend="torch")`)."""
+    from pytest_flopbudget._counting.torch.ops import op_key
 
     if hasattr(op, "overloadpacket"):  # torch.ops.mylib.fused_gelu.default
         key = op_key(op)
@@ -182,12 +136,13 @@ def _torch_key(op: object) -> tuple[FormulaRegistry[Any], str, str]:
     if name.endswith("_") and not name.endswith("__"):  # in-place variants share the key, as in op_key
         name = name[:-1]
     key = f"{namespace}.{name}"
-    return TORCH_OPS, key, f"torch op '{key}'"
+    return key, f"torch op '{key}'"
 
 
-def _onnx_key(op: object) -> tuple[FormulaRegistry[Any], tuple[str, str], str]:
+def onnx_formula_key(op: object) -> tuple[tuple[str, str], str]:
+    """An ONNX op as the ONNX formula table keys it, and its label (`register_formula(..., backend="onnx")`)."""
     from pytest_flopbudget._counting.onnx.graph import normalize_domain
-    from pytest_flopbudget._counting.onnx.ops import ONNX_OPS, op_label
+    from pytest_flopbudget._counting.onnx.ops import op_label
 
     if isinstance(op, tuple) and len(op) == 2 and all(isinstance(part, str) for part in op):
         domain, op_type = op
@@ -201,7 +156,7 @@ def _onnx_key(op: object) -> tuple[FormulaRegistry[Any], tuple[str, str], str]:
     if not op_type or "." in op_type:
         raise ValueError(f"register_formula: ONNX op {op!r} has no op_type (expected (domain, op_type))")
     key = (normalize_domain(domain), op_type)
-    return ONNX_OPS, key, f"ONNX op '{op_label(*key)}'"
+    return key, f"ONNX op '{op_label(*key)}'"
 
 
 def as_cost(result: object) -> Cost:

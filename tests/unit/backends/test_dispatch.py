@@ -17,13 +17,14 @@ from pytest_flopbudget._backends import (
     backend_for_target,
     count,
     count_entry,
-    dispatch,
+    registry,
 )
 from pytest_flopbudget._config.budget import Budget
 from pytest_flopbudget._config.location import LocatedError, Location
 from pytest_flopbudget._config.pyproject import InputSpec, ModelEntry
 from pytest_flopbudget._errors import CountingError
 from pytest_flopbudget._report import Report
+from pytest_flopbudget.backends import Backend
 
 
 def entry(target: str, inputs: Any = None) -> ModelEntry:
@@ -89,11 +90,14 @@ class FakeModel:
     name: str
 
 
-class FakeFiles:
-    """`.fake` files and `FakeModel` objects; each count is recorded."""
+class FakeFiles(Backend):
+    """`.fake` files and `FakeModel` objects; each count is recorded (the optional members inherited)."""
 
     name = "fake"
+    framework = "Fake"
+    grammar = "a path to a .fake file"
     files = True
+    suffixes = (".fake",)
 
     def __init__(self) -> None:
         self.counted: list[tuple[Any, dict[str, Any]]] = []
@@ -121,7 +125,7 @@ class FakeFiles:
 @pytest.fixture
 def fake(monkeypatch: pytest.MonkeyPatch) -> FakeFiles:
     backend = FakeFiles()
-    monkeypatch.setattr(dispatch, "BACKENDS", (backend, *dispatch.BACKENDS))
+    monkeypatch.setattr(registry, "_backends", registry._ordered([backend, *registry.backends()]))
     return backend
 
 

@@ -154,7 +154,8 @@ def test_every_input_form(tmp_path: Path) -> None:
     assert models["kw"].inputs == {"x": InputSpec((1, 3)), "mask": InputSpec((1, 3), "bool")}
     assert models["from_code"].inputs == "pkg.models:example_inputs"
     assert models["from_code"].training is True and models["from_code"].execution == "real"
-    assert models["graph"].is_onnx and models["graph"].inputs == {"input": InputSpec((1, 3, 224, 224))}
+    assert models["graph"].target == "models/net.onnx"
+    assert models["graph"].inputs == {"input": InputSpec((1, 3, 224, 224))}
     assert models["fixed_graph"].inputs is None and models["fixed_graph"].budget.limit("macs").value == 10**9
 
 

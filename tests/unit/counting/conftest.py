@@ -16,7 +16,7 @@ from typing import Callable
 
 import pytest
 
-from pytest_flopbudget._counting.user_formulas import registered_formulas
+from pytest_flopbudget.formulas import registered_formulas
 
 for _framework in ("torch", "onnx"):
     if _framework not in sys.modules:

@@ -18,7 +18,8 @@ from pytest_flopbudget import Cost, register_formula
 from pytest_flopbudget._counting.onnx.ops import ONNX_OPS
 from pytest_flopbudget._counting.registry import FREE
 from pytest_flopbudget._counting.torch.ops import TORCH_OPS
-from pytest_flopbudget._counting.user_formulas import as_cost, registered_formulas
+from pytest_flopbudget._counting.user_formulas import as_cost
+from pytest_flopbudget.formulas import registered_formulas
 
 ROOT = Path(__file__).resolve().parents[3]
 

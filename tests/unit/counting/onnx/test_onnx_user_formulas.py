@@ -13,7 +13,7 @@ from onnx import TensorProto, helper  # noqa: E402
 
 from pytest_flopbudget import Cost, Report, count, register_formula  # noqa: E402
 from pytest_flopbudget._counting.onnx.node import NodeContext  # noqa: E402
-from pytest_flopbudget._counting.user_formulas import registered_formulas  # noqa: E402
+from pytest_flopbudget.formulas import registered_formulas  # noqa: E402
 
 DOMAIN = "com.mycompany"
 OP = f"{DOMAIN}.FusedGelu"

@@ -159,7 +159,7 @@ def test_quantile_counts_its_sort() -> None:
 
 def test_the_documented_custom_router_example_follows_the_rule(documented_example: Callable[[str, str], str]) -> None:
     """docs/formulas.md, "Ops that compare": a fused top-k formula built from the shared helpers."""
-    from pytest_flopbudget._counting.user_formulas import registered_formulas
+    from pytest_flopbudget.formulas import registered_formulas
 
     code = documented_example("formulas.md", "Ops that compare: the built-in rule")
     try:

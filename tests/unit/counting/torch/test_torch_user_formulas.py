@@ -11,7 +11,7 @@ torch = pytest.importorskip("torch")
 nn = torch.nn
 
 from pytest_flopbudget import Cost, Report, count, register_formula  # noqa: E402
-from pytest_flopbudget._counting.user_formulas import registered_formulas  # noqa: E402
+from pytest_flopbudget.formulas import registered_formulas  # noqa: E402
 
 OP = "flopbudget_test.fused_gelu"
 
