@@ -12,7 +12,7 @@ import json
 import shlex
 from collections.abc import Iterable, Sequence
 
-from pytest_flopbudget._config.location import Location
+from pytest_flopbudget._config.location import Location, Origin
 from pytest_flopbudget._config.pyproject import quote_key
 from pytest_flopbudget._front_ends import PYTEST_UPDATE_HINT
 from pytest_flopbudget._judge.diff import LayerDiff, top_layers
@@ -239,8 +239,7 @@ def update_command(verdict: Verdict, update_hint: str) -> str:
     a test's model, which only pytest sees."""
     measurement = verdict.measurement
     nodeid = measurement.nodeid
-    from_pyproject = nodeid is None or nodeid.partition("::")[0].rsplit("/", 1)[-1] == "pyproject.toml"
-    if not from_pyproject and nodeid:
+    if measurement.origin.origin is not Origin.PYPROJECT and nodeid:  # a test's model: only pytest counts it
         return f"`pytest --flopbudget-update {shlex.quote(nodeid)}`"
     if nodeid is None and update_hint == PYTEST_UPDATE_HINT:
         return PYTEST_UPDATE_HINT

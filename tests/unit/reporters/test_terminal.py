@@ -7,7 +7,7 @@ import io
 import pytest
 
 from pytest_flopbudget._config.budget import parse_budget
-from pytest_flopbudget._config.location import Location
+from pytest_flopbudget._config.location import Location, Origin
 from pytest_flopbudget._front_ends import CLI as CLI_FRONT_END
 from pytest_flopbudget._front_ends import PYTEST
 from pytest_flopbudget._judge.reason import reason
@@ -208,6 +208,18 @@ def test_a_marker_budget_names_the_marker_and_the_test(tmp_path) -> None:
         'to accept: set macs="200" in the flop_budget marker at test_net.py:12; '
         "then run `pytest --flopbudget-update 'test_net.py::test_net[a b]'` and commit both"
     )
+
+
+def test_the_update_command_follows_the_origin_not_the_file_name(tmp_path) -> None:
+    # a pyproject model's nodeid names its file, whatever it is called: the origin says it is a pyproject model
+    pyproject_model = pyproject_verdict(tmp_path, 'flops = "1k"\n', make_report({"a": 1200}), nodeid="cfg/x.toml::net")
+    assert accept_hint(pyproject_model, update_hint=CLI).endswith("run `flopbudget check --update net` and commit both")
+    # a test's model is recorded by its test, even in a file the old check took for a pyproject
+    origin = Location(str(tmp_path / "pyproject.toml"), 3, "test_net", origin=Origin.TEST)
+    measurement = Measurement("net", make_report({"a": 1200}), parse_budget({"flops": 1}, {}, origin), origin,
+                              "pyproject.toml::test_net")  # fmt: skip
+    hint = accept_hint(evaluate(measurement, None), update_hint=CLI)
+    assert hint.endswith("then run `pytest --flopbudget-update pyproject.toml::test_net` and commit both")
 
 
 # -- the terminal text as an Output ---------------------------------------------------------------------------------
