@@ -203,7 +203,7 @@ class FlopBudgetSession:
 
     def _details(self, verdict: Verdict) -> str:
         """A failed test's report section: the per-layer diff and what to do, in the run's words."""
-        return terminal.details(verdict, update_hint=self.run.front_end.update_hint, base_ref=self.run.base_ref)
+        return terminal.details(verdict, front_end=self.run.front_end, base_ref=self.run.base_ref)
 
     # -- what this process saw of the suite ------------------------------------------------------------------------
 
