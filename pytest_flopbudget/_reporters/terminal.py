@@ -8,6 +8,7 @@ refresh a baseline). Tables are collapsed to the top rows so a large model never
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shlex
 from collections.abc import Iterable, Sequence
@@ -170,7 +171,10 @@ def finding_edit(finding: Finding, start: str | None = None) -> str | None:
     if finding.metric is None or finding.actual is None:
         return None
     if finding.kind == FindingKind.DEGREE:
-        return budget_edit(finding.source, finding.metric, str(finding.actual), start, whole=True)
+        source = finding.source
+        if finding.dim is not None and (source is None or not source.slot):  # no setting path: the dim names it
+            source = dataclasses.replace(source or Location(), slot=("max-degree", finding.dim))
+        return budget_edit(source, finding.metric, str(finding.actual), start, whole=True)
     if finding.kind in (FindingKind.CEILING, FindingKind.POINT_CEILING):
         exact = finding.metric.whole  # a number of op calls is written as it is
         value = str(finding.actual) if exact else ceiling_above(finding.actual, prefixes=finding.metric.prefixes)

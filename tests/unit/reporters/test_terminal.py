@@ -239,6 +239,22 @@ def test_the_front_end_is_read_from_its_field_never_from_its_words() -> None:
         assert "update_hint ==" not in source and "_UPDATE_HINT" not in source and "nodeid.partition" not in source
 
 
+def test_a_degree_edit_reads_the_findings_fields_never_its_message(tmp_path) -> None:
+    from pytest_flopbudget._judge.verdict import ERROR, Finding, FindingKind
+    from pytest_flopbudget._reporters.terminal import finding_edit
+
+    where = Location(str(tmp_path / "pyproject.toml"), 7, "tool.flopbudget.models.gpt.max-degree.seq",
+                     ("max-degree", "seq"), origin=Origin.PYPROJECT)  # fmt: skip
+    # the message says nothing of the dim: the edit comes from the slot, else from the finding's dim
+    finding = Finding(ERROR, FindingKind.DEGREE, "", "flops", actual=2, limit=1, source=where, dim="seq")
+    assert (
+        finding_edit(finding, str(tmp_path))
+        == "set seq = 2 at pyproject.toml:7 (tool.flopbudget.models.gpt.max-degree)"
+    )
+    slotless = Finding(ERROR, FindingKind.DEGREE, "", "flops", actual=2, limit=1, source=Location(key="gpt"), dim="seq")
+    assert finding_edit(slotless) == "set seq = 2"  # never `set flops = 2`
+
+
 # -- the terminal text as an Output ---------------------------------------------------------------------------------
 
 
