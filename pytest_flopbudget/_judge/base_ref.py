@@ -291,7 +291,7 @@ def _curve_changes(old: ModelEntry, new: ModelEntry, ref: str) -> list[BudgetCha
     degrees = {(d.metric, d.dim): d for d in new.budget.degrees}
     for before in old.budget.degrees:
         after = degrees.get((before.metric, before.dim))
-        setting = "max-degree." + (after or before).source.key.partition(".max-degree.")[2]
+        setting = ".".join(str(part) for part in (after or before).source.slot)  # max-degree.seq, as written
         if after is None:
             change = BudgetChange(new.name, setting, REMOVED, str(before.degree), None, ref, new.source)
         elif after.degree > before.degree:
@@ -337,8 +337,9 @@ def _phase_changes(old: ModelEntry, new: ModelEntry, ref: str) -> list[BudgetCha
 
 
 def _setting(limit: Limit, metric: Metric) -> str:
-    """The pyproject key as written (`flops` for `flops = "4 GMACs"`), else the usual key of `metric`."""
-    key = limit.source.key.rpartition(".")[2]
+    """The pyproject key as written (`flops` for `flops = "4 GMACs"`: the last part of its slot), else the usual key
+    of `metric`."""
+    key = str(limit.source.slot[-1]) if limit.source.slot else ""
     return key if key in BUDGET_KEYS else metric.key
 
 
