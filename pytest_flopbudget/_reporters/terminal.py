@@ -72,7 +72,14 @@ class TerminalOutput:
 def pytest_summary(result: RunResult) -> list[str]:
     """The end-of-session block under pytest: `run_summary` (errors inline) after the errors no test item shows,
     or nothing at all for a session without a counted model, an error or a baseline to mention."""
-    if not (result.verdicts or result.update_errors or result.unchecked or result.stale or result.removed):
+    if not (
+        result.verdicts
+        or result.update_errors
+        or result.output_errors
+        or result.unchecked
+        or result.stale
+        or result.removed
+    ):
         return []
     lines = [f"error: {e.message}" for e in result.unchecked if e.nodeid is None]
     return lines + warn_increase_lines(result) + run_summary(result)
@@ -313,7 +320,8 @@ def run_summary(result: RunResult, *, errors_inline: bool = True) -> list[str]:
 
     `errors_inline=False` leaves out the update errors, for a front end that prints errors to stderr."""
     lines: list[str] = []
-    errors = [line if line.startswith("flopbudget: ") else f"error: {line}" for line in result.update_errors]
+    errors = [f"error: {line}" for line in result.update_errors]
+    errors += [f"flopbudget: error: {line}" for line in result.output_errors]
     errors = errors if errors_inline else []
     if result.verdicts:
         lines = summary_lines(result.verdicts, updated=result.updated, update_errors=errors)
@@ -338,8 +346,8 @@ def run_summary(result: RunResult, *, errors_inline: bool = True) -> list[str]:
 
 
 def error_lines(result: RunResult) -> list[str]:
-    """Every error of the run, one line each: models that could not be counted, baselines not written."""
-    return [e.message for e in result.unchecked] + [line.removeprefix("flopbudget: ") for line in result.update_errors]
+    """Every error of the run, one line each: models that could not be counted, baselines and outputs not written."""
+    return [e.message for e in result.unchecked] + result.update_errors + result.output_errors
 
 
 def run_text(result: RunResult) -> str:

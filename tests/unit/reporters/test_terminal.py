@@ -255,6 +255,19 @@ def test_a_degree_edit_reads_the_findings_fields_never_its_message(tmp_path) -> 
     assert finding_edit(slotless) == "set seq = 2"  # never `set flops = 2`
 
 
+def test_errors_are_worded_from_where_they_came_from_not_from_their_text() -> None:
+    from pytest_flopbudget._reporters.terminal import error_lines, run_summary
+
+    # a baseline message that happens to start like an output's error line is still a baseline error
+    result = RunResult(update_errors=["flopbudget: x not written"], output_errors=["cannot write the json report j"])
+    assert run_summary(result) == [
+        "error: flopbudget: x not written",
+        "flopbudget: error: cannot write the json report j",
+    ]
+    assert error_lines(result) == ["flopbudget: x not written", "cannot write the json report j"]
+    assert RunResult(output_errors=["cannot write"]).exit_code == 2
+
+
 # -- the terminal text as an Output ---------------------------------------------------------------------------------
 
 
