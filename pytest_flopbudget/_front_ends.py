@@ -2,8 +2,9 @@
 
 An output needs to know who started the run in exactly two ways: which command records new baselines (the words
 of its "to accept" and "no baseline" hints), and whether each failure was already shown with its test (pytest) or
-belongs in the run's terminal text (the CLI). That is a `FrontEnd`, carried by the run and its `RunResult`, so no
-reporter takes a hint parameter or asks which program it runs in.
+belongs in the run's terminal text (the CLI). That is a `FrontEnd`, carried by the run and its `RunResult` and
+handed to the renderers as it is, so no reporter takes a hint's words and compares them to tell the front ends
+apart, or asks which program it runs in.
 """
 
 from __future__ import annotations
@@ -32,3 +33,6 @@ class FrontEnd:
 
 CLI = FrontEnd("flopbudget", CLI_UPDATE_HINT, shows_failures=False)
 PYTEST = FrontEnd("pytest", PYTEST_UPDATE_HINT, shows_failures=True)
+#: The words of an output read outside either front end (the job summary, the pull-request comment): both commands,
+#: so that the same run gives the same file from either front end. It starts no run.
+EITHER = FrontEnd("flopbudget or pytest", ANY_UPDATE_HINT, shows_failures=False)

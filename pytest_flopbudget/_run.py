@@ -71,6 +71,8 @@ class RunResult:
     written: list[str] = field(default_factory=list)
     unchanged: list[str] = field(default_factory=list)
     update_errors: list[str] = field(default_factory=list)
+    #: The CI outputs pytest could not write (`EmitResult.failures`), shown in its summary; the CLI prints its own.
+    output_errors: list[str] = field(default_factory=list)
     baseline_dir: str = ""
     #: `--base-ref`: the ref whose baselines every model was compared with.
     base_ref: str | None = None
@@ -113,7 +115,7 @@ class RunResult:
         An update records the current state, so an overrun does not fail it; a baseline it could not write does,
         and so does a cached count that disagreed with a fresh one (1, like an overrun).
         """
-        if self.unchecked or self.update_errors or self.unreadable:
+        if self.unchecked or self.update_errors or self.output_errors or self.unreadable:
             return EXIT_ERROR
         if (self.failed and not self.update) or self.miscached:
             return EXIT_OVER_BUDGET

@@ -10,10 +10,29 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from enum import Enum
 from typing import Any
 
 from pytest_flopbudget._errors import ConfigError
 from pytest_flopbudget._safe_text import one_line
+
+
+class Origin(str, Enum):
+    """Which kind of place a `Location` is in, set where the Location is made: outputs that treat a pyproject
+    model and a test's model differently (the command that records a baseline) read it, never the file's name or
+    the node id."""
+
+    #: `[tool.flopbudget]` in a pyproject.toml.
+    PYPROJECT = "pyproject"
+    #: A `flop_budget` marker: its line, or one of its arguments (then `Location.marker` is true too).
+    MARKER = "marker"
+    #: A test function: the model its `flopbudget` fixture counts (with or without a marker).
+    TEST = "test"
+    #: An option or argument of the `flopbudget` command (`--input`, `--method`, a model named on it).
+    COMMAND_LINE = "command line"
+
+    def __str__(self) -> str:
+        return str(self.value)
 
 
 @dataclass(frozen=True)
@@ -32,8 +51,20 @@ class Location:
     #: in pyproject.toml; the marker's argument names in a marker (`("max_degree", "seq")`). Empty elsewhere. The
     #: `to accept:` hint names the setting to edit from it.
     slot: tuple[str | int, ...] = ()
-    #: Written as an argument of a `flop_budget` marker (else in pyproject.toml or nowhere).
+    #: Written as an argument of a `flop_budget` marker (else in pyproject.toml or nowhere); its origin is then
+    #: `Origin.MARKER`.
     marker: bool = False
+    #: Which kind of place this is (pyproject, marker, test, command line); None where nobody said (a Location
+    #: made by hand, the default one).
+    origin: Origin | None = None
+
+    def __post_init__(self) -> None:
+        if self.origin is not None and not isinstance(self.origin, Origin):  # a plain string (from JSON)
+            object.__setattr__(self, "origin", Origin(self.origin))
+        if self.marker and self.origin is None:
+            object.__setattr__(self, "origin", Origin.MARKER)
+        elif self.marker and self.origin is not Origin.MARKER:
+            raise ValueError(f"a marker argument's location is in a marker, not in {self.origin}")
 
     def location(self, start: str | None = None) -> str:
         """`pyproject.toml:12`, the path relative to `start` (default: the current directory) when inside it."""
@@ -57,6 +88,8 @@ class Location:
             data["slot"] = list(self.slot)
         if self.marker:
             data["marker"] = True
+        if self.origin is not None:
+            data["origin"] = self.origin.value
         return data
 
     @classmethod
@@ -69,6 +102,7 @@ class Location:
             key=str(data.get("key", "")),
             slot=slot,
             marker=bool(data.get("marker", False)),
+            origin=Origin(str(data["origin"])) if data.get("origin") is not None else None,
         )
 
 

@@ -23,7 +23,7 @@ from typing import Any, Union
 
 from pytest_flopbudget._config.budget import Budget, parse_budget, shown
 from pytest_flopbudget._config.curve_budget import parse_at, parse_max_degree
-from pytest_flopbudget._config.location import LocatedError, Location, Problem
+from pytest_flopbudget._config.location import LocatedError, Location, Origin, Problem
 from pytest_flopbudget._config.sympy_names import SYMPY_NAMES
 from pytest_flopbudget._config.target_kinds import (
     TargetKind,
@@ -259,8 +259,13 @@ def load_settings(pyproject: Path | None, root: Path | None = None) -> Settings:
     try:
         text = pyproject.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
-        raise LocatedError([Problem(Location(str(pyproject)), f"cannot read the file: {exc}")]) from None
+        raise LocatedError([Problem(_in_file(pyproject), f"cannot read the file: {exc}")]) from None
     return parse_settings(text, pyproject)
+
+
+def _in_file(pyproject: Path, line: int | None = None) -> Location:
+    """The pyproject file itself (a problem of the whole file, or of a line of it)."""
+    return Location(str(pyproject), line, origin=Origin.PYPROJECT)
 
 
 def parse_settings(text: str, pyproject: Path) -> Settings:
@@ -271,14 +276,14 @@ def parse_settings(text: str, pyproject: Path) -> Settings:
         match = re.search(r"\(at line (\d+)", str(exc))
         line = int(match.group(1)) if match else None
         message = re.sub(r"\s*\(at line \d+, column \d+\)", "", str(exc))
-        raise LocatedError([Problem(Location(str(pyproject), line), f"invalid TOML: {message}")]) from None
+        raise LocatedError([Problem(_in_file(pyproject, line), f"invalid TOML: {message}")]) from None
     except (ValueError, RecursionError) as exc:  # a huge integer, arrays nested thousands deep: the reader gives up
         detail = " ".join(str(exc).split())[:160] or type(exc).__name__
-        raise LocatedError([Problem(Location(str(pyproject)), f"cannot be read as TOML: {detail}")]) from None
+        raise LocatedError([Problem(_in_file(pyproject), f"cannot be read as TOML: {detail}")]) from None
     try:
         return _Validator(pyproject, locate_keys(text)).settings(data)
     except RecursionError:
-        raise LocatedError([Problem(Location(str(pyproject)), "nested too deeply to validate")]) from None
+        raise LocatedError([Problem(_in_file(pyproject), "nested too deeply to validate")]) from None
 
 
 class _Validator:
@@ -294,7 +299,8 @@ class _Validator:
         setting a `to accept:` hint names (an int in `path` is an index in a list, `at`'s)."""
         keys = tuple(str(part) for part in path)
         slot = path[4:] if keys[:3] == MODELS_TABLE else ()
-        return Location(str(self.pyproject), line_of(self.lines, keys), ".".join(quote_key(p) for p in keys), slot=slot)
+        key = ".".join(quote_key(p) for p in keys)
+        return Location(str(self.pyproject), line_of(self.lines, keys), key, slot=slot, origin=Origin.PYPROJECT)
 
     def problem(self, path: KeyPath, message: str) -> None:
         self.problems.append(Problem(self.source(path), message))

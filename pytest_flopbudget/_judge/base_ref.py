@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import NoReturn
 
 from pytest_flopbudget._config.budget import Budget, Limit
-from pytest_flopbudget._config.location import LocatedError, Location
+from pytest_flopbudget._config.location import LocatedError, Location, Origin
 from pytest_flopbudget._config.pyproject import BUDGET_KEYS, ModelEntry, Settings, parse_settings
 from pytest_flopbudget._errors import BaselineError, FlopBudgetError
 from pytest_flopbudget._git import git_said, run_git
@@ -126,7 +126,7 @@ def budget_changes(settings: Settings, ref: str) -> list[BudgetChange]:
         base = parse_settings(text, settings.pyproject)
     except LocatedError as exc:
         first = str(exc.problems[0]) if exc.problems else str(exc)
-        where = settings.source if settings.source.file else Location(str(settings.pyproject))
+        where = settings.source if settings.source.file else _pyproject_file(settings)
         return [BudgetChange("", "", UNREADABLE, first.splitlines()[0], None, ref, where)]
     return compare_budgets(base, settings, ref)
 
@@ -137,11 +137,16 @@ def compare_budgets(base: Settings, current: Settings, ref: str) -> list[BudgetC
     for name, old in base.models.items():
         new = current.models.get(name)
         if new is None:
-            where = current.source if current.source.file else Location(str(current.pyproject or ""))
+            where = current.source if current.source.file else _pyproject_file(current)
             changes.append(BudgetChange(name, "", REMOVED, _budget_text(old.budget), None, ref, where))
             continue
         changes.extend(_compare_model(old, new, ref))
     return changes
+
+
+def _pyproject_file(settings: Settings) -> Location:
+    """The project's pyproject.toml as a whole: where a change without a line of its own is reported."""
+    return Location(str(settings.pyproject or ""), origin=Origin.PYPROJECT)
 
 
 def read_at_ref(pyproject: Path, ref: str) -> str | None:
@@ -286,7 +291,7 @@ def _curve_changes(old: ModelEntry, new: ModelEntry, ref: str) -> list[BudgetCha
     degrees = {(d.metric, d.dim): d for d in new.budget.degrees}
     for before in old.budget.degrees:
         after = degrees.get((before.metric, before.dim))
-        setting = "max-degree." + (after or before).source.key.partition(".max-degree.")[2]
+        setting = ".".join(str(part) for part in (after or before).source.slot)  # max-degree.seq, as written
         if after is None:
             change = BudgetChange(new.name, setting, REMOVED, str(before.degree), None, ref, new.source)
         elif after.degree > before.degree:
@@ -332,8 +337,9 @@ def _phase_changes(old: ModelEntry, new: ModelEntry, ref: str) -> list[BudgetCha
 
 
 def _setting(limit: Limit, metric: Metric) -> str:
-    """The pyproject key as written (`flops` for `flops = "4 GMACs"`), else the usual key of `metric`."""
-    key = limit.source.key.rpartition(".")[2]
+    """The pyproject key as written (`flops` for `flops = "4 GMACs"`: the last part of its slot), else the usual key
+    of `metric`."""
+    key = str(limit.source.slot[-1]) if limit.source.slot else ""
     return key if key in BUDGET_KEYS else metric.key
 
 

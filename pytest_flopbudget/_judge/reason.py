@@ -11,11 +11,17 @@ from pytest_flopbudget._render.formatting import format_value, metric_title
 def reason(verdict: Verdict) -> str:
     """The one-line failure reason, the worst violation first and the others named, never repeated:
     `resnet50: 8.52 GFLOPs > budget 8.30 GFLOPs (+2.7%); baseline 8.18 GFLOPs (+1 more: MACs)`."""
+    return f"{verdict.name}: {reason_clause(verdict)}"
+
+
+def reason_clause(verdict: Verdict) -> str:
+    """`reason` without the model's name in front, for a front end that names the model its own way (a marker
+    test's failure line starts with the test's name)."""
     violations = verdict.violations
     if not violations:
-        return f"{verdict.name}: within budget"
+        return "within budget"
     first = violations[0]
-    text = f"{verdict.name}: {first.message}"
+    text = first.message
     if first.kind == "ceiling" and first.baseline is not None and first.metric is not None:
         text += f"; baseline {format_value(first.baseline, first.metric)}"
     rest = violations[1:]

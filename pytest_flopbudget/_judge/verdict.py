@@ -81,7 +81,9 @@ class Finding:
 
     `kind` is `ceiling` (over a limit), `increase` (grew more than max-increase), `growth` (grew, still within
     budget), `skipped` (some ops could not be counted), `baseline` (the baseline file is unusable), `no baseline`
-    or `cache mismatch` (`--cache=verify`: the model's cached count would have answered differently).
+    or `cache mismatch` (`--cache=verify`: the model's cached count would have answered differently), or one about
+    a budget on the curve (`degree`, `point ceiling`, `no formula`, `formula`). What a renderer needs is a field:
+    the message is for people and is never read back.
     """
 
     severity: Severity
@@ -92,6 +94,9 @@ class Finding:
     limit: int | None = None
     baseline: int | None = None
     source: Location | None = None
+    #: The dim a `max-degree` budget caps (`seq`), for a finding about one: its degree over the budget, or the
+    #: formula that cannot answer it; None for any other finding.
+    dim: str | None = None
 
     def __post_init__(self) -> None:
         if self.metric is not None:  # a plain name becomes its definition (a Finding may come from JSON or a test)
@@ -384,14 +389,16 @@ def _curve_findings(measurement: Measurement, baseline: Formula | None) -> list[
         why = curve_verdict.not_exact(degree.metric, formula)
         if why is not None:
             message = f"{why}, so max-degree {degree.dim} = {degree.degree} cannot be checked"
-            findings.append(Finding(ERROR, FindingKind.NO_FORMULA, message, degree.metric, source=degree.source))
+            findings.append(
+                Finding(ERROR, FindingKind.NO_FORMULA, message, degree.metric, source=degree.source, dim=degree.dim)
+            )
         problem = curve_verdict.degree_problem(degree, formula)
         if problem is not None:
             actual = formula.total(degree.metric).degree(degree.dim)
             findings.append(
                 Finding(
                     ERROR, FindingKind.DEGREE, problem, degree.metric, actual=actual, limit=degree.degree,
-                    source=degree.source,
+                    source=degree.source, dim=degree.dim,
                 )
             )  # fmt: skip
     for point in budget.at:

@@ -39,8 +39,9 @@ class FlopBudgetController:
             # CI outputs (annotations, job summary, GitLab/JSON files): once, from the controller only
             # the same words as the CLI, every line through safe_text but our own escaped commands
             emitted = ci.emit(result, state.report_specs, stream=SafeStream(sys.stdout))
-            result.update_errors.extend(emitted.errors)
-        if (result.update_errors or result.unchecked) and session.exitstatus == pytest.ExitCode.OK:
+            result.output_errors.extend(emitted.failures)
+        failed = result.update_errors or result.output_errors or result.unchecked
+        if failed and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
     def _find_stale(self, session: pytest.Session) -> None:

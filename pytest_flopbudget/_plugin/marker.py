@@ -14,7 +14,7 @@ import pytest
 
 from pytest_flopbudget._config.budget import Budget, parse_budget
 from pytest_flopbudget._config.curve_budget import parse_at, parse_max_degree
-from pytest_flopbudget._config.location import Location
+from pytest_flopbudget._config.location import Location, Origin
 from pytest_flopbudget._config.phase_budget import parse_phase_budgets
 from pytest_flopbudget._config.pyproject import ModelEntry
 from pytest_flopbudget._errors import FlopBudgetError
@@ -81,9 +81,10 @@ def marker_budget(
         _MARKER_SLOTS[key]: Location(origin.file, line, f"{item.name}: flop_budget({key}=...)", (key,), marker=True)
         for key in arguments
     }
+    in_marker = Location(origin.file, line, origin.key, origin=Origin.MARKER)  # the marker's line
     try:
-        budget = parse_budget(values, sources, Location(origin.file, line, origin.key))
-        budget = _with_curve(budget, curve, Location(origin.file, line, f"{item.name}: flop_budget"))
+        budget = parse_budget(values, sources, in_marker)
+        budget = _with_curve(budget, curve, dataclasses.replace(in_marker, key=f"{item.name}: flop_budget"))
         if phases is not None:
             where = Location(origin.file, line, f"{item.name}: flop_budget(phases=...)", ("phases",), marker=True)
 

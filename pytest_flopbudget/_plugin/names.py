@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from pytest_flopbudget._config.location import Location
+from pytest_flopbudget._config.location import Location, Origin
 
 
 def default_name(nodeid: str) -> str:
@@ -21,4 +21,5 @@ def default_name(nodeid: str) -> str:
 def item_location(item: pytest.Item) -> Location:
     """The test function (its first decorator line, where the marker usually is) as a Location."""
     path, line, _ = item.reportinfo()
-    return Location(os.path.abspath(str(path)), line + 1 if isinstance(line, int) else None, item.name)
+    first = line + 1 if isinstance(line, int) else None
+    return Location(os.path.abspath(str(path)), first, item.name, origin=Origin.TEST)

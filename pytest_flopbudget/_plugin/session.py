@@ -17,7 +17,7 @@ from pytest_flopbudget._config.pyproject import Settings
 from pytest_flopbudget._errors import FlopBudgetError, FlopBudgetWarning
 from pytest_flopbudget._front_ends import PYTEST
 from pytest_flopbudget._judge.baseline import BaselineStore
-from pytest_flopbudget._judge.reason import reason
+from pytest_flopbudget._judge.reason import reason, reason_clause
 from pytest_flopbudget._judge.verdict import Measurement, Verdict
 from pytest_flopbudget._plugin.failures import Failure, fail
 from pytest_flopbudget._plugin.items import ModelItem, ModelsFile
@@ -203,7 +203,7 @@ class FlopBudgetSession:
 
     def _details(self, verdict: Verdict) -> str:
         """A failed test's report section: the per-layer diff and what to do, in the run's words."""
-        return terminal.details(verdict, update_hint=self.run.front_end.update_hint, base_ref=self.run.base_ref)
+        return terminal.details(verdict, front_end=self.run.front_end, base_ref=self.run.base_ref)
 
     # -- what this process saw of the suite ------------------------------------------------------------------------
 
@@ -234,7 +234,6 @@ class FlopBudgetSession:
 def _test_reason(item: pytest.Item, verdict: Verdict) -> str:
     """A marker test's failure line starts with the test's own name (and the model's, when `name=` shares a
     pyproject model), so that pytest's short summary says which test and which model at a glance."""
-    text = reason(verdict)
-    rest = text[len(verdict.name) + 2 :] if text.startswith(f"{verdict.name}: ") else text
+    rest = reason_clause(verdict)
     label = item.name if verdict.name == default_name(item.nodeid) else f"{item.name} ({verdict.name})"
     return f"{label}: {rest}"

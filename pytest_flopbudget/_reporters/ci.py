@@ -5,7 +5,7 @@ The pytest plugin (`--flopbudget-report=SPEC`) and the CLI (`flopbudget check --
 output is one module implementing `Output` (reporters/output.py), looked up by kind in `OUTPUTS`. Specs are
 checked before any model is counted, so a typo fails in a second
 rather than after a long run. Writing is best-effort per output: one unwritable path is reported in
-`EmitResult.errors` and does not stop the others.
+`EmitResult.failures` and does not stop the others.
 """
 
 from __future__ import annotations
@@ -94,14 +94,20 @@ LAYER_DIFF = ReportSpec("diff")
 
 @dataclass
 class EmitResult:
-    """What `emit` could not do: one `flopbudget: error:` line per output that failed. (What each output wrote is
+    """What `emit` could not do: why each output that failed could not be written. (What each output wrote is
     not listed: the paths are the user's own `--report` arguments, and no front end ever printed such notes.)"""
 
-    errors: list[str] = field(default_factory=list)
+    #: `cannot write the json report json:r.json: Permission denied`, one per output that failed.
+    failures: list[str] = field(default_factory=list)
+
+    @property
+    def errors(self) -> list[str]:
+        """One `flopbudget: error:` line per output that failed, as a front end prints it."""
+        return [f"flopbudget: error: {failure}" for failure in self.failures]
 
     @property
     def ok(self) -> bool:
-        return not self.errors
+        return not self.failures
 
 
 def parse_spec(text: str) -> ReportSpec:
@@ -176,7 +182,7 @@ def emit(
             if spec in (TERMINAL, LAYER_DIFF):
                 raise  # the front end's own streams: its handling applies (a reader gone, a full device)
             why = exc.strerror or str(exc) or type(exc).__name__
-            emitted.errors.append(f"flopbudget: error: cannot write the {spec.kind} report {spec}: {why}")
+            emitted.failures.append(f"cannot write the {spec.kind} report {spec}: {why}")
     return emitted
 
 

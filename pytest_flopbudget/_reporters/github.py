@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from pytest_flopbudget._render.formatting import plural
 from pytest_flopbudget._reporters.annotations import Annotation, relative_path
@@ -51,6 +52,14 @@ def command(level: str, message: str, *, file: str | None = None, line: int | No
 _ESCAPED = "\r\n"
 
 
+@dataclass(frozen=True)
+class LogLine:
+    """One line of the step's log: one of our own workflow commands (escaped by `command`), or a plain line."""
+
+    text: str
+    command: bool
+
+
 def workflow_commands(
     annotations: Sequence[Annotation], *, workspace: str | os.PathLike[str], limit: int = MAX_PER_LEVEL
 ) -> list[str]:
@@ -59,7 +68,15 @@ def workflow_commands(
     `annotations` must already be in order of importance (see `annotations.collect`). Paths become relative to
     `workspace` (`GITHUB_WORKSPACE`); a file outside it is left out, since GitHub could not show it on the diff.
     """
-    shown: list[str] = []
+    return [line.text for line in workflow_lines(annotations, workspace=workspace, limit=limit)]
+
+
+def workflow_lines(
+    annotations: Sequence[Annotation], *, workspace: str | os.PathLike[str], limit: int = MAX_PER_LEVEL
+) -> list[LogLine]:
+    """`workflow_commands`, each line saying whether it is a command: the writer sends a command as one, and every
+    other line through `safe_line`, by that field (never by how the line starts)."""
+    shown: list[LogLine] = []
     left_out: list[Annotation] = []
     used = dict.fromkeys(LEVELS, 0)
     for annotation in annotations:
@@ -68,10 +85,10 @@ def workflow_commands(
             left_out.append(annotation)
             continue
         used[level] += 1
-        shown.append(_annotation_command(level, annotation, workspace))
+        shown.append(LogLine(_annotation_command(level, annotation, workspace), command=True))
     if left_out:
-        shown.append(_overflow_notice(left_out, limit))
-        shown.extend(_plain_line(annotation, workspace) for annotation in left_out)
+        shown.append(LogLine(_overflow_notice(left_out, limit), command=True))
+        shown.extend(LogLine(_plain_line(annotation, workspace), command=False) for annotation in left_out)
     return shown
 
 
@@ -133,7 +150,7 @@ class GitHubOutput:
 
         if findings.empty:
             return
-        lines = workflow_commands(findings.annotations, workspace=context.root)
+        lines = workflow_lines(findings.annotations, workspace=context.root)
         if lines:
             # A command is only recognised at the start of a line, and the caller's output may end mid-line
             # (pytest's progress `[100%]` has no newline yet at session finish): start on a fresh line.
@@ -142,10 +159,10 @@ class GitHubOutput:
             stream.write("\n")
             for line in lines:
                 # our own commands, escaped by `command`; every other line through `safe_line`
-                if line.startswith("::"):
-                    write_command(line + "\n")
+                if line.command:
+                    write_command(line.text + "\n")
                 else:
-                    stream.write(safe_line(line) + "\n")
+                    stream.write(safe_line(line.text) + "\n")
         summary_path = context.env.get("GITHUB_STEP_SUMMARY")
         not_annotated = left_out_text(left_out(findings.annotations))
         if not_annotated:  # the count the reviewer needs, after the left-out findings' plain lines

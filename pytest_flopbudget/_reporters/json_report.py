@@ -155,11 +155,15 @@ def _source(source: Location, root: str | os.PathLike[str]) -> dict[str, Any]:
 
 
 def _relative(data: Any, root: str | os.PathLike[str]) -> Any:
-    """`data` with every Location's absolute `file` made relative to `root` (kept as is when outside it)."""
+    """`data` with every Location's absolute `file` made relative to `root` (kept as is when outside it), and
+    without its `origin`: the results name a place by file, line, key (and a budget setting's slot and marker,
+    docs/ci.md); which kind of place it is travels between the package's own processes only."""
     if isinstance(data, Mapping):
         out = {key: _relative(value, root) for key, value in data.items()}
-        if {"file", "line", "key"} <= set(out) and isinstance(out["file"], str):
-            out["file"] = relative_path(out["file"], root) or out["file"]
+        if {"file", "line", "key"} <= set(out):
+            out.pop("origin", None)
+            if isinstance(out["file"], str):
+                out["file"] = relative_path(out["file"], root) or out["file"]
         return out
     if isinstance(data, list):
         return [_relative(item, root) for item in data]

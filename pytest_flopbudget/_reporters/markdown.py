@@ -15,7 +15,7 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
-from pytest_flopbudget._front_ends import ANY_UPDATE_HINT
+from pytest_flopbudget._front_ends import EITHER, FrontEnd
 from pytest_flopbudget._judge.base_ref import BudgetChange
 from pytest_flopbudget._judge.baseline import write_atomic
 from pytest_flopbudget._judge.reason import reason
@@ -60,7 +60,7 @@ def summary(
     changes: Sequence[BudgetChange] = (),
     unchecked: Sequence[Unchecked] = (),
     *,
-    update_hint: str,
+    front_end: FrontEnd = EITHER,
     workspace: str | os.PathLike[str] | None = None,
     max_bytes: int = MAX_BYTES - RESERVE,
     base_ref: str | None = None,
@@ -70,7 +70,7 @@ def summary(
 
     Locations are shown relative to `workspace` (default: the current directory); `base_ref` is the ref growth was
     measured against (`--base-ref`), for what to do about it. `notes` are lines under the headline (how many
-    findings GitHub's annotation cap left out).
+    findings GitHub's annotation cap left out). The hints name `front_end`'s update command (default: both).
     """
     ordered = summary_order(verdicts)
     failed = [v for v in ordered if not v.passed]
@@ -90,7 +90,7 @@ def summary(
     rows = [row for v in ordered if id(v) not in collapsed for row in _rows(v, v.name in duplicated)]
     rows += [_unchanged_row(unchanged)] if unchanged else []
     table_head = [_row(HEADER), _row(("---",) * len(HEADER))] if rows else []
-    blocks = [_details_block(v, update_hint, os.fspath(workspace or os.getcwd()), base_ref) for v in failed]
+    blocks = [_details_block(v, front_end, os.fspath(workspace or os.getcwd()), base_ref) for v in failed]
     blocks += [_change_block(v) for v in ordered if v.passed and v.baseline is not None and changed_metrics(v)]
     blocks += [block for block in (_curve_block(v) for v in ordered) if block]
     return truncate(head, table_head, rows, blocks, max_bytes=max_bytes)
@@ -338,9 +338,9 @@ def _figures(verdict: Verdict, metric: Metric) -> tuple[str, ...]:
     )
 
 
-def _details_block(verdict: Verdict, update_hint: str, workspace: str, base_ref: str | None) -> str:
+def _details_block(verdict: Verdict, front_end: FrontEnd, workspace: str, base_ref: str | None) -> str:
     """`<details>` with the one-line reason as summary and the terminal's per-layer diff as a code block."""
-    text = terminal.details(verdict, update_hint=update_hint, start=workspace, base_ref=base_ref)
+    text = terminal.details(verdict, front_end=front_end, start=workspace, base_ref=base_ref)
     fence = "`" * max(3, _longest_backtick_run(text) + 1)
     summary_line = inert(html.escape(" ".join(reason(verdict).splitlines()), quote=False))
     return "\n".join(
@@ -418,7 +418,7 @@ def summary_of(
     """`summary` of one run's result. A summary is read on the web, whichever front end wrote it: its hints name
     both update commands, so the same run gives the same summary from either."""
     return summary(
-        result.verdicts, result.changes, result.unchecked, update_hint=ANY_UPDATE_HINT, workspace=workspace,
+        result.verdicts, result.changes, result.unchecked, front_end=EITHER, workspace=workspace,
         max_bytes=max_bytes, base_ref=result.base_ref, notes=notes,
     )  # fmt: skip
 

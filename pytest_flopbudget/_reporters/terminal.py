@@ -8,13 +8,14 @@ refresh a baseline). Tables are collapsed to the top rows so a large model never
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shlex
 from collections.abc import Iterable, Sequence
 
-from pytest_flopbudget._config.location import Location
+from pytest_flopbudget._config.location import Location, Origin
 from pytest_flopbudget._config.pyproject import quote_key
-from pytest_flopbudget._front_ends import PYTEST_UPDATE_HINT
+from pytest_flopbudget._front_ends import PYTEST, FrontEnd
 from pytest_flopbudget._judge.diff import LayerDiff, top_layers
 from pytest_flopbudget._judge.diff_groups import group_changes
 from pytest_flopbudget._judge.reason import reason
@@ -71,7 +72,14 @@ class TerminalOutput:
 def pytest_summary(result: RunResult) -> list[str]:
     """The end-of-session block under pytest: `run_summary` (errors inline) after the errors no test item shows,
     or nothing at all for a session without a counted model, an error or a baseline to mention."""
-    if not (result.verdicts or result.update_errors or result.unchecked or result.stale or result.removed):
+    if not (
+        result.verdicts
+        or result.update_errors
+        or result.output_errors
+        or result.unchecked
+        or result.stale
+        or result.removed
+    ):
         return []
     lines = [f"error: {e.message}" for e in result.unchecked if e.nodeid is None]
     return lines + warn_increase_lines(result) + run_summary(result)
@@ -90,10 +98,10 @@ def warn_increase_lines(result: RunResult) -> list[str]:
 
 
 def details(
-    verdict: Verdict, *, update_hint: str, top: int = TOP, base_ref: str | None = None, start: str | None = None
+    verdict: Verdict, *, front_end: FrontEnd, top: int = TOP, base_ref: str | None = None, start: str | None = None
 ) -> str:
     """Everything below the one-line reason: the per-layer diff (or top layers), skipped ops and notes, then what
-    to do; file names relative to `start` (default: the current directory)."""
+    to do in `front_end`'s words; file names relative to `start` (default: the current directory)."""
     lines: list[str] = []
     failed = verdict.failed_metrics()
     metrics = [m for m in failed if m.counted] or ([] if failed else [FLOPS])
@@ -114,10 +122,10 @@ def details(
     if verdict.report.skipped_ops and (SKIPPED in verdict.failed_metrics() or lines):
         lines.extend(_skipped_lines(verdict))
     if verdict.baseline is None and not any(f.kind == FindingKind.BASELINE for f in verdict.violations):
-        lines.append(f"no baseline for {verdict.name} yet ({baseline_shown}); run {update_hint} to create it")
+        lines.append(f"no baseline for {verdict.name} yet ({baseline_shown}); run {front_end.update_hint} to create it")
     elif verdict.baseline is not None:
         lines.extend(baseline_notes(verdict))
-    hint = accept_hint(verdict, update_hint=update_hint, base_ref=base_ref, start=start)
+    hint = accept_hint(verdict, front_end=front_end, base_ref=base_ref, start=start)
     if hint:
         lines.append(hint)
     return "\n".join(lines)
@@ -141,7 +149,7 @@ _UPDATED_AWAY = {FindingKind.INCREASE, FindingKind.NO_BASELINE, FindingKind.GROW
 _EDITED = {FindingKind.CEILING, FindingKind.POINT_CEILING, FindingKind.DEGREE}
 
 
-def accept_hint(verdict: Verdict, *, update_hint: str, base_ref: str | None = None, start: str | None = None) -> str:
+def accept_hint(verdict: Verdict, *, front_end: FrontEnd, base_ref: str | None = None, start: str | None = None) -> str:
     """What to do when the change is intended, as one complete instruction: each setting to edit with the value that
     would pass (a ceiling, a phase's or a point's: the count rounded up to 3 significant digits; a degree: the
     formula's; max-increase under `--base-ref`: the growth rounded up to 0.1%), then the command that records the
@@ -158,7 +166,7 @@ def accept_hint(verdict: Verdict, *, update_hint: str, base_ref: str | None = No
     growth = [f for f in verdict.violations if f.kind == FindingKind.INCREASE and f.baseline is not None]
     if growth and base_ref:  # the base's baseline stays: the growth over it must be allowed
         edits.append(_increase_edit(verdict, growth, start))
-    command = update_command(verdict, update_hint)
+    command = update_command(verdict, front_end)
     if not edits:
         return f"to accept: run {command} and commit the new baseline"
     return f"to accept: {'; '.join(dict.fromkeys(edits))}; then run {command} and commit both"
@@ -170,7 +178,10 @@ def finding_edit(finding: Finding, start: str | None = None) -> str | None:
     if finding.metric is None or finding.actual is None:
         return None
     if finding.kind == FindingKind.DEGREE:
-        return budget_edit(finding.source, finding.metric, str(finding.actual), start, whole=True)
+        source = finding.source
+        if finding.dim is not None and (source is None or not source.slot):  # no setting path: the dim names it
+            source = dataclasses.replace(source or Location(), slot=("max-degree", finding.dim))
+        return budget_edit(source, finding.metric, str(finding.actual), start, whole=True)
     if finding.kind in (FindingKind.CEILING, FindingKind.POINT_CEILING):
         exact = finding.metric.whole  # a number of op calls is written as it is
         value = str(finding.actual) if exact else ceiling_above(finding.actual, prefixes=finding.metric.prefixes)
@@ -233,17 +244,17 @@ def _increase_edit(verdict: Verdict, growth: Sequence[Finding], start: str | Non
     return budget_edit(source, "max-increase", f"{percent}%", start)
 
 
-def update_command(verdict: Verdict, update_hint: str) -> str:
+def update_command(verdict: Verdict, front_end: FrontEnd) -> str:
     """The command that records this model's baseline and nothing else: `flopbudget check --update NAME` for a
     pyproject model (from either front end, so both print the same words), `pytest --flopbudget-update NODEID` for
-    a test's model, which only pytest sees."""
+    a test's model, which only pytest sees (the model's origin says which); under pytest, a model without a node id
+    gets the plain `pytest --flopbudget-update`."""
     measurement = verdict.measurement
     nodeid = measurement.nodeid
-    from_pyproject = nodeid is None or nodeid.partition("::")[0].rsplit("/", 1)[-1] == "pyproject.toml"
-    if not from_pyproject and nodeid:
+    if measurement.origin.origin is not Origin.PYPROJECT and nodeid:  # a test's model: only pytest counts it
         return f"`pytest --flopbudget-update {shlex.quote(nodeid)}`"
-    if nodeid is None and update_hint == PYTEST_UPDATE_HINT:
-        return PYTEST_UPDATE_HINT
+    if nodeid is None and front_end == PYTEST:
+        return front_end.update_hint
     name = measurement.name
     return f"`flopbudget check --update {'-- ' if name.startswith('-') else ''}{shlex.quote(name)}`"
 
@@ -309,7 +320,8 @@ def run_summary(result: RunResult, *, errors_inline: bool = True) -> list[str]:
 
     `errors_inline=False` leaves out the update errors, for a front end that prints errors to stderr."""
     lines: list[str] = []
-    errors = [line if line.startswith("flopbudget: ") else f"error: {line}" for line in result.update_errors]
+    errors = [f"error: {line}" for line in result.update_errors]
+    errors += [f"flopbudget: error: {line}" for line in result.output_errors]
     errors = errors if errors_inline else []
     if result.verdicts:
         lines = summary_lines(result.verdicts, updated=result.updated, update_errors=errors)
@@ -334,8 +346,8 @@ def run_summary(result: RunResult, *, errors_inline: bool = True) -> list[str]:
 
 
 def error_lines(result: RunResult) -> list[str]:
-    """Every error of the run, one line each: models that could not be counted, baselines not written."""
-    return [e.message for e in result.unchecked] + [line.removeprefix("flopbudget: ") for line in result.update_errors]
+    """Every error of the run, one line each: models that could not be counted, baselines and outputs not written."""
+    return [e.message for e in result.unchecked] + result.update_errors + result.output_errors
 
 
 def run_text(result: RunResult) -> str:
@@ -344,7 +356,7 @@ def run_text(result: RunResult) -> str:
     blocks: list[str] = []
     if not result.update:  # an update records the new state: its overruns are in the summary, not failures
         for verdict in result.failed:
-            detail = details(verdict, update_hint=result.front_end.update_hint, base_ref=result.base_ref)
+            detail = details(verdict, front_end=result.front_end, base_ref=result.base_ref)
             blocks.append(reason(verdict) + ("\n" + detail if detail else ""))
     # Growth within the ceilings is worth a look; on a failed model the reason and the diff already say it all.
     warnings = [f"{v.name}: warning: {f.message}" for v in result.verdicts if v.passed for f in v.warnings]

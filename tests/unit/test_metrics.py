@@ -14,6 +14,7 @@ import pytest
 from pytest_flopbudget._config.budget import parse_budget, parse_quantity
 from pytest_flopbudget._config.location import LocatedError, Location
 from pytest_flopbudget._config.pyproject import BUDGET_KEYS
+from pytest_flopbudget._front_ends import CLI
 from pytest_flopbudget._judge.reason import reason
 from pytest_flopbudget._judge.verdict import Measurement, evaluate
 from pytest_flopbudget._metrics import (
@@ -166,7 +167,7 @@ def test_a_new_metric_is_judged_and_shown_by_every_output(activations: Metric, t
     assert lines[0].split() == ["model", "status", "FLOPs", "MACs", "params", "skipped", "act", "budget", "use", "vs",
                                 "baseline"]  # fmt: skip
     assert "600Mi" in lines[1] and "+50.0% activations" in lines[1]
-    details = terminal.details(verdict, update_hint="`flopbudget check --update`", start=str(tmp_path))
+    details = terminal.details(verdict, front_end=CLI, start=str(tmp_path))
     assert "activation bytes per layer, against the baseline file:" in details
     assert "400Mi" in details and "+200Mi (+50.0%)" in details  # the layer diff, in the metric's own prefixes
     assert 'set activations = "600Mi" at t.py:3' in details  # the suggested ceiling, in the metric's own prefixes
@@ -178,6 +179,6 @@ def test_a_new_metric_is_judged_and_shown_by_every_output(activations: Metric, t
     assert data["report"]["layers"]["head"]["metrics"] == {"flops": 0, "macs": 0, "params": 0, "activations": 1024}
     assert Report.from_dict(data["report"]) == now  # the JSON layout carries it without loss
 
-    summary = markdown.summary([verdict], update_hint="`flopbudget check --update`", workspace=tmp_path)
+    summary = markdown.summary([verdict], front_end=CLI, workspace=tmp_path)
     row = next(line for line in summary.splitlines() if "activation bytes" in line)
     assert "512Mi" in row and "600Mi" in row and "400Mi" in row and "+200Mi (+50.0%)" in row

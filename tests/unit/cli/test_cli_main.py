@@ -263,6 +263,7 @@ def test_check_update_then_pass_then_fail_on_a_widened_layer(project):
 def test_check_prints_what_the_plugin_prints(project):
     """The same functions make the text: compare with check.judge + reason + terminal.details directly."""
     from pytest_flopbudget._config.pyproject import load_settings
+    from pytest_flopbudget._front_ends import CLI
     from pytest_flopbudget._judge.baseline import BaselineStore
     from pytest_flopbudget._judge.reason import reason
     from pytest_flopbudget._judge.verdict import Measurement, judge
@@ -283,7 +284,7 @@ def test_check_prints_what_the_plugin_prints(project):
     with torch.no_grad():
         report = count(model.eval(), torch.zeros(2, 8, device="meta"))
     verdict = judge(Measurement("mlp", report, entry.budget, entry.source), BaselineStore(settings.baseline_dir))
-    expected = reason(verdict) + "\n" + terminal.details(verdict, update_hint="`flopbudget check --update`")
+    expected = reason(verdict) + "\n" + terminal.details(verdict, front_end=CLI)
     assert out.startswith(expected + "\n\n")
 
 

@@ -231,6 +231,31 @@ def test_budgets_on_the_curve_raised_or_removed_are_flagged(tmp_path: Path) -> N
     assert changes[0].source.line == 6
 
 
+def test_the_setting_a_change_names_is_read_from_its_slot_never_its_key(tmp_path: Path) -> None:
+    import dataclasses
+
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "pyproject.toml").write_text(
+        CURVE_MODEL + 'max-degree = { flops = { seq = 1 } }\nflops = "4 GMACs"\n'
+    )
+    (tmp_path / "pyproject.toml").write_text(CURVE_MODEL + 'max-degree = { flops = { seq = 2 } }\nflops = "5 GMACs"\n')
+    base, now = load_settings(tmp_path / "a" / "pyproject.toml"), load_settings(tmp_path / "pyproject.toml")
+    entry = now.models["gpt"]
+    # the keys say nothing of the setting: the location's slot does
+    budget = dataclasses.replace(
+        entry.budget,
+        limits={
+            m: dataclasses.replace(lim, source=dataclasses.replace(lim.source, key="k"))
+            for m, lim in entry.budget.limits.items()
+        },
+        degrees=tuple(
+            dataclasses.replace(d, source=dataclasses.replace(d.source, key="k")) for d in entry.budget.degrees
+        ),
+    )
+    now.models["gpt"] = dataclasses.replace(entry, budget=budget)
+    assert [c.setting for c in compare_budgets(base, now, "v1")] == ["flops", "max-degree.flops.seq"]
+
+
 PHASE_MODEL = """\
 [tool.flopbudget.models.chat]
 target = "m:llama"

@@ -66,6 +66,17 @@ def test_a_quadratic_cost_over_a_linear_degree_names_the_term_and_the_attention_
     assert reason(verdict).startswith("gpt: FLOPs grow as seq**2")
 
 
+def test_a_finding_about_a_degree_carries_its_dim_as_a_field() -> None:
+    (over,) = evaluate(measure(degrees(1), formula())).violations
+    assert over.kind == FindingKind.DEGREE and over.dim == "seq"
+    holds = Holds(step={"seq": 1}, ranges={"seq": (16, 300)}, piecewise=True, broken_at={"seq": 301})
+    (unknown,) = evaluate(measure(degrees(2), formula(holds=holds))).violations
+    assert unknown.kind == FindingKind.NO_FORMULA and unknown.dim == "seq"
+    # a finding about no dim has none
+    budget = Budget(limits={FLOPS: parse_quantity(1, "flops", SOURCE)})
+    assert [f.dim for f in evaluate(measure(budget, formula())).violations] == [None]
+
+
 def test_a_degree_within_its_budget_passes() -> None:
     assert evaluate(measure(degrees(2, FLOPS, MACS, PARAMS), formula())).passed
     assert evaluate(measure(degrees(1, FLOPS, MACS), formula(attn="300*seq"))).passed

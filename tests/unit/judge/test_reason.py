@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from test_verdict import REPORT, make_report, measure
 
-from pytest_flopbudget._judge.reason import reason
+from pytest_flopbudget._judge.reason import reason, reason_clause
 from pytest_flopbudget._judge.verdict import evaluate
 
 
@@ -25,3 +25,11 @@ def test_reason_is_one_short_line_worst_violation_first() -> None:
     text = reason(verdict)
     assert "\n" not in text
     assert text == "m: 1.20 kFLOPs > budget 1.00 kFLOPs (+20.0%) (+1 more: params)"
+
+
+def test_the_clause_is_the_reason_without_the_models_name() -> None:
+    # a front end that names the model its own way (a marker test's line) takes the clause, never cuts the reason
+    verdict = evaluate(measure(REPORT, "m: x", flops=1000, params="59"))
+    assert reason_clause(verdict) == "1.20 kFLOPs > budget 1.00 kFLOPs (+20.0%) (+1 more: params)"
+    assert reason(verdict) == f"m: x: {reason_clause(verdict)}"
+    assert reason_clause(evaluate(measure(REPORT, skipped=2))) == "within budget"

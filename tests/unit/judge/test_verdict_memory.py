@@ -7,6 +7,7 @@ import json
 
 from pytest_flopbudget._config.budget import parse_budget
 from pytest_flopbudget._config.location import Location
+from pytest_flopbudget._front_ends import CLI
 from pytest_flopbudget._judge.reason import reason
 from pytest_flopbudget._judge.verdict import FindingKind, Measurement, evaluate
 from pytest_flopbudget._metrics import BYTES, FLOPS, PARAM_BYTES, PARAMS
@@ -100,7 +101,7 @@ def test_a_report_without_the_metric_is_never_judged_as_zero() -> None:
     figures = json_report.model_entry(verdict, root="/p")["metrics"]["bytes"]
     assert figures["now"] is None and figures["limit"] == 1024 and figures["over"] is False
     assert "bytes" not in without_memory(100).to_dict()["totals"]
-    summary = markdown.summary([verdict], update_hint="`flopbudget check --update`", workspace="/p")
+    summary = markdown.summary([verdict], front_end=CLI, workspace="/p")
     row = next(line for line in summary.splitlines() if "bytes moved" in line)
     assert row.endswith("| bytes moved | 1.00Ki | - | - | - | - |")  # budget 1 KiB, no baseline, no figure now
 

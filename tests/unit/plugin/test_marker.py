@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from pytest_flopbudget._config.location import Location
+from pytest_flopbudget._config.location import Location, Origin
 from pytest_flopbudget._config.pyproject import load_settings
 from pytest_flopbudget._plugin.failures import Failure
 from pytest_flopbudget._plugin.marker import MARKER_HELP, marker_budget
@@ -52,6 +52,13 @@ def test_name_lends_the_pyproject_budget_which_the_marker_overrides(tmp_path: Pa
     name, budget = budget_of(tmp_path, params="2M", name="net", models=models)
     assert name == "net"
     assert budget.limit("flops").value == 1_000_000_000 and budget.limit("params").value == 2_000_000
+
+
+def test_every_place_a_marker_budget_names_is_in_the_marker(tmp_path: Path) -> None:
+    _, budget = budget_of(tmp_path, "1G", max_degree={"seq": 1}, phases={"forward": {"flops": "1k"}})
+    assert budget.source is not None and budget.source.origin is Origin.MARKER
+    sources = [budget.limit("flops").source, budget.degrees[0].source, budget.phases["forward"]["flops"].source]
+    assert all(source.origin is Origin.MARKER and source.marker for source in sources)
 
 
 def test_max_degree_and_at_are_marker_arguments(tmp_path: Path) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from pytest_flopbudget._config.location import Origin
 from pytest_flopbudget._plugin.names import default_name, item_location
 
 
@@ -26,3 +27,10 @@ def test_item_location_is_the_test_function(pytester: pytest.Pytester) -> None:
     assert isinstance(item, pytest.Item)
     location = item_location(item)
     assert (location.file, location.line, location.key) == (str(item.path), 4, "test_here")
+
+
+def test_item_location_is_a_test(pytester: pytest.Pytester) -> None:
+    module = pytester.getmodulecol("def test_here():\n    pass\n", ("-p", "no:flopbudget"))
+    (item,) = module.collect()
+    assert isinstance(item, pytest.Item)
+    assert item_location(item).origin is Origin.TEST

@@ -142,6 +142,15 @@ def test_one_unwritable_output_does_not_stop_the_others(make_project, make_repor
     assert (tmp_path / "s.md").read_text(encoding="utf-8").startswith("### flopbudget: ✅ 1 model within budget")
 
 
+def test_an_unwritable_output_is_a_failure_the_front_end_words(tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("", encoding="utf-8")
+    result = emit(RunResult(), [ReportSpec("json", str(blocker / "r.json"))], env={})
+    (failure,) = result.failures
+    assert failure.startswith(f"cannot write the json report json:{blocker / 'r.json'}: ")
+    assert result.errors == [f"flopbudget: error: {failure}"]
+
+
 def test_real_counted_models_through_judge(tmp_path: Path) -> None:
     """count() on tiny torch models, a saved baseline, `judge`, then every output: the whole path for real."""
     torch = pytest.importorskip("torch")

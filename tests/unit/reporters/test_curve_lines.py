@@ -84,16 +84,17 @@ def test_the_summary_compares_base_and_head_curves_along_the_range() -> None:
 
 
 def test_the_job_summary_shows_the_curves_of_a_model_whose_formula_changed_even_when_it_passed() -> None:
+    from pytest_flopbudget._front_ends import CLI
     from pytest_flopbudget._reporters.markdown import summary
 
     grown = verdict(formula("3*seq"), formula("seq"))  # degree 1 within max-degree seq = 1: it passes
     assert grown.passed
-    text = summary([grown], update_hint="flopbudget check --update")
+    text = summary([grown], front_end=CLI)
     assert "<summary>\U0001f4c8 gpt: cost curve changed in seq</summary>" in text
     # at 512: 512 + 100*512 = 51,712 FLOPs at the base, 3*512 + 51,200 = 52,736 now (+2.0%)
     assert "| 512 | 51.7 kFLOPs \u2192 52.7 kFLOPs (+2.0%) |" in text
     assert "- FLOPs: base `101*seq`, now `103*seq`" in text
-    failed = summary([verdict(formula("2*seq**2"), formula("seq**2"))], update_hint="flopbudget check --update")
+    failed = summary([verdict(formula("2*seq**2"), formula("seq**2"))], front_end=CLI)
     assert "| 512 | 313 kFLOPs \u2192 575 kFLOPs (+83.7%) |" in failed
-    same = summary([verdict(formula("seq"), formula("seq"))], update_hint="flopbudget check --update")
+    same = summary([verdict(formula("seq"), formula("seq"))], front_end=CLI)
     assert "cost curve" not in same

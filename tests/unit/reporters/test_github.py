@@ -18,6 +18,7 @@ from pytest_flopbudget._reporters.github import (
     left_out,
     left_out_text,
     workflow_commands,
+    workflow_lines,
 )
 from pytest_flopbudget._reporters.output import Findings, OutputContext
 from pytest_flopbudget._run import RunResult, Unchecked
@@ -156,6 +157,24 @@ def test_overflow_lines_cannot_inject_commands(make_project, make_report) -> Non
     expected = "flopbudget: error: pyproject.toml:56: m10\\n::error::injected: 5 FLOPs > budget 1 FLOPs (+400.0%)"
     assert lines[-1] == expected
     assert not any(line.startswith("::error::") for line in lines)
+
+
+def test_each_line_says_whether_it_is_a_command_and_is_written_as_such(make_project, make_report) -> None:
+    root, verdicts = _overruns(make_project, make_report, errors=12, warnings=0)
+    lines = workflow_lines(collect(verdicts), workspace=root)
+    assert [line.command for line in lines] == [True] * 11 + [False] * 2  # 10 errors, the notice, 2 plain lines
+    assert [line.text for line in lines] == workflow_commands(collect(verdicts), workspace=root)
+
+    class Stream(io.StringIO):
+        commands: list[str] = []
+
+        def write_command(self, text: str) -> None:
+            self.commands.append(text)
+
+    out = Stream()
+    GitHubOutput().write(Findings(RunResult(verdicts), collect(verdicts)), None, OutputContext(str(root), {}, out, out))
+    assert out.commands == [line.text + "\n" for line in lines if line.command]
+    assert not any(line.startswith("::") for line in out.getvalue().splitlines())
 
 
 def test_fifteen_failing_models_annotate_the_worst_ten_and_say_how_many_were_left_out(

@@ -109,3 +109,13 @@ def test_unchecked_models_are_listed_and_fail(make_project, make_report) -> None
             "source": {"file": "pyproject.toml", "line": 9, "key": "tool.flopbudget.models.zero"},
         }
     ]
+
+
+def test_a_location_is_written_without_its_origin(make_project, make_report) -> None:
+    # the origin (pyproject, marker, test) travels between the package's own processes; the documented results
+    # name a place by file, line and key
+    project = make_project(PYPROJECT)
+    verdict = project.verdict("resnet", make_report({"stem": 300, "head": 900}))
+    assert verdict.measurement.origin.origin is not None
+    text = json.dumps(results([verdict], root=project.root))
+    assert '"origin": "' not in text and '"origin": {' in text

@@ -6,6 +6,7 @@ from pathlib import Path
 
 from reporter_helpers import RESNET_PARAMS, VIT, pyproject
 
+from pytest_flopbudget._front_ends import CLI
 from pytest_flopbudget._judge.base_ref import BudgetChange
 from pytest_flopbudget._reporters.markdown import (
     MAX_BYTES,
@@ -85,14 +86,14 @@ def test_golden_summary(make_project, make_report) -> None:
     change = BudgetChange(
         "vit", "flops", "raised", "1.5k", "2k", "origin/main", project.settings.models["vit"].sources["flops"], "+33.3%"
     )
-    assert summary([odd, vit, resnet], [change], update_hint=HINT, workspace=project.root) == GOLDEN
+    assert summary([odd, vit, resnet], [change], front_end=CLI, workspace=project.root) == GOLDEN
 
 
 def test_a_model_that_grew_inside_its_budget_shows_where(make_project, make_report) -> None:
     project = make_project(PYPROJECT)
     layers = {f"layers.{i}.mlp.up": 39 for i in range(32)}
     vit = project.verdict("vit", make_report(layers), make_report(dict.fromkeys(layers, 30)))
-    text = summary([vit], update_hint=HINT, workspace=project.root)
+    text = summary([vit], front_end=CLI, workspace=project.root)
     assert text.splitlines()[0].startswith("### flopbudget: ✅ 1 model within budget")
     assert " vit: 960 FLOPs -&gt; 1.25 kFLOPs (+30.0%)" in text
     assert "  layers.{0..31}.mlp.up x32       960  1.25k  +288 (+30.0%)" in text.splitlines()
@@ -105,25 +106,25 @@ def test_unchanged_models_collapse_into_one_row(make_project, make_report) -> No
     project = make_project("[tool.flopbudget]\n\n" + models)
     same = [project.verdict(f"m{i:02d}", make_report({"a": 5}), make_report({"a": 5})) for i in range(12)]
     new = project.verdict("m11", make_report({"a": 5}))  # no baseline: its row says "-", not "="
-    text = summary([*same[:11], new], update_hint=HINT)
+    text = summary([*same[:11], new], front_end=CLI)
     names = ", ".join(f"m{i:02d}" for i in range(10))
     assert f"| ✅ | 11 models unchanged: {names}, … |  |  |  |  |  |  |" in text.splitlines()
     assert "| ✅ | m11 | FLOPs | 10 | - | 5 | - | █████░░░░░ 50.0% |" in text.splitlines()
     assert text.count("| ✅ |") == 2 and "<details>" not in text
-    one = summary(same[:1], update_hint=HINT)  # a single unchanged model keeps its row
+    one = summary(same[:1], front_end=CLI)  # a single unchanged model keeps its row
     assert "| ✅ | m00 | FLOPs | 10 | 5 | 5 | = | █████░░░░░ 50.0% |" in one.splitlines()
 
 
 def test_all_within_budget_has_no_details(make_project, make_report) -> None:
     project = make_project(PYPROJECT)
-    text = summary([project.verdict("vit", make_report({"a": 1500}))], update_hint=HINT, workspace=project.root)
+    text = summary([project.verdict("vit", make_report({"a": 1500}))], front_end=CLI, workspace=project.root)
     assert text.splitlines()[0] == "### flopbudget: ✅ 1 model within budget"
     assert "<details>" not in text
 
 
 def test_failure_without_baseline_lists_top_layers_and_the_hint(make_project, make_report) -> None:
     project = make_project(PYPROJECT)
-    text = summary([project.verdict("resnet", make_report({"a": 700, "b": 400}))], update_hint=HINT)
+    text = summary([project.verdict("resnet", make_report({"a": 700, "b": 400}))], front_end=CLI)
     assert "top layers by FLOPs:" in text
     assert "no baseline for resnet yet (.flopbudget/resnet.json); run `flopbudget check --update` to create it" in text
 
@@ -139,7 +140,7 @@ def test_hostile_name_cannot_break_the_details_block(make_project, make_report) 
     name = "x```\\n</details><img src=y>"
     project = make_project(PYPROJECT.replace('"a|b <i>x</i>"', f'"{name}"'))
     verdict = project.verdict(name.replace("\\n", "\n"), make_report({"a": 2500}))
-    text = summary([verdict], update_hint=HINT)
+    text = summary([verdict], front_end=CLI)
     assert "<summary>❌ x``` &lt;/details&gt;&lt;img src=y&gt;: 1.25 kMACs &gt; budget" in text
     before, fenced = text.split("\n````text\n")  # a fence longer than any backtick run in the name
     inside, after = fenced.split("\n````\n")
@@ -153,7 +154,7 @@ def test_names_mention_no_one_and_reference_no_issue(make_project, make_report) 
     name = "@org/team #1 GH-2"
     project = make_project(PYPROJECT.replace('"a|b <i>x</i>"', f'"{name}"'))
     grown = project.verdict(name, make_report({"@layer": 2500}))
-    text = summary([grown], update_hint=HINT)
+    text = summary([grown], front_end=CLI)
     inert = "@\u200borg/team #\u200b1 GH-\u200b2"
     assert f"| ❌ | {inert} | MACs |" in text  # the table row
     assert f"<summary>❌ {inert}: 1.25 kMACs &gt; budget" in text  # the folded diff's summary line
@@ -172,9 +173,9 @@ def test_truncation_keeps_rows_before_details_and_says_so(make_project, make_rep
     verdicts = [
         project.verdict(f"m{i:03d}", make_report(layers), make_report({k: 50 for k in layers})) for i in range(200)
     ]
-    full = summary(verdicts, update_hint=HINT)
+    full = summary(verdicts, front_end=CLI)
     limit = 40_000
-    text = summary(verdicts, update_hint=HINT, max_bytes=limit)
+    text = summary(verdicts, front_end=CLI, max_bytes=limit)
     assert len(full.encode()) > limit >= len(text.encode())
     assert text.count("| ❌ | m") == 200  # every model's row is kept
     kept = text.count("<details>")
@@ -191,7 +192,7 @@ def test_truncation_of_the_table_itself(make_project, make_report) -> None:
     )
     project = make_project("[tool.flopbudget]\n\n" + models)
     verdicts = [project.verdict(f"m{i:04d}", make_report({"a": 5})) for i in range(500)]
-    text = summary(verdicts, update_hint=HINT, max_bytes=5_000)
+    text = summary(verdicts, front_end=CLI, max_bytes=5_000)
     assert len(text.encode()) <= 5_000
     rows = [line for line in text.splitlines() if line.startswith("| ✅ | m")]
     assert 0 < len(rows) < 500
@@ -206,7 +207,7 @@ def test_default_limit_holds_for_a_huge_run(make_project, make_report) -> None:
     project = make_project("[tool.flopbudget]\n\n" + models)
     layers = {f"block{j}.conv{'x' * 60}": 100 + j for j in range(15)}
     verdicts = [project.verdict(f"m{i:04d}", make_report(layers)) for i in range(1500)]
-    text = summary(verdicts, update_hint=HINT)
+    text = summary(verdicts, front_end=CLI)
     assert len(text.encode()) <= MAX_BYTES - RESERVE
     assert "_Summary cut to stay under GitHub's 1 MiB limit" in text
 
@@ -223,7 +224,7 @@ def test_append_counts_what_the_step_already_wrote(tmp_path: Path) -> None:
 def test_unchecked_models_head_the_summary(make_project, make_report) -> None:
     project = make_project(PYPROJECT)
     broken = Unchecked("a|b <i>x</i>", "it raised RuntimeError: boom", None)
-    text = summary([project.verdict("vit", make_report({"a": 1500}))], unchecked=[broken], update_hint=HINT)
+    text = summary([project.verdict("vit", make_report({"a": 1500}))], unchecked=[broken], front_end=CLI)
     assert text.splitlines()[:5] == [
         "### flopbudget: ❌ 1 not checked, 1 model within budget",
         "",
@@ -247,7 +248,7 @@ def test_every_budgeted_row_has_a_bar_and_overruns_are_marked(make_project, make
     project = make_project(PYPROJECT.replace('flops = "1k"', "flops = 0"))
     over = project.verdict("resnet", make_report({"a": 10}))
     at_zero = project.verdict("vit", make_report({"a": 2000}))
-    text = summary([over, at_zero], update_hint=HINT)
+    text = summary([over, at_zero], front_end=CLI)
     assert "| ❌ | resnet | FLOPs | 0 | - | 10 | - | ██████████ over (budget 0) |" in text
     assert "| ✅ |  | params | 10 | - | 1 | - | █░░░░░░░░░ 10.0% |" in text
     assert "| ✅ | vit | FLOPs | 2.00k | - | 2.00k | - | ██████████ 100.0% |" in text  # at the ceiling: full, not over
@@ -260,7 +261,7 @@ def test_warnings_are_spelled_out_up_to_ten_then_counted(make_project, make_repo
     project = make_project("[tool.flopbudget]\n\n" + models)
     grew = [project.verdict(f"m{i:02d}", make_report({"a": 5}), make_report({"a": 4})) for i in range(12)]
     assert all(len(verdict.warnings) == 1 for verdict in grew)  # grew inside the budget: one warning each
-    lines = summary(grew, update_hint=HINT).splitlines()
+    lines = summary(grew, front_end=CLI).splitlines()
     start = lines.index("**Warnings** (the check passes; read them before merging):")
     listed = lines[start + 2 : lines.index("", start + 2)]
     assert [line.split(":")[0] for line in listed[:10]] == [f"- ⚠️ m{i:02d}" for i in range(10)]
