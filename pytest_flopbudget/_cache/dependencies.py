@@ -35,10 +35,8 @@ import importlib.abc
 import importlib.machinery
 import json
 import os
-import site
 import stat
 import sys
-import sysconfig
 import threading
 import time
 from collections.abc import Iterable, Iterator, Mapping
@@ -47,6 +45,14 @@ from typing import Any
 
 from pytest_flopbudget._atomic_file import open_regular_file
 from pytest_flopbudget._cache import native_readers
+from pytest_flopbudget._cache.file_roots import (
+    VIRTUAL_ROOTS,
+    is_bytecode,
+    is_virtual,
+    python_roots,
+    real_path,
+    under,
+)
 from pytest_flopbudget._cache.uncacheable_events import (
     SYSTEM_LIBRARY_ROOTS,
     UNCACHEABLE_EVENTS,
@@ -76,7 +82,7 @@ def _audit(event: str, args: tuple[Any, ...]) -> None:
             path = args[0] if args and args[0] is not None else "."  # os.listdir() lists the working directory
             recorder.note_listing(path, by_library=actor == "library")
     elif event in UNCACHEABLE_EVENTS:
-        reason = uncacheable_reason(event, args, _roots())
+        reason = uncacheable_reason(event, args, python_roots())
         if reason is not None and event == "subprocess.Popen" and _asks_the_platform(sys._getframe(1)):
             reason = None
         if reason is not None:
@@ -94,7 +100,7 @@ def _actor(frame: Any, metadata_is_import: bool = True) -> str:
     calls `os.listdir` while its module is being imported is the project's code, though the import system is
     further down the stack.
     """
-    libraries, stdlib = _roots()
+    libraries, stdlib = python_roots()
     through_metadata = False
     while frame is not None:
         name = frame.f_code.co_filename
@@ -102,9 +108,9 @@ def _actor(frame: Any, metadata_is_import: bool = True) -> str:
             return "import"
         if not name.startswith("<"):  # "<frozen os>", "<string>": see through them
             filename = _code_path(name)
-            if _under(filename, libraries):
+            if under(filename, libraries):
                 return "import" if through_metadata else "library"
-            if not _under(filename, stdlib):
+            if not under(filename, stdlib):
                 if filename != _THIS_FILE:
                     return "import" if through_metadata else "project"
             elif metadata_is_import and f"{os.sep}importlib{os.sep}metadata{os.sep}" in filename:
@@ -121,12 +127,12 @@ PLATFORM_QUERIES = (f"{os.sep}platform.py", f"{os.sep}ctypes{os.sep}util.py")
 def _asks_the_platform(frame: Any) -> bool:
     """Whether the subprocess being started comes from `PLATFORM_QUERIES` (before any code outside the standard
     library: h5py calling `platform.processor()` is fine, the project running `uname` itself is not)."""
-    libraries, stdlib = _roots()
+    libraries, stdlib = python_roots()
     while frame is not None:
         name = frame.f_code.co_filename
         if not name.startswith("<"):
             filename = _code_path(name)
-            if _under(filename, libraries) or not _under(filename, stdlib):
+            if under(filename, libraries) or not under(filename, stdlib):
                 return False
             if filename.endswith(PLATFORM_QUERIES):
                 return True
@@ -349,15 +355,15 @@ class Recorder:
         (the count's own shared libraries are modules, recorded as such)."""
         with self.reading_itself():
             held = native_readers.held_files()
-        libraries, stdlib = _roots()
+        libraries, stdlib = python_roots()
         ignored = (*libraries, *stdlib, *SYSTEM_LIBRARY_ROOTS, *VIRTUAL_ROOTS)
         return {path for path in held if not path.startswith(ignored)}
 
 
 def _is_path_scan(path: str) -> bool:
     real = os.path.realpath(path)
-    libraries, stdlib = _roots()
-    if _under(real + os.sep, libraries + stdlib):
+    libraries, stdlib = python_roots()
+    if under(real + os.sep, libraries + stdlib):
         return True
     return real in {os.path.realpath(e or ".") for e in sys.path if isinstance(e, str)}
 
@@ -533,76 +539,6 @@ def _install_hook() -> None:
             _HOOK_INSTALLED = True
 
 
-# -- where a file belongs ------------------------------------------------------------------------------------------
-
-
-def library_roots() -> tuple[str, ...]:
-    """site-packages directories: files there change only when a package is installed or upgraded."""
-    roots = set()
-    for key in ("purelib", "platlib"):
-        with contextlib.suppress(KeyError):
-            roots.add(sysconfig.get_paths()[key])
-    with contextlib.suppress(AttributeError):
-        roots.update(site.getsitepackages())
-    with contextlib.suppress(AttributeError):
-        user = site.getusersitepackages()
-        if isinstance(user, str):
-            roots.add(user)
-    return tuple(sorted({os.path.realpath(r) + os.sep for r in roots if r}))
-
-
-def stdlib_roots() -> tuple[str, ...]:
-    """The standard library (covered by the Python version in the cache key), site-packages excepted."""
-    roots = set()
-    for key in ("stdlib", "platstdlib"):
-        with contextlib.suppress(KeyError):
-            roots.add(os.path.realpath(sysconfig.get_paths()[key]) + os.sep)
-    return tuple(sorted(roots))
-
-
-#: Kernel files (`/proc/self/maps`): they describe the process, not the model, and differ on every run.
-VIRTUAL_ROOTS = ("/proc/", "/sys/", "/dev/")
-
-#: Under `/dev/` but ordinary files: a model's data staged in shared memory (`/dev/shm/config.json`) is an input.
-SHARED_MEMORY_ROOTS = ("/dev/shm/",)
-
-
-def _virtual(path: str) -> bool:
-    """Whether `path` (real, or a directory ending in a separator) is a kernel file, never a fact."""
-    return _under(path, VIRTUAL_ROOTS) and not _under(path, SHARED_MEMORY_ROOTS)
-
-
-_REAL_DIRECTORIES: dict[str, str] = {}
-
-
-def _realpath(path: str) -> str:
-    """`os.path.realpath`, resolving each directory once: thousands of module files share a few hundred."""
-    directory, name = os.path.split(path)
-    real = _REAL_DIRECTORIES.get(directory)
-    if real is None:
-        real = _REAL_DIRECTORIES[directory] = os.path.realpath(directory)
-    joined = os.path.join(real, name)
-    return os.path.realpath(joined) if os.path.islink(joined) else joined
-
-
-def _is_bytecode(path: str) -> bool:
-    """A `__pycache__` file is derived from its source, which is recorded; Python itself checks it against it."""
-    return path.endswith(".pyc") and f"{os.sep}__pycache__{os.sep}" in path
-
-
-_ROOTS: list[tuple[tuple[str, ...], tuple[str, ...]]] = []
-
-
-def _roots() -> tuple[tuple[str, ...], tuple[str, ...]]:
-    if not _ROOTS:
-        _ROOTS.append((library_roots(), stdlib_roots()))
-    return _ROOTS[0]
-
-
-def _under(path: str, roots: Iterable[str]) -> bool:
-    return any(path.startswith(root) for root in roots)
-
-
 # -- the facts ------------------------------------------------------------------------------------------------------
 
 
@@ -630,7 +566,7 @@ class Dependencies:
     @classmethod
     def capture(cls, recorder: Recorder, modules: Iterable[Any] | None = None) -> Dependencies:
         """The facts as they are now, for what `recorder` saw and every module in `modules` (default: all loaded)."""
-        libraries, stdlib = _roots()
+        libraries, stdlib = python_roots()
         deps = cls()
         deps.uncacheable = recorder.uncacheable
         paths = set(recorder.files) | set(recorder.probes)
@@ -639,11 +575,11 @@ class Dependencies:
             if isinstance(path, str):
                 paths.add(os.path.abspath(path))
         for path in sorted(paths):
-            real = _realpath(path)
-            standard = _under(real, stdlib) and not _under(real, libraries)
-            if standard or _virtual(real) or _is_bytecode(real):
+            real = real_path(path)
+            standard = under(real, stdlib) and not under(real, libraries)
+            if standard or is_virtual(real) or is_bytecode(real):
                 continue
-            if _under(real, libraries):
+            if under(real, libraries):
                 fact = _library_fact(real)
                 if fact is not None:
                     deps.libraries[real] = fact
@@ -656,7 +592,7 @@ class Dependencies:
                 if recorder.started_ns and _modified_since(path, recorder.started_ns):
                     deps.unstable.append(path)
         for path, seen in sorted(recorder.listings.items()):
-            if _virtual(os.path.realpath(path) + os.sep):
+            if is_virtual(os.path.realpath(path) + os.sep):
                 continue
             deps.listings[path] = listing_digest(path)
             if deps.listings[path] != seen:  # a file added or removed while the count ran

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_flopbudget._cache import dependencies
+from pytest_flopbudget._cache import dependencies, file_roots
 from pytest_flopbudget._cache.dependencies import Dependencies, Recorder, file_digest
 
 
@@ -131,7 +131,7 @@ def test_library_files_are_checked_by_size_and_mtime_and_distributions_by_their_
     dist_info = site / "tinylib-1.0.dist-info"
     dist_info.mkdir()
     (dist_info / "top_level.txt").write_text("tinylib\n")
-    monkeypatch.setattr(dependencies, "_ROOTS", [((str(site) + os.sep,), dependencies.stdlib_roots())])
+    monkeypatch.setattr(file_roots, "_ROOTS", [((str(site) + os.sep,), file_roots.stdlib_roots())])
 
     class Module:
         __file__ = str(module_file)
@@ -341,8 +341,8 @@ def test_find_spec_of_a_module_that_is_there_is_a_change_when_it_goes(tmp_path: 
 def _fake_site_packages(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     site = tmp_path / "site-packages"
     site.mkdir()
-    roots = (str(site) + os.sep, *dependencies.library_roots())
-    monkeypatch.setattr(dependencies, "_ROOTS", [(roots, dependencies.stdlib_roots())])
+    roots = (str(site) + os.sep, *file_roots.library_roots())
+    monkeypatch.setattr(file_roots, "_ROOTS", [(roots, file_roots.stdlib_roots())])
     monkeypatch.syspath_prepend(str(site))
     return site
 
