@@ -35,7 +35,6 @@ import importlib.abc
 import importlib.machinery
 import json
 import os
-import stat
 import sys
 import threading
 import time
@@ -43,8 +42,18 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from pytest_flopbudget._atomic_file import open_regular_file
 from pytest_flopbudget._cache import native_readers
+from pytest_flopbudget._cache.digests import (
+    NOT_REGULAR,
+    WHOLE_ENVIRONMENT,
+    env_digest,
+    environment_digest,
+    file_digest,
+    library_fact,
+    listing_digest,
+    modified_since,
+    owning_distributions,
+)
 from pytest_flopbudget._cache.file_roots import (
     VIRTUAL_ROOTS,
     is_bytecode,
@@ -580,7 +589,7 @@ class Dependencies:
             if standard or is_virtual(real) or is_bytecode(real):
                 continue
             if under(real, libraries):
-                fact = _library_fact(real)
+                fact = library_fact(real)
                 if fact is not None:
                     deps.libraries[real] = fact
                 elif path in recorder.files or path in recorder.probes:  # absent, or a directory: what it is
@@ -589,7 +598,7 @@ class Dependencies:
                 deps.files[path] = digest = file_digest(path)
                 if path in recorder.files and digest.startswith(NOT_REGULAR):
                     deps.uncacheable = deps.uncacheable or f"it read {digest[len(NOT_REGULAR) :]} {path}"
-                if recorder.started_ns and _modified_since(path, recorder.started_ns):
+                if recorder.started_ns and modified_since(path, recorder.started_ns):
                     deps.unstable.append(path)
         for path, seen in sorted(recorder.listings.items()):
             if is_virtual(os.path.realpath(path) + os.sep):
@@ -598,7 +607,7 @@ class Dependencies:
             if deps.listings[path] != seen:  # a file added or removed while the count ran
                 deps.unstable.append(path)
         deps.distribution_queries = dict(sorted(recorder.distribution_queries.items()))
-        deps.distributions = sorted(_distributions(deps.libraries, libraries))
+        deps.distributions = sorted(owning_distributions(deps.libraries, libraries))
         deps.env = {name: env_digest(_INITIAL_ENVIRONMENT.get(name)) for name in sorted(recorder.env)}
         if recorder.whole_environment:  # every variable, including any added later
             deps.env[WHOLE_ENVIRONMENT] = environment_digest(_INITIAL_ENVIRONMENT)
@@ -619,7 +628,7 @@ class Dependencies:
             if not os.path.isdir(path):
                 return f"{os.path.basename(path)} is no longer installed"
         for path, fact in self.libraries.items():
-            current = memo[path] if path in memo else memo.setdefault(path, _library_fact(path))
+            current = memo[path] if path in memo else memo.setdefault(path, library_fact(path))
             if current != fact:
                 return f"{path} changed"
         for path, digest in self.listings.items():
@@ -683,163 +692,7 @@ class Dependencies:
         self.distribution_queries.update(other.distribution_queries)
 
 
-#: The key under which a record keeps the digest of the whole environment (never a variable's name: it has a NUL).
-WHOLE_ENVIRONMENT = "\0environment"
-
-
-def env_digest(value: str | None) -> str | None:
-    """What a record keeps of a variable's value: its sha256 (a token the model read is not written to disk), or
-    None when it was unset."""
-    if value is None:
-        return None
-    return "sha256:" + hashlib.sha256(value.encode("utf-8", "surrogateescape")).hexdigest()
-
-
-def environment_digest(environ: Mapping[str, str]) -> str:
-    text = "\0".join(f"{k}={v}" for k, v in sorted(environ.items()))
-    return hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()
-
-
-def _modified_since(path: str, started_ns: int) -> bool:
-    """Whether `path` changed after the count started (or just before it: file times come from a coarse clock)."""
-    try:
-        info = os.stat(path)
-    except OSError:
-        return False
-    if not stat.S_ISREG(info.st_mode):  # a probed directory's fact is only that it is one (/tmp changes all the time)
-        return False
-    return max(info.st_mtime_ns, info.st_ctime_ns) >= started_ns - 50_000_000
-
-
 def _mapping(value: Any) -> Mapping[Any, Any]:
     if not isinstance(value, Mapping):
         raise TypeError(f"expected a mapping, got {type(value).__name__}")
     return value
-
-
-#: How a non-regular file's fact starts: its kind follows ("not a regular file: a FIFO").
-NOT_REGULAR = "not a regular file: "
-
-_KINDS = (
-    (stat.S_ISFIFO, "a FIFO"),
-    (stat.S_ISSOCK, "a socket"),
-    (stat.S_ISCHR, "a character device"),
-    (stat.S_ISBLK, "a block device"),
-)
-
-
-def file_digest(path: str) -> str:
-    """sha256 of the file's bytes; "" when it does not exist; "directory"; `NOT_REGULAR` and its kind for a FIFO,
-    socket or device, which is never opened (a FIFO would block until a writer comes); "unreadable" otherwise.
-    None of these is ever equal to a digest. When `path` itself is a symbolic link, its target follows
-    (`"directory -> v4"`): a model that reads where a link points (`os.path.realpath("checkpoints/latest")`) sees
-    the link retargeted even when the new target has the same kind or content."""
-    try:
-        link = os.readlink(path)
-    except (OSError, ValueError):
-        return _target_digest(path)
-    return f"{_target_digest(path)} -> {link}"
-
-
-def _target_digest(path: str) -> str:
-    try:
-        info = os.stat(path)
-    except (FileNotFoundError, NotADirectoryError):
-        return ""
-    except (OSError, ValueError):
-        return "unreadable"
-    if stat.S_ISDIR(info.st_mode):
-        return "directory"
-    if not stat.S_ISREG(info.st_mode):
-        return NOT_REGULAR + next((kind for test, kind in _KINDS if test(info.st_mode)), "of an unknown kind")
-    digest = hashlib.sha256()
-    try:
-        with open_regular_file(path) as file:
-            while chunk := file.read(1 << 20):
-                digest.update(chunk)
-    except FileNotFoundError:
-        return ""
-    except OSError:
-        return "unreadable"
-    return digest.hexdigest()
-
-
-def listing_digest(path: str) -> str:
-    """The names in a directory, each with what `os.scandir` tells of it without opening it: its kind, a regular
-    file's size, a link's target (`entry.is_dir()` and `entry.stat().st_size` are read from the listing, and no
-    probe of the file is seen)."""
-    try:
-        with os.scandir(path) as entries:
-            described = sorted(f"{entry.name}\0{_entry_kind(entry)}" for entry in entries)
-    except FileNotFoundError:
-        return ""
-    except OSError:
-        return "unreadable"
-    return hashlib.sha256("\0".join(described).encode("utf-8", "surrogateescape")).hexdigest()
-
-
-def _entry_kind(entry: os.DirEntry[str]) -> str:
-    try:
-        if entry.is_symlink():
-            return "link " + os.readlink(entry.path)
-        if entry.is_dir(follow_symlinks=False):
-            return "directory"
-        if entry.is_file(follow_symlinks=False):
-            return f"file {entry.stat(follow_symlinks=False).st_size}"
-    except OSError:  # removed while it was listed
-        return "unreadable"
-    return "other"
-
-
-def _library_fact(path: str) -> list[int] | None:
-    try:
-        info = os.stat(path)
-    except OSError:
-        return None
-    if not stat.S_ISREG(info.st_mode):
-        return None
-    return [info.st_size, info.st_mtime_ns]
-
-
-def _distributions(files: Iterable[str], roots: tuple[str, ...]) -> set[str]:
-    """The .dist-info directories of the distributions that own `files`, found from each root's top-level names.
-
-    Reading every distribution's RECORD would be exact but slow; a distribution's import names are its
-    `top_level.txt`, or else the names in its RECORD's first path components, which we read only for the
-    top-level names actually imported.
-    """
-    wanted: dict[str, set[str]] = {}
-    for path in files:
-        for root in roots:
-            if path.startswith(root):
-                top = path[len(root) :].split(os.sep, 1)[0]
-                top = top.split(".", 1)[0] if top.endswith((".py", ".so", ".pyd")) else top
-                wanted.setdefault(root, set()).add(top)
-                break
-    found: set[str] = set()
-    for root, tops in wanted.items():
-        try:
-            entries = os.listdir(root)
-        except OSError:
-            continue
-        for entry in entries:
-            if not entry.endswith(".dist-info"):
-                continue
-            owned = _top_level_names(os.path.join(root, entry))
-            if owned & tops:
-                found.add(os.path.join(root, entry))
-    return found
-
-
-def _top_level_names(dist_info: str) -> set[str]:
-    names: set[str] = set()
-    with contextlib.suppress(OSError, UnicodeDecodeError):
-        with open_regular_file(os.path.join(dist_info, "top_level.txt")) as file:
-            names.update(line.strip() for line in file.read().decode("utf-8").splitlines() if line.strip())
-        return names
-    with contextlib.suppress(OSError, UnicodeDecodeError), open_regular_file(os.path.join(dist_info, "RECORD")) as file:
-        for line in file.read().decode("utf-8").splitlines():
-            first = line.split(",", 1)[0].split("/", 1)[0]
-            if first and not first.endswith((".dist-info", ".data")) and first != "..":
-                names.add(first.split(".", 1)[0] if first.endswith((".py", ".so", ".pyd")) else first)
-    return names

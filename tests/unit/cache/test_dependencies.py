@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from pytest_flopbudget._cache import dependencies, file_roots
-from pytest_flopbudget._cache.dependencies import Dependencies, Recorder, file_digest
+from pytest_flopbudget._cache import dependencies, digests, file_roots
+from pytest_flopbudget._cache.dependencies import Dependencies, Recorder
+from pytest_flopbudget._cache.digests import file_digest
 
 
 def test_reads_are_noted_and_writes_of_new_files_are_not(tmp_path: Path) -> None:
@@ -53,7 +54,7 @@ def test_reading_the_whole_environment_from_project_code_records_every_value() -
     assert recorder.whole_environment
     deps = Dependencies.capture(recorder, modules=[])
     start = dependencies._INITIAL_ENVIRONMENT
-    assert deps.env == {dependencies.WHOLE_ENVIRONMENT: dependencies.environment_digest(start)}
+    assert deps.env == {digests.WHOLE_ENVIRONMENT: digests.environment_digest(start)}
     some = next(iter(dependencies._INITIAL_ENVIRONMENT))
     assert deps.changed(environ={**dependencies._INITIAL_ENVIRONMENT, some: "changed"}) == "the environment changed"
 

@@ -12,7 +12,8 @@ import pytest
 
 from pytest_flopbudget._cache import signing as record_signing
 from pytest_flopbudget._cache import store as count_cache
-from pytest_flopbudget._cache.dependencies import Dependencies, file_digest
+from pytest_flopbudget._cache.dependencies import Dependencies
+from pytest_flopbudget._cache.digests import file_digest
 from pytest_flopbudget._cache.store import CEILING_KEYS, UNTRUSTED, CountCache, cache_enabled, entry_key
 from pytest_flopbudget._config.budget import NON_METRIC_BUDGET_KEYS
 from pytest_flopbudget._report import Report
