@@ -12,11 +12,8 @@ new keys and values, an in-place update of an input tensor) reaches the caller's
 from __future__ import annotations
 
 import contextlib
-import logging
 import os
-import types
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any, Callable
 
 import torch
@@ -36,8 +33,14 @@ from pytest_flopbudget._counting.torch.data_dependent import (
     UpperBounds,
 )
 from pytest_flopbudget._counting.torch.defer_dynamo import deferred_dynamo
+from pytest_flopbudget._counting.torch.execution import (
+    by_identity,
+    convert_by_replacing,
+    execution_context,
+    quiet_fake_tensor_log,
+    warn_shared,
+)
 from pytest_flopbudget._counting.torch.fake_fallbacks import FAKE_FALLBACKS
-from pytest_flopbudget._counting.torch.fast_fake import FakeFactory
 from pytest_flopbudget._counting.torch.generation import Generation
 from pytest_flopbudget._counting.torch.keras_layers import keras_params, keras_paths
 from pytest_flopbudget._counting.torch.known_inputs import InputValues
@@ -45,7 +48,7 @@ from pytest_flopbudget._counting.torch.lazy_shape_env import LazyShapeEnv
 from pytest_flopbudget._counting.torch.library_versions import model_library_versions
 from pytest_flopbudget._counting.torch.model_copy import ModelCopy
 from pytest_flopbudget._counting.torch.module_paths import ModulePathTracker
-from pytest_flopbudget._counting.torch.ops import SAME_SHAPE_INPLACE, TORCH_OPS, integer_output, op_key
+from pytest_flopbudget._counting.torch.ops import TORCH_OPS, integer_output, op_key
 from pytest_flopbudget._counting.torch.peak_memory import LiveBytes, PeakMemory
 from pytest_flopbudget._counting.torch.shape_memo import ShapeMemo
 from pytest_flopbudget._counting.torch.traffic import Rule, Unsized, bytes_moved, free_op_traffic
@@ -378,20 +381,20 @@ def count_torch(
         with (
             signals.delivered_during_count(),
             deferred_dynamo(),
-            _quiet_fake_tensor_log(),
-            _execution_context(execution) as context,
+            quiet_fake_tensor_log(),
+            execution_context(execution) as context,
         ):
-            stand_in = _by_identity(context.tensor)
+            stand_in = by_identity(context.tensor)
             copier = ModelCopy(context.parameter, stand_in)
             with context.outside():  # objects deep-copied for real, as they were made
                 counted = copier.copy(model)
                 shared_by_model = len(copier.shared)
                 # forward writes to what it is passed as freely as to its module: it gets private inputs too
                 fake_args, fake_kwargs = copier.copy_inputs(args, kwargs)
-            _warn_shared(copier.shared[:shared_by_model], "model attribute(s)")
-            _warn_shared(copier.shared[shared_by_model:], "input value(s)")
+            warn_shared(copier.shared[:shared_by_model], "model attribute(s)")
+            warn_shared(copier.shared[shared_by_model:], "input value(s)")
             if execution == "fake":
-                _convert_by_replacing(counted)
+                convert_by_replacing(counted)
             tracker = ModulePathTracker(counted, keras_paths(counted))
             call = counted if method == "forward" else getattr(counted, method)  # the copy's, never the model's
             mode = CountingMode(tracker, context.memo, context.values, context.bounds, context.shapes)
@@ -479,145 +482,6 @@ def check_method(model: torch.nn.Module, method: str) -> None:
         hint = [name for name in public if not hasattr(torch.nn.Module, name)][:8]
         listed = f"; its own methods: {', '.join(hint)}" if hint else ""
         raise CountingError(f"{type(model).__name__} has no method {method!r}{listed}")
-
-
-@contextlib.contextmanager
-def _quiet_fake_tensor_log() -> Iterator[None]:
-    """Fake mode logs a full traceback when an op fails on fake tensors; we report that failure in one line."""
-    logger = logging.getLogger("torch._subclasses.fake_tensor")
-    was_disabled = logger.disabled
-    logger.disabled = True
-    try:
-        yield
-    finally:
-        logger.disabled = was_disabled
-
-
-@dataclass
-class _Context:
-    """What one execution mode turns tensors into, and the fake-mode helpers (None in real execution)."""
-
-    tensor: Callable[[Any], Any]
-    parameter: Callable[[Any], Any]
-    memo: ShapeMemo | None = None
-    values: KnownValues | None = None
-    bounds: UpperBounds | None = None
-    shapes: LazyShapeEnv | None = None
-    outside: Callable[[], Any] = contextlib.nullcontext
-
-
-@contextlib.contextmanager
-def _execution_context(execution: str) -> Iterator[_Context]:
-    if execution == "real":
-        yield _Context(_real_stand_in, _real_parameter)
-        return
-    from torch._subclasses.fake_tensor import FakeTensorMode, unset_fake_temporarily
-
-    # static_shapes=False: what the mode had when it got its ShapeEnv at construction (see lazy_shape_env.py)
-    fake_mode = FakeTensorMode(allow_non_fake_inputs=True, static_shapes=False)
-    shapes = LazyShapeEnv(fake_mode)
-    factory = FakeFactory(fake_mode)
-    make_fake = factory.empty
-
-    def to_fake(value: Any) -> Any:
-        if not isinstance(value, torch.Tensor):
-            return value
-        # Shape, strides and dtype are all a count needs. Wrapping a fresh meta tensor is several times cheaper
-        # than `from_tensor` (which describes the real tensor in full); a meta tensor stands in on the CPU.
-        device = torch.device("cpu") if value.is_meta else value.device
-        fake = make_fake(value.shape, value.stride(), value.dtype, device)
-        if value.requires_grad and (value.is_floating_point() or value.is_complex()):
-            fake.requires_grad_(True)
-        return fake
-
-    def fake_parameter(value: Any) -> Any:
-        fake = to_fake(value)
-        fake._is_param = True  # what nn.Parameter(fake) sets: isinstance(fake, nn.Parameter) holds
-        return fake
-
-    context = _Context(
-        to_fake,
-        fake_parameter,
-        ShapeMemo(make_fake, SAME_SHAPE_INPLACE, factory.view),
-        InputValues(make_fake),
-        UpperBounds(make_fake, shapes.get),
-        shapes,
-        unset_fake_temporarily,
-    )
-    with fake_mode:
-        yield context
-
-
-def _real_stand_in(value: Any) -> Any:
-    """Real execution: a private clone, so an in-place update in forward cannot reach the caller's tensor."""
-    if not isinstance(value, torch.Tensor):
-        return value
-    if value.is_meta:
-        raise CountingError("execution='real' cannot run a model or input on the meta device; use execution='fake'")
-    clone = value.detach().clone()
-    if value.requires_grad:
-        clone.requires_grad_(True)
-    return clone
-
-
-def _real_parameter(value: Any) -> Any:
-    return torch.nn.Parameter(_real_stand_in(value), requires_grad=value.requires_grad)
-
-
-def _convert_by_replacing(counted: torch.nn.Module) -> None:
-    """`module.to(dtype)` inside forward (Switch Transformers' and NLLB-MoE's routers) on fake parameters.
-
-    `Module._apply` swaps a fake parameter's contents in place (`torch.utils.swap_tensors`), which fake tensors
-    refuse (fake mode holds weak references to them). The copy is private, so each of its modules can convert by
-    replacing its parameters and buffers instead; shapes and dtypes, all a count reads, come out the same.
-    """
-    for module in counted.modules():
-        module.__dict__["_apply"] = types.MethodType(_apply_by_replacing, module)
-
-
-def _apply_by_replacing(self: torch.nn.Module, fn: Callable[[Any], Any], recurse: bool = True) -> torch.nn.Module:
-    if recurse:
-        for child in self.children():
-            child._apply(fn)
-    with torch.no_grad():
-        for key, param in self._parameters.items():
-            if param is not None:
-                converted = fn(param)
-                if converted is not param:
-                    converted._is_param = True
-                    differentiable = converted.is_floating_point() or converted.is_complex()
-                    converted.requires_grad_(param.requires_grad and differentiable)
-                    self._parameters[key] = converted
-        for key, buffer in self._buffers.items():
-            if buffer is not None:
-                self._buffers[key] = fn(buffer)
-    return self
-
-
-def _warn_shared(shared: list[str], what: str) -> None:
-    if shared:
-        import warnings
-
-        warnings.warn(
-            f"count(): {len(shared)} {what} cannot be copied and are shared with the count, so "
-            f"forward may change them: {', '.join(shared[:5])}",
-            stacklevel=4,
-        )
-
-
-def _by_identity(convert: Callable[[Any], Any]) -> Callable[[Any], Any]:
-    """One stand-in per tensor object: tied weights stay tied, and `m(x, x, x)` still passes the same tensor
-    three times (nn.MultiheadAttention's fast path and any `a is b` branch depend on it)."""
-    seen: dict[int, Any] = {}
-
-    def stand_in(value: Any) -> Any:
-        if not isinstance(value, torch.Tensor):
-            return value
-        if id(value) not in seen:
-            seen[id(value)] = convert(value)
-        return seen[id(value)]
-
-    return stand_in
 
 
 @contextlib.contextmanager
