@@ -16,7 +16,7 @@ transformers import, not two, and a model whose module imports no heavy library 
                                           └ fork ─> model A2
           └ fork ─> libraries of module B ─ fork ─> model B1
 
-What a count reads can only be seen while it runs (`dependencies.Recorder`), and only what is *loaded* during that
+What a count reads can only be seen while it runs (`recorder.Recorder`), and only what is *loaded* during that
 time is seen; everything a model's code loads is loaded, and seen, in its child, and what the processes above it
 loaded is recorded there once and added to the record.
 
@@ -37,7 +37,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pytest_flopbudget._cache.dependencies import Dependencies, Recorder
+from pytest_flopbudget._cache.dependencies import Dependencies
+from pytest_flopbudget._cache.recorder import Recorder
 from pytest_flopbudget._cache.store import CountCache, Lookup, entry_key
 from pytest_flopbudget._config.location import display_path
 from pytest_flopbudget._config.pyproject import ModelEntry

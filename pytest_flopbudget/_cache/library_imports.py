@@ -19,7 +19,7 @@ import sys
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from pytest_flopbudget._cache.dependencies import library_roots
+from pytest_flopbudget._cache.file_roots import library_roots
 
 #: (module, names): `import a.b` is ("a.b", ()), `from a.b import c, d` is ("a.b", ("c", "d")).
 Import = tuple[str, tuple[str, ...]]

@@ -33,6 +33,7 @@ from typing import Any
 from pytest_flopbudget._atomic_file import read_regular_file, write_atomic
 from pytest_flopbudget._cache import signing as record_signing
 from pytest_flopbudget._cache.dependencies import Dependencies
+from pytest_flopbudget._config.budget import NON_METRIC_BUDGET_KEYS
 from pytest_flopbudget._curve.formula import Formula
 from pytest_flopbudget._metrics import METRICS
 from pytest_flopbudget._report import Report
@@ -55,9 +56,7 @@ CACHEDIR_TAG = (
 GITIGNORE = "# Created by pytest-flopbudget automatically.\n*\n"
 #: Keys of a model's table that judge a count but do not change it: editing a ceiling (a model's, a phase's, one at
 #: a point of the curve, a degree) must not recount.
-CEILING_KEYS = frozenset(
-    {*(metric.key for metric in METRICS), "max-increase", "warn-increase", "phases", "max-degree", "at"}
-)
+CEILING_KEYS = frozenset({*(metric.key for metric in METRICS), *NON_METRIC_BUDGET_KEYS})
 
 
 def cache_enabled(setting: bool | None, env: Mapping[str, str]) -> bool:

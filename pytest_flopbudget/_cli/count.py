@@ -188,7 +188,7 @@ def render_curve(
 
 def write_output(path: str, text: str) -> None:
     """`--output PATH`: the whole text or nothing (a temp file beside it, then a rename); one line on failure."""
-    from pytest_flopbudget._judge.baseline import write_atomic
+    from pytest_flopbudget._atomic_file import write_atomic
 
     try:
         write_atomic(Path(path), safe_text(text))

@@ -25,6 +25,17 @@ from pytest_flopbudget._metrics import METRICS, Metric, by_name
 from pytest_flopbudget._report import MAX_COUNT
 from pytest_flopbudget._units import SI, PrefixSystem
 
+#: The pyproject keys of a model's budget beside each metric's own (`flops`, `params`, ...: `Metric.key`), spelled
+#: here once for everything that reads or writes them (the config's validation, the count cache's ceiling keys,
+#: `--base-ref`'s changes, the edit hints): growth over the baseline (`max-increase`, `warn-increase`), the budgets
+#: on the curve (`max-degree`, `at`: docs/curve-budgets.md) and the per-phase budgets (`phases`: docs/generation.md).
+MAX_INCREASE = "max-increase"
+WARN_INCREASE = "warn-increase"
+MAX_DEGREE = "max-degree"
+AT = "at"
+PHASES = "phases"
+NON_METRIC_BUDGET_KEYS = (MAX_INCREASE, WARN_INCREASE, MAX_DEGREE, AT, PHASES)
+
 #: The largest count a budget can hold: far above any model (a 10^12-parameter model at 10^6 tokens is ~10^18
 #: FLOPs) and small enough that every report, percentage and CI annotation handles it as an ordinary number.
 
@@ -230,7 +241,7 @@ def parse_quantity(value: Any, slot: str = "flops", source: Location | None = No
     return Limit(metric, int(number), text.strip(), source)
 
 
-def parse_increase(value: Any, source: Location | None = None, key: str = "max-increase") -> MaxIncrease:
+def parse_increase(value: Any, source: Location | None = None, key: str = MAX_INCREASE) -> MaxIncrease:
     """`"2%"` -> `MaxIncrease(Decimal("0.02"))`. A bare number is refused: is `2` two percent or 200 percent?
     `key` (`max-increase` or `warn-increase`) names the setting in the error."""
     source = source or Location()
@@ -271,7 +282,7 @@ def parse_budget(values: Mapping[str, Any], sources: Mapping[str, Location], ori
                 increase = parse_increase(value, source)
                 continue
             if slot == "warn_increase":
-                warn = parse_increase(value, source, "warn-increase")
+                warn = parse_increase(value, source, WARN_INCREASE)
                 continue
             limit = parse_quantity(value, slot, source)
         except LocatedError as exc:

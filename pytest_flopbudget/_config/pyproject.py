@@ -21,7 +21,16 @@ from math import prod
 from pathlib import Path
 from typing import Any, Union
 
-from pytest_flopbudget._config.budget import Budget, parse_budget, shown
+from pytest_flopbudget._config.budget import (
+    AT,
+    MAX_DEGREE,
+    MAX_INCREASE,
+    PHASES,
+    WARN_INCREASE,
+    Budget,
+    parse_budget,
+    shown,
+)
 from pytest_flopbudget._config.curve_budget import parse_at, parse_max_degree
 from pytest_flopbudget._config.location import LocatedError, Location, Origin, Problem
 from pytest_flopbudget._config.sympy_names import SYMPY_NAMES
@@ -50,14 +59,14 @@ PROJECT_KEYS = ("baseline-dir", "collect-models", "require-baseline", "models")
 #: pyproject key -> budget slot (see `budget.parse_budget`): each metric's `key`, then max-increase and warn-increase.
 BUDGET_KEYS = {
     **{metric.key: str(metric) for metric in METRICS},
-    "max-increase": "max_increase",
-    "warn-increase": "warn_increase",
+    MAX_INCREASE: "max_increase",
+    WARN_INCREASE: "warn_increase",
 }
 #: The budgets on the curve (config/curve_budget.py), judged on the model's formula.
-CURVE_BUDGET_KEYS = ("max-degree", "at")
+CURVE_BUDGET_KEYS = (MAX_DEGREE, AT)
 MODEL_KEYS = (
     "target", "inputs", "method", "training", "execution", *BUDGET_KEYS, "dims", "curve", *CURVE_BUDGET_KEYS,
-    "generate", "decode-inputs", "phases",
+    "generate", "decode-inputs", PHASES,
 )  # fmt: skip
 INPUT_KEYS = ("shape", "dtype")
 EXECUTIONS = ("fake", "real")
@@ -598,12 +607,12 @@ class _Validator:
         slot_sources = {slot: sources[key] for key, slot in BUDGET_KEYS.items() if key in entry}
         try:
             budget = parse_budget(values, slot_sources, self.source(path))
-            if "phases" in entry:
-                budget = dataclasses.replace(budget, phases=self.phase_budgets((*path, "phases"), entry["phases"]))
+            if PHASES in entry:
+                budget = dataclasses.replace(budget, phases=self.phase_budgets((*path, PHASES), entry[PHASES]))
         except LocatedError as exc:
             self.problems.extend(exc.problems)
             return Budget(source=self.source(path))
-        if not values and "phases" not in entry and not any(key in entry for key in CURVE_BUDGET_KEYS):
+        if not values and PHASES not in entry and not any(key in entry for key in CURVE_BUDGET_KEYS):
             self.problem(path, f"declares no budget; set at least one of: {', '.join(BUDGET_KEYS)}")
         return budget
 
@@ -612,7 +621,7 @@ class _Validator:
     ) -> Budget:
         """`budget` with the model's `max-degree` and `at` (docs/curve-budgets.md)."""
         found: dict[str, tuple[Any, ...]] = {}
-        parsers: dict[str, Callable[..., tuple[Any, ...]]] = {"max-degree": parse_max_degree, "at": parse_at}
+        parsers: dict[str, Callable[..., tuple[Any, ...]]] = {MAX_DEGREE: parse_max_degree, AT: parse_at}
         for key, parse in parsers.items():
             if key in entry:
 
@@ -625,7 +634,7 @@ class _Validator:
                     self.problems.extend(exc.problems)
         if not found:
             return budget
-        return dataclasses.replace(budget, degrees=found.get("max-degree", ()), at=found.get("at", ()))
+        return dataclasses.replace(budget, degrees=found.get(MAX_DEGREE, ()), at=found.get(AT, ()))
 
 
 def _targets_of(kind: TargetKind) -> str:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import NoReturn
 
-from pytest_flopbudget._config.budget import Budget, Limit
+from pytest_flopbudget._config.budget import MAX_INCREASE, Budget, Limit
 from pytest_flopbudget._config.location import LocatedError, Location, Origin
 from pytest_flopbudget._config.pyproject import BUDGET_KEYS, ModelEntry, Settings, parse_settings
 from pytest_flopbudget._errors import BaselineError, FlopBudgetError
@@ -83,7 +83,7 @@ class BudgetChange:
     @property
     def message(self) -> str:
         """`resnet50: flops budget raised from 8.3G to 9G (+8.4%) since origin/main`."""
-        what = f"{self.setting} budget" if self.setting and self.setting != "max-increase" else self.setting
+        what = f"{self.setting} budget" if self.setting and self.setting != MAX_INCREASE else self.setting
         if self.kind == RAISED:
             change = f" ({self.percent})" if self.percent else ""
             return f"{self.model}: {what} raised from {self.before} to {self.after}{change} since {self.ref}"
@@ -273,11 +273,11 @@ def _compare_model(old: ModelEntry, new: ModelEntry, ref: str) -> list[BudgetCha
     before_increase, after_increase = old.budget.max_increase, new.budget.max_increase
     if before_increase is not None:
         if after_increase is None:
-            changes.append(BudgetChange(new.name, "max-increase", REMOVED, before_increase.text, None, ref, new.source))
+            changes.append(BudgetChange(new.name, MAX_INCREASE, REMOVED, before_increase.text, None, ref, new.source))
         elif after_increase.fraction > before_increase.fraction:
             changes.append(
                 BudgetChange(
-                    new.name, "max-increase", RAISED, before_increase.text, after_increase.text, ref,
+                    new.name, MAX_INCREASE, RAISED, before_increase.text, after_increase.text, ref,
                     after_increase.source,
                 )
             )  # fmt: skip

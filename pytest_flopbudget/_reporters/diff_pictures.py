@@ -21,8 +21,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+from pytest_flopbudget._atomic_file import write_atomic
 from pytest_flopbudget._curve import picture
-from pytest_flopbudget._judge.baseline import write_atomic
 from pytest_flopbudget._judge.formula_diff import term_changes
 from pytest_flopbudget._judge.verdict import Verdict
 from pytest_flopbudget._metrics import METRICS, Metric

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from pytest_flopbudget._judge.baseline import write_atomic
+from pytest_flopbudget._atomic_file import write_atomic
 from pytest_flopbudget._reporters.annotations import Annotation, relative_path
 from pytest_flopbudget._reporters.output import Findings, OutputContext
 from pytest_flopbudget._safe_text import visible

@@ -15,9 +15,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from pytest_flopbudget._atomic_file import write_atomic
 from pytest_flopbudget._config.location import Location
 from pytest_flopbudget._judge.base_ref import BudgetChange
-from pytest_flopbudget._judge.baseline import write_atomic
 from pytest_flopbudget._judge.reason import reason
 from pytest_flopbudget._judge.verdict import Finding, Verdict
 from pytest_flopbudget._metrics import METRICS, Metric

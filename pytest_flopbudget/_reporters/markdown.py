@@ -15,9 +15,9 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
+from pytest_flopbudget._atomic_file import write_atomic
 from pytest_flopbudget._front_ends import EITHER, FrontEnd
 from pytest_flopbudget._judge.base_ref import BudgetChange
-from pytest_flopbudget._judge.baseline import write_atomic
 from pytest_flopbudget._judge.reason import reason
 from pytest_flopbudget._judge.verdict import FindingKind, Verdict
 from pytest_flopbudget._metrics import FLOPS, METRICS, Metric

@@ -24,8 +24,7 @@ import time
 from collections.abc import Mapping
 from pathlib import Path
 
-from pytest_flopbudget._atomic_file import read_regular_file
-from pytest_flopbudget._judge.baseline import write_atomic
+from pytest_flopbudget._atomic_file import read_regular_file, write_atomic
 from pytest_flopbudget._reporters import github, markdown
 from pytest_flopbudget._reporters.comment_merge import Part, cut, merge
 from pytest_flopbudget._reporters.github_api import ApiError, Client, Refused

@@ -13,6 +13,7 @@ import json
 import shlex
 from collections.abc import Iterable, Sequence
 
+from pytest_flopbudget._config.budget import MAX_INCREASE
 from pytest_flopbudget._config.location import Location, Origin
 from pytest_flopbudget._config.pyproject import quote_key
 from pytest_flopbudget._front_ends import PYTEST, FrontEnd
@@ -241,7 +242,7 @@ def _increase_edit(verdict: Verdict, growth: Sequence[Finding], start: str | Non
         return "remove max-increase" + (f" at {where}" if where else "") + " (any growth from a zero baseline fails it)"
     tenths = max(-((-((f.actual or 0) - (f.baseline or 0)) * 1000) // (f.baseline or 1)) for f in growth)
     percent = f"{tenths // 10}" + (f".{tenths % 10}" if tenths % 10 else "")
-    return budget_edit(source, "max-increase", f"{percent}%", start)
+    return budget_edit(source, MAX_INCREASE, f"{percent}%", start)
 
 
 def update_command(verdict: Verdict, front_end: FrontEnd) -> str:

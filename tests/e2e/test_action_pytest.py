@@ -1,4 +1,5 @@
-"""The README's one path that gates both kinds of budget, done for real: the action with `pytest: true`.
+"""The one path that gates both kinds of budget (docs/getting-started.md), done for real: the action with
+`pytest: true`.
 
 A project with a model in pyproject.toml and a budget in a test (`@pytest.mark.flop_budget`), in a real git
 repository, its baselines recorded with `pytest --flopbudget-update` as the README says. The CI job is the action's
@@ -47,8 +48,9 @@ DECORATOR_LINE = 8
 
 
 def readme_inputs() -> dict[str, str]:
-    """The `with:` of the README's block that gates both kinds, as GitHub passes inputs (YAML `true` is "true")."""
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    """The `with:` of docs/getting-started.md's block that gates both kinds, as GitHub passes inputs (YAML `true`
+    is "true")."""
+    text = (ROOT / "docs" / "getting-started.md").read_text(encoding="utf-8")  # moved there from the README
     block = next(b for b in re.findall(r"```yaml\n(.*?)```", text, flags=re.DOTALL) if "pytest: true" in b)
     (step,) = yaml.safe_load(block)
     return {key: str(value).lower() if isinstance(value, bool) else str(value) for key, value in step["with"].items()}

@@ -468,10 +468,10 @@ from torch import nn
 
 
 def note(reason):
-    from pytest_flopbudget._cache import dependencies  # what a read no fact can describe does (cache-facts sets it)
+    from pytest_flopbudget._cache import recorder  # what a read no fact can describe does (cache-facts sets it)
 
-    if dependencies._ACTIVE:
-        dependencies._ACTIVE[-1].note_uncacheable(reason)
+    if recorder._ACTIVE:
+        recorder._ACTIVE[-1].note_uncacheable(reason)
 
 
 def runs_a_subprocess():

@@ -1,10 +1,11 @@
-"""The README's "Use it in your project" section, done for real: a new project, gated on its pull requests.
+"""The "Use it in your project" section of docs/getting-started.md (moved there from the README), done for real: a
+new project, gated on its pull requests.
 
-The commands are read from the README section itself, so the README cannot drift from what works: its model
+The commands are read from the section itself, so the page cannot drift from what works: its model
 file is written, every line of its `sh` blocks runs with bash in a temporary git repository (the `pip install`
 line excepted: this test runs in the current environment, which has the tool; the line is checked for the CPU
-index instead), the table `flopbudget init` writes must be the README's `toml` block byte for byte, and the
-pre-commit configuration is the README's `yaml` block. The CI job is the action's own scripts (`run_action_step`,
+index instead), the table `flopbudget init` writes must be the section's `toml` block byte for byte, and the
+pre-commit configuration is the section's `yaml` block. The CI job is the action's own scripts (`run_action_step`,
 as in test_action.py) on a pull_request event with `origin/main` as the base, with `package: none` pointing the
 install step at the tool already installed here. One pull request passes; one that widens the model (and rewrites
 its baseline, skipping the hook that refused it) fails with an annotation on the budget's line.
@@ -28,7 +29,7 @@ EXAMPLE_WORKFLOW = ROOT / "docs" / "examples" / "flopbudget-workflow.yml"
 
 
 def readme_section() -> str:
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    text = (ROOT / "docs" / "getting-started.md").read_text(encoding="utf-8")
     start = text.index("## Use it in your project\n")
     return text[start : text.index("\n## ", start + 1)]
 

@@ -320,8 +320,9 @@ def hook_repository(path: Path, env: dict[str, str], tag: str | None = None) -> 
 
 
 def readme_published_hook() -> str:
-    """The README's `.pre-commit-config.yaml` for the published hook, pinned by a release tag."""
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    """The `.pre-commit-config.yaml` for the published hook, pinned by a release tag (docs/getting-started.md,
+    "Releases, by tag", moved there from the README)."""
+    text = (ROOT / "docs" / "getting-started.md").read_text(encoding="utf-8")
     return next(block for block in re.findall(r"```yaml\n(.*?)```", text, flags=re.DOTALL) if "\n    rev: " in block)
 
 

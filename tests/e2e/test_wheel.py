@@ -1,6 +1,6 @@
 """The release, for real: the sdist and wheel `python -m build` makes, `twine check --strict` on them, and the
-wheel installed into a fresh virtualenv, where the README's "Use it in your project" steps and the action's steps
-run against it instead of this checkout.
+wheel installed into a fresh virtualenv, where the "Use it in your project" steps (docs/getting-started.md) and the
+action's steps run against it instead of this checkout.
 
 The build runs on a copy of this working tree (the checkout is left as it was) without build isolation
 (setuptools comes from the dev extra: no index needed, seconds instead of a download). The fresh virtualenv sees
@@ -215,7 +215,7 @@ def suite_packages_without_this_one(view: Path) -> Path:
 
 
 def readme_install_command(dist: Path) -> str:
-    """Step 1 of the README, with the folder holding the wheel in place of the package indexes."""
+    """Step 1 of docs/getting-started.md, with the folder holding the wheel in place of the package indexes."""
     line = next(command for command in commands() if command.startswith("pip install"))
     local = re.sub(r"--extra-index-url \S+", f"--no-index --find-links {dist}", line)
     assert local != line and '"pytest-flopbudget[torch]"' in local

@@ -1,8 +1,9 @@
 """Counting a PyTorch model at the ATen level, on fake tensors by default.
 
-The model's forward (and, for a training step, the backward) runs under a `TorchDispatchMode` that sees every ATen
-op after autograd and composite decomposition, i.e. the ops that would really run. Under `FakeTensorMode` those ops
-only propagate shapes: no arithmetic and no weight memory. The forward that runs is that of a private structural
+The model's forward (and, for a training step, the backward) runs under a `TorchDispatchMode` (`CountingMode`,
+dispatch_mode.py) that sees every ATen op after autograd and composite decomposition, i.e. the ops that would
+really run. Under `FakeTensorMode` (execution.py) those ops only propagate shapes: no arithmetic and no weight
+memory. The forward that runs is that of a private structural
 copy of the model whose parameters and buffers are the stand-ins from the start (`model_copy.py`), so nothing the
 forward writes (caches, flags, in-place weight updates, `module.to(dtype)`) can reach the caller's model. It is
 called with a private copy of the inputs, made the same way, so nothing it writes to them (a Hugging Face cache's
@@ -12,336 +13,33 @@ new keys and values, an in-place update of an input tensor) reaches the caller's
 from __future__ import annotations
 
 import contextlib
-import logging
-import os
-import types
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any, Callable
 
 import torch
-from torch.utils._python_dispatch import TorchDispatchMode
-from torch.utils._pytree import tree_flatten, tree_map
+from torch.utils._pytree import tree_flatten
 
 from pytest_flopbudget._counting import signals
-from pytest_flopbudget._counting.formulas import Cost, on_integers
-from pytest_flopbudget._counting.registry import Free
-from pytest_flopbudget._counting.tally import DATA_DEPENDENT_SHAPE, NO_FORMULA, Tally, formula_failed
-from pytest_flopbudget._counting.torch.data_dependent import (
-    _DYNAMIC_TAGS,
-    _SCALAR_OP,
-    BOUND_RULE,
-    ROUTING_RULE,
-    KnownValues,
-    UpperBounds,
-)
 from pytest_flopbudget._counting.torch.defer_dynamo import deferred_dynamo
-from pytest_flopbudget._counting.torch.fake_fallbacks import FAKE_FALLBACKS
-from pytest_flopbudget._counting.torch.fast_fake import FakeFactory
+from pytest_flopbudget._counting.torch.dispatch_mode import CountingMode, is_free
+from pytest_flopbudget._counting.torch.execution import (
+    by_identity,
+    convert_by_replacing,
+    execution_context,
+    quiet_fake_tensor_log,
+    warn_shared,
+)
+from pytest_flopbudget._counting.torch.failures import explain, unknown_value_needed
 from pytest_flopbudget._counting.torch.generation import Generation
-from pytest_flopbudget._counting.torch.keras_layers import keras_params, keras_paths
+from pytest_flopbudget._counting.torch.keras_layers import keras_paths
 from pytest_flopbudget._counting.torch.known_inputs import InputValues
-from pytest_flopbudget._counting.torch.lazy_shape_env import LazyShapeEnv
-from pytest_flopbudget._counting.torch.library_versions import model_library_versions
 from pytest_flopbudget._counting.torch.model_copy import ModelCopy
+from pytest_flopbudget._counting.torch.model_report import build_report
 from pytest_flopbudget._counting.torch.module_paths import ModulePathTracker
-from pytest_flopbudget._counting.torch.ops import SAME_SHAPE_INPLACE, TORCH_OPS, integer_output, op_key
 from pytest_flopbudget._counting.torch.peak_memory import LiveBytes, PeakMemory
-from pytest_flopbudget._counting.torch.shape_memo import ShapeMemo
-from pytest_flopbudget._counting.torch.traffic import Rule, Unsized, bytes_moved, free_op_traffic
-from pytest_flopbudget._counting.torch.unknown_values import UnknownReads, describe
 from pytest_flopbudget._errors import CountingError
-from pytest_flopbudget._metrics import BUFFER_BYTES, BYTES, PARAM_BYTES, PARAMS, PEAK_MEMORY, Metric
-from pytest_flopbudget._report import LayerCost, Report, conventions_with
-
-_PRIM_DEVICE = torch.ops.prim.device.default
-_SCHEMA_NAMES: dict[Any, list[tuple[str, bool, Any]]] = {}
-
-
-def bind_arguments(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
-    """Arguments by schema name with defaults filled in, so formulas need not know positional layouts."""
-    spec = _SCHEMA_NAMES.get(func)
-    if spec is None:
-        spec = [
-            (arg.name, arg.has_default_value(), arg.default_value if arg.has_default_value() else None)
-            for arg in func._schema.arguments
-        ]
-        _SCHEMA_NAMES[func] = spec
-    bound: dict[str, Any] = {}
-    for index, (name, has_default, default) in enumerate(spec):
-        if index < len(args):
-            bound[name] = args[index]
-        elif name in kwargs:
-            bound[name] = kwargs[name]
-        elif has_default:
-            bound[name] = default
-    return bound
-
-
-#: Replaying a failed op on real zeros tells a fake-only failure from a real one; above this many elements the
-#: exception type decides instead (a meta kernel's missing dtype raises NotImplementedError).
-_REPLAY_LIMIT = 1 << 24
-
-
-class CountingMode(TorchDispatchMode):
-    """Looks up each dispatched op in the formula registry and charges it to the running module."""
-
-    @classmethod
-    def _should_skip_dynamo(cls) -> bool:
-        """No `torch._dynamo.disable` wrapper around `__torch_dispatch__`: nothing compiles a count, and the
-        wrapper costs a call per op (and, on its first call, the import of Dynamo; see defer_dynamo.py)."""
-        return False
-
-    def __init__(
-        self,
-        tracker: ModulePathTracker,
-        memo: ShapeMemo | None = None,
-        values: KnownValues | None = None,
-        bounds: UpperBounds | None = None,
-        shapes: LazyShapeEnv | None = None,
-    ) -> None:
-        super().__init__()
-        self.tracker = tracker
-        self.memo = memo
-        self.values = values
-        self.bounds = bounds
-        self.shapes = shapes
-        #: reads of values fake mode does not know, to name the one a failure needed (fake execution only)
-        self.value_reads = UnknownReads() if values is not None else None
-        self.tally = Tally()
-        self.failed_op: str | None = None
-        self.fake_only_failure = False
-        #: every op failure seen here: (exception, op, whether it fails only on fake tensors), so that the error
-        #: the count ends with is judged by the op that raised it, not by an earlier one the model caught
-        self.op_failures: list[tuple[BaseException, str, bool]] = []
-        #: values the model read that fake mode does not know (`.item()` of an unknown tensor): what it computes
-        #: from them is made up, so an error after one is no proof that the model itself is wrong
-        self.unknown_reads: list[str] = []
-        self._costs: dict[Any, Cost | str | Free] = {}
-        #: bytes moved per memo key, like `_costs` (the same shapes and dtypes move the same bytes)
-        self._bytes: dict[Any, int] = {}
-        #: what a priced op adds to the tally, per memo key and aliasing (`_charge`)
-        self._charges: dict[Any, dict[Metric, int]] = {}
-        #: ops whose bytes could not be sized (an unbacked size): the count's `bytes` is then not measured
-        self.unsized_bytes: list[str] = []
-        self._maybe_dynamic: dict[Any, bool] = {}
-        #: follows live tensor bytes when the count measures peak memory (peak_memory.py)
-        self.peak: LiveBytes | None = None
-        if values is not None:
-            values.where = lambda: tracker.current
-
-    def __torch_dispatch__(self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: Any = None) -> Any:
-        if func is _PRIM_DEVICE:
-            # C++ reading a fake tensor's device (`matmul`, `to`): 76k of Mamba's 132k dispatches at sequence 128.
-            # Free, never a known value, and the fake tensor answers it: nothing else here applies. Never where a
-            # signal's exception is raised: some C++ callers (autograd's InputMetadata) abort on any exception.
-            return args[0].device
-        if signals.has_pending():  # a signal's handler raised during the count: the count ends here, at an op
-            signals.raise_pending()
-        kwargs = kwargs or {}
-        memo_key = None
-        out = None
-        key = op_key(func)
-        ran = False
-        if self.values and self.values.involved(args, kwargs):
-            ran, out = self._guarded(func, args, kwargs, self.values.run)
-            self._note_routing_used()
-            if ran and func is _SCALAR_OP:
-                return out
-            if not ran:
-                out = None
-        if func is _SCALAR_OP and not ran:
-            where = self.tracker.current
-            self.unknown_reads.append(f".item() of a tensor{f' in layer {where!r}' if where else ''}")
-        if out is None and self.memo is not None:
-            out = self.memo.shortcut(func, args, kwargs)
-            if out is None:
-                memo_key = self.memo.key(func, args, kwargs)
-                out = self.memo.replay(memo_key, args) if memo_key is not None else None
-            else:  # `relu_`, `add_`: nothing to replay, but their cost and bytes are memoised alike
-                memo_key = self.memo.shortcut_key(func, args, kwargs)
-        node = torch._C._current_autograd_node()
-        path = self.tracker.path_for_node(node) if node is not None else self.tracker.current
-        if out is None:
-            out = self._guarded(func, args, kwargs)
-            if func is _SCALAR_OP and self.value_reads is not None:
-                self.value_reads.note(args[0], out, path)
-            if memo_key is not None and self.memo is not None:
-                self.memo.store(memo_key, out)
-            if self.bounds is not None and self._is_maybe_dynamic(func):
-                out, bounded = self.bounds.concretize(key, args, out)
-                if bounded:
-                    self.tally.estimate(path, key, BOUND_RULE)
-        # also for outputs the shape memo replayed
-        if self.values is not None and not ran and not self.values.invent(key, func, args, kwargs, out, path):
-            self.values.source(key, func, args, kwargs, out)
-        cost = self._costs.get(memo_key) if memo_key is not None else None
-        if cost is None:
-            cost = self._cost(func, key, args, kwargs, out)
-            if memo_key is not None:
-                self._costs[memo_key] = cost
-        if isinstance(cost, str):
-            self.tally.skip(path, key, cost)
-        elif not isinstance(cost, Free):
-            self.tally.add_values(
-                path, key, self._charge(cost, key, func, memo_key, args, kwargs, out), backward=node is not None
-            )
-        else:  # free of FLOPs, but a copy, a gather or a fill still moves memory (traffic.py); a view moves none
-            rule = free_op_traffic(func, key)
-            moved = self._moved(rule, key, func, memo_key, args, kwargs, out) if rule is not None else 0
-            if moved:
-                self.tally.add_values(path, key, {BYTES: moved}, backward=node is not None)
-        if self.peak is not None:
-            try:
-                self.peak.observe(args, out, node, path)
-            except Exception:  # what the tracker cannot follow leaves peak memory not measured, never wrong
-                self.peak.failed = True
-                self.peak = None
-        return out
-
-    def _charge(
-        self, cost: Cost, key: str, func: Any, memo_key: Any, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any
-    ) -> dict[Metric, int]:
-        """What a priced op adds to the tally: its cost's figures and the bytes it moves, the zeros left out (a
-        tally keeps none), memoised with its bytes (the same shapes, dtypes and aliasing add the same figures)."""
-        charge_key = (memo_key, _aliasing(args, kwargs)) if memo_key is not None else None
-        charge = self._charges.get(charge_key) if charge_key is not None else None
-        if charge is None:
-            unsized = len(self.unsized_bytes)
-            moved = self._moved(bytes_moved, key, func, None, args, kwargs, out)
-            charge = {metric: value for metric, value in cost.values().items() if value}
-            if moved:
-                charge[BYTES] = moved
-            if charge_key is not None and len(self.unsized_bytes) == unsized:
-                self._charges[charge_key] = charge
-        return charge
-
-    def _moved(
-        self,
-        rule: Rule,
-        key: str,
-        func: Any,
-        memo_key: Any,
-        args: tuple[Any, ...],
-        kwargs: dict[str, Any],
-        out: Any,
-    ) -> int:
-        """The bytes the op moves by `rule`, memoised like its cost; 0 with `unsized_bytes` noted for a size fake
-        mode does not know (the report then leaves `bytes` not measured)."""
-        # the shape memo's key says nothing of which arguments are the same tensor (`x * x` reads x once,
-        # `x * y` reads both): the bytes memo keys on that too, or a replay would answer for the other
-        bytes_key = (memo_key, _aliasing(args, kwargs)) if memo_key is not None else None
-        moved = self._bytes.get(bytes_key) if bytes_key is not None else None
-        if moved is None:
-            try:
-                moved = rule(func, args, kwargs, out)
-            except Unsized:
-                self.unsized_bytes.append(key)
-                return 0
-            if bytes_key is not None:
-                self._bytes[bytes_key] = moved
-        return moved
-
-    def _guarded(
-        self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], run: Callable[..., Any] | None = None
-    ) -> Any:
-        """Runs the op (or `run(func, args, kwargs)`); on failure records which op failed and whether it fails
-        only on fake tensors."""
-        try:
-            if run is None:
-                return self._run_fake_or_fallback(func, args, kwargs)
-            return run(func, args, kwargs)
-        except CountingError:
-            raise
-        except Exception as exc:
-            fake_only = self.bounds is not None and _fails_only_in_fake(func, args, kwargs, exc)
-            self.op_failures.append((exc, str(func), fake_only))
-            if self.failed_op is None:
-                self.failed_op = str(func)
-                self.fake_only_failure = fake_only
-            raise
-
-    def failure_of(self, exc: BaseException) -> tuple[str, bool] | None:
-        """(op, fails only on fake tensors) when `exc`, or an exception it was raised from, is an op failure."""
-        chain: list[BaseException] = []
-        current: BaseException | None = exc
-        while current is not None and current not in chain:
-            chain.append(current)
-            current = current.__cause__ or current.__context__
-        for failed, op, fake_only in reversed(self.op_failures):
-            if any(failed is link for link in chain):
-                return op, fake_only
-        return None
-
-    def stand_ins_read(self) -> list[str]:
-        """Made-up values the model read: `.item()` of unknown tensors, f-strings of unknown 0-d tensors."""
-        return [*self.unknown_reads, *(self.values.unknown_reads if self.values is not None else [])]
-
-    def _note_routing_used(self) -> None:
-        """Invented routing indices that were just read: their figures rest on the routing rule."""
-        if self.values is not None and self.values.used:
-            for op, layer in self.values.used:
-                self.tally.estimate(layer, op, ROUTING_RULE)
-            self.values.used.clear()
-
-    def _run_fake_or_fallback(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        try:
-            return func(*args, **kwargs)
-        except Exception:
-            if self.shapes is not None and self.shapes.install():  # see lazy_shape_env.py
-                return self._run_fake_or_fallback(func, args, kwargs)
-            fallback = FAKE_FALLBACKS.get(op_key(func)) if self.bounds is not None else None
-            if fallback is None:
-                raise
-            return fallback(func, args, kwargs)
-
-    def _is_maybe_dynamic(self, func: Any) -> bool:
-        """Ops that can return data-dependent sizes: tagged ATen ops and every op outside ATen (custom ops)."""
-        known = self._maybe_dynamic.get(func)
-        if known is None:
-            known = func.namespace not in ("aten", "prims") or any(tag in func.tags for tag in _DYNAMIC_TAGS)
-            self._maybe_dynamic[func] = known
-        return known
-
-    @staticmethod
-    def _cost(func: Any, key: str, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any) -> Cost | str | Free:
-        """The op's cost, the reason it is skipped, or `FREE` (no FLOPs; recorded only for the bytes it moves)."""
-        entry = TORCH_OPS.lookup(key)
-        if isinstance(entry, Free):
-            return entry
-        if entry is None:
-            return NO_FORMULA
-        try:
-            return on_integers(entry(bind_arguments(func, args, kwargs), out), integer_output(out))
-        except Exception as exc:
-            return _formula_failure(exc)
-
-
-def _aliasing(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[int, ...]:
-    """For each tensor argument (top level, or one level down in a list), the position of the first argument that
-    is the same tensor: what `bytes_moved` depends on beyond shapes and dtypes. `()` when all are distinct (the
-    common case, and the positions would then follow from the shape memo's key)."""
-    ids: list[int] = []
-    for value in (*args, *kwargs.values()) if kwargs else args:
-        if isinstance(value, torch.Tensor):
-            ids.append(id(value))
-        elif isinstance(value, (list, tuple)):
-            ids.extend(id(item) for item in value if isinstance(item, torch.Tensor))
-    if len(set(ids)) == len(ids):
-        return ()
-    first: dict[int, int] = {}
-    return tuple(first.setdefault(tensor, index) for index, tensor in enumerate(ids))
-
-
-def _is_free(op: str) -> bool:
-    return isinstance(TORCH_OPS.lookup(op), Free)
-
-
-def _formula_failure(exc: Exception) -> str:
-    text = f"{type(exc).__name__}: {exc}".splitlines()[0]
-    if "data-dependent" in text or "GuardOnDataDependent" in text or "unbacked" in text.lower():
-        return DATA_DEPENDENT_SHAPE
-    return formula_failed(text[:120])
+from pytest_flopbudget._metrics import BYTES, PEAK_MEMORY
+from pytest_flopbudget._report import Report, conventions_with
 
 
 @signals.delivering
@@ -378,20 +76,20 @@ def count_torch(
         with (
             signals.delivered_during_count(),
             deferred_dynamo(),
-            _quiet_fake_tensor_log(),
-            _execution_context(execution) as context,
+            quiet_fake_tensor_log(),
+            execution_context(execution) as context,
         ):
-            stand_in = _by_identity(context.tensor)
+            stand_in = by_identity(context.tensor)
             copier = ModelCopy(context.parameter, stand_in)
             with context.outside():  # objects deep-copied for real, as they were made
                 counted = copier.copy(model)
                 shared_by_model = len(copier.shared)
                 # forward writes to what it is passed as freely as to its module: it gets private inputs too
                 fake_args, fake_kwargs = copier.copy_inputs(args, kwargs)
-            _warn_shared(copier.shared[:shared_by_model], "model attribute(s)")
-            _warn_shared(copier.shared[shared_by_model:], "input value(s)")
+            warn_shared(copier.shared[:shared_by_model], "model attribute(s)")
+            warn_shared(copier.shared[shared_by_model:], "input value(s)")
             if execution == "fake":
-                _convert_by_replacing(counted)
+                convert_by_replacing(counted)
             tracker = ModulePathTracker(counted, keras_paths(counted))
             call = counted if method == "forward" else getattr(counted, method)  # the copy's, never the model's
             mode = CountingMode(tracker, context.memo, context.values, context.bounds, context.shapes)
@@ -422,7 +120,7 @@ def count_torch(
             except Exception as exc:
                 if signals.from_signal(exc):  # a harness's timeout: its own exception, not the model's error
                     raise
-                raise _unknown_value_needed(exc, model, mode) or _explain(
+                raise unknown_value_needed(exc, model, mode) or explain(
                     exc, model, tracker, mode, execution, method
                 ) from None
     finally:
@@ -430,9 +128,9 @@ def count_torch(
             tracker.close()
 
     if mode.unsized_bytes:  # part of the traffic has no size: no figure at all rather than a low one
-        mode.tally.forget(BYTES, {op for layer in mode.tally.layers.values() for op in layer.ops if _is_free(op)})
+        mode.tally.forget(BYTES, {op for layer in mode.tally.layers.values() for op in layer.ops if is_free(op)})
     bytes_measured = not mode.unsized_bytes
-    report = _build_report(model, mode.tally, tracker, training, execution, args, kwargs, counted, bytes_measured)
+    report = build_report(model, mode.tally, tracker, training, execution, args, kwargs, counted, bytes_measured)
     measured = live.result()
     if not live.failed and measured.unsized == 0:  # a storage it could not size would make the peak low: say nothing
         report.peak_memory, report.peak_layer = measured.bytes, measured.layer
@@ -482,145 +180,6 @@ def check_method(model: torch.nn.Module, method: str) -> None:
 
 
 @contextlib.contextmanager
-def _quiet_fake_tensor_log() -> Iterator[None]:
-    """Fake mode logs a full traceback when an op fails on fake tensors; we report that failure in one line."""
-    logger = logging.getLogger("torch._subclasses.fake_tensor")
-    was_disabled = logger.disabled
-    logger.disabled = True
-    try:
-        yield
-    finally:
-        logger.disabled = was_disabled
-
-
-@dataclass
-class _Context:
-    """What one execution mode turns tensors into, and the fake-mode helpers (None in real execution)."""
-
-    tensor: Callable[[Any], Any]
-    parameter: Callable[[Any], Any]
-    memo: ShapeMemo | None = None
-    values: KnownValues | None = None
-    bounds: UpperBounds | None = None
-    shapes: LazyShapeEnv | None = None
-    outside: Callable[[], Any] = contextlib.nullcontext
-
-
-@contextlib.contextmanager
-def _execution_context(execution: str) -> Iterator[_Context]:
-    if execution == "real":
-        yield _Context(_real_stand_in, _real_parameter)
-        return
-    from torch._subclasses.fake_tensor import FakeTensorMode, unset_fake_temporarily
-
-    # static_shapes=False: what the mode had when it got its ShapeEnv at construction (see lazy_shape_env.py)
-    fake_mode = FakeTensorMode(allow_non_fake_inputs=True, static_shapes=False)
-    shapes = LazyShapeEnv(fake_mode)
-    factory = FakeFactory(fake_mode)
-    make_fake = factory.empty
-
-    def to_fake(value: Any) -> Any:
-        if not isinstance(value, torch.Tensor):
-            return value
-        # Shape, strides and dtype are all a count needs. Wrapping a fresh meta tensor is several times cheaper
-        # than `from_tensor` (which describes the real tensor in full); a meta tensor stands in on the CPU.
-        device = torch.device("cpu") if value.is_meta else value.device
-        fake = make_fake(value.shape, value.stride(), value.dtype, device)
-        if value.requires_grad and (value.is_floating_point() or value.is_complex()):
-            fake.requires_grad_(True)
-        return fake
-
-    def fake_parameter(value: Any) -> Any:
-        fake = to_fake(value)
-        fake._is_param = True  # what nn.Parameter(fake) sets: isinstance(fake, nn.Parameter) holds
-        return fake
-
-    context = _Context(
-        to_fake,
-        fake_parameter,
-        ShapeMemo(make_fake, SAME_SHAPE_INPLACE, factory.view),
-        InputValues(make_fake),
-        UpperBounds(make_fake, shapes.get),
-        shapes,
-        unset_fake_temporarily,
-    )
-    with fake_mode:
-        yield context
-
-
-def _real_stand_in(value: Any) -> Any:
-    """Real execution: a private clone, so an in-place update in forward cannot reach the caller's tensor."""
-    if not isinstance(value, torch.Tensor):
-        return value
-    if value.is_meta:
-        raise CountingError("execution='real' cannot run a model or input on the meta device; use execution='fake'")
-    clone = value.detach().clone()
-    if value.requires_grad:
-        clone.requires_grad_(True)
-    return clone
-
-
-def _real_parameter(value: Any) -> Any:
-    return torch.nn.Parameter(_real_stand_in(value), requires_grad=value.requires_grad)
-
-
-def _convert_by_replacing(counted: torch.nn.Module) -> None:
-    """`module.to(dtype)` inside forward (Switch Transformers' and NLLB-MoE's routers) on fake parameters.
-
-    `Module._apply` swaps a fake parameter's contents in place (`torch.utils.swap_tensors`), which fake tensors
-    refuse (fake mode holds weak references to them). The copy is private, so each of its modules can convert by
-    replacing its parameters and buffers instead; shapes and dtypes, all a count reads, come out the same.
-    """
-    for module in counted.modules():
-        module.__dict__["_apply"] = types.MethodType(_apply_by_replacing, module)
-
-
-def _apply_by_replacing(self: torch.nn.Module, fn: Callable[[Any], Any], recurse: bool = True) -> torch.nn.Module:
-    if recurse:
-        for child in self.children():
-            child._apply(fn)
-    with torch.no_grad():
-        for key, param in self._parameters.items():
-            if param is not None:
-                converted = fn(param)
-                if converted is not param:
-                    converted._is_param = True
-                    differentiable = converted.is_floating_point() or converted.is_complex()
-                    converted.requires_grad_(param.requires_grad and differentiable)
-                    self._parameters[key] = converted
-        for key, buffer in self._buffers.items():
-            if buffer is not None:
-                self._buffers[key] = fn(buffer)
-    return self
-
-
-def _warn_shared(shared: list[str], what: str) -> None:
-    if shared:
-        import warnings
-
-        warnings.warn(
-            f"count(): {len(shared)} {what} cannot be copied and are shared with the count, so "
-            f"forward may change them: {', '.join(shared[:5])}",
-            stacklevel=4,
-        )
-
-
-def _by_identity(convert: Callable[[Any], Any]) -> Callable[[Any], Any]:
-    """One stand-in per tensor object: tied weights stay tied, and `m(x, x, x)` still passes the same tensor
-    three times (nn.MultiheadAttention's fast path and any `a is b` branch depend on it)."""
-    seen: dict[int, Any] = {}
-
-    def stand_in(value: Any) -> Any:
-        if not isinstance(value, torch.Tensor):
-            return value
-        if id(value) not in seen:
-            seen[id(value)] = convert(value)
-        return seen[id(value)]
-
-    return stand_in
-
-
-@contextlib.contextmanager
 def _grad_mode(training: bool) -> Iterator[None]:
     if training:
         with torch.enable_grad():
@@ -655,242 +214,6 @@ def _sum_outputs(output: Any) -> Any:
 def _check_loss(loss: Any) -> None:
     if not isinstance(loss, torch.Tensor) or loss.numel() != 1:
         raise CountingError("loss_fn must return a scalar tensor (one element) to run the backward pass")
-
-
-def _unknown_value_needed(exc: Exception, model: torch.nn.Module, mode: CountingMode) -> CountingError | None:
-    """The failure needed a value fake mode does not know (`.item()` of a tensor computed from the weights): one
-    line naming the read, its layer and the model's source line (see unknown_values.py); None for other failures."""
-    read = mode.value_reads.explain(exc) if mode.value_reads is not None else None
-    if read is None:
-        return None
-    if read.layer == "":
-        layer = f"the model ({type(model).__name__})"
-    else:
-        layer = f"layer '{read.layer}' ({_module_type(model, read.layer)})"
-    return CountingError(
-        f"fake mode cannot run this model: {describe(read, layer)}; count it with execution='real' "
-        f"(runs the real forward)"
-    )
-
-
-def _explain(
-    exc: Exception,
-    model: torch.nn.Module,
-    tracker: ModulePathTracker,
-    mode: CountingMode,
-    execution: str,
-    method: str = "forward",
-) -> CountingError:
-    """One line that says where the model failed and what to change.
-
-    Whether to suggest real execution is decided by where the failure happened, never by the message's words (a
-    real input error on fake tensors mentions FakeTensor too). Fake mode's: an op that failed on fake tensors but
-    runs on real zeros, a guard on a data-dependent size, fake mode refusing an input, an exception out of our own
-    counting code (named as a bug of ours), or any error after the model read a value fake mode made up (`.item()`
-    or an f-string of a tensor whose value it does not know). The model's: an op that fails on real zeros of the
-    same shapes too, or an exception from the model's code when it read nothing made up.
-    """
-    where = tracker.error_path
-    if where is None:
-        layer = f"the model's {method}"
-    elif where == "":
-        layer = f"the model ({type(model).__name__})"
-    else:
-        layer = f"layer '{where}' ({_module_type(model, where)})"
-    message = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-    detail = f"{type(exc).__name__}: {message}" if message else type(exc).__name__
-    real = "count it with execution='real' (runs the real forward)"
-    model_raised = CountingError(f"the model raised in {layer}: {detail}; check the example inputs' shapes and dtypes")
-    if execution != "fake":
-        return model_raised
-    failure = mode.failure_of(exc)
-    if failure is not None:  # an op raised it: replayed on real zeros (see _guarded), it tells fake from real
-        op, fake_only = failure
-        if fake_only or _is_fake_mode_exception(exc):
-            return CountingError(f"fake mode cannot run this model: {layer} failed running {op}: {detail}; {real}")
-        return model_raised
-    if _is_fake_mode_exception(exc):
-        return CountingError(f"fake mode cannot run this model: {layer} failed: {detail}; {real}")
-    if _raised_by_counting_code(exc):
-        return CountingError(
-            f"fake mode cannot run this model: pytest-flopbudget's fake-mode counting failed in {layer}: {detail} "
-            f"(a bug in pytest-flopbudget, not in the model: please report it); {real}"
-        )
-    if mode.fake_only_failure:  # an earlier op failed only on fake tensors, and the model went on without it
-        op = f" running {mode.failed_op}" if mode.failed_op else ""
-        return CountingError(f"fake mode cannot run this model: {layer} failed{op}: {detail}; {real}")
-    reads = mode.stand_ins_read()
-    if reads:
-        return CountingError(
-            f"fake mode cannot run this model: {layer} failed after reading {reads[-1]} (fake mode does not know "
-            f"that value and makes one up): {detail}; {real}"
-        )
-    return model_raised
-
-
-#: Our functions that call back into the model's code with its own arguments (`module.to(dtype)` in forward, an
-#: f-string's format spec): an exception through them is the model's, not ours.
-_PASS_THROUGH = frozenset({"_apply_by_replacing", "format_known"})
-
-
-def _raised_by_counting_code(exc: BaseException) -> bool:
-    """Whether the exception came out of pytest-flopbudget's own code while the model ran (the dispatch mode, the
-    shape memo, the known values, the module hooks), as opposed to the model's code or an op it called (op
-    failures are told apart before: `CountingMode.failure_of`)."""
-    counting = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep  # pytest_flopbudget/_counting/
-    frames = []
-    tb = exc.__traceback__
-    while tb is not None:
-        frames.append(tb.tb_frame.f_code)
-        tb = tb.tb_next
-    # the first frames are count_torch's own, around the model's call
-    index = 0
-    while index < len(frames) and frames[index].co_filename.startswith(counting):
-        index += 1
-    ours = [code for code in frames[index:] if code.co_filename.startswith(counting)]
-    return bool(ours) and ours[-1].co_name not in _PASS_THROUGH
-
-
-def _module_type(model: torch.nn.Module, path: str) -> str:
-    try:
-        return type(model.get_submodule(path)).__name__
-    except AttributeError:
-        return "?"
-
-
-def _is_fake_mode_exception(exc: BaseException) -> bool:
-    """Exceptions that only fake execution raises: fake tensors refusing an op, or a guard on an unbacked size."""
-    from torch._subclasses import fake_tensor
-    from torch.fx.experimental import symbolic_shapes
-
-    names = (
-        "UnsupportedFakeTensorException",
-        "DataDependentOutputException",
-        "DynamicOutputShapeException",
-        "UnsupportedOperatorException",
-        "MetadataMismatchError",
-    )
-    kinds = tuple(getattr(fake_tensor, name) for name in names if hasattr(fake_tensor, name))
-    guard = getattr(symbolic_shapes, "GuardOnDataDependentSymNode", None)
-    if guard is not None:
-        kinds = (*kinds, guard)
-    return isinstance(exc, kinds)
-
-
-def _fails_only_in_fake(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], exc: Exception) -> bool:
-    """Replays an op that failed on fake tensors on real zeros of the same shapes: if it runs, fake mode (a meta
-    kernel without this dtype, a missing fake implementation) is what failed, not the model's inputs."""
-    if _is_fake_mode_exception(exc):
-        return True
-    tensors = [v for v in tree_flatten((args, kwargs))[0] if isinstance(v, torch.Tensor)]
-    if any(not all(isinstance(s, int) for s in t.shape) for t in tensors):
-        return True
-    if sum(t.numel() for t in tensors) > _REPLAY_LIMIT:
-        return isinstance(exc, NotImplementedError)
-    from torch._subclasses.fake_tensor import unset_fake_temporarily
-
-    def real(value: Any) -> Any:
-        if isinstance(value, torch.Tensor):
-            return torch.zeros(tuple(value.shape), dtype=value.dtype)
-        if isinstance(value, torch.device):
-            return torch.device("cpu")
-        return value
-
-    try:
-        with unset_fake_temporarily(), torch.no_grad():
-            real_args, real_kwargs = tree_map(real, (args, kwargs))
-            func(*real_args, **real_kwargs)
-    except Exception:
-        return False
-    return True
-
-
-def _build_report(
-    model: torch.nn.Module,
-    tally: Tally,
-    tracker: ModulePathTracker,
-    training: bool,
-    execution: str,
-    args: tuple[Any, ...],
-    kwargs: dict[str, Any],
-    counted: torch.nn.Module | None = None,
-    bytes_measured: bool = True,
-) -> Report:
-    layers = tally.layers
-    seen: set[int] = set()
-    # A Keras model is built by its first call, which ran on the copy: its weights are read there.
-    keras = keras_params(counted) if counted is not None else None
-    for path, own in (keras or {}).items():
-        layers.setdefault(path, LayerCost()).add(PARAMS, own)
-    for path, module in () if keras is not None else model.named_modules():
-        own = own_bytes = 0
-        for param in module.parameters(recurse=False):
-            if id(param) not in seen:
-                seen.add(id(param))
-                own += param.numel()
-                own_bytes += param.numel() * param.element_size()
-        if own:
-            layer = layers.setdefault(path, LayerCost())
-            layer.add(PARAMS, own)
-            layer.add(PARAM_BYTES, own_bytes)
-        buffer_bytes = _own_buffer_bytes(module, seen)
-        if buffer_bytes:
-            layers.setdefault(path, LayerCost()).add(BUFFER_BYTES, buffer_bytes)
-    # Keras weights are counted, not their dtypes: their bytes are not measured
-    optional = frozenset({BYTES} if keras is not None else {BYTES, PARAM_BYTES, BUFFER_BYTES})
-    if not bytes_measured:
-        optional = optional - {BYTES}
-    return Report(
-        **tally.report_fields(),
-        training=training,
-        train_mode=not training and _train_mode_matters(model),
-        backend="torch",
-        model=type(model).__name__,
-        inputs=[_describe(v) for v in tree_flatten((args, kwargs))[0]],
-        versions={
-            "torch": torch.__version__,
-            "execution": execution,
-            **_tool_version(),
-            **model_library_versions(model),
-        },
-        conventions=conventions_with(optional),
-        optional_metrics=optional,
-    )
-
-
-def _own_buffer_bytes(module: torch.nn.Module, seen: set[int]) -> int:
-    """The bytes of the module's own buffers not counted on an earlier module (a shared buffer counts once), each
-    at its dtype's element size; non-persistent buffers (a rotary embedding's `inv_freq`) are in: they are memory
-    the model holds while it runs, though its state_dict leaves them out."""
-    total = 0
-    for buffer in module._buffers.values():  # what `buffers(recurse=False)` walks, without its generator chain
-        if buffer is not None and id(buffer) not in seen:
-            seen.add(id(buffer))
-            total += buffer.numel() * buffer.element_size()
-    return total
-
-
-def _train_mode_matters(model: torch.nn.Module) -> bool:
-    """An inference count of a model whose train mode changes what runs: batch norm computing batch statistics,
-    dropout. (Only these standard modules are known to depend on the mode; others may read `self.training` too.)"""
-    from torch.nn.modules.batchnorm import _NormBase
-    from torch.nn.modules.dropout import _DropoutNd
-
-    return any(module.training and isinstance(module, (_NormBase, _DropoutNd)) for module in model.modules())
-
-
-def _describe(value: Any) -> Any:
-    if isinstance(value, torch.Tensor):
-        return {"shape": list(value.shape), "dtype": str(value.dtype).replace("torch.", "")}
-    if isinstance(value, (int, float, bool, str)) or value is None:
-        return value
-    return type(value).__name__
-
-
-def _tool_version() -> dict[str, str]:
-    from pytest_flopbudget._version import __version__
-
-    return {"pytest-flopbudget": __version__}
 
 
 def _grad_leaves(loss: Any) -> list[Any]:

@@ -91,22 +91,22 @@ def token_id_inputs(
     """
     if not candidates or not has_embedding(model):
         return set()
-    from pytest_flopbudget._counting.torch.backend import (
-        _by_identity,
-        _convert_by_replacing,
-        _execution_context,
-        _quiet_fake_tensor_log,
-    )
     from pytest_flopbudget._counting.torch.defer_dynamo import deferred_dynamo
+    from pytest_flopbudget._counting.torch.execution import (
+        by_identity,
+        convert_by_replacing,
+        execution_context,
+        quiet_fake_tensor_log,
+    )
     from pytest_flopbudget._counting.torch.model_copy import ModelCopy
 
-    with deferred_dynamo(), _quiet_fake_tensor_log(), _execution_context("fake") as context:
-        stand_in = _by_identity(context.tensor)
+    with deferred_dynamo(), quiet_fake_tensor_log(), execution_context("fake") as context:
+        stand_in = by_identity(context.tensor)
         copier = ModelCopy(context.parameter, stand_in)
         with context.outside():
             counted = copier.copy(model)
             fake_args, fake_kwargs = copier.copy_inputs(tuple(args), dict(kwargs))
-        _convert_by_replacing(counted)
+        convert_by_replacing(counted)
         tracked = {key: fake_args[key] if isinstance(key, int) else fake_kwargs[cast(str, key)] for key in candidates}
         as_ids = {key: t.to(torch.int64) for key, t in tracked.items() if isinstance(t, torch.Tensor)}
         fake_args = tuple(as_ids.get(i, a) for i, a in enumerate(fake_args))

@@ -64,7 +64,7 @@ class PeakMemory:
 class LiveBytes:
     """Follows the live bytes of tensor storages through one counted call.
 
-    The counting mode (backend.py) hands it every op it dispatches (`observe`), so following memory costs no
+    The counting mode (dispatch_mode.py) hands it every op it dispatches (`observe`), so following memory costs no
     dispatch mode of its own: a second Python mode around each op would cost more than the bookkeeping. It keeps
     the live bytes after each op (8 bytes per op) and the layer of each run of ops: the timeline
     `count --metric peak-memory` draws (`timeline()`).

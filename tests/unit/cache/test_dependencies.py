@@ -10,8 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from pytest_flopbudget._cache import dependencies
-from pytest_flopbudget._cache.dependencies import Dependencies, Recorder, file_digest
+from pytest_flopbudget._cache import digests, file_roots
+from pytest_flopbudget._cache import recorder as recording
+from pytest_flopbudget._cache.dependencies import Dependencies
+from pytest_flopbudget._cache.digests import file_digest
+from pytest_flopbudget._cache.recorder import Recorder
 
 
 def test_reads_are_noted_and_writes_of_new_files_are_not(tmp_path: Path) -> None:
@@ -30,7 +33,7 @@ def test_reads_are_noted_and_writes_of_new_files_are_not(tmp_path: Path) -> None
 
 
 def test_environment_reads_by_name_keep_the_value_the_process_started_with(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(dependencies._INITIAL_ENVIRONMENT, "FB_TEST_WIDTH", "4")
+    monkeypatch.setitem(recording.INITIAL_ENVIRONMENT, "FB_TEST_WIDTH", "4")
     monkeypatch.setenv("FB_TEST_WIDTH", "4")
     recorder = Recorder()
     with recorder:
@@ -52,14 +55,14 @@ def test_reading_the_whole_environment_from_project_code_records_every_value() -
         dict(os.environ.items())
     assert recorder.whole_environment
     deps = Dependencies.capture(recorder, modules=[])
-    start = dependencies._INITIAL_ENVIRONMENT
-    assert deps.env == {dependencies.WHOLE_ENVIRONMENT: dependencies.environment_digest(start)}
-    some = next(iter(dependencies._INITIAL_ENVIRONMENT))
-    assert deps.changed(environ={**dependencies._INITIAL_ENVIRONMENT, some: "changed"}) == "the environment changed"
+    start = recording.INITIAL_ENVIRONMENT
+    assert deps.env == {digests.WHOLE_ENVIRONMENT: digests.environment_digest(start)}
+    some = next(iter(recording.INITIAL_ENVIRONMENT))
+    assert deps.changed(environ={**recording.INITIAL_ENVIRONMENT, some: "changed"}) == "the environment changed"
 
 
 def test_a_library_scanning_the_environment_records_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(dependencies, "_called_from_library", lambda: True)
+    monkeypatch.setattr(recording, "_called_from_library", lambda: True)
     recorder = Recorder()
     with recorder:
         {k: v for k, v in os.environ.items() if k.startswith("TQDM_")}
@@ -73,7 +76,7 @@ def test_the_patches_are_undone_even_when_the_count_raises() -> None:
         raise RuntimeError("the model failed")
     assert os.environ.__class__ is environ_class
     assert os.stat is stat
-    assert not dependencies._ACTIVE
+    assert not recording._ACTIVE
 
 
 def test_project_files_are_hashed_and_any_edit_or_removal_is_a_change(tmp_path: Path) -> None:
@@ -131,7 +134,7 @@ def test_library_files_are_checked_by_size_and_mtime_and_distributions_by_their_
     dist_info = site / "tinylib-1.0.dist-info"
     dist_info.mkdir()
     (dist_info / "top_level.txt").write_text("tinylib\n")
-    monkeypatch.setattr(dependencies, "_ROOTS", [((str(site) + os.sep,), dependencies.stdlib_roots())])
+    monkeypatch.setattr(file_roots, "_ROOTS", [((str(site) + os.sep,), file_roots.stdlib_roots())])
 
     class Module:
         __file__ = str(module_file)
@@ -164,7 +167,7 @@ def test_a_variable_added_after_the_project_read_the_whole_environment_is_a_chan
     with recorder:
         os.environ.copy().get("FB_TEST_NOT_SET_YET", "4")
     deps = Dependencies.capture(recorder, modules=[])
-    start = dict(dependencies._INITIAL_ENVIRONMENT)
+    start = dict(recording.INITIAL_ENVIRONMENT)
     assert deps.changed(environ=start) is None
     assert deps.changed(environ={**start, "FB_TEST_NOT_SET_YET": "16"}) == "the environment changed"
 
@@ -204,7 +207,7 @@ def test_listings_are_recorded_whoever_lists_except_a_librarys_sys_path_scans(
     with recorder:
         os.listdir(root)  # the project's own glob of a sys.path directory (its root): a dependency
     assert list(Dependencies.capture(recorder, modules=[]).listings) == [os.path.abspath(root)]
-    monkeypatch.setattr(dependencies, "_actor", lambda frame, metadata_is_import=True: "library")
+    monkeypatch.setattr(recording, "_actor", lambda frame, metadata_is_import=True: "library")
     recorder = Recorder()
     with recorder:
         os.listdir(classes)  # fsspec listing a data directory: a dependency
@@ -224,7 +227,7 @@ def test_a_module_that_failed_to_import_is_a_change_when_it_appears(tmp_path: Pa
         assert deps.changed() == f"{tmp_path / 'fb_test_optional_accelerator.py'} changed"
     finally:
         sys.path.remove(str(tmp_path))
-    assert not any(isinstance(f, dependencies._ModuleLookups) for f in sys.meta_path)
+    assert not any(isinstance(f, recording._ModuleLookups) for f in sys.meta_path)
 
 
 def test_a_file_changed_while_the_count_ran_makes_the_record_unstable(tmp_path: Path) -> None:
@@ -341,8 +344,8 @@ def test_find_spec_of_a_module_that_is_there_is_a_change_when_it_goes(tmp_path: 
 def _fake_site_packages(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     site = tmp_path / "site-packages"
     site.mkdir()
-    roots = (str(site) + os.sep, *dependencies.library_roots())
-    monkeypatch.setattr(dependencies, "_ROOTS", [(roots, dependencies.stdlib_roots())])
+    roots = (str(site) + os.sep, *file_roots.library_roots())
+    monkeypatch.setattr(file_roots, "_ROOTS", [(roots, file_roots.stdlib_roots())])
     monkeypatch.syspath_prepend(str(site))
     return site
 
@@ -388,7 +391,7 @@ def test_a_library_scanning_every_distribution_records_nothing_but_the_project_d
     with recorder:
         importlib.metadata.entry_points(group="fb_test_group")
     assert len(Dependencies.capture(recorder, modules=[]).distribution_queries) == 1
-    monkeypatch.setattr(dependencies, "_actor", lambda frame, metadata_is_import=True: "library")
+    monkeypatch.setattr(recording, "_actor", lambda frame, metadata_is_import=True: "library")
     recorder = Recorder()
     with recorder:
         importlib.metadata.entry_points(group="fb_test_group")
@@ -396,13 +399,13 @@ def test_a_library_scanning_every_distribution_records_nothing_but_the_project_d
 
 
 def test_a_copy_of_the_whole_environment_is_recorded_whoever_takes_it(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(dependencies, "_called_from_library", lambda *args, **kwargs: True)  # a library's code
+    monkeypatch.setattr(recording, "_called_from_library", lambda *args, **kwargs: True)  # a library's code
     for take in (lambda: dict(os.environ), lambda: os.environ.copy()):
         recorder = Recorder()
         with recorder:
             take()
         deps = Dependencies.capture(recorder, modules=[])
-        start = dict(dependencies._INITIAL_ENVIRONMENT)
+        start = dict(recording.INITIAL_ENVIRONMENT)
         assert deps.changed(environ=start) is None
         assert deps.changed(environ={**start, "FB_TEST_ADDED_LATER": "1"}) == "the environment changed"
 
@@ -411,7 +414,7 @@ def test_a_record_holds_digests_of_variables_never_their_values(monkeypatch: pyt
     import json
 
     token = "hf_fbTestSecretValue1234567890"
-    monkeypatch.setitem(dependencies._INITIAL_ENVIRONMENT, "HF_TOKEN", token)
+    monkeypatch.setitem(recording.INITIAL_ENVIRONMENT, "HF_TOKEN", token)
     monkeypatch.setenv("HF_TOKEN", token)
     recorder = Recorder()
     with recorder:

@@ -8,7 +8,9 @@ from pathlib import Path
 import pytest
 
 from pytest_flopbudget._cache import native_readers
-from pytest_flopbudget._cache.dependencies import Dependencies, Recorder, file_digest
+from pytest_flopbudget._cache.dependencies import Dependencies
+from pytest_flopbudget._cache.digests import file_digest
+from pytest_flopbudget._cache.recorder import Recorder
 
 
 def test_an_hdf5_file_h5py_reads_and_closes_is_a_fact(tmp_path: Path) -> None:

@@ -12,8 +12,10 @@ import pytest
 
 from pytest_flopbudget._cache import signing as record_signing
 from pytest_flopbudget._cache import store as count_cache
-from pytest_flopbudget._cache.dependencies import Dependencies, file_digest
-from pytest_flopbudget._cache.store import UNTRUSTED, CountCache, cache_enabled, entry_key
+from pytest_flopbudget._cache.dependencies import Dependencies
+from pytest_flopbudget._cache.digests import file_digest
+from pytest_flopbudget._cache.store import CEILING_KEYS, UNTRUSTED, CountCache, cache_enabled, entry_key
+from pytest_flopbudget._config.budget import NON_METRIC_BUDGET_KEYS
 from pytest_flopbudget._report import Report
 
 TABLE = {"target": "pkg.model:build", "inputs": [[1, 8]], "flops": "10k", "params": "1k"}
@@ -36,6 +38,25 @@ def test_ceilings_are_not_part_of_the_key_and_everything_that_counts_is(tmp_path
                     {"method": "decode"}):  # fmt: skip
         assert entry_key({**TABLE, **changed}, tmp_path) != key
     assert entry_key(TABLE, tmp_path / "elsewhere") != key
+
+
+def test_editing_a_phase_budget_does_not_recount(tmp_path: Path) -> None:
+    """A generation's per-phase ceilings, the budgets on the curve and warn-increase judge a count: editing them
+    keeps the key, so the saved count is a hit (every non-metric budget key is a ceiling key)."""
+    generation = {**TABLE, "generate": {"max-new-tokens": 4}, "phases": {"prefill": {"flops": "1M"}}}
+    cache = cache_in(tmp_path / ".flopbudget_cache")
+    cache.save(entry_key(generation, tmp_path), "small", report(), Dependencies())
+    edited = {
+        **generation,
+        "phases": {"prefill": {"flops": "2M"}, "decode": {"flops": "10k"}},
+        "warn-increase": "1%",
+        "max-degree": {"seq": 1},
+        "at": [{"seq": 64, "flops": "1M"}],
+    }
+    assert entry_key(edited, tmp_path) == entry_key(generation, tmp_path)
+    assert cache_in(tmp_path / ".flopbudget_cache").lookup(entry_key(edited, tmp_path)).report == report()
+    assert set(NON_METRIC_BUDGET_KEYS) <= CEILING_KEYS
+    assert entry_key({**generation, "generate": {"max-new-tokens": 8}}, tmp_path) != entry_key(generation, tmp_path)
 
 
 def test_a_saved_count_is_used_until_a_file_it_read_changes(tmp_path: Path) -> None:

@@ -14,6 +14,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
+from pytest_flopbudget._atomic_file import write_atomic
 from pytest_flopbudget._config.budget import parse_budget
 from pytest_flopbudget._config.location import Location
 from pytest_flopbudget._errors import BaselineError
@@ -24,7 +25,6 @@ from pytest_flopbudget._judge.baseline import (
     dumps,
     parse_baseline,
     read_baseline,
-    write_atomic,
 )
 from pytest_flopbudget._judge.diff import diff_layers, metric_value, top_layers
 from pytest_flopbudget._judge.verdict import Measurement, judge

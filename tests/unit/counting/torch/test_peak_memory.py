@@ -1,5 +1,5 @@
 """Peak memory of the counted call on fake tensors (counting/torch/peak_memory.py): hand-derived small cases, and
-agreement within 3% (the README's figure) with torch's own `MemTracker` measuring the same call on real CPU
+agreement within 3% (docs/conventions.md's figure) with torch's own `MemTracker` measuring the same call on real CPU
 tensors."""
 
 from __future__ import annotations

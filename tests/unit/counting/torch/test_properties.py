@@ -55,7 +55,7 @@ def test_bmm_is_batch_times_mm(batch: int, m: int, n: int, k: int) -> None:
 @given(batch=dims, m=dims, n=dims, k=st.integers(2, 12))
 def test_matmul_and_einsum_agree_with_bmm(batch: int, m: int, n: int, k: int) -> None:
     # k >= 2: PyTorch lowers an einsum that contracts a size-1 dimension to an elementwise multiply, which then
-    # counts as 1 FLOP per output and no MAC (see the README); matmul keeps it a bmm.
+    # counts as 1 FLOP per output and no MAC (see docs/conventions.md); matmul keeps it a bmm.
     a, b = torch.randn(batch, m, k), torch.randn(batch, k, n)
     bmm = count(Call(torch.bmm), a, b)
     assert count(Call(torch.matmul), a, b).macs == bmm.macs

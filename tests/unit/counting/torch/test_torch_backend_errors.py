@@ -1,4 +1,4 @@
-"""Who failed, when a count ends in an error (counting/torch/backend.py: `_explain`).
+"""Who failed, when a count ends in an error (counting/torch/failures.py: `explain`).
 
 "The model raised" is said only of the model's own errors: an op that fails on real zeros of the same shapes too,
 or an exception from the model's code when it read nothing fake mode made up. Our own counting code failing, an

@@ -12,8 +12,8 @@ is exact; in fake mode the counter cannot see the router's choices and must arri
 
 The analytic counts (MACs only; elementwise FLOPs differ between the implementations by design) follow the
 counter's conventions: embeddings are free; a Linear on T tokens is T*in*out; attention is dense, QK^T + AV =
-2*B*heads*S*S*head_dim even under the causal mask (the README's dense rule); the router is a Linear to E logits;
-each expert is a gated MLP, gate_up [H -> 2I] and down [I -> H]: 3*H*I per row.
+2*B*heads*S*S*head_dim even under the causal mask (the dense rule, docs/conventions.md); the router is a Linear to E
+logits; each expert is a gated MLP, gate_up [H -> 2I] and down [I -> H]: 3*H*I per row.
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ of the modeling files checks that no model with an `*Experts` class escapes the 
 tiny config (hidden 64, 2 layers, 4 heads, 4 experts, top-2; `TINY` where the config has the field, `OVERRIDES`
 where a family needs more), with random weights, and counted on 8 token ids in fake mode (the default). Required
 of each: the model routed tokens to experts (an experts module ran and did arithmetic), and
-`report.skipped == {}`: the routers' top-k, sort, histc, bincount and argmax all have formulas (README,
+`report.skipped == {}`: the routers' top-k, sort, histc, bincount and argmax all have formulas (docs/conventions.md,
 "comparisons"), so `max-skipped-ops = 0` holds for MoE models.
 
 Families that are not routed mixtures of experts are listed in `NOT_ROUTED` with the reason; families that cannot be

@@ -1,6 +1,6 @@
 """Selection, sorting, searching and histogram ops, hand-derived: comparisons, 1 FLOP each, none skipped.
 
-Convention (formulas.py, README "Counting conventions"): these ops compare and count rather than compute, and
+Convention (formulas.py, docs/conventions.md): these ops compare and count rather than compute, and
 follow the rule the comparisons already follow (`lt`/`eq` 1 per element, max/argmax 1 per input element):
 
 - selection (topk, kthvalue, median, nanmedian): 1 per input element; topk(sorted=True) also sorts its k picks;
