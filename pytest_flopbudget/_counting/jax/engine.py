@@ -1,0 +1,247 @@
+"""Counting a JAX function from abstract arguments: trace with `jax.make_jaxpr`, walk the jaxpr, build a `Report`.
+
+Nothing is compiled and no weight is allocated: arguments become `jax.ShapeDtypeStruct`s, Flax NNX modules are
+built under `nnx.eval_shape` and Linen variables come from `jax.eval_shape(module.init, ...)`. A training count
+(`training=True`) traces `jax.value_and_grad` of a scalar loss (the sum of every output leaf) with respect to
+argument `argnums` (the parameters, for the module helpers): equations jax derived by transposition (the name
+stack's `transpose` transform) are the backward phase, the rest the forward.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from math import prod
+from typing import Any
+
+from pytest_flopbudget._counting.jax.names import NNX_SCOPE, LayerNamer, linen_layer, plain_layer
+from pytest_flopbudget._counting.jax.walk import Walker
+from pytest_flopbudget._counting.tally import Tally
+from pytest_flopbudget._errors import CountingError
+from pytest_flopbudget._metrics import PARAMS
+from pytest_flopbudget._report import LayerCost, Report
+
+#: What a JAX count adds to a report's conventions (docs/jax.md).
+JAX_CONVENTIONS = {
+    "jax_control_flow": (
+        "scan bodies count length times; while loops with a static trip count trip times, else skipped; cond "
+        "counts its costliest branch; remat and custom_jvp/custom_vjp count the body that runs, once per call"
+    ),
+}
+
+
+def _import_jax() -> Any:
+    try:
+        import jax
+    except ImportError:
+        raise CountingError("counting a JAX function needs jax: pip install 'pytest-flopbudget[jax]'") from None
+    return jax
+
+
+def abstract(jax: Any, tree: Any) -> Any:
+    """Every array leaf of `tree` as a `ShapeDtypeStruct` (shape and dtype only); other leaves stay."""
+
+    def leaf(value: Any) -> Any:
+        if hasattr(value, "shape") and hasattr(value, "dtype"):
+            return jax.ShapeDtypeStruct(tuple(value.shape), value.dtype)
+        return value
+
+    return jax.tree_util.tree_map(leaf, tree)
+
+
+def count_jax(
+    fn: Callable[..., Any],
+    args: Sequence[Any] = (),
+    kwargs: Mapping[str, Any] | None = None,
+    *,
+    training: bool = False,
+    model_name: str = "",
+    argnums: int = 0,
+    namer: LayerNamer = plain_layer,
+    params: Mapping[str, int] | None = None,
+) -> Report:
+    """Count `fn(*args, **kwargs)` (arrays or `ShapeDtypeStruct`s) from its jaxpr; `params` are parameter counts by
+    layer path (the module helpers fill them)."""
+    jax = _import_jax()
+    args = tuple(abstract(jax, list(args)))
+    kwargs = dict(abstract(jax, dict(kwargs or {})))
+    if training:
+        traced = jax.make_jaxpr(jax.value_and_grad(_summed(jax, fn, kwargs), argnums=argnums))(*args)
+    else:
+        traced = jax.make_jaxpr(lambda *a: fn(*a, **kwargs))(*args)
+    tally = Tally()
+    Walker(namer).walk(traced, tally)
+    for path, count in (params or {}).items():
+        tally.layers.setdefault(path, LayerCost()).add(PARAMS, count)
+    report = Report(
+        **tally.report_fields(),
+        training=training,
+        backend="jax",
+        model=model_name or getattr(fn, "__name__", "") or "model",
+        inputs=[_describe(leaf) for leaf in jax.tree_util.tree_leaves(args)],
+        versions=_versions(),
+    )
+    report.conventions.update(JAX_CONVENTIONS)
+    return report
+
+
+def _summed(jax: Any, fn: Callable[..., Any], kwargs: Mapping[str, Any]) -> Callable[..., Any]:
+    """The default loss of a training count: the sum of every floating output leaf, as the torch backend's."""
+
+    def loss(*args: Any) -> Any:
+        leaves = [leaf for leaf in jax.tree_util.tree_leaves(fn(*args, **kwargs)) if _floating(jax, leaf)]
+        if not leaves:
+            raise CountingError("a training count needs a floating-point output to sum into a loss")
+        total = leaves[0].sum()
+        for leaf in leaves[1:]:
+            total = total + leaf.sum()
+        return total
+
+    return loss
+
+
+def _floating(jax: Any, leaf: Any) -> bool:
+    return hasattr(leaf, "dtype") and bool(jax.numpy.issubdtype(leaf.dtype, jax.numpy.inexact))
+
+
+def _describe(leaf: Any) -> dict[str, Any]:
+    if hasattr(leaf, "shape"):
+        return {"shape": [int(d) for d in leaf.shape], "dtype": str(getattr(leaf, "dtype", ""))}
+    return {"value": repr(leaf)[:80]}
+
+
+def _versions() -> dict[str, str]:
+    from importlib.metadata import PackageNotFoundError, version
+
+    found = {}
+    for name in ("jax", "jaxlib", "flax"):
+        try:
+            found[name] = version(name)
+        except PackageNotFoundError:
+            continue
+    return found
+
+
+def _path_text(key: Any) -> str:
+    """One component of a pytree or NNX path as it reads in a dotted layer path (`layers`, `3`)."""
+    for attribute in ("key", "idx", "name"):
+        if hasattr(key, attribute):
+            return str(getattr(key, attribute))
+    return str(key)
+
+
+def params_by_layer(jax: Any, tree: Any) -> dict[str, int]:
+    """Elements of each parameter leaf of `tree`, summed by the layer that owns it (its path without the leaf)."""
+    counts: dict[str, int] = {}
+    for path, leaf in jax.tree_util.tree_flatten_with_path(tree)[0]:
+        if not hasattr(leaf, "shape"):
+            continue
+        parts = [_path_text(key) for key in path]
+        parts = [part for part in parts if part != "value"]  # an NNX Variable's own field
+        layer = ".".join(parts[:-1])
+        counts[layer] = counts.get(layer, 0) + prod(int(d) for d in leaf.shape)
+    return counts
+
+
+# --- Flax NNX ---------------------------------------------------------------------------------------------------
+
+
+def count_nnx(module: Any, *args: Any, training: bool = False, model_name: str = "", **kwargs: Any) -> Report:
+    """Count a Flax NNX module's call on `args`. `module` is an `nnx.Module` (built abstractly with
+    `nnx.eval_shape(lambda: Model(...))`, so no weight is allocated) or a function that builds one."""
+    jax = _import_jax()
+    from flax import nnx
+
+    if not isinstance(module, nnx.Module):
+        module = nnx.eval_shape(module)
+    graphdef, state = nnx.split(module)
+    params = params_by_layer(jax, nnx.state(module, nnx.Param))
+    paths = _module_paths(nnx, module)
+
+    def forward(state: Any, *call_args: Any, **call_kwargs: Any) -> Any:
+        merged = nnx.merge(graphdef, state)
+        with _scoped_calls(jax, nnx, merged, paths):
+            return merged(*call_args, **call_kwargs)
+
+    return count_jax(
+        forward,
+        (state, *args),
+        kwargs,
+        training=training,
+        model_name=model_name or type(module).__name__,
+        params=params,
+    )
+
+
+def _module_paths(nnx: Any, module: Any) -> dict[tuple[Any, ...], str]:
+    """Each submodule's dotted path, keyed by its graph path (the same in every merge of the same graphdef)."""
+    paths = {}
+    for path, node in nnx.iter_graph(module):
+        if isinstance(node, nnx.Module) and path:
+            paths[tuple(path)] = ".".join(_path_text(key) for key in path)
+    return paths
+
+
+@contextlib.contextmanager
+def _scoped_calls(jax: Any, nnx: Any, merged: Any, paths: Mapping[tuple[Any, ...], str]) -> Iterator[None]:
+    """While tracing, every call of a submodule of `merged` runs under the named scope `nnx:<its path>`.
+
+    The scope is entered by wrapping `__call__` on the module classes for the duration of the trace (a call's
+    name must be in the name stack, and NNX adds none); instances are matched by identity, so any other instance
+    of those classes runs unchanged.
+    """
+    by_instance = {}
+    for path, node in nnx.iter_graph(merged):
+        if isinstance(node, nnx.Module) and tuple(path) in paths:
+            by_instance[id(node)] = paths[tuple(path)]
+    patched: list[tuple[type, Any]] = []
+    for cls in {type(node) for _, node in nnx.iter_graph(merged) if isinstance(node, nnx.Module)}:
+        for owner in cls.__mro__:
+            original = owner.__dict__.get("__call__")
+            if original is None or any(owner is done for done, _ in patched):
+                continue
+            patched.append((owner, original))
+            type.__setattr__(owner, "__call__", _scoped(jax, original, by_instance))
+    try:
+        yield
+    finally:
+        for owner, original in patched:
+            type.__setattr__(owner, "__call__", original)
+
+
+def _scoped(jax: Any, original: Callable[..., Any], by_instance: Mapping[int, str]) -> Callable[..., Any]:
+    def call(self: Any, *args: Any, **kwargs: Any) -> Any:
+        path = by_instance.get(id(self))
+        if path is None:
+            return original(self, *args, **kwargs)
+        with jax.named_scope(NNX_SCOPE + path):
+            return original(self, *args, **kwargs)
+
+    return call
+
+
+# --- Flax Linen -------------------------------------------------------------------------------------------------
+
+
+def count_linen(
+    module: Any, *args: Any, training: bool = False, model_name: str = "", rng_seed: int = 0, **kwargs: Any
+) -> Report:
+    """Count a Flax Linen module's `apply` on `args`; its variables come from `jax.eval_shape(module.init, ...)`,
+    so none is allocated. Parameters are the `params` collection; other collections (batch statistics) are state."""
+    jax = _import_jax()
+    inputs = abstract(jax, list(args))
+    variables = jax.eval_shape(lambda *a: module.init(jax.random.key(rng_seed), *a, **kwargs), *inputs)
+    params = params_by_layer(jax, variables.get("params", {}))
+    root = module.name or type(module).__name__
+
+    def forward(variables: Any, *call_args: Any) -> Any:
+        return module.apply(variables, *call_args, **kwargs)
+
+    return count_jax(
+        forward,
+        (variables, *inputs),
+        training=training,
+        model_name=model_name or type(module).__name__,
+        namer=linen_layer(root),
+        params=params,
+    )
