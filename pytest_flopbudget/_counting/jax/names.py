@@ -17,6 +17,10 @@ from pytest_flopbudget._report import ROOT
 #: The prefix of the named scope `count_nnx` enters around each module's call: `nnx:layers.3.attn`.
 NNX_SCOPE = "nnx:"
 
+#: Scopes jax itself adds, which name no layer: remat's recomputation in the backward runs in the layer it
+#: recomputes.
+TRANSPARENT_SCOPES = frozenset({"rematted_computation", "checkpoint"})
+
 #: Turns the named scopes an equation ran under (outermost first) into its layer path.
 LayerNamer = Callable[[Sequence[str]], str]
 
@@ -36,7 +40,7 @@ class Stack:
             kind = type(entry).__name__
             if kind == "Transform":
                 backward = backward or entry.name == "transpose"
-            else:
+            elif str(entry.name) not in TRANSPARENT_SCOPES:
                 scopes.append(str(entry.name))
         return Stack(tuple(scopes), backward)
 
