@@ -187,21 +187,20 @@ def _scoped_calls(jax: Any, nnx: Any, merged: Any, paths: Mapping[tuple[Any, ...
     """While tracing, every call of a submodule of `merged` runs under the named scope `nnx:<its path>`.
 
     The scope is entered by wrapping `__call__` on the module classes for the duration of the trace (a call's
-    name must be in the name stack, and NNX adds none); instances are matched by identity, so any other instance
-    of those classes runs unchanged.
+    name must be in the name stack, and NNX adds none). Instances are matched by identity; an instance NNX built
+    inside a transform (the layer `nnx.scan` merges from a stacked module in each step) is matched to the one
+    module of its class whose parameters are its own with one more leading axis (`StackedPaths`).
     """
-    by_instance = {}
-    for path, node in nnx.iter_graph(merged):
-        if isinstance(node, nnx.Module) and tuple(path) in paths:
-            by_instance[id(node)] = paths[tuple(path)]
+    modules = [(tuple(path), node) for path, node in nnx.iter_graph(merged) if isinstance(node, nnx.Module)]
+    known = StackedPaths(jax, nnx, [(paths[path], node) for path, node in modules if path in paths])
     patched: list[tuple[type, Any]] = []
-    for cls in {type(node) for _, node in nnx.iter_graph(merged) if isinstance(node, nnx.Module)}:
+    for cls in {type(node) for _, node in modules}:
         for owner in cls.__mro__:
             original = owner.__dict__.get("__call__")
             if original is None or any(owner is done for done, _ in patched):
                 continue
             patched.append((owner, original))
-            type.__setattr__(owner, "__call__", _scoped(jax, original, by_instance))
+            type.__setattr__(owner, "__call__", _scoped(jax, original, known))
     try:
         yield
     finally:
@@ -209,9 +208,38 @@ def _scoped_calls(jax: Any, nnx: Any, merged: Any, paths: Mapping[tuple[Any, ...
             type.__setattr__(owner, "__call__", original)
 
 
-def _scoped(jax: Any, original: Callable[..., Any], by_instance: Mapping[int, str]) -> Callable[..., Any]:
+class StackedPaths:
+    """The dotted path of a module instance met while tracing: the submodule itself, or for an instance built
+    inside a transform, the one module of its class whose parameter shapes are its own behind a leading (stacked)
+    axis; None (no scope: the caller's layer) when none or several match."""
+
+    def __init__(self, jax: Any, nnx: Any, modules: Sequence[tuple[str, Any]]) -> None:
+        self.jax, self.nnx = jax, nnx
+        self.by_id: dict[int, str | None] = {id(node): path for path, node in modules}
+        self.by_class: dict[type, list[tuple[str, Any]]] = {}
+        for path, node in modules:
+            self.by_class.setdefault(type(node), []).append((path, node))
+
+    def path(self, instance: Any) -> str | None:
+        key = id(instance)
+        if key not in self.by_id:
+            shapes = self._shapes(instance)
+            found = [
+                path
+                for path, node in self.by_class.get(type(instance), [])
+                if [s[1:] for s in self._shapes(node)] == shapes and all(self._shapes(node))
+            ]
+            self.by_id[key] = found[0] if len(found) == 1 else None
+        return self.by_id[key]
+
+    def _shapes(self, module: Any) -> list[tuple[int, ...]]:
+        leaves = self.jax.tree_util.tree_leaves(self.nnx.state(module, self.nnx.Param))
+        return [tuple(leaf.shape) for leaf in leaves if hasattr(leaf, "shape")]
+
+
+def _scoped(jax: Any, original: Callable[..., Any], known: StackedPaths) -> Callable[..., Any]:
     def call(self: Any, *args: Any, **kwargs: Any) -> Any:
-        path = by_instance.get(id(self))
+        path = known.path(self)
         if path is None:
             return original(self, *args, **kwargs)
         with jax.named_scope(NNX_SCOPE + path):
