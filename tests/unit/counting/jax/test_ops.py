@@ -271,3 +271,9 @@ def test_a_primitive_without_formula_is_skipped_by_name() -> None:
     assert set(report.skipped_ops) == {"fft"}
     assert report.skipped_ops["fft"].reason == "no formula"
     assert report.skipped_ops["fft"].calls == 1
+
+
+def test_softmax_is_the_shared_five_plus_one_guard_per_row() -> None:
+    # jax.nn.softmax on (4,8): reduce_max, sub, exp, reduce_sum, div over 32 elements (5 * 32 = 160, the shared
+    # SOFTMAX rule) plus max(-inf, row max) once per row (4): 164 (docs/jax.md)
+    assert count(jax.nn.softmax, spec(4, 8)).flops == 164

@@ -152,3 +152,25 @@ def test_training_under_remat_recomputes_in_the_backward() -> None:
     assert (remat.forward.flops, remat.backward.flops) == (288, 592)
     assert (remat.forward.macs, remat.backward.macs) == (128, 256)
     assert set(remat.layers) == {""}
+
+
+def test_switch_counts_its_costliest_branch() -> None:
+    # branches on (4,): 4, 8 (exp, mul) and 12 (sin, cos, add) FLOPs: the switch costs 12, plus the clamp jax puts
+    # on the index (1 element): 13
+    branches = [lambda v: v + 1, lambda v: jnp.exp(v) * 2, lambda v: jnp.sin(v) + jnp.cos(v)]
+
+    def fn(i: Any, a: Any) -> Any:
+        return lax.switch(i, branches, a)
+
+    assert count_jax(fn, (spec(dtype=jnp.int32), spec(4))).flops == 13
+
+
+def test_a_custom_vjp_rule_counts_its_backward_in_the_backward() -> None:
+    # forward: sin on (4,8) (32) and the loss's sum (32); backward: the rule's cos and mul (32 + 32)
+    @jax.custom_vjp
+    def f(x: Any) -> Any:
+        return jnp.sin(x)
+
+    f.defvjp(lambda x: (jnp.sin(x), x), lambda x, g: (g * jnp.cos(x),))
+    report = count_jax(f, (spec(4, 8),), training=True)
+    assert (report.forward.flops, report.backward.flops) == (64, 64)
