@@ -65,10 +65,17 @@ def count_jax(
     jax = _import_jax()
     args = tuple(abstract(jax, list(args)))
     kwargs = dict(abstract(jax, dict(kwargs or {})))
-    if training:
-        traced = jax.make_jaxpr(jax.value_and_grad(_summed(jax, fn, kwargs), argnums=argnums))(*args)
-    else:
-        traced = jax.make_jaxpr(lambda *a: fn(*a, **kwargs))(*args)
+    label = model_name or getattr(fn, "__name__", "") or "model"
+    try:
+        if training:
+            traced = jax.make_jaxpr(jax.value_and_grad(_summed(jax, fn, kwargs), argnums=argnums))(*args)
+        else:
+            traced = jax.make_jaxpr(lambda *a: fn(*a, **kwargs))(*args)
+    except CountingError:
+        raise
+    except Exception as exc:  # a function that does not trace gives one line, not a traceback into jax
+        text = " ".join(str(exc).split())[:300]
+        raise CountingError(f"{label}: the function could not be traced ({type(exc).__name__}: {text})") from None
     tally = Tally()
     Walker(namer).walk(traced, tally)
     for path, count in (params or {}).items():
@@ -77,7 +84,7 @@ def count_jax(
         **tally.report_fields(),
         training=training,
         backend="jax",
-        model=model_name or getattr(fn, "__name__", "") or "model",
+        model=label,
         inputs=[_describe(leaf) for leaf in jax.tree_util.tree_leaves(args)],
         versions=_versions(),
     )

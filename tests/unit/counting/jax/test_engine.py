@@ -195,3 +195,20 @@ def test_the_report_fields() -> None:
 def test_importing_the_package_does_not_import_jax() -> None:
     code = "import sys, pytest_flopbudget; assert 'jax' not in sys.modules and 'flax' not in sys.modules"
     assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0
+
+
+def test_a_function_that_does_not_trace_is_one_line() -> None:
+    from pytest_flopbudget._errors import CountingError
+
+    def bad(x: Any) -> Any:
+        return x @ jnp.ones((3, 3))
+
+    with pytest.raises(CountingError, match=r"^bad: the function could not be traced \(TypeError: "):
+        count_jax(bad, (X,))
+
+
+def test_training_needs_a_floating_output() -> None:
+    from pytest_flopbudget._errors import CountingError
+
+    with pytest.raises(CountingError, match="floating-point output"):
+        count_jax(lambda w: jnp.argmax(w), (X,), training=True)

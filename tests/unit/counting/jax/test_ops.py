@@ -277,3 +277,10 @@ def test_softmax_is_the_shared_five_plus_one_guard_per_row() -> None:
     # jax.nn.softmax on (4,8): reduce_max, sub, exp, reduce_sum, div over 32 elements (5 * 32 = 160, the shared
     # SOFTMAX rule) plus max(-inf, row max) once per row (4): 164 (docs/jax.md)
     assert count(jax.nn.softmax, spec(4, 8)).flops == 164
+
+
+def test_same_padding_counts_the_taps_xla_leaves_out() -> None:
+    # jax-ml/jax#17912: a 2x2 "same" convolution on a 4x4 input (1 -> 2 channels). Full taps: 16 outputs * 2
+    # channels * 4 taps = 128 MACs, 256 FLOPs, Keras's figure. XLA's cost analysis says 196: it counts only the taps
+    # that land inside the input (7 per axis, 49 of 64 positions: 2 * 2 * 49). The conventions count full taps.
+    assert only_op(count(conv, spec(1, 4, 4, 1), spec(2, 2, 1, 2))) == ("conv_general_dilated", Cost(256, 128))
