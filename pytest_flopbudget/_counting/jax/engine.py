@@ -161,23 +161,33 @@ def count_nnx(module: Any, *args: Any, training: bool = False, model_name: str =
 
     if not isinstance(module, nnx.Module):
         module = nnx.eval_shape(module)
-    graphdef, state = nnx.split(module)
-    params = params_by_layer(jax, nnx.state(module, nnx.Param))
+    graphdef, weights, rest = _split(nnx, module)
+    params = params_by_layer(jax, weights)
     paths = _module_paths(nnx, module)
 
-    def forward(state: Any, *call_args: Any, **call_kwargs: Any) -> Any:
-        merged = nnx.merge(graphdef, state)
+    def forward(weights: Any, rest: Any, *call_args: Any, **call_kwargs: Any) -> Any:
+        # fresh Variables in this trace (a training count's gradient trace): NNX refuses to update batch statistics
+        # held by Variables that an outer trace built
+        weights, rest = jax.tree_util.tree_map(lambda leaf: leaf, (weights, rest))
+        merged = nnx.merge(graphdef, weights, rest)
         with _scoped_calls(jax, nnx, merged, paths):
             return merged(*call_args, **call_kwargs)
 
+    # the parameters first: a training count differentiates them alone (not the RNG keys, not batch statistics)
     return count_jax(
         forward,
-        (state, *args),
+        (weights, rest, *args),
         kwargs,
         training=training,
         model_name=model_name or type(module).__name__,
         params=params,
     )
+
+
+def _split(nnx: Any, module: Any) -> tuple[Any, Any, Any]:
+    """The graph, the `nnx.Param` state and every other variable (RNG keys, batch statistics)."""
+    graphdef, weights, rest = nnx.split(module, nnx.Param, ...)
+    return graphdef, weights, rest
 
 
 def _module_paths(nnx: Any, module: Any) -> dict[tuple[Any, ...], str]:
@@ -269,12 +279,20 @@ def count_linen(
     params = params_by_layer(jax, variables.get("params", {}))
     root = module.name or type(module).__name__
 
-    def forward(variables: Any, *call_args: Any) -> Any:
-        return module.apply(variables, *call_args, **kwargs)
+    weights = variables.get("params", {})
+    rest = {collection: value for collection, value in variables.items() if collection != "params"}
+
+    def forward(weights: Any, rest: Any, *call_args: Any) -> Any:
+        variables = {"params": weights, **rest}
+        if not rest:
+            return module.apply(variables, *call_args, **kwargs)
+        # batch statistics and other state update as the call runs (that arithmetic counts); the output alone is
+        # the result, so a training count's loss never sums the updated statistics
+        return module.apply(variables, *call_args, mutable=list(rest), **kwargs)[0]
 
     return count_jax(
         forward,
-        (variables, *inputs),
+        (weights, rest, *inputs),
         training=training,
         model_name=model_name or type(module).__name__,
         namer=linen_layer(root),

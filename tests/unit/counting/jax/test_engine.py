@@ -212,3 +212,42 @@ def test_training_needs_a_floating_output() -> None:
 
     with pytest.raises(CountingError, match="floating-point output"):
         count_jax(lambda w: jnp.argmax(w), (X,), training=True)
+
+
+def test_training_differentiates_the_parameters_only() -> None:
+    class Net(nnx.Module):
+        def __init__(self, rngs: Any) -> None:
+            self.fc = nnx.Linear(8, 8, rngs=rngs)
+            self.bn = nnx.BatchNorm(8, rngs=rngs)
+            self.drop = nnx.Dropout(0.1, rngs=rngs)
+
+        def __call__(self, x: Any) -> Any:
+            return self.drop(self.bn(self.fc(x)))
+
+    report = count_nnx(lambda: Net(nnx.Rngs(0)), X, training=True)
+    # RNG keys and batch statistics are state, not differentiated; the fc weight gradient x^T g is 2*8*8*2 = 256
+    # FLOPs (128 MACs) and the input gets none, so fc's backward MACs are exactly that
+    assert report.layers["fc"].ops["dot_general"].calls == 2
+    assert report.backward.macs == 128
+    assert report.params == 72 + 16
+
+
+class LinenBatchNormMLP(linen.Module):
+    @linen.compact
+    def __call__(self, x: Any) -> Any:
+        x = linen.relu(linen.Dense(20)(x))
+        x = linen.BatchNorm(use_running_average=False)(x)
+        return linen.Dense(50)(x)
+
+
+def test_linen_state_collections_update_and_are_not_params() -> None:
+    # flax's tabulate example (google/flax#4948): Dense 100->20, ReLU, BatchNorm, Dense 20->50 on batch 16.
+    # Dense_0: 2*16*100*20 + 16*20 = 64,320; Dense_1: 2*16*20*50 + 16*50 = 32,800; params 2,020 + 40 + 1,050
+    report = count_linen(LinenBatchNormMLP(), jnp.zeros((16, 100)))
+    assert report.layers["Dense_0"].flops == 64320
+    assert report.layers["Dense_1"].flops == 32800
+    assert report.layers["BatchNorm_0"].params == 40
+    assert report.params == 3110
+    training = count_linen(LinenBatchNormMLP(), jnp.zeros((16, 100)), training=True)
+    # backward MACs: both weight gradients (16*100*20 + 16*20*50) and Dense_1's input gradient (16*50*20)
+    assert training.backward.macs == 32000 + 16000 + 16000
