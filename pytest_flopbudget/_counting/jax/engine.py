@@ -1,0 +1,300 @@
+"""Counting a JAX function from abstract arguments: trace with `jax.make_jaxpr`, walk the jaxpr, build a `Report`.
+
+Nothing is compiled and no weight is allocated: arguments become `jax.ShapeDtypeStruct`s, Flax NNX modules are
+built under `nnx.eval_shape` and Linen variables come from `jax.eval_shape(module.init, ...)`. A training count
+(`training=True`) traces `jax.value_and_grad` of a scalar loss (the sum of every output leaf) with respect to
+argument `argnums` (the parameters, for the module helpers): equations jax derived by transposition (the name
+stack's `transpose` transform) are the backward phase, the rest the forward.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from math import prod
+from typing import Any
+
+from pytest_flopbudget._counting.jax.names import NNX_SCOPE, LayerNamer, linen_layer, plain_layer
+from pytest_flopbudget._counting.jax.walk import Walker
+from pytest_flopbudget._counting.tally import Tally
+from pytest_flopbudget._errors import CountingError
+from pytest_flopbudget._metrics import PARAMS
+from pytest_flopbudget._report import LayerCost, Report
+
+#: What a JAX count adds to a report's conventions (docs/jax.md).
+JAX_CONVENTIONS = {
+    "jax_control_flow": (
+        "scan bodies count length times; while loops with a static trip count trip times, else skipped; cond "
+        "counts its costliest branch; remat and custom_jvp/custom_vjp count the body that runs, once per call"
+    ),
+}
+
+
+def _import_jax() -> Any:
+    try:
+        import jax
+    except ImportError:
+        raise CountingError("counting a JAX function needs jax: pip install 'pytest-flopbudget[jax]'") from None
+    return jax
+
+
+def abstract(jax: Any, tree: Any) -> Any:
+    """Every array leaf of `tree` as a `ShapeDtypeStruct` (shape and dtype only); other leaves stay."""
+
+    def leaf(value: Any) -> Any:
+        if hasattr(value, "shape") and hasattr(value, "dtype"):
+            return jax.ShapeDtypeStruct(tuple(value.shape), value.dtype)
+        return value
+
+    return jax.tree_util.tree_map(leaf, tree)
+
+
+def count_jax(
+    fn: Callable[..., Any],
+    args: Sequence[Any] = (),
+    kwargs: Mapping[str, Any] | None = None,
+    *,
+    training: bool = False,
+    model_name: str = "",
+    argnums: int = 0,
+    namer: LayerNamer = plain_layer,
+    params: Mapping[str, int] | None = None,
+) -> Report:
+    """Count `fn(*args, **kwargs)` (arrays or `ShapeDtypeStruct`s) from its jaxpr; `params` are parameter counts by
+    layer path (the module helpers fill them)."""
+    jax = _import_jax()
+    args = tuple(abstract(jax, list(args)))
+    kwargs = dict(abstract(jax, dict(kwargs or {})))
+    label = model_name or getattr(fn, "__name__", "") or "model"
+    try:
+        if training:
+            traced = jax.make_jaxpr(jax.value_and_grad(_summed(jax, fn, kwargs), argnums=argnums))(*args)
+        else:
+            traced = jax.make_jaxpr(lambda *a: fn(*a, **kwargs))(*args)
+    except CountingError:
+        raise
+    except Exception as exc:  # a function that does not trace gives one line, not a traceback into jax
+        text = " ".join(str(exc).split())[:300]
+        raise CountingError(f"{label}: the function could not be traced ({type(exc).__name__}: {text})") from None
+    tally = Tally()
+    Walker(namer).walk(traced, tally)
+    for path, count in (params or {}).items():
+        tally.layers.setdefault(path, LayerCost()).add(PARAMS, count)
+    report = Report(
+        **tally.report_fields(),
+        training=training,
+        backend="jax",
+        model=label,
+        inputs=[_describe(leaf) for leaf in jax.tree_util.tree_leaves(args)],
+        versions=_versions(),
+    )
+    report.conventions.update(JAX_CONVENTIONS)
+    return report
+
+
+def _summed(jax: Any, fn: Callable[..., Any], kwargs: Mapping[str, Any]) -> Callable[..., Any]:
+    """The default loss of a training count: the sum of every floating output leaf, as the torch backend's."""
+
+    def loss(*args: Any) -> Any:
+        leaves = [leaf for leaf in jax.tree_util.tree_leaves(fn(*args, **kwargs)) if _floating(jax, leaf)]
+        if not leaves:
+            raise CountingError("a training count needs a floating-point output to sum into a loss")
+        total = leaves[0].sum()
+        for leaf in leaves[1:]:
+            total = total + leaf.sum()
+        return total
+
+    return loss
+
+
+def _floating(jax: Any, leaf: Any) -> bool:
+    return hasattr(leaf, "dtype") and bool(jax.numpy.issubdtype(leaf.dtype, jax.numpy.inexact))
+
+
+def _describe(leaf: Any) -> dict[str, Any]:
+    if hasattr(leaf, "shape"):
+        return {"shape": [int(d) for d in leaf.shape], "dtype": str(getattr(leaf, "dtype", ""))}
+    return {"value": repr(leaf)[:80]}
+
+
+def _versions() -> dict[str, str]:
+    from importlib.metadata import PackageNotFoundError, version
+
+    found = {}
+    for name in ("jax", "jaxlib", "flax"):
+        try:
+            found[name] = version(name)
+        except PackageNotFoundError:
+            continue
+    return found
+
+
+def _path_text(key: Any) -> str:
+    """One component of a pytree or NNX path as it reads in a dotted layer path (`layers`, `3`)."""
+    for attribute in ("key", "idx", "name"):
+        if hasattr(key, attribute):
+            return str(getattr(key, attribute))
+    return str(key)
+
+
+def params_by_layer(jax: Any, tree: Any) -> dict[str, int]:
+    """Elements of each parameter leaf of `tree`, summed by the layer that owns it (its path without the leaf)."""
+    counts: dict[str, int] = {}
+    for path, leaf in jax.tree_util.tree_flatten_with_path(tree)[0]:
+        if not hasattr(leaf, "shape"):
+            continue
+        parts = [_path_text(key) for key in path]
+        parts = [part for part in parts if part != "value"]  # an NNX Variable's own field
+        layer = ".".join(parts[:-1])
+        counts[layer] = counts.get(layer, 0) + prod(int(d) for d in leaf.shape)
+    return counts
+
+
+# --- Flax NNX ---------------------------------------------------------------------------------------------------
+
+
+def count_nnx(module: Any, *args: Any, training: bool = False, model_name: str = "", **kwargs: Any) -> Report:
+    """Count a Flax NNX module's call on `args`. `module` is an `nnx.Module` (built abstractly with
+    `nnx.eval_shape(lambda: Model(...))`, so no weight is allocated) or a function that builds one."""
+    jax = _import_jax()
+    from flax import nnx
+
+    if not isinstance(module, nnx.Module):
+        module = nnx.eval_shape(module)
+    graphdef, weights, rest = _split(nnx, module)
+    params = params_by_layer(jax, weights)
+    paths = _module_paths(nnx, module)
+
+    def forward(weights: Any, rest: Any, *call_args: Any, **call_kwargs: Any) -> Any:
+        # fresh Variables in this trace (a training count's gradient trace): NNX refuses to update batch statistics
+        # held by Variables that an outer trace built
+        weights, rest = jax.tree_util.tree_map(lambda leaf: leaf, (weights, rest))
+        merged = nnx.merge(graphdef, weights, rest)
+        with _scoped_calls(jax, nnx, merged, paths):
+            return merged(*call_args, **call_kwargs)
+
+    # the parameters first: a training count differentiates them alone (not the RNG keys, not batch statistics)
+    return count_jax(
+        forward,
+        (weights, rest, *args),
+        kwargs,
+        training=training,
+        model_name=model_name or type(module).__name__,
+        params=params,
+    )
+
+
+def _split(nnx: Any, module: Any) -> tuple[Any, Any, Any]:
+    """The graph, the `nnx.Param` state and every other variable (RNG keys, batch statistics)."""
+    graphdef, weights, rest = nnx.split(module, nnx.Param, ...)
+    return graphdef, weights, rest
+
+
+def _module_paths(nnx: Any, module: Any) -> dict[tuple[Any, ...], str]:
+    """Each submodule's dotted path, keyed by its graph path (the same in every merge of the same graphdef)."""
+    paths = {}
+    for path, node in nnx.iter_graph(module):
+        if isinstance(node, nnx.Module) and path:
+            paths[tuple(path)] = ".".join(_path_text(key) for key in path)
+    return paths
+
+
+@contextlib.contextmanager
+def _scoped_calls(jax: Any, nnx: Any, merged: Any, paths: Mapping[tuple[Any, ...], str]) -> Iterator[None]:
+    """While tracing, every call of a submodule of `merged` runs under the named scope `nnx:<its path>`.
+
+    The scope is entered by wrapping `__call__` on the module classes for the duration of the trace (a call's
+    name must be in the name stack, and NNX adds none). Instances are matched by identity; an instance NNX built
+    inside a transform (the layer `nnx.scan` merges from a stacked module in each step) is matched to the one
+    module of its class whose parameters are its own with one more leading axis (`StackedPaths`).
+    """
+    modules = [(tuple(path), node) for path, node in nnx.iter_graph(merged) if isinstance(node, nnx.Module)]
+    known = StackedPaths(jax, nnx, [(paths[path], node) for path, node in modules if path in paths])
+    patched: list[tuple[type, Any]] = []
+    for cls in {type(node) for _, node in modules}:
+        for owner in cls.__mro__:
+            original = owner.__dict__.get("__call__")
+            if original is None or any(owner is done for done, _ in patched):
+                continue
+            patched.append((owner, original))
+            type.__setattr__(owner, "__call__", _scoped(jax, original, known))
+    try:
+        yield
+    finally:
+        for owner, original in patched:
+            type.__setattr__(owner, "__call__", original)
+
+
+class StackedPaths:
+    """The dotted path of a module instance met while tracing: the submodule itself, or for an instance built
+    inside a transform, the one module of its class whose parameter shapes are its own behind a leading (stacked)
+    axis; None (no scope: the caller's layer) when none or several match."""
+
+    def __init__(self, jax: Any, nnx: Any, modules: Sequence[tuple[str, Any]]) -> None:
+        self.jax, self.nnx = jax, nnx
+        self.by_id: dict[int, str | None] = {id(node): path for path, node in modules}
+        self.by_class: dict[type, list[tuple[str, Any]]] = {}
+        for path, node in modules:
+            self.by_class.setdefault(type(node), []).append((path, node))
+
+    def path(self, instance: Any) -> str | None:
+        key = id(instance)
+        if key not in self.by_id:
+            shapes = self._shapes(instance)
+            found = [
+                path
+                for path, node in self.by_class.get(type(instance), [])
+                if [s[1:] for s in self._shapes(node)] == shapes and all(self._shapes(node))
+            ]
+            self.by_id[key] = found[0] if len(found) == 1 else None
+        return self.by_id[key]
+
+    def _shapes(self, module: Any) -> list[tuple[int, ...]]:
+        leaves = self.jax.tree_util.tree_leaves(self.nnx.state(module, self.nnx.Param))
+        return [tuple(leaf.shape) for leaf in leaves if hasattr(leaf, "shape")]
+
+
+def _scoped(jax: Any, original: Callable[..., Any], known: StackedPaths) -> Callable[..., Any]:
+    def call(self: Any, *args: Any, **kwargs: Any) -> Any:
+        path = known.path(self)
+        if path is None:
+            return original(self, *args, **kwargs)
+        with jax.named_scope(NNX_SCOPE + path):
+            return original(self, *args, **kwargs)
+
+    return call
+
+
+# --- Flax Linen -------------------------------------------------------------------------------------------------
+
+
+def count_linen(
+    module: Any, *args: Any, training: bool = False, model_name: str = "", rng_seed: int = 0, **kwargs: Any
+) -> Report:
+    """Count a Flax Linen module's `apply` on `args`; its variables come from `jax.eval_shape(module.init, ...)`,
+    so none is allocated. Parameters are the `params` collection; other collections (batch statistics) are state."""
+    jax = _import_jax()
+    inputs = abstract(jax, list(args))
+    variables = jax.eval_shape(lambda *a: module.init(jax.random.key(rng_seed), *a, **kwargs), *inputs)
+    params = params_by_layer(jax, variables.get("params", {}))
+    root = module.name or type(module).__name__
+
+    weights = variables.get("params", {})
+    rest = {collection: value for collection, value in variables.items() if collection != "params"}
+
+    def forward(weights: Any, rest: Any, *call_args: Any) -> Any:
+        variables = {"params": weights, **rest}
+        if not rest:
+            return module.apply(variables, *call_args, **kwargs)
+        # batch statistics and other state update as the call runs (that arithmetic counts); the output alone is
+        # the result, so a training count's loss never sums the updated statistics
+        return module.apply(variables, *call_args, mutable=list(rest), **kwargs)[0]
+
+    return count_jax(
+        forward,
+        (weights, rest, *inputs),
+        training=training,
+        model_name=model_name or type(module).__name__,
+        namer=linen_layer(root),
+        params=params,
+    )
