@@ -76,7 +76,7 @@ def run_check(
     if format == "json":
         from pytest_flopbudget._reporters import json_report
 
-        document.write(json_safe(json_report.dumps_results(result, root=ci.workspace_root(ci.OUTPUTS["json"]))))
+        document.write(json_safe(json_report.dumps_results(result, root=ci.workspace_root(ci.output("json")))))
     if result.update:
         return result.exit_code
     emitted = ci.emit(result, specs, stream=out)
