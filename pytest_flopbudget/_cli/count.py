@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import re
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -28,7 +27,7 @@ from pytest_flopbudget._config.pyproject import (
     dim_names,
     find_pyproject,
 )
-from pytest_flopbudget._errors import CountingError
+from pytest_flopbudget._errors import CountingError, MissingInputSizes
 from pytest_flopbudget._metrics import Metric
 from pytest_flopbudget._render.roofline_report import choose, roofline_for
 from pytest_flopbudget._safe_text import safe_text
@@ -80,7 +79,7 @@ def run_count(request: CountRequest, out: TextIO, err: TextIO) -> int:
             else:
                 report, formula = count_entry(entry, root), None
         except CountingError as exc:
-            raise CountingError(command_line_hint(str(exc))) from None
+            raise CountingError(command_line_hint(exc)) from None
         progress.advance()
     if request.metric is not None and not report.measures(request.metric):
         raise UsageError(
@@ -255,20 +254,11 @@ def _model_file_inputs(backend: Backend, path: str, inputs: Inputs, root: Path) 
     return {name: InputSpec(spec.shape, None, spec.names) for name, spec in zip(names, inputs)}
 
 
-_PYTHON_HINT = re.compile(r"count\(.*?, inputs=\{(?P<body>.*)\}\)")
-_PYTHON_INPUT = re.compile(r"'(?P<name>[^']*)': \[(?P<dims>[^\]]*)\]")
-
-
-def command_line_hint(message: str) -> str:
-    """The ONNX backend phrases a missing input size for Python (`count('m.onnx', inputs={'x': [<batch>, 3]})`);
-    on the command line the same advice is `--input x=<batch>,3`."""
-    match = _PYTHON_HINT.search(message)
-    if match is None:
+def command_line_hint(error: CountingError) -> str:
+    """`error`'s message in the command line's words: the ONNX backend phrases a missing input size for Python
+    (`count('m.onnx', inputs={'x': [<batch>, 3]})`); on the command line the same advice is `--input x=<batch>,3`."""
+    message = str(error)
+    missing = MissingInputSizes.behind(error)
+    if missing is None or not missing.missing:
         return message
-    flags = [
-        f"--input {m.group('name')}={m.group('dims').replace(' ', '')}"
-        for m in _PYTHON_INPUT.finditer(match.group("body"))
-    ]
-    if not flags:
-        return message
-    return message[: match.start()] + " ".join(flags) + message[match.end() :]
+    return message.replace(missing.python_hint, missing.command_line_hint, 1)
