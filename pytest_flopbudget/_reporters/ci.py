@@ -128,7 +128,7 @@ def parse_spec(text: str) -> ReportSpec:
 
 def grammar() -> str:
     """`GRAMMAR` with the installed third-party kinds (`csv:PATH`) before `auto or none`."""
-    extra = [f"{kind}:PATH" for kind in sorted(third_party()) if kind not in BUILT_IN]
+    extra = [f"{kind}:PATH" for kind in sorted(third_party())]
     if not extra:
         return GRAMMAR
     return GRAMMAR.replace(", auto or none", ", " + ", ".join(extra) + ", auto or none")
@@ -151,8 +151,8 @@ def output(kind: str) -> Output:
 
 
 def third_party() -> Mapping[str, EntryPoint]:
-    """The installed `ENTRY_POINT_GROUP` entry points by kind (lower case), read from the installed
-    distributions' metadata once per process, and only when a spec is not a built-in kind."""
+    """The installed `ENTRY_POINT_GROUP` entry points by kind (lower case; none named like a built-in kind), read
+    from the installed distributions' metadata once per process, and only when a spec is not a built-in kind."""
     global _entry_points
     if _entry_points is None:
         from importlib.metadata import entry_points
@@ -161,7 +161,9 @@ def third_party() -> Mapping[str, EntryPoint]:
         group = found.select(group=ENTRY_POINT_GROUP) if hasattr(found, "select") else found.get(ENTRY_POINT_GROUP, ())
         _entry_points = {}
         for entry_point in group:
-            _entry_points.setdefault(entry_point.name.strip().lower(), entry_point)
+            kind = entry_point.name.strip().lower()
+            if kind not in BUILT_IN and kind not in PLAIN_KINDS:  # ours win: `terminal`, `auto` stay ours
+                _entry_points.setdefault(kind, entry_point)
     return _entry_points
 
 

@@ -40,8 +40,17 @@ def installed(monkeypatch: pytest.MonkeyPatch) -> None:
         "broken": EntryPoint("broken", "no_such_module_here:Output", ENTRY_POINT_GROUP),
         "odd": EntryPoint("odd", "os.path:sep", ENTRY_POINT_GROUP),
         "json": EntryPoint("json", f"{here}:Writes", ENTRY_POINT_GROUP),  # a built-in kind's name: ours wins
+        "Terminal": EntryPoint("Terminal", f"{here}:Writes", ENTRY_POINT_GROUP),
+        "auto": EntryPoint("auto", f"{here}:Writes", ENTRY_POINT_GROUP),
     }
-    monkeypatch.setattr(ci, "_entry_points", points)
+
+    class Found:
+        def select(self, group: str) -> list[EntryPoint]:
+            assert group == ENTRY_POINT_GROUP
+            return list(points.values())
+
+    monkeypatch.setattr("importlib.metadata.entry_points", Found)
+    monkeypatch.setattr(ci, "_entry_points", None)
     monkeypatch.setattr(ci, "_loaded", {})
 
 
@@ -104,6 +113,9 @@ def test_unknown_and_broken_kinds_are_one_line() -> None:
 @pytest.mark.usefixtures("installed")
 def test_a_built_in_kind_wins_and_a_third_partys_bug_costs_its_own_file_only(tmp_path: Path) -> None:
     assert type(ci.output("json")).__name__ == "JsonOutput"
+    assert "terminal" not in ci.third_party() and "auto" not in ci.third_party()
+    with pytest.raises(ReportSpecError, match=r"^unknown report 'terminal:x'"):
+        parse_spec("terminal:x")
     specs = [ReportSpec("raises", str(tmp_path / "r")), ReportSpec("gitlab", str(tmp_path / "g.json"))]
     emitted = emit(RunResult(), specs, env={}, stream=io.StringIO())
     assert emitted.errors == [
