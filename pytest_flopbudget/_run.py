@@ -11,10 +11,11 @@ knows about pytest or argparse.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+import contextlib
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from pytest_flopbudget._config.location import Location, display_path
 from pytest_flopbudget._config.pyproject import ModelEntry, Settings
@@ -37,6 +38,71 @@ if TYPE_CHECKING:
 EXIT_OK = 0
 EXIT_OVER_BUDGET = 1
 EXIT_ERROR = 2
+
+
+class Counter(Protocol):
+    """What `Run.count` and the CLI's loop need from whatever counts a model: `count_entry` in this process
+    (`InProcessCounter`, the plugin's), or the count cache's counters (`cache/counter.py`: each model in a child of
+    its own, answered from the cache on a hit). A front end asks the protocol, never a counter's class."""
+
+    #: Held across each fork (the progress line's lock), so no child starts with a stream mid-write.
+    fork_guard: contextlib.AbstractContextManager[Any]
+
+    def __call__(self, entry: ModelEntry, root: Path) -> Report:
+        """Count one model at its point."""
+        ...
+
+    def count_curve(self, entry: ModelEntry, root: Path) -> tuple[Report, Formula]:
+        """Count a model with a `curve`: its Report at the entry's point and its formula."""
+        ...
+
+    def plan(self, entries: Sequence[ModelEntry], root: Path) -> None:
+        """The models about to be counted, in order (so the counter can share work among them)."""
+        ...
+
+    def mismatch_of(self, name: str) -> str | None:
+        """How `name`'s cached count differs from its fresh count (`--cache=verify`), or None."""
+        ...
+
+    @property
+    def mismatches(self) -> Sequence[tuple[str, str]]:
+        """(model, difference) for every cached count that disagreed with a fresh one."""
+        ...
+
+    def notes(self, total: int) -> list[str]:
+        """The lines the check prints about how `total` models were counted (cache hits, records not kept)."""
+        ...
+
+
+class InProcessCounter:
+    """`count_entry` (and `curve.engine.count_curve`) in this process: the pytest plugin's counter, and the CLI's
+    where there is no fork. No cache, no plan, nothing to say."""
+
+    def __init__(self) -> None:
+        self.fork_guard: contextlib.AbstractContextManager[Any] = contextlib.nullcontext()
+
+    def __call__(self, entry: ModelEntry, root: Path) -> Report:
+        from pytest_flopbudget._backends import count_entry
+
+        return count_entry(entry, root)
+
+    def count_curve(self, entry: ModelEntry, root: Path) -> tuple[Report, Formula]:
+        from pytest_flopbudget._curve.engine import count_curve
+
+        return count_curve(entry, root)
+
+    def plan(self, entries: Sequence[ModelEntry], root: Path) -> None:
+        pass
+
+    def mismatch_of(self, name: str) -> str | None:
+        return None
+
+    @property
+    def mismatches(self) -> Sequence[tuple[str, str]]:
+        return ()
+
+    def notes(self, total: int) -> list[str]:
+        return []
 
 
 @dataclass(frozen=True)
@@ -171,20 +237,18 @@ class Run:
         entry: ModelEntry,
         root: Path,
         nodeid: str | None = None,
-        counter: Callable[[ModelEntry, Path], Report] | None = None,
+        counter: Counter | None = None,
     ) -> Measurement:
-        """Count one configured model (with `counter`, e.g. the count cache's, else `count_entry`) and record it; a
-        model that cannot be counted is recorded as `Unchecked` and its `FlopBudgetError` re-raised, so the
-        caller can fail its own item too. A model with a `curve` is counted with its formula (`count_curve`, in
-        the counter's own way where it has one: in a child process, never from the cache)."""
+        """Count one configured model (with `counter`, e.g. the count cache's, else `InProcessCounter`) and record
+        it; a model that cannot be counted is recorded as `Unchecked` and its `FlopBudgetError` re-raised, so the
+        caller can fail its own item too. A model with a `curve` is counted with its formula (the counter's
+        `count_curve`: the CLI's counts it in a child process, never from the cache)."""
         if counter is None:
-            from pytest_flopbudget._backends import count_entry
-
-            counter = count_entry
+            counter = InProcessCounter()
         formula = None
         try:
             if entry.curve:
-                report, formula = _count_curve(entry, root, counter)
+                report, formula = counter.count_curve(entry, root)
             else:
                 report = counter(entry, root)
         except FlopBudgetError as exc:
@@ -297,20 +361,6 @@ class Run:
                 result.update_errors.append(f"baseline for {name!r} not written: {exc}")
                 continue
             (result.written if changed else result.unchanged).append(name)
-
-
-def _count_curve(
-    entry: ModelEntry, root: Path, counter: Callable[[ModelEntry, Path], Report]
-) -> tuple[Report, Formula]:
-    """The count at the entry's point and its formula: through `counter.count_curve` where the counter has one
-    (the CLI's, which counts in a child process), else in this process (`curve.engine.count_curve`)."""
-    own = getattr(counter, "count_curve", None)
-    if callable(own):
-        counted: tuple[Report, Formula] = own(entry, root)
-        return counted
-    from pytest_flopbudget._curve.engine import count_curve
-
-    return count_curve(entry, root)
 
 
 def require_baseline(setting: bool | None, env: Mapping[str, str]) -> bool:

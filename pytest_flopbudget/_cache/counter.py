@@ -33,7 +33,7 @@ import select
 import signal
 import sys
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -49,8 +49,6 @@ from pytest_flopbudget._report import Report
 if TYPE_CHECKING:
     from pytest_flopbudget._curve.formula import Formula
 
-Counter = Callable[[ModelEntry, Path], Report]
-
 
 def can_fork() -> bool:
     return sys.platform.startswith("linux") and hasattr(os, "fork")
@@ -64,9 +62,10 @@ def _module_of(entry: ModelEntry) -> str:
 
 class IsolatedCounter:
     """`count(entry, root) -> Report`, each model in a child forked for it; with `record`, also what it read.
+    A `run.Counter`.
 
-    `plan(entries)` names the models that will be counted, so the models of one module share one process that
-    imported their libraries; a model counted without a plan is counted alone.
+    `plan(entries, root)` names the models that will be counted, so the models of one module share one process
+    that imported their libraries; a model counted without a plan is counted alone.
     """
 
     def __init__(self, root: Path | None = None, *, record: bool) -> None:
@@ -81,8 +80,18 @@ class IsolatedCounter:
         #: Held across each fork (the progress line's lock), so no child starts with a stream mid-write.
         self.fork_guard: contextlib.AbstractContextManager[Any] = contextlib.nullcontext()
 
-    def plan(self, entries: Sequence[ModelEntry]) -> None:
+    def plan(self, entries: Sequence[ModelEntry], root: Path) -> None:
         self._planned = list(entries)
+
+    def mismatch_of(self, name: str) -> str | None:
+        return None  # no cache, nothing to disagree with
+
+    @property
+    def mismatches(self) -> Sequence[tuple[str, str]]:
+        return ()
+
+    def notes(self, total: int) -> list[str]:
+        return []
 
     def __call__(self, entry: ModelEntry, root: Path) -> Report:
         return self.count(entry, root)[0]
@@ -230,7 +239,7 @@ def _libraries_then_models(  # pragma: no cover - a child; coverage of it is the
 
 
 class CachedCounter:
-    """`count(entry, root) -> Report`, for `Run.count`: from the cache on a hit, else counted and recorded.
+    """`count(entry, root) -> Report`, a `run.Counter`: from the cache on a hit, else counted and recorded.
 
     With `verify`, every model is counted even when its record would have answered, and a record that would have
     answered differently is kept in `mismatches` (the check fails on it).
@@ -265,7 +274,25 @@ class CachedCounter:
         """Look every model up first, so the models to be counted are known (and share their libraries' process)."""
         for entry in entries:
             self._lookups[entry.name] = self.cache.lookup(entry_key(entry.table, root))
-        self.counter.plan([e for e in entries if self.verify or self._answer(e, self._lookups[e.name]) is None])
+        self.counter.plan([e for e in entries if self.verify or self._answer(e, self._lookups[e.name]) is None], root)
+
+    def notes(self, total: int) -> list[str]:
+        """What the check says about the cache after counting `total` models: a write it could not do, the records
+        not trusted or not kept, and how many models it answered."""
+        lines = []
+        if self.cache.write_error:
+            lines.append(f"flopbudget: warning: {self.cache.write_error}")
+        lines += [
+            f"flopbudget: {name}: cached count not trusted ({reason}): counted again" for name, reason in self.untrusted
+        ]
+        lines += [f"flopbudget: {name}: not cached: {reason}" for name, reason in self.not_cached]
+        if self.hits:
+            shown = display_path(str(self.cache.directory))
+            lines.append(
+                f"flopbudget: {len(self.hits)} of {total} models unchanged since their cached count ({shown}; "
+                f"--no-cache recounts them)"
+            )
+        return lines
 
     @staticmethod
     def _answer(entry: ModelEntry, found: Lookup) -> tuple[Report, Formula | None] | None:

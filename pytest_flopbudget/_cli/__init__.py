@@ -17,6 +17,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
+from pytest_flopbudget._cli.count_formats import FORMATS
 from pytest_flopbudget._config.pyproject import generate_problem
 from pytest_flopbudget._errors import FlopBudgetError
 from pytest_flopbudget._metrics import METRICS, PEAK_MEMORY, PLUGIN_PROBLEMS, by_name
@@ -208,7 +209,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     count.add_argument(
         "--format",
-        choices=("table", "json", "svg", "html"),
+        choices=tuple(FORMATS),
         default="table",
         help="table (default), json (the full Report), svg or html (an icicle graph of the module tree, each box "
         "as wide as its cost; with the budget use of a pyproject model)",

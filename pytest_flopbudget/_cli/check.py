@@ -15,16 +15,15 @@ from pathlib import Path
 from typing import TextIO
 
 from pytest_flopbudget._cache import counter as recorded_count
-from pytest_flopbudget._cache.counter import CachedCounter, Counter, IsolatedCounter
+from pytest_flopbudget._cache.counter import CachedCounter, IsolatedCounter
 from pytest_flopbudget._cache.store import CACHE_DIR_NAME, CountCache, cache_enabled
 from pytest_flopbudget._cli.progress import Progress
 from pytest_flopbudget._cli.project import load_project, select_models
-from pytest_flopbudget._config.location import display_path
 from pytest_flopbudget._config.pyproject import ModelEntry, Settings
 from pytest_flopbudget._errors import FlopBudgetError
 from pytest_flopbudget._front_ends import CLI
 from pytest_flopbudget._judge.baseline import BaselineStore
-from pytest_flopbudget._run import Run, entry_nodeid
+from pytest_flopbudget._run import Counter, InProcessCounter, Run, entry_nodeid
 from pytest_flopbudget._run import require_baseline as require_baseline_in
 from pytest_flopbudget._safe_text import json_safe
 
@@ -66,23 +65,18 @@ def run_check(
     if base_ref:
         run.compare_with_base(settings, base_ref)
     counter = _counter(settings, cache, cache_dir)
-    if isinstance(counter, CachedCounter):
-        counter.plan(entries, settings.root)
-    elif isinstance(counter, IsolatedCounter):
-        counter.plan(entries)
+    counter.plan(entries, settings.root)
     count_into(run, entries, settings, err, counter)
-    mismatches = []
-    if isinstance(counter, CachedCounter):
-        _report_cache(counter, len(entries), err)
-        mismatches = counter.mismatches
+    for line in counter.notes(len(entries)):
+        err.write(line + "\n")
     result = run.finish()  # a mismatch is a violation on its model's verdict: every output, and the exit code
     ci.emit(result, [ci.TERMINAL], stream=out, errors=err)
-    for name, difference in mismatches:
+    for name, difference in counter.mismatches:
         err.write(f"flopbudget: error: {name}: its cached count differs from a fresh count: {difference}\n")
     if format == "json":
         from pytest_flopbudget._reporters import json_report
 
-        document.write(json_safe(json_report.dumps_results(result, root=ci.workspace_root(ci.OUTPUTS["json"]))))
+        document.write(json_safe(json_report.dumps_results(result, root=ci.workspace_root(ci.output("json")))))
     if result.update:
         return result.exit_code
     emitted = ci.emit(result, specs, stream=out)
@@ -98,39 +92,23 @@ def count_into(
     err: TextIO | None = None,
     counter: Counter | None = None,
 ) -> None:
+    counter = counter if counter is not None else InProcessCounter()
     with Progress(len(entries), getattr(err, "raw", err) or sys.stderr) as progress:
-        if isinstance(counter, (CachedCounter, IsolatedCounter)):
-            counter.fork_guard = progress.drawing
+        counter.fork_guard = progress.drawing
         for entry in entries:
             progress.start(entry.name)
             with contextlib.suppress(FlopBudgetError):  # recorded in the run as Unchecked
                 measurement = run.count(entry, settings.root, entry_nodeid(entry, settings.root), counter)
-                if isinstance(counter, CachedCounter):
-                    measurement.cache_mismatch = counter.mismatch_of(entry.name)
+                measurement.cache_mismatch = counter.mismatch_of(entry.name)
             progress.advance()
 
 
-def _report_cache(counter: CachedCounter, total: int, err: TextIO) -> None:
-    if counter.cache.write_error:
-        err.write(f"flopbudget: warning: {counter.cache.write_error}\n")
-    for name, reason in counter.untrusted:
-        err.write(f"flopbudget: {name}: cached count not trusted ({reason}): counted again\n")
-    for name, reason in counter.not_cached:
-        err.write(f"flopbudget: {name}: not cached: {reason}\n")
-    if counter.hits:
-        shown = display_path(str(counter.cache.directory))
-        err.write(
-            f"flopbudget: {len(counter.hits)} of {total} models unchanged since their cached count ({shown}; "
-            f"--no-cache recounts them)\n"
-        )
-
-
-def _counter(settings: Settings, cache: bool | str | None, cache_dir: str | None) -> Counter | None:
+def _counter(settings: Settings, cache: bool | str | None, cache_dir: str | None) -> Counter:
     """How each model is counted: in a child process of its own where there is fork, through the count cache
     when it is on (`--cache`/`--no-cache`/`--cache=verify`, `--cache-dir`, `FLOPBUDGET_CACHE_DIR`); where there
-    is no fork, every model in this process and no cache (None: `count_entry`)."""
+    is no fork, every model in this process and no cache (`InProcessCounter`)."""
     if not recorded_count.can_fork():
-        return None
+        return InProcessCounter()
     verify = cache == "verify"
     if not (verify or cache_enabled(cache if isinstance(cache, bool) else None, os.environ)):
         return IsolatedCounter(settings.root, record=False)

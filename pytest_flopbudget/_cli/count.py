@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import re
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import Any, TextIO
 
 from pytest_flopbudget._backends import Backend, backend_for, backend_for_target, count_entry
-from pytest_flopbudget._cli.inputs import describe_inputs, parse_dims, parse_inputs
+from pytest_flopbudget._cli.count_formats import FORMATS, PICTURES, Counted
+from pytest_flopbudget._cli.inputs import parse_dims, parse_inputs
 from pytest_flopbudget._cli.progress import Progress
 from pytest_flopbudget._cli.project import UsageError, load_project, model_named, unknown_model
 from pytest_flopbudget._config.budget import Budget
@@ -28,14 +28,10 @@ from pytest_flopbudget._config.pyproject import (
     find_pyproject,
 )
 from pytest_flopbudget._config.target_kinds import article, honouring, model_phrase, refusing
-from pytest_flopbudget._errors import CountingError
-from pytest_flopbudget._metrics import FLOPS, PEAK_MEMORY, Metric
-from pytest_flopbudget._render.roofline_report import Roofline, choose, roofline_for
-from pytest_flopbudget._report import Report
-from pytest_flopbudget._safe_text import json_safe, safe_text
-
-if TYPE_CHECKING:
-    from pytest_flopbudget._curve.formula import Formula
+from pytest_flopbudget._errors import CountingError, MissingInputSizes
+from pytest_flopbudget._metrics import Metric
+from pytest_flopbudget._render.roofline_report import choose, roofline_for
+from pytest_flopbudget._safe_text import safe_text
 
 
 @dataclasses.dataclass(frozen=True)
@@ -65,10 +61,6 @@ class CountRequest:
     decode_inputs: str | None = None
 
 
-#: Formats that draw a picture (`reporters/flame.py`).
-PICTURES = ("svg", "html")
-
-
 def run_count(request: CountRequest, out: TextIO, err: TextIO) -> int:
     """Print the table, the JSON Report or the picture of `request.target`, or write it to `request.output`;
     errors are raised for `cli.main` to print."""
@@ -88,7 +80,7 @@ def run_count(request: CountRequest, out: TextIO, err: TextIO) -> int:
             else:
                 report, formula = count_entry(entry, root), None
         except CountingError as exc:
-            raise CountingError(command_line_hint(str(exc))) from None
+            raise CountingError(command_line_hint(exc)) from None
         progress.advance()
     if request.metric is not None and not report.measures(request.metric):
         raise UsageError(
@@ -96,94 +88,13 @@ def run_count(request: CountRequest, out: TextIO, err: TextIO) -> int:
             f"this model, so there is nothing to draw"
         )
     roofline = roofline_for(report, *hardware) if hardware is not None else None
-    if formula is None:
-        text = render(report, entry, request, roofline)
-    else:
-        text = render_curve(report, formula, entry, request, roofline)
+    counted = Counted(report, entry, formula, roofline, depth=request.depth, metric=request.metric)
+    text = FORMATS[request.format].render(counted)
     if request.output is None:
         out.write(text)
     else:
         write_output(request.output, text)
     return 0
-
-
-def render(report: Report, entry: ModelEntry, request: CountRequest, roofline: Roofline | None = None) -> str:
-    """The text `flopbudget count` prints for `report` in `request.format`, ending in a newline."""
-    if request.format == "json":
-        from pytest_flopbudget._render.count_json import count_document
-
-        if report.phases:
-            return json_safe(with_decode_formula(count_document(report, roofline), report))
-        return json_safe(count_document(report, roofline))
-    mode = "training step (forward + backward)" if report.training else "inference"
-    title = f"{entry.name}: {describe_inputs(report.inputs)}; {mode}"
-    if request.format in PICTURES and request.metric == PEAK_MEMORY:
-        from pytest_flopbudget._render import memory_chart
-
-        chart = memory_chart.render_html if request.format == "html" else memory_chart.render_svg
-        return chart(report, title=title, budget=entry.budget)
-    if request.format in PICTURES:
-        from pytest_flopbudget._render import flame
-
-        draw = flame.render_html if request.format == "html" else flame.render_svg
-        return draw(report, metric=request.metric or FLOPS, title=title, name=entry.name, budget=entry.budget)
-    from pytest_flopbudget._render.table import format_layer_table
-
-    table = format_layer_table(report, depth=request.depth, title=title, roofline=roofline) + "\n"
-    return table + decode_formula_lines(report)
-
-
-def decode_formula_lines(report: Report) -> str:
-    """Under a generation's phases, each metric of its decode step as a formula of the context length
-    (curve/decode_step.py); nothing for any other count."""
-    if not report.phases:
-        return ""
-    from pytest_flopbudget._curve.decode_step import decode_formula
-    from pytest_flopbudget._curve.text import decode_formula_text
-
-    decode = decode_formula(report)
-    return "" if decode is None else "\n" + decode_formula_text(decode) + "\n"
-
-
-def with_decode_formula(document: str, report: Report) -> str:
-    """`count --format json` of a generation: the Report's document plus `"decode_formula"` beside `"phases"`."""
-    import json
-
-    from pytest_flopbudget._curve.decode_step import decode_formula
-
-    decode = decode_formula(report)
-    if decode is None:
-        return document
-    data = {**json.loads(document), "decode_formula": decode.to_dict()}
-    return json.dumps(data, sort_keys=True, indent=2, ensure_ascii=True) + "\n"
-
-
-def render_curve(
-    report: Report, formula: Formula, entry: ModelEntry, request: CountRequest, roofline: Roofline | None = None
-) -> str:
-    """The count at the entry's point with every metric's formula: under `"formula"` and `"curve"` in the JSON,
-    below the layer table in text; a picture is the count's at the point with, under it, the formulas drawn
-    against the first dim."""
-    if request.format == "json":
-        import json
-
-        from pytest_flopbudget._render.count_json import count_document
-
-        data = {**json.loads(count_document(report, roofline)), **formula.to_dict()}
-        return json_safe(json.dumps(data, sort_keys=True, indent=2, ensure_ascii=True) + "\n")
-    if request.format in PICTURES:
-        from pytest_flopbudget._curve import picture
-        from pytest_flopbudget._render.flame import html_page, stack_svg
-
-        # both pictures: the count at the point (the icicle with its budget bars, or the memory chart), then the curve
-        at_point = render(report, entry, dataclasses.replace(request, format="svg"))
-        curve = picture.render_svg(formula, metric=request.metric or FLOPS, title=entry.name)
-        if request.format == "svg":
-            return stack_svg([at_point, curve])
-        return html_page(at_point + curve, entry.name)
-    from pytest_flopbudget._curve.text import formula_text
-
-    return render(report, entry, request, roofline) + formula_text(formula, depth=request.depth) + "\n"
 
 
 def write_output(path: str, text: str) -> None:
@@ -350,20 +261,11 @@ def _model_file_inputs(backend: Backend, path: str, inputs: Inputs, root: Path) 
     return {name: InputSpec(spec.shape, None, spec.names) for name, spec in zip(names, inputs)}
 
 
-_PYTHON_HINT = re.compile(r"count\(.*?, inputs=\{(?P<body>.*)\}\)")
-_PYTHON_INPUT = re.compile(r"'(?P<name>[^']*)': \[(?P<dims>[^\]]*)\]")
-
-
-def command_line_hint(message: str) -> str:
-    """The ONNX backend phrases a missing input size for Python (`count('m.onnx', inputs={'x': [<batch>, 3]})`);
-    on the command line the same advice is `--input x=<batch>,3`."""
-    match = _PYTHON_HINT.search(message)
-    if match is None:
+def command_line_hint(error: CountingError) -> str:
+    """`error`'s message in the command line's words: the ONNX backend phrases a missing input size for Python
+    (`count('m.onnx', inputs={'x': [<batch>, 3]})`); on the command line the same advice is `--input x=<batch>,3`."""
+    message = str(error)
+    missing = MissingInputSizes.behind(error)
+    if missing is None or not missing.missing:
         return message
-    flags = [
-        f"--input {m.group('name')}={m.group('dims').replace(' ', '')}"
-        for m in _PYTHON_INPUT.finditer(match.group("body"))
-    ]
-    if not flags:
-        return message
-    return message[: match.start()] + " ".join(flags) + message[match.end() :]
+    return message.replace(missing.python_hint, missing.command_line_hint, 1)

@@ -11,7 +11,8 @@ from collections.abc import Sequence
 from typing import TextIO
 
 from pytest_flopbudget._cli.check import count_into
-from pytest_flopbudget._cli.count import PICTURES, write_output
+from pytest_flopbudget._cli.count import write_output
+from pytest_flopbudget._cli.count_formats import PICTURES
 from pytest_flopbudget._cli.project import UsageError, load_project, select_models
 from pytest_flopbudget._config.pyproject import ModelEntry, Settings
 from pytest_flopbudget._front_ends import CLI

@@ -271,7 +271,7 @@ def _count(planned: Sequence[_Planned], root: Path, err: TextIO) -> list[Report]
             try:
                 reports.append(count_entry(item.entry, root))
             except CountingError as exc:
-                raise CountingError(command_line_hint(str(exc))) from None
+                raise CountingError(command_line_hint(exc)) from None
             progress.advance()
     return reports
 

@@ -2,52 +2,52 @@
 
 The pytest plugin (`--flopbudget-report=SPEC`) and the CLI (`flopbudget check --report SPEC`) hand over the same
 `RunResult` and get the same GitHub annotations, job summary, GitLab Code Quality file and JSON results: each
-output is one module implementing `Output` (reporters/output.py), looked up by kind in `OUTPUTS`. Specs are
-checked before any model is counted, so a typo fails in a second
-rather than after a long run. Writing is best-effort per output: one unwritable path is reported in
+output is one module implementing `Output` (reporters/output.py), looked up by kind in `BUILT_IN` and imported
+only when a run names it, or a third party's, installed under the `pytest_flopbudget.outputs` entry points. Specs
+are checked (and a third party's output loaded) before any model is counted, so a typo fails in a second rather
+than after a long run. Writing is best-effort per output: one unwritable path is reported in
 `EmitResult.failures` and does not stop the others.
 """
 
 from __future__ import annotations
 
+import importlib
 import os
 import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, cast
 
 from pytest_flopbudget._errors import ConfigError
-from pytest_flopbudget._reporters import (
-    bencher,
-    benchmark,
-    diff_pictures,
-    github,
-    gitlab,
-    json_report,
-    layer_diff,
-    markdown,
-    openmetrics,
-    pr_comment,
-    terminal,
-)
 from pytest_flopbudget._reporters.annotations import collect
 from pytest_flopbudget._reporters.output import Findings, Output, OutputContext, SupportsWrite
 from pytest_flopbudget._run import RunResult
 
-#: Every output by kind: one module each, all written through the `Output` interface. A front end asks for the
-#: terminal text (`TERMINAL`) and `flopbudget diff` for its per-layer diff (`LAYER_DIFF`); users pick the others.
-OUTPUTS: dict[str, Output] = {
-    "github": github.GitHubOutput(),
-    "gitlab": gitlab.GitLabOutput(),
-    "json": json_report.JsonOutput(),
-    "markdown": markdown.MarkdownOutput(),
-    "metrics": openmetrics.MetricsOutput(),
-    "benchmark": benchmark.BenchmarkOutput(),
-    "bencher": bencher.BencherOutput(),
-    "terminal": terminal.TerminalOutput(),
-    "diff": layer_diff.LayerDiffOutput(),
-    "comment": pr_comment.CommentOutput(),
-    "pictures": diff_pictures.PicturesOutput(),
+if TYPE_CHECKING:
+    from importlib.metadata import EntryPoint
+
+#: Every built-in output by kind: the module and the class implementing `Output`, imported only when a run asks
+#: for that kind (a check that writes no report never imports the HTTP poster or the picture code). A front end
+#: asks for the terminal text (`TERMINAL`) and `flopbudget diff` for its per-layer diff (`LAYER_DIFF`); users pick
+#: the others. A third party's outputs come from the `ENTRY_POINT_GROUP` entry points (`third_party`).
+BUILT_IN: dict[str, str] = {
+    "github": "github:GitHubOutput",
+    "gitlab": "gitlab:GitLabOutput",
+    "json": "json_report:JsonOutput",
+    "markdown": "markdown:MarkdownOutput",
+    "metrics": "openmetrics:MetricsOutput",
+    "benchmark": "benchmark:BenchmarkOutput",
+    "bencher": "bencher:BencherOutput",
+    "terminal": "terminal:TerminalOutput",
+    "diff": "layer_diff:LayerDiffOutput",
+    "comment": "pr_comment:CommentOutput",
+    "pictures": "diff_pictures:PicturesOutput",
 }
+
+#: The entry-point group a package outside this one registers its `--report KIND:PATH` outputs in: the entry
+#: point's name is the KIND, its value an object implementing `pytest_flopbudget.outputs.Output` (or a class
+#: whose instances do, made with no arguments). A built-in kind of the same name wins.
+ENTRY_POINT_GROUP = "pytest_flopbudget.outputs"
 
 #: Spec kinds that take a path (`gitlab:PATH`) and those that must not.
 PATH_KINDS = ("gitlab", "json", "markdown", "metrics", "benchmark", "bencher", "comment", "pictures")
@@ -124,7 +124,75 @@ def parse_spec(text: str) -> ReportSpec:
         if not path.strip():
             raise ReportSpecError(f"report {text!r}: {kind} needs a file, as in {kind}:PATH; expected {GRAMMAR}")
         return ReportSpec(kind, path.strip())
-    raise ReportSpecError(f"unknown report {text!r}; expected {GRAMMAR}")
+    if kind in third_party():
+        if not path.strip():
+            raise ReportSpecError(f"report {text!r}: {kind} needs a file, as in {kind}:PATH; expected {grammar()}")
+        output(kind)  # a broken entry point is a usage error now, before anything is counted
+        return ReportSpec(kind, path.strip())
+    raise ReportSpecError(f"unknown report {text!r}; expected {grammar()}")
+
+
+def grammar() -> str:
+    """`GRAMMAR` with the installed third-party kinds (`csv:PATH`) before `auto or none`."""
+    extra = [f"{kind}:PATH" for kind in sorted(third_party())]
+    if not extra:
+        return GRAMMAR
+    return GRAMMAR.replace(", auto or none", ", " + ", ".join(extra) + ", auto or none")
+
+
+def output(kind: str) -> Output:
+    """The output of `kind`: a built-in one (its module imported now, once) or an installed third party's (its
+    entry point loaded now, once). Raises `ReportSpecError` (one line naming the entry point) when a third
+    party's cannot be loaded or is not an output, and KeyError for a kind nobody registered."""
+    found = _loaded.get(kind)
+    if found is not None:
+        return found
+    if kind in BUILT_IN:
+        module, _, name = BUILT_IN[kind].partition(":")
+        found = getattr(importlib.import_module(f"{__package__}.{module}"), name)()
+    else:
+        found = _load_entry_point(kind, third_party()[kind])
+    _loaded[kind] = found
+    return found
+
+
+def third_party() -> Mapping[str, EntryPoint]:
+    """The installed `ENTRY_POINT_GROUP` entry points by kind (lower case; none named like a built-in kind), read
+    from the installed distributions' metadata once per process, and only when a spec is not a built-in kind."""
+    global _entry_points
+    if _entry_points is None:
+        from importlib.metadata import entry_points
+
+        found: Any = entry_points()
+        group = found.select(group=ENTRY_POINT_GROUP) if hasattr(found, "select") else found.get(ENTRY_POINT_GROUP, ())
+        _entry_points = {}
+        for entry_point in group:
+            kind = entry_point.name.strip().lower()
+            if kind not in BUILT_IN and kind not in PLAIN_KINDS:  # ours win: `terminal`, `auto` stay ours
+                _entry_points.setdefault(kind, entry_point)
+    return _entry_points
+
+
+_loaded: dict[str, Output] = {}
+_entry_points: dict[str, EntryPoint] | None = None
+
+
+def _load_entry_point(kind: str, entry_point: EntryPoint) -> Output:
+    where = f"the {kind} output ({entry_point.name} = {entry_point.value} in the {ENTRY_POINT_GROUP} entry points)"
+    try:
+        loaded = entry_point.load()
+        found = loaded() if isinstance(loaded, type) else loaded
+    except Exception as exc:
+        raise ReportSpecError(f"{where} cannot be loaded: {_why(exc)}") from None
+    if not callable(getattr(found, "write", None)):
+        raise ReportSpecError(f"{where} is not an output: it has no write(findings, path, context) method")
+    return cast(Output, found)
+
+
+def _why(exc: BaseException) -> str:
+    from pytest_flopbudget._safe_text import one_line
+
+    return one_line(f"{type(exc).__name__}: {exc}")
 
 
 def resolve_specs(values: Iterable[str], env: Mapping[str, str] | None = None) -> list[ReportSpec]:
@@ -174,21 +242,33 @@ def emit(
     emitted = EmitResult()
     findings = Findings(result, collect(result.verdicts, result.changes, result.unchecked))
     for spec in specs:
-        output = OUTPUTS[spec.kind]
-        context = OutputContext(_root(output.workspace_variables, workspace, env), env, out, err)
+        writer = output(spec.kind)
+        context = OutputContext(_root(_workspace_variables(writer), workspace, env), env, out, err)
         try:
-            output.write(findings, spec.path, context)
+            if spec.path is not None and spec.kind not in BUILT_IN:  # ours create their parents as they write
+                os.makedirs(os.path.dirname(spec.path) or ".", exist_ok=True)
+            writer.write(findings, spec.path, context)
         except OSError as exc:
             if spec in (TERMINAL, LAYER_DIFF):
                 raise  # the front end's own streams: its handling applies (a reader gone, a full device)
             why = exc.strerror or str(exc) or type(exc).__name__
             emitted.failures.append(f"cannot write the {spec.kind} report {spec}: {why}")
+        except Exception as exc:
+            if spec.kind in BUILT_IN:
+                raise  # our own bug: its traceback
+            # a third party's bug costs its own file, not the other outputs or the verdict
+            emitted.failures.append(f"the {spec.kind} report {spec} failed: {_why(exc)}")
     return emitted
 
 
 def workspace_root(output: Output, env: Mapping[str, str] | None = None) -> str:
     """The directory `output`'s paths are relative to, as `emit` picks it (the CI checkout, else the cwd)."""
-    return _root(output.workspace_variables, None, os.environ if env is None else env)
+    return _root(_workspace_variables(output), None, os.environ if env is None else env)
+
+
+def _workspace_variables(writer: Output) -> Sequence[str]:
+    """A third party's output may leave `workspace_variables` out: its paths are then relative to the cwd."""
+    return tuple(getattr(writer, "workspace_variables", ()))
 
 
 # -- helpers ---------------------------------------------------------------------------------------------------------

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from math import prod
 from typing import Any, Union
 
-from pytest_flopbudget._errors import CountingError
+from pytest_flopbudget._errors import CountingError, MissingInputSizes
 
 INT64_MAX = 2**63 - 1
 
@@ -84,7 +84,7 @@ def bind_inputs(
         else:
             bound[name] = tuple(d for d in resolved if d is not None)
     if missing:
-        raise CountingError(_missing_message(label, declared, missing, symbols))
+        raise _missing(label, declared, missing, symbols)
     for name, shape in bound.items():
         if prod(shape) > INT64_MAX:
             raise CountingError(
@@ -164,21 +164,17 @@ def _render(dims: list[Declared] | None) -> str:
     return "[" + ", ".join("?" if d is None else str(d) for d in dims) + "]"
 
 
-def _missing_message(
+def _missing(
     label: str, declared: dict[str, list[Declared] | None], missing: list[str], symbols: dict[str, int]
-) -> str:
+) -> MissingInputSizes:
     listed = "; ".join(f"'{name}' {_render(dims)}" for name, dims in declared.items())
-    template = ", ".join(f"'{name}': {_template(declared[name], symbols)}" for name in missing)
     first = label if not label.startswith("<") else "model"
-    return (
-        f"{label}: the sizes of some input dimensions are not known; graph inputs: {listed}; "
-        f"give them as count({first!r}, inputs={{{template}}}) with each <...> replaced by a size"
-    )
+    return MissingInputSizes(label, listed, [(name, _template(declared[name], symbols)) for name in missing], first)
 
 
-def _template(dims: list[Declared] | None, symbols: dict[str, int]) -> str:
+def _template(dims: list[Declared] | None, symbols: dict[str, int]) -> list[str]:
     if dims is None:
-        return "[<sizes>]"
+        return ["<sizes>"]
     parts = []
     for d in dims:
         if isinstance(d, int):
@@ -187,4 +183,4 @@ def _template(dims: list[Declared] | None, symbols: dict[str, int]) -> str:
             parts.append(str(symbols[d]) if d in symbols else f"<{d}>")
         else:
             parts.append("<?>")
-    return "[" + ", ".join(parts) + "]"
+    return parts
