@@ -4,9 +4,10 @@
 inputs, counts it), `registry.py` finds every backend (bundled or installed, through the entry-point group
 `pytest_flopbudget.backends`) and orders them, `dispatch.py` picks the backend and holds the public `count()` and
 `count_entry()`, `formulas.py` is `register_formula` over the backends' formula tables, and each implementation is
-a module of its own: `torch_models.py` (PyTorch, `package.module:factory` targets) and `onnx_files.py` (`.onnx`
-files). Each imports its framework, through `counting/torch` or `counting/onnx`, only
-when it loads or counts, so an ONNX-only project never imports torch.
+a module of its own: `torch_models.py` (PyTorch, `package.module:factory` targets), `jax_models.py` (Flax and JAX,
+the same spelling, chosen by the loaded object through `references.py`) and `onnx_files.py` (`.onnx` files). Each
+imports its framework, through `counting/torch`, `counting/jax` or `counting/onnx`, only when it loads or counts,
+so an ONNX-only project never imports torch, and neither imports jax.
 """
 
 from __future__ import annotations

@@ -9,11 +9,13 @@ implementing `protocol.Backend`, registered as an entry point (`registry.py`); n
 from __future__ import annotations
 
 import dataclasses
+import inspect
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Callable
 
 from pytest_flopbudget._backends.protocol import Backend, CountOptions, Loaded, describe, problem
+from pytest_flopbudget._backends.references import Reference
 from pytest_flopbudget._backends.registry import backends
 from pytest_flopbudget._config.pyproject import ModelEntry, generate_problem
 from pytest_flopbudget._config.target_kinds import article, honouring, target_grammar
@@ -22,8 +24,9 @@ from pytest_flopbudget._report import Report
 
 
 def backend_for_target(target: str) -> Backend | None:
-    """The backend of a target string (pyproject or command line); None: no backend takes it (a model name?)."""
-    return next((backend for backend in backends() if backend.accepts(target)), None)
+    """The backend of a target string (pyproject or command line); None: no backend takes it (a model name?). A
+    backend that decides by the object (`by_object`) is chosen when the target is loaded (`load_entry`)."""
+    return next((b for b in backends() if not b.by_object and b.accepts(target)), None)
 
 
 def backend_for(entry: ModelEntry) -> Backend:
@@ -39,26 +42,60 @@ def backend_for_model(model: object) -> Backend | None:
     return next((backend for backend in backends() if backend.accepts_model(model)), None)
 
 
+def backend_for_call(model: object, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Backend | None:
+    """The backend of `count(model, *args, **kwargs)`: the arguments may tell (`accepts_call`)."""
+    return next((backend for backend in backends() if backend.accepts_call(model, args, kwargs)), None)
+
+
+def load_entry(entry: ModelEntry, root: Path) -> tuple[Backend, Loaded]:
+    """The backend that loads `entry`, and what it loaded.
+
+    The backend is the string's (`backend_for`), unless backends that decide by the object (`by_object`) share
+    its grammar: then the reference is imported once (`Reference`), a plain function or class called once as a
+    factory, and the first of them whose `accepts_model` takes the object (or what the factory returned) loads it;
+    otherwise the string's backend loads it from the same `Reference`.
+    """
+    backend = backend_for(entry)
+    deciders = [b for b in backends() if b.by_object and b.accepts(entry.target)]
+    if not deciders:
+        return backend, backend.load(entry, root)
+    reference = Reference(entry, root)
+    chosen = _by_object(deciders, reference) or backend
+    return chosen, chosen.load_object(entry, root, reference)
+
+
+def _by_object(deciders: list[Backend], reference: Reference) -> Backend | None:
+    found = reference.imported()
+    chosen = next((b for b in deciders if b.accepts_model(found)), None)
+    if chosen is None and (inspect.isfunction(found) or inspect.isclass(found)):
+        # a factory: every backend of this grammar calls it (PyTorch too); called here once, kept for the loader
+        returned = reference.returned()
+        chosen = next((b for b in deciders if b.accepts_model(returned)), None)
+    return chosen
+
+
 def count_entry(entry: ModelEntry, root: Path) -> Report:
     """Count one configured model with its backend.
 
     Raises `LocatedError` for a bad target or inputs and `CountingError` (prefixed with the model's table) when
     the model itself fails to run.
     """
-    backend = backend_for(entry)
-    loaded = backend.load(entry, root)
+    backend, loaded = load_entry(entry, root)
     return _counted(entry, lambda: backend.count(loaded))
 
 
 def entry_counter(entry: ModelEntry, root: Path) -> Callable[[ModelEntry], Report]:
     """A function that counts `entry` at other sizes of its named dims (`entry.at(...)`), as `count_entry` would,
     loading the model once (a curve counts it at many sizes)."""
-    backend = backend_for(entry)
-    held: list[Loaded] = []
+    held: list[tuple[Backend, Loaded]] = []
 
     def count_at(at: ModelEntry) -> Report:
-        loaded = backend.reload(held[0], at, root) if held else backend.load(at, root)
-        held[:] = [loaded]
+        if held:
+            backend = held[0][0]
+            loaded = backend.reload(held[0][1], at, root)
+        else:
+            backend, loaded = load_entry(at, root)
+        held[:] = [(backend, loaded)]
         return _counted(at, lambda: backend.count(loaded))
 
     return count_at
@@ -87,13 +124,14 @@ def count(
 ) -> Report:
     """Count the FLOPs, MACs, parameters and skipped ops of one forward pass (or one training step).
 
-    `model` is a `torch.nn.Module` (called with `example_inputs` and `forward_kwargs`), or an ONNX model given as a
-    path or an `onnx.ModelProto` (with `inputs=` binding input names to shapes where the graph leaves them open).
+    `model` is a `torch.nn.Module` (called with `example_inputs` and `forward_kwargs`), an ONNX model given as a
+    path or an `onnx.ModelProto` (with `inputs=` binding input names to shapes where the graph leaves them open),
+    or a Flax NNX or Linen module, or a JAX function given jax arrays or `jax.ShapeDtypeStruct`s (docs/jax.md).
     `method="decode"` counts that method of the model instead of forward (run on the count's private copy).
     `generate=N` counts a greedy generation of N new tokens phase by phase (docs/generation.md; `method` and
     `decode_inputs` give the decode step of a model without Hugging Face's `generate`).
     """
-    backend = backend_for_model(model)
+    backend = backend_for_call(model, example_inputs, forward_kwargs)
     if backend is None:
         raise CountingError(
             f"count() needs a torch.nn.Module, a path to an .onnx file or an onnx.ModelProto; "

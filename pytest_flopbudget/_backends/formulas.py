@@ -33,6 +33,10 @@ def register_formula(
     `node.const_ints(i)`, `node.version`. A shape that inference left open raises inside those accessors, and
     the op is reported as skipped with the reason. The formula applies at every opset version.
 
+    `backend="jax"`: `op` is a jaxpr primitive's name (`"erf"`, `"mylib_fused_gelu"`) or the
+    `jax.extend.core.Primitive` itself. `fn(eqn)` receives an `EqnContext` (`pytest_flopbudget.formulas`):
+    `eqn.in_shapes`, `eqn.out_shapes`, `eqn.in_numel(i)`, `eqn.out_numel(i)`, `eqn.params`, `eqn.out_integer`.
+
     Any other installed backend (`pytest_flopbudget.backends`) is named the same way: one that owns a formula
     table says how its ops are named; registering for one without a table is a `ValueError`.
 

@@ -33,6 +33,7 @@ class OnnxFiles:
     suffixes: tuple[str, ...] = (".onnx",)
     #: A graph fixes its own mode, dtypes and method: no option applies.
     honours: frozenset[str] = frozenset()
+    by_object = False
 
     def accepts(self, target: str) -> bool:
         return target.lower().endswith(self.suffixes)
@@ -41,6 +42,9 @@ class OnnxFiles:
         if isinstance(model, (str, os.PathLike)):
             return self.accepts(str(model))
         return type(model).__name__ == "ModelProto" and type(model).__module__.startswith("onnx")
+
+    def accepts_call(self, model: object, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+        return self.accepts_model(model)
 
     def load(self, entry: ModelEntry, root: Path) -> Loaded:
         """The file's resolved path (read when counted) and the entry's shapes by input name."""
@@ -52,6 +56,9 @@ class OnnxFiles:
         symbols = {name: size for name, size in entry.dims.items() if name not in dim_names(entry.inputs)}
         dims = {"dims": symbols} if symbols else {}
         return Loaded(entry, str(path), kwargs={"inputs": inputs, **dims})
+
+    def load_object(self, entry: ModelEntry, root: Path, reference: Any) -> Loaded:
+        return self.load(entry, root)
 
     def reload(self, loaded: Loaded, entry: ModelEntry, root: Path) -> Loaded:
         return self.load(entry, root)  # a path and shapes: the graph is read when counted

@@ -58,8 +58,8 @@ class Backend(Protocol):
     `grammar`, `files`, `suffixes`), which entry keys and options it honours (`honours`), where it is asked among
     the others (`priority`), whether it counts generations (`generate` in `honours`, `count_generated`) and
     whether it owns a formula table (`formula_table`). A class that subclasses `Backend` inherits the defaults
-    written here (no file suffixes, no options honoured, priority 50, `reload` loading again, no generation, no
-    formula table, no named inputs).
+    written here (no file suffixes, no options honoured, priority 50, deciding by the string, `accepts_call` as
+    `accepts_model`, `reload` and `load_object` loading again, no generation, no formula table, no named inputs).
     """
 
     #: The backend's name: its entry point's name, and `register_formula(..., backend=NAME)`.
@@ -83,6 +83,12 @@ class Backend(Protocol):
     #: `target_kinds.OPTIONS` (`training`, `execution`, `method`, `generate`, `decode-inputs`, `dtype`): one it
     #: does not honour is refused in one line (pyproject, command line, `count()`), never ignored.
     honours: frozenset[str] = frozenset()
+    #: Its targets are spelled in a grammar another backend owns (`package.module:factory`, PyTorch's), and the
+    #: object decides: the seam imports the reference (calling a factory once, `references.Reference`) and this
+    #: backend loads the entry (`load_object`) where `accepts_model` takes what was found. Validation and the
+    #: messages that list frameworks read the backends that decide by the string; this one refuses an option it
+    #: does not honour when it loads, in one line naming the key.
+    by_object: bool = False
 
     def accepts(self, target: str) -> bool:
         """Whether `target` (a pyproject or command-line target string) is this backend's to load."""
@@ -92,9 +98,20 @@ class Backend(Protocol):
         """Whether `model` (the object given to the public `count()`) is this backend's to count."""
         ...
 
+    def accepts_call(self, model: object, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+        """Whether `count(model, *args, **kwargs)` is this backend's: `accepts_model` unless the arguments tell
+        (a plain function is JAX's when its arguments are jax arrays)."""
+        return self.accepts_model(model)
+
     def load(self, entry: ModelEntry, root: Path) -> Loaded:
         """The entry's model and example inputs; raises `LocatedError` naming the pyproject key to fix (`problem`)."""
         ...
+
+    def load_object(self, entry: ModelEntry, root: Path, reference: Any) -> Loaded:
+        """`load` for a `package.module:factory` target the seam imported (`reference`, a `references.Reference`:
+        its `imported()` object and what its factory `returned()`, each computed once), where `by_object` backends
+        share the grammar."""
+        return self.load(entry, root)
 
     def reload(self, loaded: Loaded, entry: ModelEntry, root: Path) -> Loaded:
         """`loaded`'s model with `entry`'s inputs: the same entry at other sizes of its named dims (a curve's

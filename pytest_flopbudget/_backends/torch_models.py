@@ -9,9 +9,7 @@ ONNX-only project never loads it.
 from __future__ import annotations
 
 import contextlib
-import importlib
 import math
-import sys
 from collections.abc import Hashable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -19,7 +17,7 @@ from typing import Any
 from pytest_flopbudget._backends.protocol import CountOptions, Loaded
 from pytest_flopbudget._backends.protocol import describe as _describe
 from pytest_flopbudget._backends.protocol import problem as _problem
-from pytest_flopbudget._config.location import Location
+from pytest_flopbudget._backends.references import Reference, import_object
 from pytest_flopbudget._config.pyproject import DEFAULT_DTYPE, InputSpec, ModelEntry, elements_problem, is_reference
 from pytest_flopbudget._config.target_kinds import OPTIONS
 from pytest_flopbudget._counting.registry import FormulaRegistry
@@ -40,6 +38,7 @@ class TorchModels:
     files = False
     suffixes: tuple[str, ...] = ()
     honours = frozenset(OPTIONS)
+    by_object = False
 
     def accepts(self, target: str) -> bool:
         return is_reference(target)
@@ -49,8 +48,14 @@ class TorchModels:
         module."""
         return not (type(model).__module__.split(".")[0] in ("builtins",) or isinstance(model, (str, bytes)))
 
+    def accepts_call(self, model: object, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+        return self.accepts_model(model)
+
     def load(self, entry: ModelEntry, root: Path) -> Loaded:
-        model = load_model(entry, root)
+        return self.load_object(entry, root, Reference(entry, root))
+
+    def load_object(self, entry: ModelEntry, root: Path, reference: Any) -> Loaded:
+        model = load_model(entry, root, reference)
         with contextlib.nullcontext() if entry.training else _inference(model):
             args, kwargs = build_inputs(entry, root, model)
         return Loaded(entry, model, args, kwargs, _decode_inputs(entry, root))
@@ -128,41 +133,20 @@ def _decode_inputs(entry: ModelEntry, root: Path) -> Any:
     return function
 
 
-def import_object(reference: str, root: Path, source: Location) -> Any:
-    """`"package.module:attr.attr"` -> the object, importing with `root` on `sys.path` as a user would expect."""
-    module_name, _, attributes = reference.partition(":")
-    root_text = str(root)
-    if root_text not in sys.path:
-        sys.path.insert(0, root_text)
-    importlib.invalidate_caches()  # files written since the last import (generated models) must be found
-    try:
-        obj: Any = importlib.import_module(module_name)
-    except (Exception, SystemExit) as exc:  # any import failure (sys.exit too) is the user's to fix, in one line
-        raise _problem(source, f"cannot import {module_name!r}: {_describe(exc)}") from None
-    for attribute in attributes.split("."):
-        try:
-            obj = getattr(obj, attribute)
-        except AttributeError:
-            raise _problem(source, f"{module_name!r} has no attribute {attributes!r}") from None
-    return obj
-
-
-def load_model(entry: ModelEntry, root: Path) -> Any:
-    """The nn.Module of a PyTorch target (calling a factory).
+def load_model(entry: ModelEntry, root: Path, reference: Reference | None = None) -> Any:
+    """The nn.Module of a PyTorch target (calling a factory, once: `reference` may hold its result already).
 
     An object that holds its network in `.model` (Ultralytics' `YOLO`, Lightning-style wrappers) is unwrapped to
     it: that module is what runs. A `method` other than forward must be a method of the module.
     """
     source = entry.source_of("target")
-    obj = import_object(entry.target, root, source)
+    reference = reference or Reference(entry, root)
+    obj = reference.imported()
     model = held_module(obj)
     if model is None:
         if not callable(obj):
             raise _problem(source, f"{entry.target} is {_kind(obj)}, not {_MODULE_OR_WRAPPER} or a factory")
-        try:
-            returned = obj()
-        except (Exception, SystemExit) as exc:  # the factory is user code
-            raise _problem(source, f"{entry.target}() raised {_describe(exc)}") from None
+        returned = reference.returned()
         model = held_module(returned)
         if model is None:
             raise _problem(source, f"{entry.target}() returned {_kind(returned)}, not {_MODULE_OR_WRAPPER}")

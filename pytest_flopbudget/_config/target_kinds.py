@@ -37,6 +37,9 @@ class TargetKind(Protocol):
     files: bool
     #: The `OPTIONS` it honours; an entry of this backend that sets another is refused.
     honours: frozenset[str]
+    #: It shares another backend's target grammar and is chosen by the object a target loads, not by the string:
+    #: validation and the messages that list frameworks read the others.
+    by_object: bool
 
     def accepts(self, target: str) -> bool: ...
 
@@ -61,13 +64,15 @@ def target_kinds() -> Sequence[TargetKind]:
 
 def kind_of(target: str) -> TargetKind | None:
     """The backend that will load `target`; None: no backend takes it."""
-    return next((kind for kind in target_kinds() if kind.accepts(target)), None)
+    return next((kind for kind in target_kinds() if not kind.by_object and kind.accepts(target)), None)
 
 
 def _general_first() -> list[TargetKind]:
     """The backends from the most general to the most specific (lowest priority first): the order they are
-    listed in messages, so `module:factory` comes before a file suffix."""
-    return sorted(target_kinds(), key=lambda kind: (kind.priority, kind.name))
+    listed in messages, so `module:factory` comes before a file suffix. A backend that decides by the object
+    (`by_object`) spells its targets as another does, and is not listed."""
+    kinds = [kind for kind in target_kinds() if not kind.by_object]
+    return sorted(kinds, key=lambda kind: (kind.priority, kind.name))
 
 
 def target_grammar() -> str:

@@ -59,9 +59,11 @@ def count_jax(
     argnums: int = 0,
     namer: LayerNamer = plain_layer,
     params: Mapping[str, int] | None = None,
+    state_args: int = 0,
 ) -> Report:
     """Count `fn(*args, **kwargs)` (arrays or `ShapeDtypeStruct`s) from its jaxpr; `params` are parameter counts by
-    layer path (the module helpers fill them)."""
+    layer path and the first `state_args` arguments the module's variables, not inputs (the module helpers fill
+    them)."""
     jax = _import_jax()
     args = tuple(abstract(jax, list(args)))
     kwargs = dict(abstract(jax, dict(kwargs or {})))
@@ -85,7 +87,7 @@ def count_jax(
         training=training,
         backend="jax",
         model=label,
-        inputs=[_describe(leaf) for leaf in jax.tree_util.tree_leaves(args)],
+        inputs=[_describe(leaf) for leaf in jax.tree_util.tree_leaves(list(args[state_args:]))],
         versions=_versions(),
     )
     report.conventions.update(JAX_CONVENTIONS)
@@ -181,6 +183,7 @@ def count_nnx(module: Any, *args: Any, training: bool = False, model_name: str =
         training=training,
         model_name=model_name or type(module).__name__,
         params=params,
+        state_args=2,
     )
 
 
@@ -297,4 +300,5 @@ def count_linen(
         model_name=model_name or type(module).__name__,
         namer=linen_layer(root),
         params=params,
+        state_args=2,
     )

@@ -284,3 +284,17 @@ def test_same_padding_counts_the_taps_xla_leaves_out() -> None:
     # channels * 4 taps = 128 MACs, 256 FLOPs, Keras's figure. XLA's cost analysis says 196: it counts only the taps
     # that land inside the input (7 per axis, 49 of 64 positions: 2 * 2 * 49). The conventions count full taps.
     assert only_op(count(conv, spec(1, 4, 4, 1), spec(2, 2, 1, 2))) == ("conv_general_dilated", Cost(256, 128))
+
+
+def test_the_documented_primitive_formula_runs(documented_example: Callable[[str, str], str]) -> None:
+    """docs/formulas.md, "JAX primitives": a custom primitive, skipped, then 8 per element: 8*4*6 = 192 (its
+    asserts)."""
+    from pytest_flopbudget.formulas import registered_formulas
+
+    code = documented_example("formulas.md", "JAX primitives")
+    assert 'backend="jax"' in code
+    try:
+        exec(compile(code, "docs/formulas.md", "exec"), {"__name__": "formulas_md"})
+    finally:
+        for handle in registered_formulas():
+            handle.remove()

@@ -1,0 +1,160 @@
+"""JAX models end to end, through the same front ends as PyTorch's: a pyproject budget on a Flax NNX model whose
+layers are an `nnx.scan` over a stacked `nnx.vmap` of blocks fails `flopbudget check` with the per-layer diff naming
+the Flax module paths once the model grows a block; the marker fails the test under pytest; `flopbudget count`
+prints the table; and a curve over `seq` on a small Flax model fits the polynomial derived by hand."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from e2e_helpers import flopbudget, inner_pytest
+
+pytest.importorskip("jax")
+pytest.importorskip("flax.nnx")
+
+MODELS = """\
+import jax.numpy as jnp
+from flax import nnx
+
+DEPTH = 2
+
+
+class Block(nnx.Module):
+    def __init__(self, rngs):
+        self.lin = nnx.Linear(8, 8, rngs=rngs)
+
+    def __call__(self, x):
+        return jnp.tanh(self.lin(x))
+
+
+class Net(nnx.Module):
+    def __init__(self, depth, rngs):
+        self.proj = nnx.Linear(4, 8, rngs=rngs)
+
+        @nnx.split_rngs(splits=depth)
+        @nnx.vmap(in_axes=(0,), out_axes=0)
+        def make(rngs):
+            return Block(rngs)
+
+        self.blocks = make(rngs)
+        self.head = nnx.Linear(8, 2, rngs=rngs)
+
+    def __call__(self, x):
+        @nnx.scan(in_axes=(nnx.Carry, 0), out_axes=nnx.Carry)
+        def body(x, block):
+            return block(x)
+
+        return self.head(body(self.proj(x), self.blocks))
+
+
+def net():
+    return nnx.eval_shape(lambda: Net(DEPTH, nnx.Rngs(0)))
+
+
+class Scores(nnx.Module):
+    def __init__(self, rngs):
+        self.lin = nnx.Linear(8, 8, rngs=rngs)
+
+    def __call__(self, x):
+        h = self.lin(x)
+        return h @ h.T
+
+
+def scores():
+    return nnx.eval_shape(lambda: Scores(nnx.Rngs(0)))
+"""
+
+# On x = [2, 4]: proj 2*2*8*4 + 2*8 (bias) = 144; each block: lin 2*2*8*8 + 16 = 272, tanh 16; head 2*2*2*8 + 4 = 68.
+# Two blocks: 144 + 2*(272 + 16) + 68 = 788 FLOPs; three: 144 + 3*288 + 68 = 1076.
+PYPROJECT = """\
+[tool.flopbudget.models.net]
+target = "models:net"
+inputs = [[2, 4]]
+flops = "900"
+
+[tool.flopbudget.models.scores]
+target = "models:scores"
+inputs = [["seq", 8]]
+dims = { seq = 64 }
+curve = { seq = [16, 256] }
+max-degree = { seq = 2 }
+"""
+
+MARKER_TESTS = """\
+import jax
+import jax.numpy as jnp
+import pytest
+
+from models import net
+
+X = jax.ShapeDtypeStruct((2, 4), jnp.float32)
+
+
+@pytest.mark.flop_budget(flops="900")
+def test_net(flopbudget):
+    flopbudget.count(net(), X)
+
+
+@pytest.mark.flop_budget(flops="5k")
+def test_net_training(flopbudget):
+    assert flopbudget.count(net(), X, training=True).backward.flops > 0
+"""
+
+
+def project(where: Path, depth: int = 2) -> Path:
+    (where / "models.py").write_text(MODELS.replace("DEPTH = 2", f"DEPTH = {depth}"))
+    (where / "pyproject.toml").write_text(PYPROJECT)
+    return where
+
+
+def test_a_grown_scan_stack_fails_the_check_naming_the_flax_paths(tmp_path: Path) -> None:
+    project(tmp_path)
+    update = flopbudget(tmp_path, "check", "--no-cache", "--update")
+    assert update.returncode == 0, update.stdout + update.stderr
+    net = json.loads((tmp_path / ".flopbudget" / "net.json").read_text())
+    assert (net["backend"], net["totals"]["flops"]) == ("jax", 788)
+    assert net["layers"]["blocks.lin"]["metrics"]["flops"] == 544  # 2 blocks * 272
+    # the curve: lin 2*seq*8*8 + 8*seq (bias) = 136*seq; h·hᵀ 2*seq*seq*8 = 16*seq**2
+    scores = json.loads((tmp_path / ".flopbudget" / "scores.json").read_text())
+    assert scores["formula"]["flops"] == "16*seq**2 + 136*seq"
+    assert scores["formula"]["macs"] == "8*seq**2 + 64*seq"
+
+    project(tmp_path, depth=3)  # one more block in the scanned stack
+    result = flopbudget(tmp_path, "check", "--no-cache")
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "net: 1.08 kFLOPs > budget 900 FLOPs (+19.6%); baseline 788 FLOPs" in result.stdout
+    rows = [line.split() for line in result.stdout.splitlines()]
+    assert ["blocks.lin", "544", "816", "+272", "(+50.0%)"] in rows  # 2*272 -> 3*272
+    assert ["blocks", "32", "48", "+16", "(+50.0%)"] in rows  # tanh: 2*16 -> 3*16
+    assert ["total", "788", "1.08k", "+288", "(+36.5%)"] in rows
+    assert next(row for row in rows if row[:1] == ["scores"])[1] == "ok"
+
+
+def test_the_marker_fails_the_test_under_pytest(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    project(pytester.path, depth=3)
+    (pytester.path / "pyproject.toml").write_text("[tool.flopbudget]\ncollect-models = false\n")
+    (pytester.path / "test_budgets.py").write_text(MARKER_TESTS)
+    result = inner_pytest(pytester, monkeypatch, "serial", subprocess_run=True)("test_budgets.py")
+    result.assert_outcomes(passed=1, failed=1)
+    assert "FAILED test_budgets.py::test_net - test_net: 1.08 kFLOPs > budget 900 FLOPs (+19.6%)" in result.stdout.str()
+
+
+def test_the_pyproject_item_fails_under_pytest(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    project(pytester.path, depth=3)
+    result = inner_pytest(pytester, monkeypatch, "serial", subprocess_run=True)("pyproject.toml")
+    result.assert_outcomes(passed=1, failed=1)
+    assert "FAILED pyproject.toml::net - net: 1.08 kFLOPs > budget 900 FLOPs (+19.6%)" in result.stdout.str()
+
+
+def test_count_prints_the_table(tmp_path: Path) -> None:
+    project(tmp_path)
+    result = flopbudget(tmp_path, "count", "models:net", "--input", "2,4")
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0] == "models:net: 2x4 float32; inference"
+    rows = [line.split() for line in lines]
+    assert ["proj", "144", "64", "40", "18.3%"] in rows  # 2*2*8*4 + 16; MACs 2*8*4; params 4*8 + 8
+    assert ["blocks.lin", "544", "256", "144", "69.0%"] in rows  # 2 * (2*2*8*8 + 16); params 2 * (8*8 + 8)
+    assert "total: 788 FLOPs, 352 MACs, 202 params (788 FLOPs, 352 MACs)" in result.stdout
