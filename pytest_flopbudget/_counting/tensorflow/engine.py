@@ -76,8 +76,10 @@ def count_tf(
 ) -> Report:
     """Count `fn_or_model(*args, **kwargs)`: a Keras model (called with `training=`) or a `tf.function` (or any
     function TensorFlow can trace). `args` are arrays or `tf.TensorSpec`s; `shapes` binds a spec's unknown dims.
-    A training step (a backward pass) is not counted yet: `training=True` only calls Keras layers in training
-    mode (batch statistics, dropout), counted as a forward."""
+
+    `training=True` counts a training step as the other engines do: the call (Keras layers in training mode)
+    under a `tf.GradientTape`, a loss that sums every floating output, and its gradient with respect to the
+    trainable variables the call read (not the inputs); the gradient's ops are the backward phase."""
     tf = _import_tf()
     kwargs = dict(kwargs or {})
     arg_specs = specs(tf, list(args), shapes)
@@ -89,8 +91,11 @@ def count_tf(
         def call(*call_args: Any) -> Any:
             return fn_or_model(*call_args, training=training, **kwargs)
 
-        traced_fn = tf.function(call, autograph=False)
+        traced_fn = tf.function(_with_gradient(tf, call) if training else call, autograph=False)
         call_kwargs: dict[str, Any] = {}
+    elif training:
+        traced_fn = tf.function(_with_gradient(tf, lambda *a: fn_or_model(*a, **kwargs)), autograph=False)
+        call_kwargs = {}
     else:
         traced_fn = fn_or_model if hasattr(fn_or_model, "get_concrete_function") else tf.function(fn_or_model)
         call_kwargs = kwargs
@@ -118,6 +123,25 @@ def count_tf(
     )
     report.conventions.update(TF_CONVENTIONS)
     return report
+
+
+def _with_gradient(tf: Any, call: Any) -> Any:
+    """`call` and the gradient of the sum of its floating outputs with respect to the trainable variables it read,
+    as a PyTorch training step's default loss and backward."""
+
+    def step(*args: Any) -> Any:
+        with tf.GradientTape() as tape:
+            outputs = call(*args)
+            leaves = [leaf for leaf in tf.nest.flatten(outputs) if getattr(leaf.dtype, "is_floating", False)]
+            if not leaves:
+                raise CountingError("a training count needs a floating-point output to sum into a loss")
+            loss = tf.add_n([tf.reduce_sum(leaf) for leaf in leaves]) if len(leaves) > 1 else tf.reduce_sum(leaves[0])
+        variables = [v for v in tape.watched_variables() if getattr(v, "trainable", True)]
+        if not variables:
+            raise CountingError("a training count needs trainable variables to differentiate")
+        return outputs, tape.gradient(loss, variables)
+
+    return step
 
 
 def keras_layers(model: Any) -> list[tuple[str, Any]]:

@@ -121,6 +121,22 @@ def _conv_transpose(o: OpContext) -> Cost:
     return f.conv_transpose(batch, channels, w[-2], spatial, w[:-2])
 
 
+@register("Conv2DBackpropFilter", "Conv3DBackpropFilterV2")
+def _conv_filter_gradient(o: OpContext) -> Cost:
+    """A convolution's weight gradient (input, filter sizes, output gradient): one forward convolution, as
+    torch's `convolution_backward` prices each gradient; the filter's shape is the op's output."""
+    w = o.out_shapes[0]
+    return conv_cost(o.in_shapes[2], w[:-2], w[-2], _channels_first(o))
+
+
+@register("DepthwiseConv2dNativeBackpropInput", "DepthwiseConv2dNativeBackpropFilter")
+def _depthwise_gradient(o: OpContext) -> Cost:
+    """A depthwise convolution's input or filter gradient: one forward depthwise convolution (kh*kw taps per
+    output-gradient element); the filter is the second operand or, for the filter gradient, the output."""
+    w = o.out_shapes[0] if o.op_type.endswith("Filter") else o.in_shapes[1]
+    return conv_cost(o.in_shapes[2], w[:-2], 1, _channels_first(o))
+
+
 # --- normalisation and softmax ----------------------------------------------------------------------------------
 
 
@@ -129,6 +145,12 @@ def _fused_batch_norm(o: OpContext) -> Cost:
     """Scale and offset always (the shared norm rule: 2 to normalise + 1 + 1 for the affine); the batch
     statistics (4 per element) only with `is_training`."""
     return f.norm(o.in_numel(0), stats=bool(o.attr("is_training", True)), weight=True, bias=True)
+
+
+@register("FusedBatchNormGrad", "FusedBatchNormGradV2", "FusedBatchNormGradV3")
+def _fused_batch_norm_gradient(o: OpContext) -> Cost:
+    """Twice the forward with statistics (`formulas.NORM_BACKWARD_FACTOR`), as torch's batch norm backward."""
+    return f.norm(o.in_numel(0), stats=True, weight=True, bias=True).times(f.NORM_BACKWARD_FACTOR)
 
 
 @register("Softmax", "LogSoftmax")
@@ -227,6 +249,29 @@ def _elementwise(o: OpContext) -> Cost:
     return f.elementwise(o.out_numel(0))
 
 
+#: Activation gradients: 1 FLOP per element, torch's `threshold_backward`, `sigmoid_backward`, ... rule.
+ACTIVATION_GRADIENT_OPS = (
+    "ReluGrad",
+    "Relu6Grad",
+    "EluGrad",
+    "SeluGrad",
+    "LeakyReluGrad",
+    "SigmoidGrad",
+    "TanhGrad",
+    "SoftplusGrad",
+    "SoftsignGrad",
+    "RsqrtGrad",
+    "SqrtGrad",
+    "ReciprocalGrad",
+    "InvGrad",
+)
+
+
+@register(*ACTIVATION_GRADIENT_OPS)
+def _activation_gradient(o: OpContext) -> Cost:
+    return f.elementwise(o.out_numel(0))
+
+
 @register("SquaredDifference")
 def _squared_difference(o: OpContext) -> Cost:
     """(x - y)**2: a subtract and a square per element, as the two ops torch and ONNX write it with."""
@@ -261,6 +306,24 @@ REDUCTION_OPS = (
 @register(*REDUCTION_OPS)
 def _reduction(o: OpContext) -> Cost:
     return f.reduction(o.in_numel(0))
+
+
+@register("BiasAddGrad")
+def _bias_add_gradient(o: OpContext) -> Cost:
+    """The bias gradient sums the output gradient (1 per input element), as torch's."""
+    return f.reduction(o.in_numel(0))
+
+
+@register("MaxPoolGrad", "MaxPool3DGrad")
+def _max_pool_gradient(o: OpContext) -> Cost:
+    """Window size per output-gradient element (operand 2), torch's `max_pool2d_with_indices_backward` rule."""
+    return f.pool(o.in_numel(2), prod(int(k) for k in o.attr("ksize", [1])))
+
+
+@register("AvgPoolGrad", "AvgPool3DGrad")
+def _avg_pool_gradient(o: OpContext) -> Cost:
+    """Window size per output-gradient element (operand 1), torch's `avg_pool2d_backward` rule."""
+    return f.pool(o.in_numel(1), prod(int(k) for k in o.attr("ksize", [1])))
 
 
 @register("MaxPool", "AvgPool", "MaxPool3D", "AvgPool3D")

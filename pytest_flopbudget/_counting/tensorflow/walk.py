@@ -27,6 +27,8 @@ CALL_OPS = frozenset({"PartitionedCall", "StatefulPartitionedCall"})
 DYNAMIC_TRIP = "dynamic trip count (a while loop without a constant maximum_iterations or constant bounds)"
 #: The skip reason of a priced op with a dim the trace left unknown.
 UNKNOWN_SHAPE = "unknown static shape after tracing (give every dim in the input specs)"
+#: The name scope TensorFlow puts a `GradientTape`'s gradient ops under: the backward phase of a training count.
+BACKWARD_SCOPE = "gradient_tape"
 #: The skip reason of a body that is in no function library.
 MISSING_BODY = "function body not found in the graph's function library"
 
@@ -75,9 +77,9 @@ class Walker:
             if body is not None:
                 self.walk(body, tally, scopes)
         else:
-            self._priced(op, kind, tally, path)
+            self._priced(op, kind, tally, path, backward=bool(scopes) and scopes[0] == BACKWARD_SCOPE)
 
-    def _priced(self, op: Any, kind: str, tally: Tally, path: str) -> None:
+    def _priced(self, op: Any, kind: str, tally: Tally, path: str, *, backward: bool = False) -> None:
         entry = TF_OPS.lookup(kind)
         if entry is FREE:
             return
@@ -86,13 +88,15 @@ class Walker:
             return
         in_shapes = [_shape(t) for t in op.inputs]
         out_shapes = [_shape(t) for t in op.outputs]
-        if any(s is None for s in in_shapes) or any(s is None for s in out_shapes):
+        # the operands and the first output are what formulas read; a side output TensorFlow leaves unshaped
+        # (FusedBatchNormV3's reserve space) reads as a scalar
+        if any(s is None for s in in_shapes) or (out_shapes and out_shapes[0] is None):
             tally.skip(path, kind, UNKNOWN_SHAPE)
             return
         context = OpContext(
             op_type=kind,
             in_shapes=in_shapes,  # type: ignore[arg-type]
-            out_shapes=out_shapes,  # type: ignore[arg-type]
+            out_shapes=[s if s is not None else () for s in out_shapes],
             attrs={name: op.get_attr(name) for name in op.node_def.attr if not name.startswith("_")},
             out_integer=bool(op.outputs) and _is_integer(op.outputs[0]),
         )
@@ -101,7 +105,7 @@ class Walker:
         except Exception as exc:  # a formula that cannot read this op says so; it never counts zero silently
             tally.skip(path, kind, formula_failed(f"{type(exc).__name__}: {exc}"[:200]))
             return
-        tally.add(path, kind, cost)
+        tally.add(path, kind, cost, backward=backward)
 
     # --- function bodies ----------------------------------------------------------------------------------------
 
