@@ -139,7 +139,7 @@ def _with_gradient(tf: Any, call: Any) -> Any:
         variables = [v for v in tape.watched_variables() if getattr(v, "trainable", True)]
         if not variables:
             raise CountingError("a training count needs trainable variables to differentiate")
-        return outputs, tape.gradient(loss, variables)
+        return outputs, loss, tape.gradient(loss, variables)  # the loss too: its sum runs, as in torch
 
     return step
 

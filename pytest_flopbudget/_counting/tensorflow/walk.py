@@ -14,6 +14,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+
 from pytest_flopbudget._counting.registry import FREE
 from pytest_flopbudget._counting.tally import NO_FORMULA, Tally, formula_failed
 from pytest_flopbudget._counting.tensorflow.names import LayerNamer, joined, plain_layer, scopes_of
@@ -54,8 +56,10 @@ class Walker:
         self._library: dict[str, Any] | None = None
 
     def walk(self, graph: Any, tally: Tally, outer: Sequence[str] = ()) -> None:
+        live = live_ops(graph)
         for op in graph.get_operations():
-            self.op(op, tally, joined(outer, scopes_of(op.name)))
+            if live is None or op.name in live:
+                self.op(op, tally, joined(outer, scopes_of(op.name)))
 
     def op(self, op: Any, tally: Tally, scopes: Sequence[str]) -> None:
         kind = op.type
@@ -169,12 +173,66 @@ class Walker:
         tally.merge(cond_tally, trip + 1)
 
 
-def _constant(tf: Any, tensor: Any) -> int | None:
+def live_ops(graph: Any) -> set[str] | None:
+    """The names of the ops a function runs: those its outputs and control outputs depend on (TensorFlow prunes
+    the rest before running a function, such as the input gradient a convolution's gradient function builds for an
+    input nothing differentiates); None for a graph without declared outputs (every op runs)."""
+    outputs = list(getattr(graph, "outputs", None) or ())
+    controls = list(getattr(graph, "control_outputs", None) or ())
+    if not outputs and not controls:
+        return None
+    live: set[str] = set()
+    stack = [t.op for t in outputs] + controls
+    while stack:
+        op = stack.pop()
+        if op.name in live:
+            continue
+        live.add(op.name)
+        stack.extend(t.op for t in op.inputs)
+        stack.extend(op.control_inputs)
+    return live
+
+
+#: Integer ops the trip count folds over constants (beyond what `tf.get_static_value` folds): Keras' recurrent
+#: layers bound their loop by `Max(time_steps, axis=[])`.
+_FOLD_BINARY = {
+    "AddV2": lambda a, b: a + b,
+    "Add": lambda a, b: a + b,
+    "Sub": lambda a, b: a - b,
+    "Mul": lambda a, b: a * b,
+    "FloorDiv": lambda a, b: a // b,
+    "Maximum": lambda a, b: np.maximum(a, b),
+    "Minimum": lambda a, b: np.minimum(a, b),
+}
+_FOLD_REDUCE = {"Max": np.max, "Min": np.min, "Sum": np.sum, "Prod": np.prod}
+
+
+def _fold(tf: Any, tensor: Any, depth: int = 0) -> Any:
+    """The value of `tensor` when constants decide it, else None."""
     try:
         value = tf.get_static_value(tensor)
     except Exception:
+        value = None
+    if value is not None or depth > 16:
+        return None if value is None else np.asarray(value)
+    op = tensor.op
+    if op.type in ("Identity", "Snapshot"):
+        return _fold(tf, op.inputs[0], depth + 1)
+    operands = [_fold(tf, t, depth + 1) for t in op.inputs]
+    if any(v is None for v in operands):
         return None
-    if value is None or getattr(value, "shape", ()) != ():
+    if op.type in _FOLD_BINARY and len(operands) == 2:
+        return np.asarray(_FOLD_BINARY[op.type](*operands))
+    if op.type in _FOLD_REDUCE and len(operands) == 2:
+        axes = tuple(int(a) for a in np.asarray(operands[1]).ravel())
+        keep = bool(op.get_attr("keep_dims"))
+        return np.asarray(_FOLD_REDUCE[op.type](operands[0], axis=axes, keepdims=keep))
+    return None
+
+
+def _constant(tf: Any, tensor: Any) -> int | None:
+    value = _fold(tf, tensor)
+    if value is None or value.shape != ():
         return None
     try:
         return int(value)

@@ -101,3 +101,16 @@ def test_training_steps_agree_on_the_matmul_work() -> None:
     tf_report = count_tf(keras_mlp(), [np.zeros((4, 16), np.float32)], training=True)
     assert tf_report.forward.macs == torch_report.forward.macs
     assert tf_report.backward.macs == torch_report.backward.macs
+
+
+def test_conv_net_training_steps_agree() -> None:
+    # the first convolution's input gradient is built by TensorFlow's gradient function but never runs (the input
+    # is not differentiated): pruned as TensorFlow prunes it, so both backward passes hold the same ops' work
+    torch_report = pytest_flopbudget.count(TorchConvNet(), torch.randn(1, 3, 8, 8), training=True)
+    tf_report = count_tf(keras_conv_net(), [np.zeros((1, 8, 8, 3), np.float32)], training=True)
+    assert (tf_report.forward.flops, tf_report.forward.macs) == (torch_report.forward.flops, torch_report.forward.macs)
+    assert (tf_report.backward.flops, tf_report.backward.macs) == (
+        torch_report.backward.flops,
+        torch_report.backward.macs,
+    )
+    assert tf_report.skipped_ops == {}

@@ -135,3 +135,28 @@ def test_a_loop_inside_a_called_function() -> None:
         return inner(x)
 
     assert calls(count_tf(outer, [M]), "MatMul") == 2
+
+
+def test_ops_nothing_uses_are_not_counted() -> None:
+    @tf.function
+    def fn(x: Any) -> Any:
+        tf.matmul(x, x)  # dead: TensorFlow prunes it before the function runs
+        return x + 1.0
+
+    report = count_tf(fn, [M])
+    assert (report.flops, calls(report, "MatMul")) == (16, 0)
+
+
+def test_a_keras_lstm_loop_counts_every_time_step() -> None:
+    keras = pytest.importorskip("keras")
+    if keras.backend.backend() != "tensorflow":
+        pytest.skip("Keras runs on another backend in this process")
+    import numpy as np
+
+    model = keras.Sequential([keras.Input((5, 4)), keras.layers.LSTM(6, name="lstm")])
+    report = count_tf(model, [np.zeros((2, 5, 4), np.float32)])
+    # its loop is bounded by Max(5 time steps): 5 trips of the cell, each an input and a recurrent matmul:
+    # 2*24*4 + 2*24*6 = 480 MACs per step, 2400 in all, as torch's LSTM rule (formulas.rnn_cell) multiplies
+    assert report.layers["lstm.lstm_cell"].ops["MatMul"].calls == 10
+    assert report.macs == 5 * 480
+    assert report.skipped_ops == {}
