@@ -11,7 +11,7 @@ costliest branch, the others' skipped ops still reported; a call its body once. 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -195,7 +195,7 @@ def live_ops(graph: Any) -> set[str] | None:
 
 #: Integer ops the trip count folds over constants (beyond what `tf.get_static_value` folds): Keras' recurrent
 #: layers bound their loop by `Max(time_steps, axis=[])`.
-_FOLD_BINARY = {
+_FOLD_BINARY: dict[str, Callable[[Any, Any], Any]] = {
     "AddV2": lambda a, b: a + b,
     "Add": lambda a, b: a + b,
     "Sub": lambda a, b: a - b,
@@ -204,7 +204,7 @@ _FOLD_BINARY = {
     "Maximum": lambda a, b: np.maximum(a, b),
     "Minimum": lambda a, b: np.minimum(a, b),
 }
-_FOLD_REDUCE = {"Max": np.max, "Min": np.min, "Sum": np.sum, "Prod": np.prod}
+_FOLD_REDUCE: dict[str, Callable[..., Any]] = {"Max": np.max, "Min": np.min, "Sum": np.sum, "Prod": np.prod}
 
 
 def _fold(tf: Any, tensor: Any, depth: int = 0) -> Any:
