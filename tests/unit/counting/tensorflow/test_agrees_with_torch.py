@@ -4,12 +4,10 @@ backend) count the same FLOPs, MACs and parameters, per layer and in total (the 
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 import pytest
 
-os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 tf = pytest.importorskip("tensorflow")
 keras = pytest.importorskip("keras")
 torch = pytest.importorskip("torch")

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from typing import Any
 
 import pytest
 
-os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 tf = pytest.importorskip("tensorflow")
 keras = pytest.importorskip("keras")
 if keras.backend.backend() != "tensorflow":

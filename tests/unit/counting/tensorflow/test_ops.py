@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import os
 from typing import Any, Callable
 
 import pytest
 
-os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 tf = pytest.importorskip("tensorflow")
 
 from pytest_flopbudget._counting.formulas import Cost  # noqa: E402

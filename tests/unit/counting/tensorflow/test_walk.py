@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 import pytest
 
-os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 tf = pytest.importorskip("tensorflow")
 
 from pytest_flopbudget._counting.tensorflow.engine import count_tf  # noqa: E402
