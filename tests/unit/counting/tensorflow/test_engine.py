@@ -134,6 +134,22 @@ def test_training_needs_a_floating_output() -> None:
         count_tf(model, [np.zeros((2, 4), np.float32)], training=True)
 
 
+def test_training_a_function_without_variables_says_so() -> None:
+    with pytest.raises(CountingError, match="trainable variables"):
+        count_tf(lambda x: x * 2.0, [np.zeros((2, 8), np.float32)], training=True)
+
+
+def test_mobilenet_v2_counts_with_nothing_skipped() -> None:
+    # keras.applications without weights (nothing downloaded). MobileNetV2's paper gives 300M multiply-adds at
+    # 224x224; this count is the exact figure under the conventions, and the params are model.count_params()
+    model = keras.applications.MobileNetV2(weights=None)
+    report = count_tf(model, [tf.TensorSpec([1, 224, 224, 3], tf.float32)])
+    assert report.skipped_ops == {}
+    assert report.macs == 300_774_272
+    assert report.params == model.count_params() == 3_538_984
+    assert report.layers["expanded_conv_depthwise"].ops["DepthwiseConv2dNative"].macs == 112 * 112 * 32 * 9
+
+
 def test_the_report_fields() -> None:
     report = count_tf(lambda x: x * 2.0, [np.zeros((2, 8), np.float32)], model_name="double")
     assert (report.backend, report.model, report.training) == ("tensorflow", "double", False)
