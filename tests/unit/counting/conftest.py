@@ -1,10 +1,10 @@
 """Shared by every counting test: the test folders named after the frameworks, and no formula leaking between tests.
 
-The folders `torch/`, `onnx/` and `jax/` beside this file mirror `pytest_flopbudget/_counting/`. pytest's default
-`prepend` import mode puts this directory on `sys.path`, and there a folder without `__init__.py` is a namespace
-package that `import torch` finds when no real torch is installed: `pytest.importorskip("torch")` would then
-succeed and the tests fail instead of skipping. A framework that only this directory provides is therefore marked
-as missing.
+The folders `torch/`, `onnx/`, `jax/` and `tensorflow/` beside this file mirror `pytest_flopbudget/_counting/`.
+pytest's default `prepend` import mode puts this directory on `sys.path`, and there a folder without `__init__.py`
+is a namespace package that `import torch` finds when no real torch is installed: `pytest.importorskip("torch")`
+would then succeed and the tests fail instead of skipping. A framework that only this directory provides is
+therefore marked as missing.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import pytest
 
 from pytest_flopbudget.formulas import registered_formulas
 
-for _framework in ("torch", "onnx", "jax"):
+for _framework in ("torch", "onnx", "jax", "tensorflow"):
     if _framework not in sys.modules:
         _spec = importlib.util.find_spec(_framework)
         if _spec is not None and _spec.origin is None:  # only a namespace package: our test folder
