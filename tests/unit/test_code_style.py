@@ -20,3 +20,10 @@ def test_ruff_is_clean(command: list[str]) -> None:
         cwd=ROOT, capture_output=True, text=True, timeout=600,
     )  # fmt: skip
     assert done.returncode == 0, done.stdout[-6000:] + done.stderr[-2000:]
+
+
+def test_no_two_test_files_share_a_name() -> None:
+    """The test folders are not packages, so two `test_x.py` files cannot be collected in one run (pytest's
+    "import file mismatch"): the whole suite would error where each folder alone passes."""
+    names = sorted(path.name for path in (ROOT / "tests").rglob("test_*.py"))
+    assert sorted({name for name in names if names.count(name) > 1}) == []
