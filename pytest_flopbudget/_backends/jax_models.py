@@ -14,12 +14,12 @@ input dtypes; any other option is refused in one line.
 from __future__ import annotations
 
 import sys
-from collections.abc import Hashable, Mapping
+from collections.abc import Hashable
 from pathlib import Path
 from typing import Any
 
-from pytest_flopbudget._backends.protocol import CountOptions, Loaded, describe, problem
-from pytest_flopbudget._backends.references import Reference, import_object
+from pytest_flopbudget._backends.protocol import CountOptions, Loaded, problem
+from pytest_flopbudget._backends.references import Reference, inputs_from_reference
 from pytest_flopbudget._config.pyproject import DEFAULT_DTYPE, InputSpec, ModelEntry, elements_problem, is_reference
 from pytest_flopbudget._config.target_kinds import honouring
 from pytest_flopbudget._counting.registry import FormulaRegistry
@@ -182,16 +182,7 @@ def _inputs(entry: ModelEntry, root: Path) -> tuple[tuple[Any, ...], dict[str, A
     if spec is None:
         return (), {}
     if isinstance(spec, str):
-        function = import_object(spec, root, source)
-        try:
-            value = function() if callable(function) else function
-        except (Exception, SystemExit) as exc:  # user code
-            raise problem(source, f"{spec}() raised {describe(exc)}") from None
-        if isinstance(value, Mapping):
-            return (), dict(value)
-        if isinstance(value, (tuple, list)):
-            return tuple(value), {}
-        return (value,), {}
+        return inputs_from_reference(spec, root, source)
     for each in spec if isinstance(spec, list) else spec.values():
         too_many = elements_problem(each.shape)
         if too_many is not None:

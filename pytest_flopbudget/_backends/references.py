@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -66,3 +67,19 @@ class Reference:
     def called(self) -> bool:
         """Whether the factory has been called (by the seam, choosing the backend)."""
         return self._returned is not _UNSET
+
+
+def inputs_from_reference(spec: str, root: Path, source: Location) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """`inputs = "pkg.module:make_inputs"`: the positional and keyword inputs the function (or value) gives, as
+    every Python-target backend reads them: a mapping is keyword inputs, a tuple or list positional ones, anything
+    else the one positional input."""
+    function = import_object(spec, root, source)
+    try:
+        value = function() if callable(function) else function
+    except (Exception, SystemExit) as exc:  # user code
+        raise problem(source, f"{spec}() raised {describe(exc)}") from None
+    if isinstance(value, Mapping):
+        return (), dict(value)
+    if isinstance(value, (tuple, list)):
+        return tuple(value), {}
+    return (value,), {}

@@ -10,14 +10,13 @@ from __future__ import annotations
 
 import contextlib
 import math
-from collections.abc import Hashable, Iterator, Mapping
+from collections.abc import Hashable, Iterator
 from pathlib import Path
 from typing import Any
 
 from pytest_flopbudget._backends.protocol import CountOptions, Loaded
-from pytest_flopbudget._backends.protocol import describe as _describe
 from pytest_flopbudget._backends.protocol import problem as _problem
-from pytest_flopbudget._backends.references import Reference, import_object
+from pytest_flopbudget._backends.references import Reference, import_object, inputs_from_reference
 from pytest_flopbudget._config.pyproject import DEFAULT_DTYPE, InputSpec, ModelEntry, elements_problem, is_reference
 from pytest_flopbudget._config.target_kinds import OPTIONS
 from pytest_flopbudget._counting.registry import FormulaRegistry
@@ -199,16 +198,7 @@ def build_inputs(entry: ModelEntry, root: Path, model: Any = None) -> tuple[tupl
     if spec is None:
         return (), {}
     if isinstance(spec, str):
-        function = import_object(spec, root, source)
-        try:
-            value = function() if callable(function) else function
-        except (Exception, SystemExit) as exc:  # user code
-            raise _problem(source, f"{spec}() raised {_describe(exc)}") from None
-        if isinstance(value, Mapping):
-            return (), dict(value)
-        if isinstance(value, (tuple, list)):
-            return tuple(value), {}
-        return (value,), {}
+        return inputs_from_reference(spec, root, source)
     device = "meta" if entry.execution == "fake" else "cpu"
     for each in spec if isinstance(spec, list) else spec.values():  # sized by dims at a point: checked here
         too_many = elements_problem(each.shape)
