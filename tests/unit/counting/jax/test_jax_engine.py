@@ -179,6 +179,13 @@ def test_a_submodule_named_value_keeps_its_parameters() -> None:
         "value": 72,
         "out": 72,
     }
+    linen_report = count_linen(linen.MultiHeadDotProductAttention(num_heads=2), jnp.zeros((3, 8)))
+    assert {path: layer.params for path, layer in linen_report.layers.items() if layer.params} == {
+        "query": 72,
+        "key": 72,
+        "value": 72,
+        "out": 72,
+    }
 
 
 class LinenMLP(linen.Module):
