@@ -8,8 +8,8 @@ The model is `examples.flax_decoder` at `LlamaConfig.llama_7b()` (32 layers, d 4
 `scan`, the 32 blocks stacked by `nnx.vmap` and run by `nnx.scan` (one block in the jaxpr, as large Flax models
 are written), and `loop`, the blocks in a Python loop (32 blocks in the jaxpr, PyTorch's layout and layer names).
 
-Each form runs in a fresh child process, which times the build, our first count (`count_nnx`: trace with
-`jax.make_jaxpr`, walk) and the median of `--repeat` more, then XLA's `jax.jit(f).lower(...)` and
+Each form runs in a fresh child process, which times the build, our first count (`pytest_flopbudget.count`: trace
+with `jax.make_jaxpr`, walk) and the median of `--repeat` more, then XLA's `jax.jit(f).lower(...)` and
 `.cost_analysis()` on the same abstract model (what flax's `tabulate(compute_flops=True)` runs), and reads its own
 memory from /proc/self/status: the resident set before the count and the high-water mark after it (their
 difference bounds what the count added). Wall-clock and CPU seconds are both printed: on a shared machine the CPU
@@ -36,7 +36,7 @@ from flax import nnx
 
 from examples.decoder import LlamaConfig
 from examples.flax_decoder import abstract_llama, token_ids
-from pytest_flopbudget._counting.jax.engine import count_nnx
+from pytest_flopbudget import count
 
 
 def status_mb(field):
@@ -54,9 +54,9 @@ config = LlamaConfig.llama_7b()
 ids = token_ids(batch, seq)
 model, build_s, _ = timed(lambda: abstract_llama(config, scanned=form == "scan"))
 rss_before = status_mb("VmRSS")
-report, count_s, count_cpu_s = timed(lambda: count_nnx(model, ids))
+report, count_s, count_cpu_s = timed(lambda: count(model, ids))
 hwm_after = status_mb("VmHWM")
-again = [timed(lambda: count_nnx(model, ids))[1:] for _ in range(repeat)]
+again = [timed(lambda: count(model, ids))[1:] for _ in range(repeat)]
 
 graphdef, state = nnx.split(model)
 forward = lambda state, ids: nnx.merge(graphdef, state)(ids)
@@ -96,7 +96,7 @@ def run(form: str, batch: int, seq: int, repeat: int) -> dict[str, object]:
 def show(r: dict[str, object]) -> None:
     print(f"== {r['form']}: Llama-7B-shaped Flax NNX, built under nnx.eval_shape in {r['build_s']:.2f} s")
     print(
-        f"   count_nnx   {r['count_s']:.2f} s ({r['count_cpu_s']:.2f} s CPU), again {r['count_again_s']:.2f} s;"
+        f"   count       {r['count_s']:.2f} s ({r['count_cpu_s']:.2f} s CPU), again {r['count_again_s']:.2f} s;"
         f" FLOPs {r['flops']:,}  MACs {r['macs']:,}  params {r['params']:,}"
     )
     growth = float(r["hwm_after_count_mb"]) - float(r["rss_before_mb"])  # type: ignore[arg-type]

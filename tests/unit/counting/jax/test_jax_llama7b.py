@@ -18,16 +18,16 @@ jax = pytest.importorskip("jax")
 nnx = pytest.importorskip("flax.nnx")
 pytest.importorskip("torch")  # examples.flax_decoder shares LlamaConfig with the PyTorch decoder
 
+import pytest_flopbudget  # noqa: E402
 from examples.decoder import LlamaConfig  # noqa: E402
 from examples.flax_decoder import abstract_llama, token_ids  # noqa: E402
-from pytest_flopbudget._counting.jax.engine import count_nnx  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[4]
 T, D, HEADS, HEAD_DIM, FFN, LAYERS, VOCAB = 2048, 4096, 32, 128, 11008, 32, 32000
 
 
 def test_llama_7b_counts_the_hand_derived_total() -> None:
-    report = count_nnx(abstract_llama(LlamaConfig.llama_7b()), token_ids(1, T))
+    report = pytest_flopbudget.count(abstract_llama(LlamaConfig.llama_7b()), token_ids(1, T))
     assert report.params == 6_738_415_616  # Llama-2-7B, untied lm_head (docs/jax.md, examples/README.md)
 
     # matmuls: N weights that multiply every token (per layer q, k, v, o 4*d*d and gate, up, down 3*d*ffn, then
@@ -65,7 +65,7 @@ import jax
 from flax import nnx
 from examples.decoder import LlamaConfig
 from examples.flax_decoder import abstract_llama, token_ids
-from pytest_flopbudget._counting.jax.engine import count_nnx
+from pytest_flopbudget import count
 
 
 def status_mb(field):
@@ -82,13 +82,13 @@ def cpu(fn):
 model, ids = abstract_llama(LlamaConfig.llama_7b()), token_ids(1, 2048)
 graphdef, state = nnx.split(model)
 before = status_mb("VmRSS")
-ours = [cpu(lambda: count_nnx(model, ids))]
+ours = [cpu(lambda: count(model, ids))]
 grown = status_mb("VmHWM") - before
 xla = []
 for _ in range(2):
     forward = lambda state, ids: nnx.merge(graphdef, state)(ids)
     xla.append(cpu(lambda: jax.jit(forward).lower(state, ids).cost_analysis()))
-    ours.append(cpu(lambda: count_nnx(model, ids)))
+    ours.append(cpu(lambda: count(model, ids)))
 print(json.dumps({"ours": ours, "xla": xla, "grown_mb": grown}))
 """
 
