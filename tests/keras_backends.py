@@ -27,7 +27,6 @@ def count_here(name: str, size: int, training: bool = False) -> dict[str, Any]:
     from examples.keras_models import MODELS, input_shape
 
     backend = keras.backend.backend()
-    keras.utils.set_random_seed(0)
     start = time.perf_counter()
     if backend == "jax":  # abstractly: the variables are never initialised (nothing allocated; JAX's eager
         with keras.StatelessScope(initialize_variables=False):  # initialisers would compile one kernel each)

@@ -49,7 +49,7 @@ def count_keras(model: Any, *args: Any, training: bool = False, model_name: str 
             outputs, _ = model.stateless_call(trainable, non_trainable, *call_args, **call_kwargs)
         return outputs
 
-    return count_jax(
+    report = count_jax(
         forward,
         (trainable, non_trainable, *args),
         kwargs,
@@ -59,6 +59,17 @@ def count_keras(model: Any, *args: Any, training: bool = False, model_name: str 
         params=keras_params(layers),
         state_args=2,
     )
+    report.versions.update(_keras_version())
+    return report
+
+
+def _keras_version() -> dict[str, str]:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return {"keras": version("keras")}
+    except PackageNotFoundError:
+        return {}
 
 
 def _struct(jax: Any, variable: Any) -> Any:
