@@ -157,7 +157,11 @@ def test_dense_nine_on_25_by_16_is_7425_flops(keras_jax: dict[str, Any]) -> None
 
 def test_layers_are_named_as_the_summary_names_them(keras_jax: dict[str, Any]) -> None:
     # each Dense(8) on 2 rows: 2*2*8*8 + 2*8 = 272 FLOPs, 8*8 + 8 = 72 params; a nested model's layer is dotted
-    assert figures(keras_jax["nested"]) == {"block.d": [272, 128, 72], "dense_1": [272, 128, 72], "dense": [272, 128, 72]}
+    assert figures(keras_jax["nested"]) == {
+        "block.d": [272, 128, 72],
+        "dense_1": [272, 128, 72],
+        "dense": [272, 128, 72],
+    }
     assert keras_jax["nested"]["model"] == "outer"
 
 
