@@ -38,25 +38,26 @@ FIGURES = ("flops", "macs", "params")
 
 
 @pytest.fixture(scope="module")
-def counted() -> dict[str, dict[str, Any]]:
-    """Each backend's results by model spec: the three child processes run at once."""
+def counted(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]]:
+    """Each backend's results by model spec: the three child processes run at once (their output goes to files,
+    so that none waits on a full pipe while another is read)."""
+    where = tmp_path_factory.mktemp("keras_backends")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), *sys.path])}
-    children = {
-        backend: subprocess.Popen(
-            [sys.executable, str(ROOT / "tests" / "keras_backends.py"), *MODELS, TRAINING],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            cwd=ROOT,
-            env={**env, "KERAS_BACKEND": backend},
-        )
-        for backend in BACKENDS
-    }
+    children = {}
+    for backend in BACKENDS:
+        with (where / f"{backend}.out").open("w") as out, (where / f"{backend}.err").open("w") as err:
+            children[backend] = subprocess.Popen(
+                [sys.executable, str(ROOT / "tests" / "keras_backends.py"), *MODELS, TRAINING],
+                stdout=out,
+                stderr=err,
+                cwd=ROOT,
+                env={**env, "KERAS_BACKEND": backend},
+            )
     results = {}
     for backend, child in children.items():
-        out, err = child.communicate(timeout=600)
-        assert child.returncode == 0, f"{backend}: {err[-3000:]}"
-        results[backend] = json.loads(out.splitlines()[-1])
+        returncode = child.wait(timeout=600)
+        assert returncode == 0, f"{backend}: {(where / f'{backend}.err').read_text()[-3000:]}"
+        results[backend] = json.loads((where / f"{backend}.out").read_text().splitlines()[-1])
     return results
 
 
