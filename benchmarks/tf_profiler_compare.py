@@ -16,8 +16,9 @@ Every difference at batch 1 is a profiler rule that differs from ours, found in 
 activations (`Relu`, `Relu6`, `Sigmoid`, `Tanh`, `Exp`, `Erf`, `Einsum`...) and counts them as 0; it counts `Rsqrt`
 as 2 per element (ours 1, the shared elementwise rule); its `Sum` (and `ArgMax`, `ArgMin`, `BiasAddGrad`) is n - 1
 adds per output where ours is 1 per input element. Convolutions (2 FLOPs per MAC, full taps), `MatMul`, `BiasAdd`,
-`Mean`, pooling and elementwise arithmetic agree exactly. `explain()` predicts the profiler's figure for each op type from ours and the graph's shapes; a
-type whose prediction misses is listed as unexplained (none on these models).
+`Mean`, pooling and elementwise arithmetic agree exactly. `explain()` predicts the profiler's figure for each op
+type from ours and the graph's shapes; a type whose prediction misses is listed as unexplained (none on these
+models), and the script exits 1.
 """
 
 from __future__ import annotations
@@ -163,9 +164,7 @@ def compare(name: str, size: int) -> dict[str, Any]:
     open_report = count_tf(model, [tf.TensorSpec(unknown, tf.float32)])
     open_graph = frozen_graph(tf, model, unknown)
     open_theirs = profile(tf, open_graph)
-    dropped = sorted(
-        {op.type for op in open_graph.get_operations() if op.type in PROFILER_RULES and not _complete(op)}
-    )
+    dropped = sorted({op.type for op in open_graph.get_operations() if op.type in PROFILER_RULES and not _complete(op)})
     return {
         "model": name,
         "input": list(shape),
@@ -193,7 +192,7 @@ def markdown(result: dict[str, Any]) -> str:
         f"**{result['model']}** ({shape}): ours {result['ours']:,} FLOPs, profiler {result['profiler']:,} "
         f"(difference {result['ours'] - result['profiler']:+,})",
         "",
-        "| op type | ours | profiler | ours − profiler | why |",
+        "| op type | ours | profiler | ours - profiler | why |",
         "|---|---:|---:|---:|---|",
     ]
     for row in result["rows"]:
