@@ -4,17 +4,20 @@ Arguments become `tf.TensorSpec`s (an array's shape and dtype; a spec's unknown 
 function is traced once with `get_concrete_function` and its graph is walked with its function library (loop
 and branch bodies); no kernel runs. A Keras model is called inside the trace with `training=` and a marker name
 scope around each layer's call (`names.py`), so each op is charged to the layer `model.summary()` names.
+A function traced before at looser shapes than the specs (a SavedModel's serving function, saved with a `None`
+batch) keeps that trace: it is frozen and imported again at the given shapes (`_at_shapes`).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pytest_flopbudget._counting.keras_layers import is_keras_layer, keras_layers, keras_params, marked_calls
 from pytest_flopbudget._counting.tally import Tally
-from pytest_flopbudget._counting.tensorflow.names import LAYER_SCOPE, marked_layer, plain_layer
-from pytest_flopbudget._counting.tensorflow.walk import Walker
+from pytest_flopbudget._counting.tensorflow.names import LAYER_SCOPE, LayerNamer, marked_layer, plain_layer
+from pytest_flopbudget._counting.tensorflow.walk import UNKNOWN_SHAPE, Walker
 from pytest_flopbudget._errors import CountingError
 from pytest_flopbudget._metrics import PARAMS
 from pytest_flopbudget._report import LayerCost, Report
@@ -103,8 +106,14 @@ def count_tf(
         raise CountingError(f"{label}: the function could not be traced ({type(exc).__name__}: {text})") from None
     namer = marked_layer({index: path for index, (path, _) in enumerate(layers)}) if keras_model else plain_layer
     tally = Tally()
-    graph = concrete.graph
-    Walker(tf, graph, namer).walk(graph, tally)
+    Walker(tf, concrete.graph, namer).walk(concrete.graph, tally)
+    if not keras_model and _loose(tally) and _fixed(arg_specs):
+        # a function traced before at looser shapes (a SavedModel's, with a None batch) keeps that trace whatever
+        # the specs say: counted again, frozen and imported at the given shapes
+        rebound = _at_shapes(tf, concrete, arg_specs)
+        if rebound is not None:
+            tally = Tally()
+            Walker(tf, rebound.graph, inlined(namer)).walk(rebound.graph, tally)
     for path, count in keras_params(layers).items():
         tally.layers.setdefault(path, LayerCost()).add(PARAMS, count)
     report = Report(
@@ -117,6 +126,48 @@ def count_tf(
     )
     report.conventions.update(TF_CONVENTIONS)
     return report
+
+
+#: The name of a call op, which freezing puts before the names of the ops it inlines.
+_CALL_SCOPE = re.compile(r"(?:Stateful)?PartitionedCall(?:_\d+)?")
+
+
+def inlined(namer: LayerNamer) -> LayerNamer:
+    """`namer` for a frozen graph: the scope an inlined call's name adds is read past, as the walk reads a call's
+    body under its caller's scopes."""
+    return lambda scopes: namer([scope for scope in scopes if not _CALL_SCOPE.fullmatch(scope)])
+
+
+def _loose(tally: Tally) -> bool:
+    """Whether the walk skipped an op for an unknown dim."""
+    return any(skip.reason == UNKNOWN_SHAPE for skip in tally.skipped.values())
+
+
+def _fixed(arg_specs: Sequence[Any]) -> bool:
+    """Whether every spec gives every dim."""
+    return all(s.shape.rank is not None and None not in s.shape.as_list() for s in arg_specs if hasattr(s, "shape"))
+
+
+def _at_shapes(tf: Any, concrete: Any, arg_specs: Sequence[Any]) -> Any | None:
+    """A function traced before at looser shapes than `arg_specs` (a SavedModel's serving function, saved with a
+    `None` batch, returns that trace whatever the specs): frozen (variables become constants, calls inlined) and
+    imported again at the given shapes, so that TensorFlow's shape inference binds every dim it can."""
+    from tensorflow.python.framework.convert_to_constants import convert_variables_to_constants_v2
+
+    try:
+        frozen = convert_variables_to_constants_v2(concrete)
+    except Exception:  # a function that cannot be frozen is counted as traced: its loose dims are skipped by name
+        return None
+    graph_def = frozen.graph.as_graph_def()
+    inputs = [t.name for t in frozen.inputs]
+    outputs = [t.name for t in frozen.outputs]
+
+    def imported(*args: Any) -> Any:
+        return tf.graph_util.import_graph_def(
+            graph_def, input_map=dict(zip(inputs, args)), return_elements=outputs, name=""
+        )
+
+    return tf.compat.v1.wrap_function(imported, [s for s in arg_specs if hasattr(s, "shape")])
 
 
 def _with_gradient(tf: Any, call: Any) -> Any:
