@@ -1,10 +1,12 @@
-"""The JAX backend: Flax NNX and Linen modules, and JAX functions, counted from their jaxpr (`counting/jax/`).
+"""The JAX backend: Flax NNX and Linen modules, Keras 3 models on the JAX backend, and JAX functions, counted from
+their jaxpr (`counting/jax/`).
 
 Its targets are spelled as PyTorch's (`package.module:factory`), so it decides by the object (`by_object`): the
-seam imports the target, calls a factory once, and this backend takes an `nnx.Module`, a `flax.linen.Module` or a
-`jax.jit` function. Given to `count()`, it takes those, and any other function whose arguments are jax arrays or
-`jax.ShapeDtypeStruct`s (the caller saying it is JAX). It looks at `sys.modules` only: an object cannot be a Flax
-module or a jax array unless flax or jax is imported already, so a PyTorch or ONNX user never imports jax.
+seam imports the target, calls a factory once, and this backend takes an `nnx.Module`, a `flax.linen.Module`, a
+Keras 3 model while Keras runs on JAX (`keras.backend.backend() == "jax"`) or a `jax.jit` function. Given to
+`count()`, it takes those, and any other function whose arguments are jax arrays or `jax.ShapeDtypeStruct`s (the
+caller saying it is JAX). It looks at `sys.modules` only: an object cannot be a Flax module, a Keras model or a jax
+array unless flax, keras or jax is imported already, so a PyTorch or ONNX user never imports jax.
 
 Inputs written in pyproject (shapes, dtypes such as `int32`, named dims) become `jax.ShapeDtypeStruct`s: nothing is
 allocated and nothing runs. It honours `training` (forward and backward phases, as the engine traces them) and
@@ -22,12 +24,13 @@ from pytest_flopbudget._backends.protocol import CountOptions, Loaded, problem
 from pytest_flopbudget._backends.references import Reference, inputs_from_reference
 from pytest_flopbudget._config.pyproject import DEFAULT_DTYPE, InputSpec, ModelEntry, elements_problem, is_reference
 from pytest_flopbudget._config.target_kinds import honouring
+from pytest_flopbudget._counting.keras_layers import is_keras_layer
 from pytest_flopbudget._counting.registry import FormulaRegistry
 from pytest_flopbudget._errors import CountingError
 from pytest_flopbudget._report import Report
 
 #: What a JAX target must be, for messages.
-_MODEL = "a Flax NNX or Linen module or a jax.jit function"
+_MODEL = "a Flax NNX or Linen module, a Keras 3 model (JAX backend) or a jax.jit function"
 
 
 def _flax_module(obj: object) -> str:
@@ -39,6 +42,12 @@ def _flax_module(obj: object) -> str:
     if linen is not None and isinstance(obj, linen.Module):
         return "linen"
     return ""
+
+
+def _keras_on_jax(obj: object) -> bool:
+    """A Keras 3 model (or layer) while Keras runs on JAX (keras imported already; its backend is fixed then)."""
+    keras = sys.modules.get("keras")
+    return keras is not None and is_keras_layer(obj) and keras.backend.backend() == "jax"
 
 
 def _jitted(obj: object) -> bool:
@@ -78,7 +87,7 @@ class JaxModels:
         return is_reference(target)
 
     def accepts_model(self, model: object) -> bool:
-        return bool(_flax_module(model)) or _jitted(model)
+        return bool(_flax_module(model)) or _keras_on_jax(model) or _jitted(model)
 
     def accepts_call(self, model: object, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
         if self.accepts_model(model):
@@ -126,6 +135,10 @@ class JaxModels:
             )
         from pytest_flopbudget._counting.jax.engine import count_jax, count_linen, count_nnx
 
+        if _keras_on_jax(model):
+            from pytest_flopbudget._counting.jax.keras_models import count_keras
+
+            return count_keras(model, *args, training=options.training, **kwargs)
         kind = _flax_module(model)
         if kind == "nnx":
             return count_nnx(model, *args, training=options.training, **kwargs)

@@ -2,13 +2,14 @@
 
 jax records the `jax.named_scope`s an equation was traced under (`source_info.name_stack`), and the transforms
 that produced it (`jvp`, `transpose`). Flax Linen names its modules there (`Model/layers_3/attn`); the NNX helper
-(`engine.count_nnx`) enters one scope per module call, marked `NNX_SCOPE + dotted path`. An equation inside a
+(`engine.count_nnx`) enters one scope per module call, marked `NNX_SCOPE + dotted path`; the Keras helper
+(`keras_models.count_keras`) one per Keras layer call, marked `KERAS_SCOPE + the layer's index`. An equation inside a
 call, scan, loop or branch has a name stack relative to its parent equation, so the walk joins them (`Stack`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,6 +17,10 @@ from pytest_flopbudget._report import ROOT
 
 #: The prefix of the named scope `count_nnx` enters around each module's call: `nnx:layers.3.attn`.
 NNX_SCOPE = "nnx:"
+
+#: The prefix of the named scope `count_keras` enters around each Keras layer's call: `keras:3`, the layer's index
+#: in `keras_layers`, since Keras' own scopes hold names a user may repeat.
+KERAS_SCOPE = "keras:"
 
 #: Scopes jax itself adds, which name no layer: remat's recomputation in the backward runs in the layer it
 #: recomputes.
@@ -62,5 +67,20 @@ def linen_layer(root: str) -> LayerNamer:
         if rest and rest[0] == root:
             rest = rest[1:]
         return ".".join(rest) if rest else ROOT
+
+    return layer
+
+
+def keras_layer(paths: Mapping[int, str]) -> LayerNamer:
+    """A Keras model's layers: the innermost layer marker among the scopes, by the layer's dotted path (Keras' own
+    scopes, `functional/dense`, are read past)."""
+
+    def layer(scopes: Sequence[str]) -> str:
+        for scope in reversed(scopes):
+            if scope.startswith(KERAS_SCOPE) and scope[len(KERAS_SCOPE) :].isdigit():
+                found = paths.get(int(scope[len(KERAS_SCOPE) :]))
+                if found is not None:
+                    return found
+        return ROOT
 
     return layer

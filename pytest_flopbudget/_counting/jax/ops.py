@@ -223,6 +223,13 @@ def _reduce_window(e: EqnContext) -> Cost:
     return f.pool(e.out_numel(0), prod(e.params["window_dimensions"]))
 
 
+@register("select_and_scatter_add")
+def _max_pool_gradient(e: EqnContext) -> Cost:
+    """Max pooling's gradient: the window size per output-gradient element (operand 0, `source`), torch's
+    `max_pool2d_with_indices_backward` and TensorFlow's `MaxPoolGrad` rule."""
+    return f.pool(e.in_numel(0), prod(e.params["window_dimensions"]))
+
+
 @register("sort")
 def _sort(e: EqnContext) -> Cost:
     """Rows along `dimension` sorted by a comparison sort (`formulas.comparison_sort`); the other operands sorted

@@ -4,18 +4,20 @@ Arguments become `tf.TensorSpec`s (an array's shape and dtype; a spec's unknown 
 function is traced once with `get_concrete_function` and its graph is walked with its function library (loop
 and branch bodies); no kernel runs. A Keras model is called inside the trace with `training=` and a marker name
 scope around each layer's call (`names.py`), so each op is charged to the layer `model.summary()` names.
+A function traced before at looser shapes than the specs (a SavedModel's serving function, saved with a `None`
+batch) keeps that trace: it is frozen and imported again at the given shapes (`_at_shapes`).
 """
 
 from __future__ import annotations
 
-import contextlib
-import math
-from collections.abc import Iterator, Mapping, Sequence
+import re
+from collections.abc import Mapping, Sequence
 from typing import Any
 
+from pytest_flopbudget._counting.keras_layers import is_keras_layer, keras_layers, keras_params, marked_calls
 from pytest_flopbudget._counting.tally import Tally
-from pytest_flopbudget._counting.tensorflow.names import LAYER_SCOPE, marked_layer, plain_layer
-from pytest_flopbudget._counting.tensorflow.walk import Walker
+from pytest_flopbudget._counting.tensorflow.names import LAYER_SCOPE, LayerNamer, marked_layer, plain_layer
+from pytest_flopbudget._counting.tensorflow.walk import UNKNOWN_SHAPE, Walker
 from pytest_flopbudget._errors import CountingError
 from pytest_flopbudget._metrics import PARAMS
 from pytest_flopbudget._report import LayerCost, Report
@@ -37,11 +39,6 @@ def _import_tf() -> Any:
             "counting a TensorFlow model needs tensorflow: pip install 'pytest-flopbudget[tensorflow]'"
         ) from None
     return tf
-
-
-def is_keras_layer(obj: Any) -> bool:
-    """Whether `obj` is a Keras 3 `Layer` (models are layers), found by class name so keras is not imported."""
-    return any(cls.__name__ == "Layer" and cls.__module__.startswith("keras.") for cls in type(obj).__mro__)
 
 
 def specs(tf: Any, args: Sequence[Any], shapes: Sequence[Sequence[int] | None] | None) -> list[Any]:
@@ -100,7 +97,7 @@ def count_tf(
         traced_fn = fn_or_model if hasattr(fn_or_model, "get_concrete_function") else tf.function(fn_or_model)
         call_kwargs = kwargs
     try:
-        with _marked_calls(tf, [layer for _, layer in layers]):
+        with marked_calls([layer for _, layer in layers], lambda i: tf.name_scope(f"{LAYER_SCOPE}{i}")):
             concrete = traced_fn.get_concrete_function(*arg_specs, **call_kwargs)
     except CountingError:
         raise
@@ -109,8 +106,14 @@ def count_tf(
         raise CountingError(f"{label}: the function could not be traced ({type(exc).__name__}: {text})") from None
     namer = marked_layer({index: path for index, (path, _) in enumerate(layers)}) if keras_model else plain_layer
     tally = Tally()
-    graph = concrete.graph
-    Walker(tf, graph, namer).walk(graph, tally)
+    Walker(tf, concrete.graph, namer).walk(concrete.graph, tally)
+    if not keras_model and _loose(tally) and _fixed(arg_specs):
+        # a function traced before at looser shapes (a SavedModel's, with a None batch) keeps that trace whatever
+        # the specs say: counted again, frozen and imported at the given shapes
+        rebound = _at_shapes(tf, concrete, arg_specs)
+        if rebound is not None:
+            tally = Tally()
+            Walker(tf, rebound.graph, inlined(namer)).walk(rebound.graph, tally)
     for path, count in keras_params(layers).items():
         tally.layers.setdefault(path, LayerCost()).add(PARAMS, count)
     report = Report(
@@ -123,6 +126,48 @@ def count_tf(
     )
     report.conventions.update(TF_CONVENTIONS)
     return report
+
+
+#: The name of a call op, which freezing puts before the names of the ops it inlines.
+_CALL_SCOPE = re.compile(r"(?:Stateful)?PartitionedCall(?:_\d+)?")
+
+
+def inlined(namer: LayerNamer) -> LayerNamer:
+    """`namer` for a frozen graph: the scope an inlined call's name adds is read past, as the walk reads a call's
+    body under its caller's scopes."""
+    return lambda scopes: namer([scope for scope in scopes if not _CALL_SCOPE.fullmatch(scope)])
+
+
+def _loose(tally: Tally) -> bool:
+    """Whether the walk skipped an op for an unknown dim."""
+    return any(skip.reason == UNKNOWN_SHAPE for skip in tally.skipped.values())
+
+
+def _fixed(arg_specs: Sequence[Any]) -> bool:
+    """Whether every spec gives every dim."""
+    return all(s.shape.rank is not None and None not in s.shape.as_list() for s in arg_specs if hasattr(s, "shape"))
+
+
+def _at_shapes(tf: Any, concrete: Any, arg_specs: Sequence[Any]) -> Any | None:
+    """A function traced before at looser shapes than `arg_specs` (a SavedModel's serving function, saved with a
+    `None` batch, returns that trace whatever the specs): frozen (variables become constants, calls inlined) and
+    imported again at the given shapes, so that TensorFlow's shape inference binds every dim it can."""
+    from tensorflow.python.framework.convert_to_constants import convert_variables_to_constants_v2
+
+    try:
+        frozen = convert_variables_to_constants_v2(concrete)
+    except Exception:  # a function that cannot be frozen is counted as traced: its loose dims are skipped by name
+        return None
+    graph_def = frozen.graph.as_graph_def()
+    inputs = [t.name for t in frozen.inputs]
+    outputs = [t.name for t in frozen.outputs]
+
+    def imported(*args: Any) -> Any:
+        return tf.graph_util.import_graph_def(
+            graph_def, input_map=dict(zip(inputs, args)), return_elements=outputs, name=""
+        )
+
+    return tf.compat.v1.wrap_function(imported, [s for s in arg_specs if hasattr(s, "shape")])
 
 
 def _with_gradient(tf: Any, call: Any) -> Any:
@@ -142,81 +187,6 @@ def _with_gradient(tf: Any, call: Any) -> Any:
         return outputs, loss, tape.gradient(loss, variables)  # the loss too: its sum runs, as in torch
 
     return step
-
-
-def keras_layers(model: Any) -> list[tuple[str, Any]]:
-    """Every layer of a Keras model by dotted path, root first as "", depth first over `_layers` (the lists
-    `model.summary()` and `Layer.weights` walk); two sublayers given one name are told apart with `_2`, as the
-    torch backend's Keras paths."""
-    out: list[tuple[str, Any]] = []
-    taken: set[str] = set()
-    seen: set[int] = set()
-    stack: list[tuple[str, Any]] = [("", model)]
-    while stack:
-        path, layer = stack.pop()
-        if id(layer) in seen:
-            continue
-        seen.add(id(layer))
-        out.append((path, layer))
-        taken.add(path)
-        children = []
-        for child in getattr(layer, "_layers", ()):
-            name = str(getattr(child, "name", "") or type(child).__name__)
-            child_path = f"{path}.{name}" if path else name
-            unique, n = child_path, 2
-            while unique in taken:
-                unique, n = f"{child_path}_{n}", n + 1
-            taken.add(unique)
-            children.append((unique, child))
-        stack.extend(reversed(children))
-    return out
-
-
-def keras_params(layers: Sequence[tuple[str, Any]]) -> dict[str, int]:
-    """Each layer's own weights, trainable and non-trainable (what `model.count_params()` adds up, and what the
-    torch backend counts for the same Keras model): shared weights once, seed generator state not at all."""
-    seen: set[int] = set()
-    params: dict[str, int] = {}
-    for path, layer in layers:
-        own = 0
-        for weight in [*getattr(layer, "_trainable_variables", ()), *getattr(layer, "_non_trainable_variables", ())]:
-            if id(weight) not in seen:
-                seen.add(id(weight))
-                own += math.prod(int(d) for d in weight.shape)
-        if own:
-            params[path] = own
-    return params
-
-
-@contextlib.contextmanager
-def _marked_calls(tf: Any, layers: Sequence[Any]) -> Iterator[None]:
-    """While tracing, each call of one of `layers` runs under the name scope `LAYER_SCOPE + its index`: the
-    classes' `__call__` are wrapped for the duration of the trace, instances matched by identity."""
-    index = {id(layer): i for i, layer in enumerate(layers)}
-    patched: list[tuple[type, Any]] = []
-    for cls in {type(layer) for layer in layers}:
-        for owner in cls.__mro__:
-            original = owner.__dict__.get("__call__")
-            if original is None or owner is object or any(owner is done for done, _ in patched):
-                continue
-            patched.append((owner, original))
-            type.__setattr__(owner, "__call__", _scoped(tf, original, index))
-    try:
-        yield
-    finally:
-        for owner, original in patched:
-            type.__setattr__(owner, "__call__", original)
-
-
-def _scoped(tf: Any, original: Any, index: Mapping[int, int]) -> Any:
-    def call(self: Any, *args: Any, **kwargs: Any) -> Any:
-        position = index.get(id(self))
-        if position is None:
-            return original(self, *args, **kwargs)
-        with tf.name_scope(f"{LAYER_SCOPE}{position}"):
-            return original(self, *args, **kwargs)
-
-    return call
 
 
 def _describe(spec: Any) -> dict[str, Any]:

@@ -20,6 +20,7 @@ from pytest_flopbudget._counting.registry import FREE
 from pytest_flopbudget._counting.tally import NO_FORMULA, Tally, formula_failed
 from pytest_flopbudget._counting.tensorflow.names import LayerNamer, joined, plain_layer, scopes_of
 from pytest_flopbudget._counting.tensorflow.ops import TF_OPS, OpContext
+from pytest_flopbudget._report import ROOT
 
 WHILE_OPS = frozenset({"While", "StatelessWhile"})
 IF_OPS = frozenset({"If", "StatelessIf"})
@@ -57,13 +58,15 @@ class Walker:
 
     def walk(self, graph: Any, tally: Tally, outer: Sequence[str] = ()) -> None:
         live = live_ops(graph)
+        placed: dict[str, tuple[str, bool, int]] = {}
         for op in graph.get_operations():
+            scopes = joined(outer, scopes_of(op.name))
+            path, backward = place(op, self.namer(scopes), bool(scopes) and scopes[0] == BACKWARD_SCOPE, placed)
             if live is None or op.name in live:
-                self.op(op, tally, joined(outer, scopes_of(op.name)))
+                self.op(op, tally, scopes, path, backward)
 
-    def op(self, op: Any, tally: Tally, scopes: Sequence[str]) -> None:
+    def op(self, op: Any, tally: Tally, scopes: Sequence[str], path: str, backward: bool = False) -> None:
         kind = op.type
-        path = self.namer(scopes)
         if kind in WHILE_OPS:
             self._while(op, tally, scopes, path)
         elif kind in IF_OPS:
@@ -81,7 +84,7 @@ class Walker:
             if body is not None:
                 self.walk(body, tally, scopes)
         else:
-            self._priced(op, kind, tally, path, backward=bool(scopes) and scopes[0] == BACKWARD_SCOPE)
+            self._priced(op, kind, tally, path, backward=backward)
 
     def _priced(self, op: Any, kind: str, tally: Tally, path: str, *, backward: bool = False) -> None:
         entry = TF_OPS.lookup(kind)
@@ -171,6 +174,23 @@ class Walker:
         self.walk(cond, cond_tally, scopes)
         tally.merge(body_tally, trip)
         tally.merge(cond_tally, trip + 1)
+
+
+def place(op: Any, path: str, backward: bool, placed: dict[str, tuple[str, bool, int]]) -> tuple[str, bool]:
+    """The layer and phase of `op` (`placed` holds those of the ops before it in the graph by name, with their
+    position).
+
+    An op is charged to the layer its scopes name, and is backward under the tape's `gradient_tape` scope. One
+    kind of op has neither: the gradient machinery sums the gradients of a tensor used twice (a residual's
+    shortcut) with an `AddN` it builds outside every scope. An op outside every layer and outside the tape whose
+    operands are all backward is such a sum: backward, charged to the layer of its latest operand (where the
+    second gradient arrived, as PyTorch's autograd engine accumulates it and jax's `add_any` is placed)."""
+    if path == ROOT and not backward and op.inputs:
+        sources = [placed.get(tensor.op.name) for tensor in op.inputs]
+        if all(source is not None and source[1] for source in sources):
+            path, backward = max(sources, key=lambda source: source[2])[0], True  # type: ignore[index]
+    placed[op.name] = (path, backward, len(placed))
+    return path, backward
 
 
 def live_ops(graph: Any) -> set[str] | None:
