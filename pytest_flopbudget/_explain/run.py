@@ -1,0 +1,90 @@
+"""`flopbudget explain`: count a model ourselves, run a peer on it, and itemise the difference.
+
+The peer needs a real forward: the entry is loaded with real (zero) inputs, in eval mode. Ours is counted on the
+same model and inputs (on fake tensors, as `flopbudget count` does) in the grad mode the peer runs in, so both see
+the same kernels: under no_grad nn.MultiheadAttention takes its fused fast path, with gradients on it runs its
+linear layers and attention one by one, and our formulas give the fused kernel exactly the FLOPs of its parts. One
+more forward in that mode records the ops that ran per layer (a fused attention kernel shows there as one op),
+which is how a zero of the peer's is told apart.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+from pytest_flopbudget._backends import backend_for, count
+from pytest_flopbudget._backends.dispatch import _counted, load_entry
+from pytest_flopbudget._config.pyproject import ModelEntry
+from pytest_flopbudget._errors import FlopBudgetError
+from pytest_flopbudget._explain.items import Explanation
+from pytest_flopbudget._explain.peers import peer_named
+from pytest_flopbudget._explain.peers.protocol import ModelFacts, Peer, PeerCount, PeerError
+
+
+class ExplainError(FlopBudgetError):
+    """A peer that cannot run here (not installed, another framework, a model it cannot count): one line."""
+
+
+def explain_entry(entry: ModelEntry, root: Path, peer_name: str) -> Explanation:
+    """Our count of `entry` against `peer_name`'s, itemised."""
+    from pytest_flopbudget._explain.match import explain
+
+    peer = _ready(peer_name)
+    backend = backend_for(entry)
+    if backend.name != peer.framework:
+        raise ExplainError(f"--vs {peer.name} counts {peer.framework} models; {entry.target} is a {backend.name} model")
+    if entry.training or entry.generate:
+        raise ExplainError("explain compares one inference forward; drop --training / generate")
+    _, loaded = load_entry(dataclasses.replace(entry, execution="real"), root)
+    model, args, kwargs = loaded.model, loaded.args, dict(loaded.kwargs)
+    _real_weights(peer, model)
+    model.eval()
+    with _grad_mode(peer):
+        ours = _counted(entry, lambda: count(model, *args, **kwargs))
+    their_count, facts = run_peer(peer, model, args, kwargs)
+    return explain(ours, their_count, peer, facts)
+
+
+def _ready(name: str) -> Peer:
+    from pytest_flopbudget._explain.peers import UnknownPeer
+
+    try:
+        peer = peer_named(name)
+    except UnknownPeer as exc:
+        raise ExplainError(str(exc)) from None
+    if not peer.is_installed():
+        raise ExplainError(f"--vs {peer.name}: {peer.title} is not installed here; pip install {peer.distribution}")
+    return peer
+
+
+def run_peer(
+    peer: Peer, model: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> tuple[PeerCount, ModelFacts]:
+    """The peer's count of one real forward of `model` (in eval mode), and the ops that forward ran per layer."""
+    from pytest_flopbudget._explain.peers.torch_tools import model_facts
+
+    try:
+        with _grad_mode(peer):
+            their_count = peer.run(model, args, kwargs)
+        with _grad_mode(peer):
+            facts = model_facts(model, args, kwargs)
+    except PeerError as exc:
+        raise ExplainError(f"--vs {peer.name}: {exc}") from None
+    return their_count, facts
+
+
+def _grad_mode(peer: Peer) -> contextlib.AbstractContextManager[Any]:
+    import torch
+
+    return torch.no_grad() if peer.no_grad else contextlib.nullcontext()
+
+
+def _real_weights(peer: Peer, model: Any) -> None:
+    if any(tensor.is_meta for tensor in (*model.parameters(), *model.buffers())):
+        raise ExplainError(
+            f"--vs {peer.name} runs a real forward, and the model's weights are on the meta device; give a factory "
+            f"that builds it on the CPU (at a small size)"
+        )
