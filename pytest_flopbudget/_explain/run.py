@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_flopbudget._backends import backend_for, count
-from pytest_flopbudget._backends.dispatch import _counted, load_entry
+from pytest_flopbudget._backends.dispatch import load_entry
 from pytest_flopbudget._config.pyproject import ModelEntry
 from pytest_flopbudget._errors import FlopBudgetError
 from pytest_flopbudget._explain.items import Explanation
@@ -43,9 +43,14 @@ def explain_entry(entry: ModelEntry, root: Path, peer_name: str) -> Explanation:
     _real_weights(peer, model)
     model.eval()
     with _grad_mode(peer):
-        ours = _counted(entry, lambda: count(model, *args, **kwargs))
+        ours = count(model, *args, **kwargs)
     their_count, facts = run_peer(peer, model, args, kwargs)
     return explain(ours, their_count, peer, facts)
+
+
+def check_peer(name: str) -> None:
+    """Raise `ExplainError` (one line) for a `--vs` name that is no peer or a peer that is not installed."""
+    _ready(name)
 
 
 def _ready(name: str) -> Peer:
