@@ -30,8 +30,6 @@ class ExplainError(FlopBudgetError):
 
 def explain_entry(entry: ModelEntry, root: Path, peer_name: str) -> Explanation:
     """Our count of `entry` against `peer_name`'s, itemised."""
-    from pytest_flopbudget._explain.match import explain
-
     peer = _ready(peer_name)
     backend = backend_for(entry)
     if backend.name != peer.framework:
@@ -39,7 +37,14 @@ def explain_entry(entry: ModelEntry, root: Path, peer_name: str) -> Explanation:
     if entry.training or entry.generate:
         raise ExplainError("explain compares one inference forward; drop --training / generate")
     _, loaded = load_entry(dataclasses.replace(entry, execution="real"), root)
-    model, args, kwargs = loaded.model, loaded.args, dict(loaded.kwargs)
+    return explain_model(loaded.model, loaded.args, dict(loaded.kwargs), peer.name)
+
+
+def explain_model(model: Any, args: tuple[Any, ...], kwargs: dict[str, Any], peer_name: str) -> Explanation:
+    """Our count of `model(*args, **kwargs)` (real tensors) against `peer_name`'s, itemised."""
+    from pytest_flopbudget._explain.match import explain
+
+    peer = _ready(peer_name)
     _real_weights(peer, model)
     model.eval()
     with _grad_mode(peer):

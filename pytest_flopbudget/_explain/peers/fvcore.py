@@ -31,10 +31,13 @@ class Fvcore:
 
     def run(self, model: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> PeerCount:
         import logging
-
-        from fvcore.nn import FlopCountAnalysis
+        import warnings
 
         from pytest_flopbudget._explain.peers.torch_tools import exclusive
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # importing fvcore scripts a function: torch.jit's deprecation warning
+            from fvcore.nn import FlopCountAnalysis
 
         if kwargs:
             raise PeerError("fvcore traces positional inputs only; give the inputs by position")
@@ -42,7 +45,9 @@ class Fvcore:
         analysis.unsupported_ops_warnings(False).uncalled_modules_warnings(False).tracer_warnings("none")
         logging.getLogger("fvcore").setLevel(logging.ERROR)
         try:
-            counts = analysis.by_module_and_operator()
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # the JIT tracer's deprecation and tracer warnings, not ours to show
+                counts = analysis.by_module_and_operator()
             unsupported = {path: dict(analysis.unsupported_ops(path)) for path in counts}
         except Exception as exc:  # a model the JIT tracer cannot trace
             raise PeerError(f"fvcore could not trace the model: {type(exc).__name__}: {exc}") from None
