@@ -34,12 +34,8 @@ def run_explain(request: ExplainRequest, out: TextIO) -> int:
     from pytest_flopbudget._explain.text import explanation_text
 
     check_peer(request.vs)  # a typo or a missing package costs no count
-    entry, root = resolve_target(
-        CountRequest(
-            target=request.target, input=request.input, dtype=request.dtype, dims=request.dims,
-            pyproject=request.pyproject,
-        )  # fmt: skip
-    )
+    counted = CountRequest(request.target, request.input, request.dtype, pyproject=request.pyproject, dims=request.dims)
+    entry, root = resolve_target(counted)
     explanation = explain_entry(entry, root, request.vs)
     if request.format == "json":
         out.write(json.dumps(explanation.to_dict(), indent=2) + "\n")

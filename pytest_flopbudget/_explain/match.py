@@ -208,7 +208,9 @@ def _split(layer: str, pair: _Pair, unit: str, zero: tuple[str, str]) -> list[It
         return [Item(layer, op, flops, theirs, reasons.OTHER_FORMULA, their_op, _ratio(flops, theirs))]
     found = []
     if per_mac == 1:
-        found.append(Item(layer, op, 2 * macs, macs, reasons.MACS_VS_FLOPS, their_op, f"{macs} MACs"))
+        found.append(
+            Item(layer, op, 2 * macs, macs, reasons.MACS_VS_FLOPS, their_op, f"{macs:,} MAC{'s' if macs != 1 else ''}")
+        )
     rest, their_rest = flops - 2 * macs, theirs - mac_part
     if rest != their_rest:
         if their_rest == 0 and pair.attention:

@@ -70,9 +70,7 @@ def _ready(name: str) -> Peer:
     return peer
 
 
-def run_peer(
-    peer: Peer, model: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
-) -> tuple[PeerCount, ModelFacts]:
+def run_peer(peer: Peer, model: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[PeerCount, ModelFacts]:
     """The peer's count of one real forward of `model` (in eval mode), and the ops that forward ran per layer."""
     from pytest_flopbudget._explain.peers.torch_tools import model_facts
 

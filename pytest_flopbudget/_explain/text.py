@@ -17,7 +17,7 @@ def explanation_text(explanation: Explanation, model: str, per_layer: bool = Fal
         f"{model}: ours against {explanation.title} {explanation.version}",
         f"  ours     {explanation.ours:>20,} FLOPs  ({format_count(explanation.ours, 'FLOPs')})",
         f"  theirs   {explanation.theirs:>20,} {unit:<5}  ({format_count(explanation.theirs, unit)})"
-        + ('  fvcore, ptflops and thop call these "flops"' if explanation.unit == "macs" else ""),
+        + (f'  ({explanation.peer} calls them "flops")' if explanation.unit == "macs" else ""),
         f"  ours - theirs {explanation.difference:>+15,}",
         "",
     ]
@@ -29,7 +29,11 @@ def explanation_text(explanation: Explanation, model: str, per_layer: bool = Fal
     table = [headers, *rows, ("total", "", "", "", f"{sum(item.difference for item in explanation.items):+,}")]
     widths = [max(len(row[i]) for row in table) for i in range(len(headers))]
     for index, row in enumerate(table):
-        cells = [row[0].ljust(widths[0]), row[1].ljust(widths[1]), *(cell.rjust(w) for cell, w in zip(row[2:], widths[2:]))]
+        cells = [
+            row[0].ljust(widths[0]),
+            row[1].ljust(widths[1]),
+            *(cell.rjust(w) for cell, w in zip(row[2:], widths[2:])),
+        ]
         lines.append("  " + "  ".join(cells).rstrip())
         if index == 0 or index == len(table) - 2:
             lines.append("  " + "  ".join("-" * width for width in widths))
@@ -50,7 +54,7 @@ def _rows(items: tuple[Item, ...], per_layer: bool) -> list[tuple[str, ...]]:
     groups: dict[tuple[str, str], list[Item]] = {}
     for item in items:
         groups.setdefault((item.reason, item.op or item.their_op or "(layer)"), []).append(item)
-    rows = []
+    rows: list[tuple[str, ...]] = []
     for (reason, op), grouped in sorted(groups.items(), key=lambda pair: -abs(sum(i.difference for i in pair[1]))):
         layers = {item.layer for item in grouped}
         label = f"{op} ({plural(len(layers), 'layer')})" if len(layers) > 1 else f"{op} in {_layer(grouped[0])}"

@@ -54,7 +54,7 @@ class Ptflops:
         original_call = engine.torch_function_wrapper.__call__
         engine.patch_functional(collector)
         engine.patch_tensor_ops(collector)
-        engine.torch_function_wrapper.__call__ = call  # type: ignore[method-assign]
+        engine.torch_function_wrapper.__call__ = call
         try:
             with stack.active():
                 model(*args, **kwargs)
@@ -67,7 +67,7 @@ class Ptflops:
         except Exception as exc:
             raise PeerError(f"ptflops failed on the model: {type(exc).__name__}: {exc}") from None
         finally:
-            engine.torch_function_wrapper.__call__ = original_call  # type: ignore[method-assign]
+            engine.torch_function_wrapper.__call__ = original_call
             engine.unpatch_functional()
             engine.unpatch_tensor_ops()
             counted.stop_flops_count()
@@ -78,9 +78,11 @@ class Ptflops:
         figures = [PeerFigure(path, types[path], value, module=True) for path, value in priced.items()]
         figures += [PeerFigure(path, op, value) for path, ops in functional.items() for op, value in ops.items()]
         total = sum(figure.value for figure in figures)
-        notes = ()
+        notes: tuple[str, ...] = ()
         if batches > 1:
-            notes = (f"ptflops divides its total by the batch size ({batches}): it prints {total // batches} per sample",)
+            notes = (
+                f"ptflops divides its total by the batch size ({batches}): it prints {total // batches} per sample",
+            )
         return PeerCount(
             self.name,
             self.version(),

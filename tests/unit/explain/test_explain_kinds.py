@@ -40,5 +40,7 @@ def test_stems_drop_namespaces_and_in_place_underscores() -> None:
 
 
 def test_multiply_accumulate_ops_are_convolutions_matmuls_and_attention() -> None:
-    assert all(is_multiply_accumulate(op) for op in ("aten.convolution", "aten.bmm", "aten._native_multi_head_attention"))
+    assert all(
+        is_multiply_accumulate(op) for op in ("aten.convolution", "aten.bmm", "aten._native_multi_head_attention")
+    )
     assert not any(is_multiply_accumulate(op) for op in ("aten.relu", "aten.native_layer_norm", "aten.add"))

@@ -90,7 +90,10 @@ def test_a_module_hook_prices_all_of_the_modules_ops_and_a_patched_function_coun
     # attention; its hook prices the module as a whole. And nn.ReLU: the hook's figure, and F.relu's again.
     ours = report(
         {
-            "attn": {"aten.addmm": (561408, 278528), "aten._scaled_dot_product_flash_attention_for_cpu": (80920, 36992)},
+            "attn": {
+                "aten.addmm": (561408, 278528),
+                "aten._scaled_dot_product_flash_attention_for_cpu": (80920, 36992),
+            },
             "relu": {"aten.relu": (65536, 0)},
         }
     )
