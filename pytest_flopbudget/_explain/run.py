@@ -18,6 +18,7 @@ from typing import Any
 from pytest_flopbudget._backends import backend_for, count
 from pytest_flopbudget._backends.dispatch import load_entry
 from pytest_flopbudget._config.pyproject import ModelEntry
+from pytest_flopbudget._config.target_kinds import article
 from pytest_flopbudget._errors import FlopBudgetError
 from pytest_flopbudget._explain.items import Explanation
 from pytest_flopbudget._explain.peers import peer_named
@@ -33,9 +34,14 @@ def explain_entry(entry: ModelEntry, root: Path, peer_name: str) -> Explanation:
     peer = _ready(peer_name)
     backend = backend_for(entry)
     if backend.name != peer.framework:
-        raise ExplainError(f"--vs {peer.name} counts {peer.framework} models; {entry.target} is a {backend.name} model")
-    if entry.training or entry.generate:
-        raise ExplainError("explain compares one inference forward; drop --training / generate")
+        raise ExplainError(
+            f"--vs {peer.name} counts PyTorch models; {entry.target} is {article(backend.framework)} model (explain "
+            f"has no {backend.framework} peer yet)"
+        )
+    if entry.training or entry.generate or entry.method != "forward":
+        raise ExplainError(
+            f"{entry.name}: explain compares one inference forward; it takes no training, generate or method"
+        )
     _, loaded = load_entry(dataclasses.replace(entry, execution="real"), root)
     return explain_model(loaded.model, loaded.args, dict(loaded.kwargs), peer.name)
 
@@ -81,6 +87,11 @@ def run_peer(peer: Peer, model: Any, args: tuple[Any, ...], kwargs: dict[str, An
             facts = model_facts(model, args, kwargs)
     except PeerError as exc:
         raise ExplainError(f"--vs {peer.name}: {exc}") from None
+    except Exception as exc:  # the peer's own bug, or a model it cannot run: one line, not a traceback
+        detail = " ".join(str(exc).split())[:300]
+        raise ExplainError(
+            f"--vs {peer.name}: {peer.title} failed on the model: {type(exc).__name__}: {detail}"
+        ) from None
     return their_count, facts
 
 
