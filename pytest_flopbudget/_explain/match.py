@@ -144,24 +144,26 @@ def _pair(layer: _Layer) -> tuple[list[_Pair], list[PeerFigure], list[PeerFigure
         if not ops:
             return [], twice, modules
         return [_group(layer, ops, modules)], twice, []
-    paired: dict[str, list[PeerFigure]] = {op: [] for op in counted}
-    by_kind = {kind(op): op for op in counted}
+    groups: dict[str, list[str]] = {}  # our ops by kind: an aten.mm and an aten.bmm in one layer pair together
+    for op in counted:
+        groups.setdefault(kind(op), []).append(op)
+    paired: dict[str, list[PeerFigure]] = {op_kind: [] for op_kind in groups}
     left = []
     for figure in figures:
-        ours = by_kind.get(kind(figure.op)) if figure.op is not None else None
-        if ours is None:
-            left.append(figure)
+        figure_kind = kind(figure.op) if figure.op is not None else None
+        if figure_kind in paired:
+            paired[figure_kind].append(figure)
         else:
-            paired[ours].append(figure)
+            left.append(figure)
+    if left and not groups and len(free) == 1:  # an op we count as free, which the peer prices
+        return [_group(layer, (free[0],), left)], [], []
     if left:
-        unpaired_ops = [op for op in counted if not paired[op]]
-        taker = unpaired_ops[0] if len(unpaired_ops) == 1 else counted[0] if len(counted) == 1 else None
-        if taker is None and not counted and len(free) == 1:
-            taker = free[0]  # an op we count as free, which the peer prices
+        unpaired = [op_kind for op_kind in groups if not paired[op_kind]]
+        taker = unpaired[0] if len(unpaired) == 1 else next(iter(groups)) if len(groups) == 1 else None
         if taker is None:
-            return [_group(layer, (op,), found) for op, found in paired.items()], [], left
-        paired.setdefault(taker, []).extend(left)
-    return [_group(layer, (op,), found) for op, found in paired.items()], [], []
+            return [_group(layer, tuple(groups[k]), paired[k]) for k in groups], [], left
+        paired[taker].extend(left)
+    return [_group(layer, tuple(groups[k]), paired[k]) for k in groups], [], []
 
 
 def _group(layer: _Layer, ops: tuple[str, ...], theirs: list[PeerFigure]) -> _Pair:

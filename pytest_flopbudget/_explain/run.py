@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import io
 from pathlib import Path
 from typing import Any
 
@@ -80,8 +81,8 @@ def run_peer(peer: Peer, model: Any, args: tuple[Any, ...], kwargs: dict[str, An
     """The peer's count of one real forward of `model` (in eval mode), and the ops that forward ran per layer."""
     from pytest_flopbudget._explain.peers.torch_tools import model_facts
 
-    try:
-        with _grad_mode(peer):
+    try:  # a peer's prints and log lines (DeepSpeed logs to stdout) must not mix with the table or the JSON
+        with _grad_mode(peer), contextlib.redirect_stdout(io.StringIO()):
             their_count = peer.run(model, args, kwargs)
         with _grad_mode(peer):
             facts = model_facts(model, args, kwargs)

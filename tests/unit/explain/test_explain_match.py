@@ -181,3 +181,11 @@ def test_the_items_always_sum_exactly_to_the_difference(
     explanation = explain(report(ours), counted, ToyPeer(hooks=hooks))
     assert explanation.residual == 0
     assert sum(item.ours - item.theirs for item in explanation.items) == explanation.ours - explanation.theirs
+
+
+def test_our_ops_of_one_kind_in_a_layer_pair_together() -> None:
+    # a block that projects with F.linear (aten.mm) and multiplies with torch.matmul (aten.bmm) in its own forward;
+    # fvcore names them linear and matmul: one matmul pair, 2 * (64 + 32) FLOPs against 64 + 32 MACs
+    ours = report({"block": {"aten.mm": (128, 64), "aten.bmm": (64, 32)}})
+    explanation = explain(ours, peer_count([("block", "linear", 64), ("block", "matmul", 32)]), ToyPeer())
+    assert summary(explanation) == [("block", "aten.mm + aten.bmm", 192, 96, reasons.MACS_VS_FLOPS)]
