@@ -56,7 +56,8 @@ def _rotate_half(x: jax.Array) -> jax.Array:
 
 def rotary_cos_sin(seq_len: int, head_dim: int, theta: float) -> tuple[jax.Array, jax.Array]:
     """Rotary angle tables (seq_len, head_dim), computed on the fly as `examples.decoder.rotary_cos_sin`."""
-    inv_freq = 1.0 / (theta ** (jnp.arange(0, head_dim, 2, dtype=jnp.float32) / head_dim))
+    # PyTorch's `1.0 / t` runs `t.reciprocal() * 1.0` (torch.Tensor.__rtruediv__): the same two ops here
+    inv_freq = jnp.reciprocal(theta ** (jnp.arange(0, head_dim, 2, dtype=jnp.float32) / head_dim)) * 1.0
     freqs = jnp.outer(jnp.arange(seq_len, dtype=jnp.float32), inv_freq)
     emb = jnp.concatenate((freqs, freqs), axis=-1)
     return jnp.cos(emb), jnp.sin(emb)

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from pytest_flopbudget._counting.jax.composites import composite_call
 from pytest_flopbudget._counting.jax.names import LayerNamer, Stack, plain_layer
 from pytest_flopbudget._counting.jax.ops import JAX_OPS, EqnContext
 from pytest_flopbudget._counting.registry import FREE
@@ -73,9 +74,14 @@ class Walker:
             self.equation(eqn, tally, stack.enter(eqn.source_info.name_stack))
 
     def equation(self, eqn: Any, tally: Tally, stack: Stack) -> None:
+        if stack.absorbed:  # a primitive of a composite priced by its rule (`composites.py`)
+            return
         name = eqn.primitive.name
         path = self.namer(stack.scopes)
-        if name == "scan":
+        composite = composite_call(eqn, stack.backward and not stack.recomputed)
+        if composite is not None:
+            self._priced(eqn, composite[0], tally, stack, path, composite[1])
+        elif name == "scan":
             body = Tally()
             self.walk(eqn.params["jaxpr"], body, stack)
             tally.merge(body, int(eqn.params["length"]))
@@ -88,14 +94,16 @@ class Walker:
         else:
             self._priced(eqn, name, tally, stack, path)
 
-    def _priced(self, eqn: Any, name: str, tally: Tally, stack: Stack, path: str) -> None:
+    def _priced(
+        self, eqn: Any, name: str, tally: Tally, stack: Stack, path: str, context: EqnContext | None = None
+    ) -> None:
         entry = JAX_OPS.lookup(name)
         if entry is FREE:
             return
         if entry is None:
             tally.skip(path, name, NO_FORMULA)
             return
-        context = EqnContext(
+        context = context or EqnContext(
             primitive=name,
             in_shapes=[_shape(v) for v in eqn.invars],
             out_shapes=[_shape(v) for v in eqn.outvars],

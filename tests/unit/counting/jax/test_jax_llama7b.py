@@ -38,24 +38,21 @@ def test_llama_7b_counts_the_hand_derived_total() -> None:
     attention_macs = 2 * LAYERS * HEADS * T * T * HEAD_DIM
     assert report.macs == n * T + attention_macs == 14_630_806_093_824
 
-    # everything else, per layer (docs/jax.md lists why each term is what JAX's primitives cost)
-    rms_norm = 4 * T * D + 3 * T  # square, sum, multiply by rsqrt, by the weight; per row divide, add eps, rsqrt
-    rope_tables = 5 * (HEAD_DIM // 2) + T * (HEAD_DIM // 2) + 2 * T * HEAD_DIM  # inv_freq, outer, cos and sin
+    # everything else, per layer (docs/jax.md derives each term; the named composites by their shared rules)
+    rms_norm = 4 * T * D + 2 * T  # square, jnp.mean (1 per input element), multiply by rsqrt, by the weight; per
+    # row add eps, rsqrt
+    rope_tables = 4 * (HEAD_DIM // 2) + T * (HEAD_DIM // 2) + 2 * T * HEAD_DIM  # inv_freq (arange free: / head_dim,
+    # theta **, reciprocal, * 1.0), outer, cos and sin
     rope = 2 * (3 * T * D + T * D // 2)  # q and k: x*cos + rotate_half(x)*sin (the half negated)
     scores = HEADS * T * T
-    attention = (
-        scores  # scale
-        + 2 * T * T  # causal tril: iota + 0, ge
-        + scores  # and with the mask
-        + 5 * scores  # softmax: max, subtract, exp, sum, divide
-        + HEADS * T  # the softmax's guard max, per row
-    )
-    swiglu = 3 * T * FFN  # silu (logistic, mul) and the gate product
+    attention = 6 * scores  # jax.nn.dot_product_attention by the attention rule: scale and softmax (5) per score;
+    # the causal mask adds nothing
+    swiglu = 2 * T * FFN  # silu (1 per element, a named composite) and the gate product
     residuals = 2 * T * D
     layer = 2 * rms_norm + rope_tables + rope + attention + swiglu + residuals
-    elementwise = LAYERS * layer + rms_norm + 2 * T  # the final norm; jnp.take's id wrap (lt, add)
-    assert elementwise == 37_117_906_944
-    assert report.flops == 2 * n * T + 2 * attention_macs + elementwise == 29_298_730_094_592
+    elementwise = LAYERS * layer + rms_norm  # the final norm; nnx.Embed's lookup is free
+    assert elementwise == 31_830_847_488
+    assert report.flops == 2 * n * T + 2 * attention_macs + elementwise == 29_293_443_035_136
     assert report.skipped_ops == {}
 
 
