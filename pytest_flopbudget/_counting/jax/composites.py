@@ -35,16 +35,18 @@ from __future__ import annotations
 import contextlib
 import importlib
 import inspect
+import sys
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from pytest_flopbudget._counting.jax.names import ABSORBED_SCOPE
-from pytest_flopbudget._counting.jax.ops import ACTIVATIONS, BACKWARD, EqnContext
+from pytest_flopbudget._counting.jax.ops import ACTIVATIONS, BACKWARD, COMPOSITE_PRIMITIVE, EqnContext
 
-#: The identity primitive a hooked composite's results pass through (`hooked`), carrying its name and shapes.
-COMPOSITE_PRIMITIVE = "flopbudget_composite"
+#: The sides of a hooked composite's marker: its array arguments enter through one (`side=INPUT`, free), its
+#: results leave through the other (`side=OUTPUT`), which is priced.
+INPUT, OUTPUT = "input", "output"
 
 #: Reads a call's static facts (`info`) from its arguments bound by name (`self` included, for a module).
 Info = Callable[[Mapping[str, Any]], Mapping[str, Any]]
@@ -84,12 +86,17 @@ class Composite:
     info: Info = field(default=_no_info)
     method: str = ""  # "__call__" for a module class
 
-    def target(self) -> Any:
+    def target(self, load: bool = False) -> Any:
         """The function object (for a module class, its `__call__` as written, under any wrapper), or None when
-        the library is not installed or no longer has it."""
+        its library is not imported (`load`: import it), not installed, or no longer has it. A count hooks only
+        the libraries already imported: a model that uses flax has imported it, and one that does not never
+        pays for importing it."""
         try:
-            owner = getattr(importlib.import_module(self.module), self.attribute)
-        except (ImportError, AttributeError):
+            library = importlib.import_module(self.module) if load else sys.modules.get(self.module)
+            owner = getattr(library, self.attribute, None)
+        except ImportError:
+            return None
+        if owner is None:
             return None
         if self.method:
             owner = inspect.unwrap(owner.__dict__.get(self.method)) if self.method in owner.__dict__ else None
@@ -135,6 +142,8 @@ def composite_call(eqn: Any, backward: bool) -> tuple[str, EqnContext] | None:
     name = eqn.primitive.name
     if name == COMPOSITE_PRIMITIVE:
         params = eqn.params
+        if params["side"] != OUTPUT:
+            return None  # the arguments' side: free (`ops.py`)
         op = params["composite"] + (BACKWARD if params["derivative"] else "")
         return op, EqnContext(op, params["in_shapes"], _shapes(eqn.invars), dict(params["info"]))
     if name not in ("pjit", "jit"):
@@ -158,12 +167,12 @@ _JITTED: dict[str, str] | None = None
 
 def _jitted() -> dict[str, str]:
     """`func_src_info` (jax's "name at file:line" of the traced function) -> composite name, for the composites
-    that are jitted functions in this jax."""
+    that are jitted functions in this jax (jax's own functions: their modules load with jax)."""
     global _JITTED
     if _JITTED is None:
         found = {}
         for composite in COMPOSITES:
-            target = composite.target()
+            target = None if composite.method else composite.target(load=True)
             if target is not None and _is_jitted(target):
                 found[_source_info(inspect.unwrap(target))] = composite.name
         _JITTED = found
@@ -193,7 +202,8 @@ _STATE = _State()
 _LOCK = threading.Lock()
 #: How many counts (in any thread) are tracing now: the hooks are installed while it is above 0.
 _USERS = 0
-_HOOKS: list[_Hook] | None = None
+#: composite name -> its hook, built the first time a count finds its library imported
+_HOOKS: dict[str, _Hook] = {}
 
 
 def _trampoline(*args: Any, __flopbudget_call__: Callable[..., Any], **kwargs: Any) -> Any:
@@ -233,11 +243,21 @@ class _Hook:
             return self.original(*args, **kwargs)
         import jax
 
-        arguments = self.signature.bind(*args, **kwargs)
+        try:
+            arguments = self.signature.bind(*args, **kwargs)
+        except TypeError:  # the original says what is wrong with the call, in its own words
+            return self.original(*args, **kwargs)
         arguments.apply_defaults()
         composite = self.composite
         in_shapes = tuple(_shape_of(arguments.arguments.get(name)) for name in composite.arrays)
         info = tuple(sorted(composite.info(arguments.arguments).items()))
+        # the arguments enter through the marker too: the gradient of an argument used elsewhere as well is summed
+        # at that boundary, outside the composite (PyTorch's `aten.add`), not inside it
+        if composite.method:  # a layer's call: its arguments after the module (whose weights it reads itself)
+            inputs, kwargs = _marked(jax, (args[1:], kwargs), composite.name, side=INPUT)
+            args = (args[0], *inputs)
+        else:
+            args, kwargs = _marked(jax, (args, kwargs), composite.name, side=INPUT)
         _STATE.depth += 1
         try:
             with jax.named_scope(ABSORBED_SCOPE):
@@ -251,19 +271,19 @@ def _shape_of(value: Any) -> tuple[int, ...]:
     return tuple(int(d) for d in getattr(value, "shape", ()))
 
 
-def _marked(jax: Any, result: Any, name: str, in_shapes: Any, info: Any) -> Any:
-    """`result` with its traced arrays passed through the composite's marker (results computed eagerly, outside
-    the trace, are not in the jaxpr and stay as they are)."""
-    leaves, tree = jax.tree_util.tree_flatten(result)
+def _marked(jax: Any, tree: Any, name: str, in_shapes: Any = (), info: Any = (), side: str = OUTPUT) -> Any:
+    """`tree` with its traced arrays passed through the composite's marker (arrays computed eagerly, outside the
+    trace, are not in the jaxpr and stay as they are)."""
+    leaves, structure = jax.tree_util.tree_flatten(tree)
     traced = [i for i, leaf in enumerate(leaves) if isinstance(leaf, jax.core.Tracer)]
     if not traced:
-        return result
+        return tree
     marked = _primitive().bind(
-        *(leaves[i] for i in traced), composite=name, in_shapes=in_shapes, info=info, derivative=False
+        *(leaves[i] for i in traced), composite=name, in_shapes=in_shapes, info=info, side=side, derivative=False
     )
     for i, leaf in zip(traced, marked):
         leaves[i] = leaf
-    return jax.tree_util.tree_unflatten(tree, leaves)
+    return jax.tree_util.tree_unflatten(structure, leaves)
 
 
 @contextlib.contextmanager
@@ -302,14 +322,15 @@ def _isolated() -> contextlib.AbstractContextManager[Any]:
 
 
 def _hooks() -> list[_Hook]:
-    """A hook for every composite that is a plain Python function (or method) without closure cells, built once: a
-    jitted one is found by its `jit` equation instead, and one that cannot take the trampoline counts its
+    """A hook for every composite that is a plain Python function (or method) without closure cells, each built
+    once: a jitted one is found by its `jit` equation instead, and one that cannot take the trampoline counts its
     primitives (`recognised` says which is which)."""
-    global _HOOKS
-    if _HOOKS is None:
-        targets = [(composite, composite.target()) for composite in COMPOSITES]
-        _HOOKS = [_Hook(composite, target) for composite, target in targets if _hookable(target)]
-    return _HOOKS
+    for composite in COMPOSITES:
+        if composite.name not in _HOOKS:
+            target = composite.target()
+            if _hookable(target):
+                _HOOKS[composite.name] = _Hook(composite, target)
+    return list(_HOOKS.values())
 
 
 def _hookable(target: Any) -> bool:
@@ -321,7 +342,7 @@ def recognised() -> dict[str, str]:
     the primitives it is made of); the tests check that every composite is found."""
     found = {}
     for composite in COMPOSITES:
-        target = composite.target()
+        target = composite.target(load=True)
         if target is not None and _is_jitted(target):
             found[composite.name] = "jit"
         elif _hookable(target):
@@ -339,7 +360,8 @@ _PRIMITIVE: Any = None
 def _primitive() -> Any:
     """`flopbudget_composite`, defined on first use: identity on its operands, with the rules jax needs to
     differentiate (its tangent is the same primitive with `derivative=True`, which transposes to itself), batch
-    (the recorded argument shapes gain the batch axis) and lower (to its operands)."""
+    (the recorded argument shapes gain the batch axis) and lower (to its operands). jax's own
+    `xla_metadata_value` primitive is an identity of the same kind."""
     global _PRIMITIVE
     if _PRIMITIVE is not None:
         return _PRIMITIVE

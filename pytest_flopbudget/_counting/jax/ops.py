@@ -340,6 +340,12 @@ RMS_NORM_COMPOSITES = ("flax.nnx.RMSNorm", "flax.linen.RMSNorm")
 EMBED_COMPOSITES = ("flax.nnx.Embed", "flax.linen.Embed")
 
 
+#: The identity primitive a hooked composite's arguments and results pass through (`composites.py`): the walk
+#: prices the results' side by the composite's formula; the arguments' side is free.
+COMPOSITE_PRIMITIVE = "flopbudget_composite"
+JAX_OPS.register_free(COMPOSITE_PRIMITIVE)
+
+
 def backward_of(*names: str) -> tuple[str, ...]:
     return tuple(name + BACKWARD for name in names)
 

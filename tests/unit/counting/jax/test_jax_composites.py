@@ -5,7 +5,10 @@ layer by layer and phase by phase, to the same model in PyTorch."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import threading
+from pathlib import Path
 from typing import Any, Callable
 
 import pytest
@@ -23,6 +26,7 @@ from pytest_flopbudget._counting.jax.engine import count_jax, count_linen, count
 from pytest_flopbudget._counting.jax.ops import BACKWARD, JAX_OPS  # noqa: E402
 from pytest_flopbudget._report import Report  # noqa: E402
 
+ROOT = Path(__file__).resolve().parents[4]
 F32 = jnp.float32
 X = jax.ShapeDtypeStruct((4, 8), F32)  # 32 elements in 4 rows of 8
 
@@ -272,6 +276,30 @@ def test_a_composite_in_a_jitted_function_counts_whatever_was_traced_before() ->
     # and the trace the count made is not the one jax hands later callers
     assert "flopbudget_composite" not in str(jax.make_jaxpr(block)(jnp.ones((4, 8))))
     assert float(block(jnp.zeros((4, 8)))[0, 0]) == 1.0
+
+
+def test_the_gradient_of_an_argument_used_elsewhere_too_is_summed_outside_the_composite() -> None:
+    # h = 2w feeds gelu and the add: its two gradients are summed by an add_any of 32, as PyTorch's aten.add; the
+    # composite's own primitives (and the sums inside it) are part of its rules. Forward: mul 32, gelu 32, add 32,
+    # the loss's sum 32; backward: gelu's 32, the add_any 32, the mul's 32
+    def fn(w: Any) -> Any:
+        h = w * 2.0
+        return jax.nn.gelu(h) + h
+
+    report = count_jax(fn, (X,), training=True)
+    assert ops(report)["add_any"] == (32, 1)
+    assert phases(report) == (4 * 32, 3 * 32)
+
+
+def test_counting_plain_jax_imports_no_flax() -> None:
+    code = (
+        "import sys, jax, jax.numpy as jnp\n"
+        "from pytest_flopbudget._counting.jax.engine import count_jax\n"
+        "assert count_jax(jax.nn.gelu, (jax.ShapeDtypeStruct((2, 3), jnp.float32),)).flops == 6\n"
+        "assert 'flax' not in sys.modules, 'flax imported'\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
 
 
 def test_math_written_by_hand_counts_its_primitives() -> None:

@@ -3,6 +3,7 @@ vocab 32000) counted without weights at batch 1 x seq 2048: the total is the one
 attention, then every elementwise term), the count takes less CPU time than XLA's `lower().cost_analysis()` of the
 same abstract model, and it adds well under 1 GB to the process. `benchmarks/bench_jax_llama.py` prints the
 seconds; a test asserts no wall-clock limit (tests/growth.py), only the ratio to XLA's time in the same process.
+The PyTorch Llama of `examples/decoder.py` counts the same total.
 """
 
 from __future__ import annotations
@@ -54,6 +55,20 @@ def test_llama_7b_counts_the_hand_derived_total() -> None:
     assert elementwise == 31_830_847_488
     assert report.flops == 2 * n * T + 2 * attention_macs + elementwise == 29_293_443_035_136
     assert report.skipped_ops == {}
+
+
+def test_the_pytorch_llama_7b_counts_the_same() -> None:
+    # examples/decoder.py's Llama on the meta device, the PyTorch twin of the Flax model: the same total (the
+    # twins count identical figures per layer, test_jax_twins.py)
+    import torch
+
+    from examples.decoder import Llama, llama_inputs
+
+    config = LlamaConfig.llama_7b()
+    with torch.device("meta"):
+        model = Llama(config)
+    report = pytest_flopbudget.count(model.eval(), *llama_inputs(config, seq=T))
+    assert (report.flops, report.macs, report.params) == (29_293_443_035_136, 14_630_806_093_824, 6_738_415_616)
 
 
 CHILD = r"""
