@@ -23,11 +23,15 @@ A composite is found in the jaxpr one of two ways, whichever its library allows:
   array arguments and what its formula reads (`info`). That equation is priced by the formula. Its derivative
   (the JVP's tangent, transposed in the backward) is the same primitive with `derivative=True`, priced by the
   backward formula, so a training count charges the composite's backward by the rule, as PyTorch's
-  `aten.gelu_backward`. A composite called inside another (softmax inside `jax.nn.dot_product_attention`, a mean
-  inside a LayerNorm) is part of the outer one.
+  `aten.gelu_backward`. The array arguments enter through the same primitive (`side=INPUT`, free), so the gradient
+  of an argument also used elsewhere is summed outside the composite, as PyTorch's `aten.add`. A composite called
+  inside another (softmax inside `jax.nn.dot_product_attention`, a mean inside a LayerNorm) is part of the outer
+  one.
 
-The marker primitive is an identity: it lowers to nothing, so a function traced during a count and cached by
-`jax.jit` still runs unchanged afterwards.
+The marker primitive is an identity: it lowers to nothing, so a function traced during a count still runs. The
+count traces under XLA metadata of its own (`_isolated`), which jax's trace caches key on: a `jax.jit` function
+traced before the count (without the hooks) is traced again, and the count's traces are not handed to later
+callers, so a count never depends on what ran before it.
 """
 
 from __future__ import annotations

@@ -4,7 +4,8 @@ Nothing is compiled and no weight is allocated: arguments become `jax.ShapeDtype
 built under `nnx.eval_shape` and Linen variables come from `jax.eval_shape(module.init, ...)`. A training count
 (`training=True`) traces `jax.value_and_grad` of a scalar loss (the sum of every output leaf) with respect to
 argument `argnums` (the parameters, for the module helpers): equations jax derived by transposition (the name
-stack's `transpose` transform) are the backward phase, the rest the forward.
+stack's `transpose` transform) are the backward phase, the rest the forward. While it traces, named library
+composites (`jax.nn.gelu`, `nnx.LayerNorm`, ...) are marked so the walk prices them by rule (`composites.hooked`).
 """
 
 from __future__ import annotations

@@ -5,7 +5,8 @@ literal start, stepped by 1 to a literal bound: what `fori_loop` with traced cod
 times, with its condition trip + 1 times, else it is skipped with the reason; a `cond` by its costlier branch (as
 the ONNX walk prices `If`), the cheaper branch's skipped ops still reported. Call primitives (`jit`/`pjit`,
 `closed_call`, `custom_jvp_call`, `custom_vjp_call`, `remat`/`checkpoint`) are walked once, through the one body
-that runs: a custom rule's derivative is never added to its primal.
+that runs: a custom rule's derivative is never added to its primal. A named composite's call (`composites.py`) is
+priced by its rule, and the primitives it is made of (under `names.ABSORBED_SCOPE`) are not priced at all.
 """
 
 from __future__ import annotations
