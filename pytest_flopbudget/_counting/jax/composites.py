@@ -163,7 +163,7 @@ def composite_call(eqn: Any, backward: bool) -> tuple[str, EqnContext] | None:
 
 
 def _shapes(variables: Sequence[Any]) -> tuple[tuple[int, ...], ...]:
-    return tuple(tuple(int(d) for d in getattr(v.aval, "shape", ())) for v in variables)
+    return tuple(_shape_of(v.aval) for v in variables)
 
 
 _JITTED: dict[str, str] | None = None
@@ -272,7 +272,15 @@ class _Hook:
 
 
 def _shape_of(value: Any) -> tuple[int, ...]:
-    return tuple(int(d) for d in getattr(value, "shape", ()))
+    """A shape as plain ints; a dimension that is not a constant (a symbolic one) stays as jax gives it."""
+    return tuple(_dim(d) for d in getattr(value, "shape", ()))
+
+
+def _dim(size: Any) -> Any:
+    try:
+        return int(size)
+    except Exception:  # a symbolic dimension: its formula computes with it as it is
+        return size
 
 
 def _marked(jax: Any, tree: Any, name: str, in_shapes: Any = (), info: Any = (), side: str = OUTPUT) -> Any:
