@@ -161,15 +161,23 @@ class JaxModels:
 
     def formula_key(self, op: object) -> tuple[Hashable, str]:
         """A jaxpr primitive by name (`"erf"`, `"mylib_fused_gelu"`) or the `Primitive` object itself (its
-        `.name`)."""
+        `.name`); or a named composite priced by rule, by its dotted name (`"jax.nn.gelu"`,
+        `"flax.nnx.LayerNorm_backward"`: docs/jax.md)."""
+        from pytest_flopbudget._counting.jax.ops import JAX_OPS
+
         name = op if isinstance(op, str) else getattr(op, "name", None) if hasattr(op, "bind") else None
         if not isinstance(name, str):
             raise TypeError(
                 f"register_formula: a JAX primitive is named by its jaxpr name (e.g. 'erf') or given as the "
                 f"Primitive object; got {type(op).__name__} {op!r:.60}"
             )
+        if "." in name and name in JAX_OPS:
+            return name, f"JAX composite '{name}'"
         if not name or any(part.isspace() for part in name) or "." in name:
-            raise ValueError(f"register_formula: JAX primitive {op!r} is not a jaxpr primitive name (e.g. 'erf')")
+            raise ValueError(
+                f"register_formula: JAX primitive {op!r} is not a jaxpr primitive name (e.g. 'erf') nor a named "
+                f"composite (e.g. 'jax.nn.gelu', 'flax.nnx.LayerNorm'; docs/jax.md lists them)"
+            )
         return name, f"JAX primitive '{name}'"
 
 

@@ -4,7 +4,8 @@ Nothing is compiled and no weight is allocated: arguments become `jax.ShapeDtype
 built under `nnx.eval_shape` and Linen variables come from `jax.eval_shape(module.init, ...)`. A training count
 (`training=True`) traces `jax.value_and_grad` of a scalar loss (the sum of every output leaf) with respect to
 argument `argnums` (the parameters, for the module helpers): equations jax derived by transposition (the name
-stack's `transpose` transform) are the backward phase, the rest the forward.
+stack's `transpose` transform) are the backward phase, the rest the forward. While it traces, named library
+composites (`jax.nn.gelu`, `nnx.LayerNorm`, ...) are marked so the walk prices them by rule (`composites.hooked`).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from math import prod
 from typing import Any
 
+from pytest_flopbudget._counting.jax.composites import hooked
 from pytest_flopbudget._counting.jax.names import NNX_SCOPE, LayerNamer, linen_layer, plain_layer
 from pytest_flopbudget._counting.jax.walk import Walker
 from pytest_flopbudget._counting.tally import Tally
@@ -26,6 +28,11 @@ JAX_CONVENTIONS = {
     "jax_control_flow": (
         "scan bodies count length times; while loops with a static trip count trip times, else skipped; cond "
         "counts its costliest branch; remat and custom_jvp/custom_vjp count the body that runs, once per call"
+    ),
+    "jax_composites": (
+        "named library composites (jax.nn activations, softmax, dot_product_attention; jnp.mean, jnp.arange; Flax "
+        "norm and Embed layers) are priced by the shared rule of the op they name, forward and backward, not by "
+        "their primitives"
     ),
 }
 
@@ -69,10 +76,11 @@ def count_jax(
     kwargs = dict(abstract(jax, dict(kwargs or {})))
     label = model_name or getattr(fn, "__name__", "") or "model"
     try:
-        if training:
-            traced = jax.make_jaxpr(jax.value_and_grad(_summed(jax, fn, kwargs), argnums=argnums))(*args)
-        else:
-            traced = jax.make_jaxpr(lambda *a: fn(*a, **kwargs))(*args)
+        with hooked():  # named library composites (jax.nn.gelu, nnx.LayerNorm, ...) are priced by rule
+            if training:
+                traced = jax.make_jaxpr(jax.value_and_grad(_summed(jax, fn, kwargs), argnums=argnums))(*args)
+            else:
+                traced = jax.make_jaxpr(lambda *a: fn(*a, **kwargs))(*args)
     except CountingError:
         raise
     except Exception as exc:  # a function that does not trace gives one line, not a traceback into jax

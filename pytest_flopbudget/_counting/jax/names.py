@@ -22,9 +22,15 @@ NNX_SCOPE = "nnx:"
 #: in `keras_layers`, since Keras' own scopes hold names a user may repeat.
 KERAS_SCOPE = "keras:"
 
+#: The scope a composite priced by rule runs its own primitives under (`composites.py`): every equation under it,
+#: forward or backward, is part of the composite's price, not counted on its own.
+ABSORBED_SCOPE = "flopbudget:absorbed"
+
 #: Scopes jax itself adds, which name no layer: remat's recomputation in the backward runs in the layer it
 #: recomputes.
 TRANSPARENT_SCOPES = frozenset({"rematted_computation", "checkpoint"})
+#: The scope of remat's recomputation: forward work, run in the backward phase.
+RECOMPUTED_SCOPE = "rematted_computation"
 
 #: Turns the named scopes an equation ran under (outermost first) into its layer path.
 LayerNamer = Callable[[Sequence[str]], str]
@@ -36,18 +42,27 @@ class Stack:
 
     scopes: tuple[str, ...] = ()
     backward: bool = False
+    #: under `ABSORBED_SCOPE`: a composite's own primitive, priced with the composite
+    absorbed: bool = False
+    #: under `RECOMPUTED_SCOPE`: the forward, recomputed in the backward (a composite there is priced by its
+    #: forward rule)
+    recomputed: bool = False
 
     def enter(self, name_stack: Any) -> Stack:
         """This stack extended by an equation's own (relative) name stack."""
         scopes = list(self.scopes)
-        backward = self.backward
+        backward, absorbed, recomputed = self.backward, self.absorbed, self.recomputed
         for entry in getattr(name_stack, "stack", ()):
             kind = type(entry).__name__
+            name = str(entry.name)
             if kind == "Transform":
                 backward = backward or entry.name == "transpose"
-            elif str(entry.name) not in TRANSPARENT_SCOPES:
-                scopes.append(str(entry.name))
-        return Stack(tuple(scopes), backward)
+            elif name == ABSORBED_SCOPE:
+                absorbed = True
+            elif name not in TRANSPARENT_SCOPES:
+                scopes.append(name)
+            recomputed = recomputed or name == RECOMPUTED_SCOPE
+        return Stack(tuple(scopes), backward, absorbed, recomputed)
 
 
 def plain_layer(scopes: Sequence[str]) -> str:

@@ -5,7 +5,8 @@ literal start, stepped by 1 to a literal bound: what `fori_loop` with traced cod
 times, with its condition trip + 1 times, else it is skipped with the reason; a `cond` by its costlier branch (as
 the ONNX walk prices `If`), the cheaper branch's skipped ops still reported. Call primitives (`jit`/`pjit`,
 `closed_call`, `custom_jvp_call`, `custom_vjp_call`, `remat`/`checkpoint`) are walked once, through the one body
-that runs: a custom rule's derivative is never added to its primal.
+that runs: a custom rule's derivative is never added to its primal. A named composite's call (`composites.py`) is
+priced by its rule, and the primitives it is made of (under `names.ABSORBED_SCOPE`) are not priced at all.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from pytest_flopbudget._counting.jax.composites import composite_call
 from pytest_flopbudget._counting.jax.names import LayerNamer, Stack, plain_layer
 from pytest_flopbudget._counting.jax.ops import JAX_OPS, EqnContext
 from pytest_flopbudget._counting.registry import FREE
@@ -73,9 +75,14 @@ class Walker:
             self.equation(eqn, tally, stack.enter(eqn.source_info.name_stack))
 
     def equation(self, eqn: Any, tally: Tally, stack: Stack) -> None:
+        if stack.absorbed:  # a primitive of a composite priced by its rule (`composites.py`)
+            return
         name = eqn.primitive.name
         path = self.namer(stack.scopes)
-        if name == "scan":
+        composite = composite_call(eqn, stack.backward and not stack.recomputed)
+        if composite is not None:
+            self._priced(eqn, composite[0], tally, stack, path, composite[1])
+        elif name == "scan":
             body = Tally()
             self.walk(eqn.params["jaxpr"], body, stack)
             tally.merge(body, int(eqn.params["length"]))
@@ -88,14 +95,16 @@ class Walker:
         else:
             self._priced(eqn, name, tally, stack, path)
 
-    def _priced(self, eqn: Any, name: str, tally: Tally, stack: Stack, path: str) -> None:
+    def _priced(
+        self, eqn: Any, name: str, tally: Tally, stack: Stack, path: str, context: EqnContext | None = None
+    ) -> None:
         entry = JAX_OPS.lookup(name)
         if entry is FREE:
             return
         if entry is None:
             tally.skip(path, name, NO_FORMULA)
             return
-        context = EqnContext(
+        context = context or EqnContext(
             primitive=name,
             in_shapes=[_shape(v) for v in eqn.invars],
             out_shapes=[_shape(v) for v in eqn.outvars],
