@@ -32,6 +32,9 @@ MEMBERS = (
     "accepts_model", "accepts_call", "load", "load_object", "reload", "count", "count_model", "count_generated",
     "input_names", "formula_table", "formula_key",
 )  # fmt: skip
+#: Members added after third parties wrote backends: read with their default (`protocol.Backend`'s) where a backend
+#: lacks one, never required. `count_symbolic`: every size of a curve's dims in one count (default: none).
+OPTIONAL_MEMBERS = ("count_symbolic",)
 
 _backends: tuple[Backend, ...] | None = None
 
