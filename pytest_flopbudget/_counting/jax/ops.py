@@ -300,3 +300,31 @@ def _scatter_combine(e: EqnContext) -> Cost:
     """A scatter that combines: one op per update element (ONNX ScatterElements with a reduction; torch
     index_add/scatter_add)."""
     return f.elementwise(e.in_numel(2))
+
+
+# --- Pallas kernels ---------------------------------------------------------------------------------------------
+
+#: A Pallas kernel: its body works on memory references (`Ref` loads and stores, program ids), not on the arrays
+#: the formulas price, so it is never walked. The walk counts what its `CostEstimate` declares, listed as estimated.
+PALLAS_CALL = "pallas_call"
+#: The rule an estimated `pallas_call` rests on (`Report.estimated_ops`).
+DECLARED_COST = (
+    "a Pallas kernel counts the FLOPs its CostEstimate declares (flops + transcendentals), not its body; it "
+    "declares no MACs"
+)
+#: The skip reason of a `pallas_call` that declares no cost.
+NO_COST_ESTIMATE = "Pallas kernel without a cost_estimate (its body is not counted; declare pl.CostEstimate)"
+
+
+def declared_cost(estimate: Any) -> Cost | None:
+    """What a `pl.CostEstimate(flops=, transcendentals=, bytes_accessed=)` declares, as a `Cost`: its `flops` plus
+    its `transcendentals` (this table counts an `exp` or a `tanh` as 1 FLOP per element, where XLA's cost analysis
+    counts them apart), no MACs (a kernel does not say which of its FLOPs multiply-accumulate). None when there is
+    no estimate or its figures are not non-negative integers."""
+    if estimate is None:
+        return None
+    flops, transcendentals = getattr(estimate, "flops", None), getattr(estimate, "transcendentals", 0)
+    figures = (flops, transcendentals or 0)
+    if not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in figures):
+        return None
+    return Cost(figures[0] + figures[1], 0)

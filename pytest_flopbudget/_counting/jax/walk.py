@@ -5,7 +5,8 @@ literal start, stepped by 1 to a literal bound: what `fori_loop` with traced cod
 times, with its condition trip + 1 times, else it is skipped with the reason; a `cond` by its costlier branch (as
 the ONNX walk prices `If`), the cheaper branch's skipped ops still reported. Call primitives (`jit`/`pjit`,
 `closed_call`, `custom_jvp_call`, `custom_vjp_call`, `remat`/`checkpoint`) are walked once, through the one body
-that runs: a custom rule's derivative is never added to its primal.
+that runs: a custom rule's derivative is never added to its primal. A Pallas kernel (`pallas_call`) counts what its
+`CostEstimate` declares, listed apart as estimated; without one it is skipped.
 """
 
 from __future__ import annotations
@@ -15,7 +16,14 @@ from typing import Any, Callable
 import numpy as np
 
 from pytest_flopbudget._counting.jax.names import LayerNamer, Stack, plain_layer
-from pytest_flopbudget._counting.jax.ops import JAX_OPS, EqnContext
+from pytest_flopbudget._counting.jax.ops import (
+    DECLARED_COST,
+    JAX_OPS,
+    NO_COST_ESTIMATE,
+    PALLAS_CALL,
+    EqnContext,
+    declared_cost,
+)
 from pytest_flopbudget._counting.registry import FREE
 from pytest_flopbudget._counting.symbolic import NotPolynomial
 from pytest_flopbudget._counting.tally import NO_FORMULA, Tally, formula_failed
@@ -93,8 +101,19 @@ class Walker:
             self._cond(eqn, tally, stack)
         elif name in CALL_BODIES and eqn.params.get(CALL_BODIES[name]) is not None:
             self.walk(eqn.params[CALL_BODIES[name]], tally, stack)
+        elif name == PALLAS_CALL and JAX_OPS.lookup(name) is None:  # unless a formula is registered for kernels
+            self._pallas(eqn, tally, stack, path)
         else:
             self._priced(eqn, name, tally, stack, path)
+
+    def _pallas(self, eqn: Any, tally: Tally, stack: Stack, path: str) -> None:
+        """A Pallas kernel counts what its `CostEstimate` declares, listed as estimated; without one, skipped."""
+        cost = declared_cost(eqn.params.get("cost_estimate"))
+        if cost is None:
+            tally.skip(path, PALLAS_CALL, NO_COST_ESTIMATE)
+            return
+        tally.add(path, PALLAS_CALL, cost, backward=stack.backward)
+        tally.estimate(path, PALLAS_CALL, DECLARED_COST)
 
     def _priced(self, eqn: Any, name: str, tally: Tally, stack: Stack, path: str) -> None:
         entry = JAX_OPS.lookup(name)
