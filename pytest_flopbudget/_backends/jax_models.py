@@ -164,7 +164,8 @@ class JaxModels:
         from pytest_flopbudget._counting.jax.engine import count_jax, count_linen, count_nnx
         from pytest_flopbudget._counting.jax.symbolic import symbols
 
-        args, kwargs = _structs(entry, entry.inputs, symbols(jax, dims))
+        ranges = {dim: entry.curve[dim] for dim in dims if dim in entry.curve}
+        args, kwargs = _structs(entry, entry.inputs, symbols(jax, dims, ranges))
         model, training = loaded.model, entry.training
         try:
             kind = _flax_module(model)

@@ -59,10 +59,10 @@ def count_curve(entry: ModelEntry, root: Path) -> tuple[Report, Formula]:
         return series(report)
 
     point = tuple(entry.dims[dim] for dim in dims)
-    counted = sample(point)
+    sample(point)
     report = reports[point]
     try:
-        found = _symbolic(count_at.symbolic(entry, dims), report, counted, entry, dims)
+        found = _symbolic(count_at.symbolic(entry, dims), reports, sample, entry, dims)
     except PointsOnly:  # the backend has no symbolic count: nothing was tried
         found = _lattice(sample, entry, dims)
     except (NotPolynomial, TypeError, ValueError, ArithmeticError) as exc:
@@ -103,12 +103,24 @@ def _lattice(sample: Callable[[Point], dict[Hashable, int]], entry: ModelEntry, 
 
 
 def _symbolic(
-    symbolic: Report, report: Report, counted: dict[Hashable, int], entry: ModelEntry, dims: tuple[str, ...]
+    symbolic: Report,
+    reports: dict[Point, Report],
+    sample: Callable[[Point], dict[Hashable, int]],
+    entry: ModelEntry,
+    dims: tuple[str, ...],
 ) -> Fit:
-    """The fit a symbolic count gives: every figure's polynomial, proven at the entry's point (the one count
-    made), holding at every size of the range."""
+    """The fit a symbolic count gives: every figure's polynomial, holding at every size of the range, proven at
+    the entry's point (counted already) and at the range's low corner, where jax's size-1 special cases and any
+    other small-size branch the symbolic trace did not take would show (jax answers `size == 1` with False for a
+    symbolic size, so the symbolic trace is the general one). Raises `NotPolynomial` where a figure misses."""
     polys = polynomials(series(symbolic), dims)
-    check(polys, counted, {dim: entry.dims[dim] for dim in dims}, symbolic, report)
+    points = list(dict.fromkeys([tuple(entry.dims[dim] for dim in dims), tuple(entry.curve[dim][0] for dim in dims)]))
+    for point in points:
+        try:
+            counted = sample(point)
+        except CountingError as exc:
+            raise NotPolynomial(f"the count to check it failed ({exc})") from None
+        check(polys, counted, dict(zip(dims, point)), symbolic, reports[point])
     return Fit(
         polys=dict(polys),
         step={dim: 1 for dim in dims},
@@ -116,8 +128,8 @@ def _symbolic(
         piecewise=False,
         broken_at=None,
         failing=set(),
-        samples=1,
-        verified=1,
+        samples=len(points),
+        verified=len(points),
         symbolic=True,
     )
 

@@ -39,8 +39,11 @@ def method(formula: Formula) -> str:
     checked off the fit` (and why a backend's symbolic trace was not used, where it has one)."""
     holds = formula.holds
     if holds.symbolic:
-        at = ", ".join(f"{dim}={formula.point[dim]}" for dim in formula.dims if dim in formula.point)
-        return f"one symbolic trace, checked against the count at {at}"
+        point = [formula.point.get(dim) for dim in formula.dims]
+        low = [low for low, _ in holds.ranges.values()]
+        at = [", ".join(f"{dim}={size}" for dim, size in zip(formula.dims, each)) for each in (point, low)]
+        where = at[0] if point == low else f"{at[0]} and at {at[1]}"
+        return f"one symbolic trace, checked against the counts at {where}"
     text = f"{holds.samples} counts, {holds.verified} checked off the fit"
     return f"{text}; no symbolic trace: {holds.fallback}" if holds.fallback else text
 

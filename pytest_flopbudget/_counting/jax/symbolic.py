@@ -13,7 +13,7 @@ then interpolates point counts), never as a wrong figure.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from fractions import Fraction
 from typing import Any
 
@@ -23,10 +23,13 @@ from pytest_flopbudget._counting.symbolic import Exponents, NotPolynomial, Size,
 from pytest_flopbudget._counting.tally import Tally
 
 
-def symbols(jax: Any, dims: Sequence[str]) -> dict[str, Any]:
-    """One jax symbolic dim per name, in one scope (jax refuses to mix dims of different scopes in one trace)."""
+def symbols(jax: Any, dims: Sequence[str], ranges: Mapping[str, tuple[int, int]] | None = None) -> dict[str, Any]:
+    """One jax symbolic dim per name, in one scope (jax refuses to mix dims of different scopes in one trace), each
+    constrained to its range where given (`seq >= 8`, `seq <= 512`): a comparison the range decides (`seq > 4`)
+    then traces, as it would at every size of the range."""
+    bounds = [f"{dim} {op} {size}" for dim, (low, high) in (ranges or {}).items() for op, size in ((">=", low), ("<=", high))]
     try:
-        made = jax.export.symbolic_shape(", ".join(dims))
+        made = jax.export.symbolic_shape(", ".join(dims), constraints=bounds)
     except Exception as exc:
         raise NotPolynomial(f"jax cannot name the dims {', '.join(dims)} ({type(exc).__name__}: {exc})") from None
     return dict(zip(dims, made))
