@@ -109,17 +109,18 @@ class EntryCounter:
         return _counted(at, lambda: backend.count(loaded))
 
     def symbolic(self, at: ModelEntry, dims: Sequence[str]) -> Report:
-        """The entry counted once for every size of `dims`, by its backend's optional `count_symbolic` (figures
-        that are exact polynomials in the dims, `counting.symbolic.Symbolic`). Raises `NotPolynomial` saying why
-        not: the backend has no such count (the default), or this model is no polynomial there."""
+        """The entry counted once for every size of `dims`, by its backend's optional `count_symbolic`
+        (`protocol.SymbolicCount`: figures that are exact polynomials in the dims). Raises `PointsOnly` where the
+        backend has no such member, `NotPolynomial` saying why where this model is no polynomial there."""
         if self.held is None:
             self(at)
         assert self.held is not None
         backend, loaded = self.held
-        count_symbolic = getattr(backend, "count_symbolic", None)  # optional (registry.OPTIONAL_MEMBERS)
-        if count_symbolic is None:
+        count_symbolic = getattr(backend, "count_symbolic", None)  # optional: `protocol.SymbolicCount`
+        if not callable(count_symbolic):
             raise PointsOnly(f"the {backend.name} backend counts at points only")
-        return count_symbolic(backend.reload(loaded, at, self.root), tuple(dims))
+        report: Report = count_symbolic(backend.reload(loaded, at, self.root), tuple(dims))
+        return report
 
 
 def _counted(entry: ModelEntry, run: Callable[[], Report]) -> Report:

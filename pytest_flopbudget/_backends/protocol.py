@@ -16,7 +16,6 @@ from typing import Any, Callable, Protocol
 from pytest_flopbudget._config.location import LocatedError, Location, Problem
 from pytest_flopbudget._config.pyproject import ModelEntry
 from pytest_flopbudget._counting.registry import FormulaRegistry
-from pytest_flopbudget._counting.symbolic import PointsOnly
 from pytest_flopbudget._errors import CountingError
 from pytest_flopbudget._report import Report
 
@@ -60,11 +59,11 @@ class Backend(Protocol):
     the others (`priority`), whether it counts generations (`generate` in `honours`, `count_generated`) and
     whether it owns a formula table (`formula_table`). A class that subclasses `Backend` inherits the defaults
     written here (no file suffixes, no options honoured, priority 50, deciding by the string, `accepts_call` as
-    `accepts_model`, `reload` and `load_object` loading again, no generation, no formula table, no named inputs,
-    no symbolic count).
+    `accepts_model`, `reload` and `load_object` loading again, no generation, no formula table, no named inputs).
 
-    The optional members (`registry.OPTIONAL_MEMBERS`: `count_symbolic`) came after backends that lack them: the
-    seam reads each with its default where a backend does not have it, so adding one breaks no third party.
+    Optional members (`registry.OPTIONAL_MEMBERS`, each described by a protocol of its own below) came after
+    backends that lack them: the seam reads one with `getattr` and does without where a backend does not have it,
+    so adding one breaks no third party and no class has to declare it.
     """
 
     #: The backend's name: its entry point's name, and `register_formula(..., backend=NAME)`.
@@ -139,14 +138,6 @@ class Backend(Protocol):
         for a backend that honours `generate`."""
         raise CountingError(f"the {self.name} backend does not count generations")
 
-    def count_symbolic(self, loaded: Loaded, dims: Sequence[str]) -> Report:
-        """Optional: the loaded entry counted once for every size of its named `dims` (a curve's), each figure an
-        exact polynomial in them (`counting.symbolic.Symbolic`, an `int` where constant), per layer as a count
-        holds it. The curve checks it against the count at the entry's point and uses it in place of interpolating
-        point counts (docs/curves.md). Raises `NotPolynomial` saying why it cannot (the default: this backend
-        counts at points only); the curve then interpolates point counts and says so."""
-        raise PointsOnly(f"the {self.name} backend counts at points only")
-
     def input_names(self, path: str) -> list[str]:
         """The named inputs a model file declares, in order (a file backend's); a Python target has none."""
         return []
@@ -159,6 +150,18 @@ class Backend(Protocol):
         """`op` as `formula_table()` keys it, and its label in messages (`torch op 'mylib.gelu'`); raises
         `TypeError` or `ValueError` for an op this backend cannot name. Called only where there is a table."""
         raise TypeError(f"register_formula: the {self.name} backend has no formula table")
+
+
+class SymbolicCount(Protocol):
+    """The optional member `count_symbolic` (JAX's): every size of a curve's dims in one count."""
+
+    def count_symbolic(self, loaded: Loaded, dims: Sequence[str]) -> Report:
+        """The loaded entry counted once for every size of its named `dims` (a curve's), each figure an exact
+        polynomial in them (`counting.symbolic.Symbolic`, an `int` where constant), per layer as a count holds it.
+        The curve checks it against point counts and uses it in place of interpolating them (docs/curves.md).
+        Raises `NotPolynomial` saying why it cannot; the curve then interpolates point counts and says so. A
+        backend without the member counts at points only."""
+        ...
 
 
 def problem(source: Location, message: str) -> LocatedError:

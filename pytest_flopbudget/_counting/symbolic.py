@@ -46,7 +46,8 @@ class Symbolic:
 
     def __init__(self, dims: Sequence[str], terms: Mapping[Exponents, Fraction | int]) -> None:
         self.dims: tuple[str, ...] = tuple(dims)
-        self.terms: dict[Exponents, Fraction] = {e: Fraction(c) for e, c in terms.items() if c}
+        #: Integers where they are (the usual case, and much faster than `Fraction`), else exact fractions.
+        self.terms: dict[Exponents, Fraction | int] = {e: _exact(c) for e, c in terms.items() if c}
 
     @classmethod
     def dim(cls, dims: Sequence[str], name: str) -> Symbolic:
@@ -59,27 +60,24 @@ class Symbolic:
         """The polynomial of `terms`, as an `int` when it is an integer constant."""
         value = cls(dims, terms)
         constant = value._constant()
-        return int(constant) if constant is not None and constant.denominator == 1 else value
+        return constant if isinstance(constant, int) else value
 
     # --- reading ---------------------------------------------------------------------------------------------
 
-    def _constant(self) -> Fraction | None:
+    def _constant(self) -> Fraction | int | None:
         """The value when no dim is involved, else None."""
         if not self.terms:
-            return Fraction(0)
+            return 0
         if len(self.terms) == 1:
             ((exponents, coefficient),) = self.terms.items()
             if not any(exponents):
                 return coefficient
         return None
 
-    def at(self, point: Mapping[str, int]) -> Fraction:
+    def at(self, point: Mapping[str, int]) -> Fraction | int:
         """The exact value at `point` (every dim given)."""
         values = [point[d] for d in self.dims]
-        return sum(
-            (c * prod(v**e for v, e in zip(values, exps)) for exps, c in self.terms.items()),
-            Fraction(0),
-        )
+        return sum((c * prod(v**e for v, e in zip(values, exps)) for exps, c in self.terms.items()), 0)
 
     def __repr__(self) -> str:
         """`2*seq**2 + 3*seq - 1`, highest degree first (as the curve's formulas read)."""
@@ -95,15 +93,13 @@ class Symbolic:
 
     # --- arithmetic ------------------------------------------------------------------------------------------
 
-    def _terms_of(self, other: object) -> dict[Exponents, Fraction] | None:
+    def _terms_of(self, other: object) -> Mapping[Exponents, Fraction | int] | None:
         if isinstance(other, Symbolic):
             if other.dims != self.dims:
                 raise NotPolynomial(f"sizes in dims {self.dims} and {other.dims} met in one count")
             return other.terms
-        if isinstance(other, (int, Fraction)) and not isinstance(other, bool):
-            return {(0,) * len(self.dims): Fraction(other)} if other else {}
-        if isinstance(other, bool):
-            return {(0,) * len(self.dims): Fraction(int(other))} if other else {}
+        if isinstance(other, (int, Fraction)):
+            return {(0,) * len(self.dims): _exact(other)} if other else {}
         return None
 
     def __add__(self, other: object) -> Size:
@@ -112,7 +108,7 @@ class Symbolic:
             return NotImplemented
         total = dict(self.terms)
         for exponents, coefficient in terms.items():
-            total[exponents] = total.get(exponents, Fraction(0)) + coefficient
+            total[exponents] = total.get(exponents, 0) + coefficient
         return Symbolic.make(self.dims, total)
 
     __radd__ = __add__
@@ -139,11 +135,11 @@ class Symbolic:
         terms = self._terms_of(other)
         if terms is None:
             return NotImplemented
-        product: dict[Exponents, Fraction] = {}
+        product: dict[Exponents, Fraction | int] = {}
         for mine, a in self.terms.items():
             for theirs, b in terms.items():
                 key = tuple(x + y for x, y in zip(mine, theirs))
-                product[key] = product.get(key, Fraction(0)) + a * b
+                product[key] = product.get(key, 0) + a * b
         return Symbolic.make(self.dims, product)
 
     __rmul__ = __mul__
@@ -159,7 +155,7 @@ class Symbolic:
     def __floordiv__(self, other: object) -> Size:
         """Exact division by a constant that divides every coefficient (so the floor never rounds)."""
         divisor = self._divisor(other)
-        quotient = {e: c / divisor for e, c in self.terms.items()}
+        quotient = {e: Fraction(c) / divisor for e, c in self.terms.items()}
         if any(c.denominator != 1 for c in quotient.values()):
             raise NotPolynomial(f"({self!r}) // {other!r} rounds at some sizes: not a polynomial")
         return Symbolic.make(self.dims, quotient)
@@ -186,17 +182,17 @@ class Symbolic:
         constant = Symbolic(self.dims, terms)._constant()
         if constant is None or constant == 0:
             raise NotPolynomial(f"({self!r}) // ({other!r}) is not a polynomial")
-        return constant
+        return Fraction(constant)
 
     # --- comparisons: decided only where the answer is the same at every size ----------------------------------
 
-    def _difference(self, other: object, operator: str) -> Fraction:
+    def _difference(self, other: object, operator: str) -> Fraction | int:
         terms = self._terms_of(other)
         if terms is None:
             raise NotPolynomial(f"({self!r}) {operator} {other!r}: not a size")
         difference = self - Symbolic(self.dims, terms)
         if isinstance(difference, int):
-            return Fraction(difference)
+            return difference
         constant = difference._constant()
         if constant is None:
             raise NotPolynomial(f"{self!r} {operator} {other!r} depends on the sizes: the cost is not one polynomial")
@@ -233,11 +229,18 @@ class Symbolic:
 
     def __int__(self) -> int:
         constant = self._constant()
-        if constant is None or constant.denominator != 1:
+        if not isinstance(constant, int):
             raise NotPolynomial(f"int({self!r}): a size that depends on the dims has no one integer value")
-        return int(constant)
+        return constant
 
     __index__ = __int__
 
     def __float__(self) -> float:
         raise NotPolynomial(f"float({self!r}): a figure that depends on the dims has no one value")
+
+
+def _exact(value: Fraction | int) -> Fraction | int:
+    """`value` as an `int` where it is whole (a `bool` too), else the `Fraction`."""
+    if isinstance(value, Fraction):
+        return value.numerator if value.denominator == 1 else value
+    return int(value)

@@ -110,11 +110,15 @@ def _symbolic(
     dims: tuple[str, ...],
 ) -> Fit:
     """The fit a symbolic count gives: every figure's polynomial, holding at every size of the range, proven at
-    the entry's point (counted already) and at the range's low corner, where jax's size-1 special cases and any
-    other small-size branch the symbolic trace did not take would show (jax answers `size == 1` with False for a
-    symbolic size, so the symbolic trace is the general one). Raises `NotPolynomial` where a figure misses."""
+    the entry's point (counted already) and, where a range starts at 1, at the low corner: jax answers `size == 1`
+    with False for a symbolic size, so the symbolic trace is the general one, and jax's size-1 special cases
+    (a gradient's sum over a broadcast axis of size 1 is no op) would show there. A dim constrained to a range
+    above 1 decides `size == 1` soundly. Raises `NotPolynomial` where a figure misses."""
     polys = polynomials(series(symbolic), dims)
-    points = list(dict.fromkeys([tuple(entry.dims[dim] for dim in dims), tuple(entry.curve[dim][0] for dim in dims)]))
+    points = [tuple(entry.dims[dim] for dim in dims)]
+    if any(entry.curve[dim][0] == 1 for dim in dims):  # size 1: where jax's general path and a point's part
+        points.append(tuple(entry.curve[dim][0] for dim in dims))
+    points = list(dict.fromkeys(points))
     for point in points:
         try:
             counted = sample(point)

@@ -35,15 +35,11 @@ def formula_text(formula: Formula, depth: int | None = 2, metric: Metric = FLOPS
 
 
 def method(formula: Formula) -> str:
-    """How the formulas were found: `one symbolic trace, checked against the count at seq=64`, or `8 counts, 5
-    checked off the fit` (and why a backend's symbolic trace was not used, where it has one)."""
+    """How the formulas were found: `one symbolic trace, checked against 1 point count`, or `8 counts, 5 checked
+    off the fit` (and why a backend's symbolic trace was not used, where it has one)."""
     holds = formula.holds
     if holds.symbolic:
-        point = [formula.point.get(dim) for dim in formula.dims]
-        low = [low for low, _ in holds.ranges.values()]
-        at = [", ".join(f"{dim}={size}" for dim, size in zip(formula.dims, each)) for each in (point, low)]
-        where = at[0] if point == low else f"{at[0]} and at {at[1]}"
-        return f"one symbolic trace, checked against the counts at {where}"
+        return f"one symbolic trace, checked against {holds.verified} point count{'s' if holds.verified != 1 else ''}"
     text = f"{holds.samples} counts, {holds.verified} checked off the fit"
     return f"{text}; no symbolic trace: {holds.fallback}" if holds.fallback else text
 

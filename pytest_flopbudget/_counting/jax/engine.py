@@ -29,6 +29,10 @@ JAX_CONVENTIONS = {
         "scan bodies count length times; while loops with a static trip count trip times, else skipped; cond "
         "counts its costliest branch; remat and custom_jvp/custom_vjp count the body that runs, once per call"
     ),
+    "jax_pallas": (
+        "a Pallas kernel (pallas_call) counts the FLOPs its CostEstimate declares (flops + transcendentals, no "
+        "MACs), listed in estimated; one without a cost_estimate is skipped"
+    ),
 }
 
 

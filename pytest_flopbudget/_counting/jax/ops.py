@@ -323,8 +323,6 @@ def declared_cost(estimate: Any) -> Cost | None:
     no estimate or its figures are not non-negative integers."""
     if estimate is None:
         return None
-    flops, transcendentals = getattr(estimate, "flops", None), getattr(estimate, "transcendentals", 0)
-    figures = (flops, transcendentals or 0)
-    if not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in figures):
-        return None
-    return Cost(figures[0] + figures[1], 0)
+    declared = (getattr(estimate, "flops", None), getattr(estimate, "transcendentals", None) or 0)
+    counts = [v for v in declared if isinstance(v, int) and not isinstance(v, bool) and v >= 0]
+    return Cost(counts[0] + counts[1], 0) if len(counts) == 2 else None

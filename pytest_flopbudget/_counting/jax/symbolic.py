@@ -14,7 +14,6 @@ then interpolates point counts), never as a wrong figure.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from fractions import Fraction
 from typing import Any
 
 from pytest_flopbudget._counting.jax.names import LayerNamer, Stack
@@ -27,7 +26,9 @@ def symbols(jax: Any, dims: Sequence[str], ranges: Mapping[str, tuple[int, int]]
     """One jax symbolic dim per name, in one scope (jax refuses to mix dims of different scopes in one trace), each
     constrained to its range where given (`seq >= 8`, `seq <= 512`): a comparison the range decides (`seq > 4`)
     then traces, as it would at every size of the range."""
-    bounds = [f"{dim} {op} {size}" for dim, (low, high) in (ranges or {}).items() for op, size in ((">=", low), ("<=", high))]
+    bounds = [
+        f"{dim} {op} {size}" for dim, (low, high) in (ranges or {}).items() for op, size in ((">=", low), ("<=", high))
+    ]
     try:
         made = jax.export.symbolic_shape(", ".join(dims), constraints=bounds)
     except Exception as exc:
@@ -38,13 +39,17 @@ def symbols(jax: Any, dims: Sequence[str], ranges: Mapping[str, tuple[int, int]]
 def size_reader(dims: Sequence[str]) -> Callable[[Any], Size]:
     """A function reading one size of a jaxpr's shape (an int, or a `_DimExpr` in `dims`) as an int or `Symbolic`."""
     order = tuple(dims)
+    known: dict[Any, Size] = {}  # a trace repeats its few sizes in every shape
 
     def read(size: Any) -> Size:
         if isinstance(size, int):
             return size
         if hasattr(size, "__int__") and not hasattr(size, "_sorted_terms"):  # a numpy integer
             return int(size)
-        return _polynomial(size, order)
+        found = known.get(size)
+        if found is None:
+            found = known[size] = _polynomial(size, order)
+        return found
 
     return read
 
@@ -54,7 +59,7 @@ def _polynomial(size: Any, dims: tuple[str, ...]) -> Size:
         sorted_terms = size._sorted_terms
     except AttributeError:
         raise NotPolynomial(f"the size {size!r} is neither an integer nor a jax symbolic dim") from None
-    terms: dict[Exponents, Fraction] = {}
+    terms: dict[Exponents, int] = {}
     try:
         for term, coefficient in sorted_terms:
             exponents = [0] * len(dims)
@@ -68,7 +73,7 @@ def _polynomial(size: Any, dims: tuple[str, ...]) -> Size:
                     raise NotPolynomial(f"the size {size} names {name}, which is not a dim of the curve")
                 exponents[dims.index(name)] += int(power)
             key = tuple(exponents)
-            terms[key] = terms.get(key, Fraction(0)) + Fraction(int(coefficient))
+            terms[key] = terms.get(key, 0) + int(coefficient)
     except (AttributeError, TypeError, ValueError) as exc:
         raise NotPolynomial(f"this jax's symbolic dims cannot be read ({type(exc).__name__}: {exc})") from None
     return Symbolic.make(dims, terms)

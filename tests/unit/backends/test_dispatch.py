@@ -20,6 +20,7 @@ from pytest_flopbudget._backends import (
     entry_counter,
     registry,
 )
+from pytest_flopbudget._backends.protocol import SymbolicCount
 from pytest_flopbudget._config.budget import Budget
 from pytest_flopbudget._config.location import LocatedError, Location
 from pytest_flopbudget._config.pyproject import InputSpec, ModelEntry
@@ -166,29 +167,13 @@ def test_a_registered_file_backend_binds_command_line_shapes_by_its_input_names(
 # -- the optional symbolic count -------------------------------------------------------------------------------------
 
 
-def test_a_backend_inheriting_the_default_has_no_symbolic_count(fake: FakeFiles, tmp_path: Path) -> None:
+def test_a_backend_without_a_symbolic_count_counts_at_points(fake: FakeFiles, tmp_path: Path) -> None:
+    """`count_symbolic` came after third parties wrote backends: one that lacks it is no less a backend, and its
+    curves interpolate point counts."""
+    assert set(registry.OPTIONAL_MEMBERS).isdisjoint(registry.MEMBERS)
+    assert all(hasattr(SymbolicCount, member) for member in registry.OPTIONAL_MEMBERS)  # each one described
+    assert not hasattr(fake, "count_symbolic") and all(hasattr(fake, member) for member in registry.MEMBERS)
     counter = entry_counter(entry("net.fake"), tmp_path)
-    with pytest.raises(PointsOnly, match="^the fake backend counts at points only$"):
+    with pytest.raises(PointsOnly, match=r"^the fake backend counts at points only$"):
         counter.symbolic(entry("net.fake"), ("seq",))
     assert len(fake.counted) == 1  # the entry was loaded and counted once, to find its backend
-
-
-def test_a_backend_without_the_optional_member_is_loaded_and_counts_at_points(
-    fake: FakeFiles, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """`count_symbolic` came after third parties wrote backends: one that lacks it is no less a backend."""
-    assert set(registry.OPTIONAL_MEMBERS).isdisjoint(registry.MEMBERS)
-    assert all(callable(getattr(Backend, member)) for member in registry.OPTIONAL_MEMBERS)  # each has a default
-
-    class Older:
-        def __getattr__(self, name: str) -> Any:
-            if name in registry.OPTIONAL_MEMBERS:
-                raise AttributeError(name)
-            return getattr(fake, name)
-
-    older = Older()
-    assert all(hasattr(older, member) for member in registry.MEMBERS)
-    others = [backend for backend in registry.backends() if backend is not fake]
-    monkeypatch.setattr(registry, "_backends", registry._ordered([older, *others]))  # type: ignore[list-item]
-    with pytest.raises(PointsOnly, match="^the fake backend counts at points only$"):
-        entry_counter(entry("net.fake"), tmp_path).symbolic(entry("net.fake"), ("seq",))

@@ -13,9 +13,9 @@ pl = pytest.importorskip("jax.experimental.pallas")
 import jax.numpy as jnp  # noqa: E402
 from jax import lax  # noqa: E402
 
+from pytest_flopbudget._backends.formulas import register_formula  # noqa: E402
 from pytest_flopbudget._counting.jax.engine import count_jax  # noqa: E402
 from pytest_flopbudget._counting.jax.ops import DECLARED_COST, NO_COST_ESTIMATE, declared_cost  # noqa: E402
-from pytest_flopbudget._backends.formulas import register_formula  # noqa: E402
 
 X = jax.ShapeDtypeStruct((8, 128), jnp.float32)
 
@@ -42,6 +42,7 @@ def test_a_kernel_counts_its_declared_cost_listed_as_estimated() -> None:
     estimated = report.estimated_ops["pallas_call"]
     assert (estimated.rule, estimated.layers) == (DECLARED_COST, ["kernel"])
     assert report.to_dict()["estimated"]["pallas_call"]["rule"] == DECLARED_COST
+    assert "CostEstimate declares" in report.conventions["jax_pallas"]
 
 
 def test_a_kernel_without_a_cost_estimate_is_skipped_with_the_reason() -> None:
