@@ -31,12 +31,12 @@ class NotPolynomial(ArithmeticError):
 
 
 class PointsOnly(NotPolynomial):
-    """The backend has no symbolic count at all (the protocol's default): nothing was tried, nothing to report."""
+    """The backend has no symbolic count at all (no `count_symbolic`): nothing was tried, nothing to report."""
 
 
 class Symbolic:
-    """Σ coefficient x Π dim**exponent, exact (`Fraction` coefficients), that computes as an integer does where the
-    answer is the same at every size of the dims and raises `NotPolynomial` where it is not.
+    """Σ coefficient x Π dim**exponent, exact (integer or `Fraction` coefficients), that computes as an integer does
+    where the answer is the same at every size of the dims and raises `NotPolynomial` where it is not.
 
     Values of one count share `dims`; a constant is an `int`, never a `Symbolic` (`make` returns one), so code that
     reads a literal size (`int(size)`, `range(size)`) keeps working where no dim is involved.

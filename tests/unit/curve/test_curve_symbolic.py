@@ -108,6 +108,18 @@ def loop_to_length(x):
 
 
 @jax.jit
+def static_while(x):
+    """A while_loop with literal bounds over symbolic shapes: a static trip count, as at a point."""
+    return lax.while_loop(lambda c: c[0] < 3, lambda c: (c[0] + 1, jnp.tanh(c[1])), (0, x))[1]
+
+
+@jax.jit
+def either(x):
+    """A cond whose branches cost different polynomials: which is costlier is no question for one polynomial."""
+    return lax.cond(x.sum() > 0, lambda x: (x @ x.T).sum(axis=1), lambda x: x.sum(axis=1), x)
+
+
+@jax.jit
 def branchy(x):
     return x @ x.T if x.shape[0] > 32 else x * 2
 '''
@@ -241,6 +253,14 @@ def test_a_scan_over_the_sequence_counts_its_symbolic_length(root: Path, monkeyp
     assert str(formula.total(FLOPS)) == "288*seq"
 
 
+def test_a_while_with_a_static_trip_count_traces_symbolically(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    model = entry(root, "symbolic_models:static_while", '[["seq", 4]]', "{ seq = 16 }", "{ seq = [8, 64] }")
+    _, formula = count_curve(model, root)
+    assert_same(formula, lattice(model, root, monkeypatch))
+    # 3 trips: tanh 4*seq and the counter's add each; the condition's lt 3 + 1 times: 12*seq + 7
+    assert str(formula.total(FLOPS)) == "12*seq + 7"
+
+
 @pytest.mark.parametrize(
     ("target", "inputs", "dims", "curve", "reason"),
     [
@@ -250,6 +270,8 @@ def test_a_scan_over_the_sequence_counts_its_symbolic_length(root: Path, monkeyp
         ("sorted_rows", '[[2, "n"]]', "{ n = 32 }", "{ n = [16, 64] }", "sort in the model"),
         # the while's bound is a dim: no static trip count in the symbolic trace, a scan in the point trace
         ("loop_to_length", '[["n", 4]]', "{ n = 16 }", "{ n = [8, 64] }", "while: dynamic trip count"),
+        # the costlier branch of a cond: 8*n**2 + ... against 4*n, compared for every n at once
+        ("either", '[["n", 4]]', "{ n = 16 }", "{ n = [8, 64] }", "depends on the sizes"),
         # a branch on the size cannot be traced for every size at once
         ("branchy", '[["n", 4]]', "{ n = 16 }", "{ n = [8, 64] }", "does not trace at every size"),
     ],
