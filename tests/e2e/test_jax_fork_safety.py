@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from e2e_helpers import clean_env, git
+from e2e_helpers import clean_env, git, pytest_in
 
 pytest.importorskip("jax")
 pytest.importorskip("flax.nnx")
@@ -109,3 +109,12 @@ def test_a_library_that_starts_jax_on_import_is_imported_in_each_models_child(
     assert FORK_WARNING not in first.stderr and "not cached" not in first.stderr
     again = check(where, "", "--cache", **env)  # every child recorded what it read: both answered from the cache
     assert "flopbudget: 2 of 2 models unchanged since their cached count" in again.stderr, again.stderr
+
+
+def test_a_pytest_run_whose_tests_start_jax_counts_its_models_in_process(tmp_path: Path) -> None:
+    """The plugin counts in the test process and never forks, whatever the tests did with jax."""
+    where = project(tmp_path)
+    (where / "test_arrays.py").write_text("import jax.numpy as jnp\n\n\ndef test_an_array():\n    jnp.ones(2)\n")
+    done = pytest_in(where, "-q", "-p", "no:randomly", "--flopbudget-update")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "3 passed" in done.stdout and FORK_WARNING not in done.stdout + done.stderr
