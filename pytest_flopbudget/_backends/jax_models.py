@@ -16,16 +16,24 @@ input dtypes; any other option is refused in one line.
 from __future__ import annotations
 
 import sys
-from collections.abc import Hashable
+from collections.abc import Hashable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from pytest_flopbudget._backends.protocol import CountOptions, Loaded, problem
+from pytest_flopbudget._backends.protocol import CountOptions, Loaded, describe, problem
 from pytest_flopbudget._backends.references import Reference, inputs_from_reference
-from pytest_flopbudget._config.pyproject import DEFAULT_DTYPE, InputSpec, ModelEntry, elements_problem, is_reference
+from pytest_flopbudget._config.pyproject import (
+    DEFAULT_DTYPE,
+    InputSpec,
+    ModelEntry,
+    dim_names,
+    elements_problem,
+    is_reference,
+)
 from pytest_flopbudget._config.target_kinds import honouring
 from pytest_flopbudget._counting.keras_layers import is_keras_layer
 from pytest_flopbudget._counting.registry import FormulaRegistry
+from pytest_flopbudget._counting.symbolic import NotPolynomial
 from pytest_flopbudget._errors import CountingError
 from pytest_flopbudget._report import Report
 
@@ -151,6 +159,41 @@ class JaxModels:
     ) -> Report:
         raise CountingError("a JAX model counts one call; generate= applies to PyTorch models only")
 
+    def count_symbolic(self, loaded: Loaded, dims: Sequence[str]) -> Report:
+        """The entry counted once for every size of `dims`: its inputs' named axes become jax symbolic dims
+        (`jax.export.symbolic_shape`), one `jax.make_jaxpr` traces the model on them, and the walk prices each
+        equation with the shared formulas on exact polynomials (`counting.symbolic.Symbolic`). Raises
+        `NotPolynomial` saying why where it cannot (inputs from a function, a size that is no polynomial, a
+        model that branches on a size): the curve then interpolates point counts."""
+        entry = loaded.entry
+        if not isinstance(entry.inputs, (list, dict)):
+            raise NotPolynomial("the inputs come from a function, whose shapes are numbers: no dim to trace")
+        named = set(dim_names(entry.inputs))
+        missing = [dim for dim in dims if dim not in named]
+        if missing:
+            raise NotPolynomial(f"no input shape names {', '.join(missing)}")
+        import jax
+
+        from pytest_flopbudget._counting.jax.engine import count_jax, count_linen, count_nnx
+        from pytest_flopbudget._counting.jax.symbolic import symbols
+
+        ranges = {dim: entry.curve[dim] for dim in dims if dim in entry.curve}
+        args, kwargs = _structs(entry, entry.inputs, symbols(jax, dims, ranges))
+        model, training = loaded.model, entry.training
+        try:
+            kind = _flax_module(model)
+            if kind == "nnx":
+                return count_nnx(model, *args, training=training, symbolic_dims=dims, **kwargs)
+            if kind == "linen":
+                return count_linen(model, *args, training=training, symbolic_dims=dims, **kwargs)
+            return count_jax(
+                model, args, kwargs, training=training, model_name=_function_name(model), symbolic_dims=dims
+            )
+        except NotPolynomial:
+            raise
+        except Exception as exc:  # whatever failed on symbolic sizes, the point counts say it or succeed
+            raise NotPolynomial(f"the symbolic count failed ({describe(exc)})") from None
+
     def input_names(self, path: str) -> list[str]:
         return []
 
@@ -199,11 +242,19 @@ def _inputs(entry: ModelEntry, root: Path) -> tuple[tuple[Any, ...], dict[str, A
     """The entry's inputs as `jax.ShapeDtypeStruct`s (float32 unless a dtype is given), or what its
     `package.module:function` returns."""
     spec = entry.inputs
-    source = entry.source_of("inputs")
     if spec is None:
         return (), {}
     if isinstance(spec, str):
-        return inputs_from_reference(spec, root, source)
+        return inputs_from_reference(spec, root, entry.source_of("inputs"))
+    return _structs(entry, spec)
+
+
+def _structs(
+    entry: ModelEntry, spec: list[InputSpec] | dict[str, InputSpec], symbols: Mapping[str, Any] | None = None
+) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """Written input shapes as `jax.ShapeDtypeStruct`s; an axis named by a dim in `symbols` gets that jax symbolic
+    dim instead of its size at the point (`count_symbolic`)."""
+    source = entry.source_of("inputs")
     for each in spec if isinstance(spec, list) else spec.values():
         too_many = elements_problem(each.shape)
         if too_many is not None:
@@ -219,7 +270,9 @@ def _inputs(entry: ModelEntry, root: Path) -> tuple[tuple[Any, ...], dict[str, A
             dtype = jnp.dtype(each.dtype or DEFAULT_DTYPE)
         except TypeError:
             raise problem(source, f"{each.dtype!r} is not a JAX dtype") from None
-        return jax.ShapeDtypeStruct(tuple(each.shape), dtype)
+        names = each.names or (None,) * len(each.shape)
+        shape = tuple((symbols or {}).get(name, size) if name else size for size, name in zip(each.shape, names))
+        return jax.ShapeDtypeStruct(shape, dtype)
 
     if isinstance(spec, list):
         return tuple(struct(each) for each in spec), {}

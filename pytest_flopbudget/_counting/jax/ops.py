@@ -442,3 +442,29 @@ def _embed_composite_backward(e: EqnContext) -> Cost:
     """The output gradient's rows are added into the table's gradient: 1 per gradient element, as torch's
     `embedding_dense_backward`."""
     return f.elementwise(e.out_numel(0))
+
+
+# --- Pallas kernels ---------------------------------------------------------------------------------------------
+
+#: A Pallas kernel: its body works on memory references (`Ref` loads and stores, program ids), not on the arrays
+#: the formulas price, so it is never walked. The walk counts what its `CostEstimate` declares, listed as estimated.
+PALLAS_CALL = "pallas_call"
+#: The rule an estimated `pallas_call` rests on (`Report.estimated_ops`).
+DECLARED_COST = (
+    "a Pallas kernel counts the FLOPs its CostEstimate declares (flops + transcendentals), not its body; it "
+    "declares no MACs"
+)
+#: The skip reason of a `pallas_call` that declares no cost.
+NO_COST_ESTIMATE = "Pallas kernel without a cost_estimate (its body is not counted; declare pl.CostEstimate)"
+
+
+def declared_cost(estimate: Any) -> Cost | None:
+    """What a `pl.CostEstimate(flops=, transcendentals=, bytes_accessed=)` declares, as a `Cost`: its `flops` plus
+    its `transcendentals` (this table counts an `exp` or a `tanh` as 1 FLOP per element, where XLA's cost analysis
+    counts them apart), no MACs (a kernel does not say which of its FLOPs multiply-accumulate). None when there is
+    no estimate or its figures are not non-negative integers."""
+    if estimate is None:
+        return None
+    declared = (getattr(estimate, "flops", None), getattr(estimate, "transcendentals", None) or 0)
+    counts = [v for v in declared if isinstance(v, int) and not isinstance(v, bool) and v >= 0]
+    return Cost(counts[0] + counts[1], 0) if len(counts) == 2 else None
