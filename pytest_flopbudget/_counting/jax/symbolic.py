@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from pytest_flopbudget._counting.jax.names import LayerNamer, Stack
+from pytest_flopbudget._counting.jax.ops import EqnContext
 from pytest_flopbudget._counting.jax.walk import Walker, _literal
 from pytest_flopbudget._counting.symbolic import Exponents, NotPolynomial, Size, Symbolic
 from pytest_flopbudget._counting.tally import Tally
@@ -97,7 +98,9 @@ class SymbolicWalker(Walker):
         super().__init__(namer, size=size_reader(dims), strict=True)
         self.ranges: set[Any] = set()  # iota results and identity steps on them: `jnp.arange` under construction
 
-    def _priced(self, eqn: Any, name: str, tally: Tally, stack: Stack, path: str) -> None:
+    def _priced(
+        self, eqn: Any, name: str, tally: Tally, stack: Stack, path: str, context: EqnContext | None = None
+    ) -> None:
         if name == DIM_AS_VALUE:
             return
         if name == "iota":
@@ -108,7 +111,7 @@ class SymbolicWalker(Walker):
                 if _literal(constant) == _IDENTITY[name] and _is_var(operand) and operand in self.ranges:
                     self.ranges.update(eqn.outvars)
                     return
-        super()._priced(eqn, name, tally, stack, path)
+        super()._priced(eqn, name, tally, stack, path, context)
 
 
 def _is_var(operand: Any) -> bool:

@@ -12,6 +12,7 @@ kernel (`pallas_call`) counts what its `CostEstimate` declares, listed apart as 
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any, Callable
 
 import numpy as np
@@ -97,7 +98,13 @@ class Walker:
         path = self.namer(stack.scopes)
         composite = composite_call(eqn, stack.backward and not stack.recomputed)
         if composite is not None:
-            self._priced(eqn, composite[0], tally, stack, path, composite[1])
+            op, context = composite
+            sized = dataclasses.replace(
+                context,
+                in_shapes=[tuple(self.size(d) for d in shape) for shape in context.in_shapes],
+                out_shapes=[tuple(self.size(d) for d in shape) for shape in context.out_shapes],
+            )  # a symbolic trace's dims as the walk's sizes (`symbolic.py`), as every other equation's
+            self._priced(eqn, op, tally, stack, path, sized)
         elif name == "scan":
             body = Tally()
             self.walk(eqn.params["jaxpr"], body, stack)
