@@ -1,10 +1,9 @@
 """The same Keras 3 model code counted on the TensorFlow, PyTorch and JAX backends (issue 32): a conv net, a
 transformer encoder, and `keras.applications` ResNet50, MobileNetV2 and EfficientNetB0 (`weights=None`, 224x224,
-batch 1) give identical MACs and parameters per layer, and identical FLOPs per layer wherever Keras' backends do
-the same arithmetic. Where they do not (Keras implements batch norm, layer norm, swish, relu6, mean pooling and
-softmax with different ops on each backend), each engine counts the ops that run, and the difference is the exact
-figure `explained()` derives from the layer's class and output shape, as docs/tensorflow.md lists it: any other
-difference fails. A Keras model on JAX also goes through pyproject and `flopbudget count` with its layer names.
+batch 1) give identical MACs, parameters and FLOPs per layer. Keras implements batch norm, layer norm, swish,
+relu6, mean pooling and softmax with different ops on each backend; every engine prices those layers by the shared
+rules (`_counting/keras_rules.py`), so they count the same. The one difference left is the exact figure
+`explained()` derives (JAX's attention softmax), as docs/tensorflow.md lists it: any other difference fails. A Keras model on JAX also goes through pyproject and `flopbudget count` with its layer names.
 
 Keras fixes its backend at its first import: each backend counts every model in one child process
 (`tests/keras_backends.py`), the three run side by side.
@@ -14,7 +13,6 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import math
 import os
 import subprocess
 import sys
