@@ -112,12 +112,12 @@ def reprice(report: Report, layers: Sequence[tuple[str, Any]], calls: Mapping[in
             per = ACTIVATIONS.get(activation_name(layer))
             recorded = calls.get(len(layers) + index, ())
             if per is not None and recorded:
-                costs = [formulas.elementwise(math.prod(out), per).flops for _, out in recorded]
-                _charge(report, path + ACTIVATION_SUFFIX, sum(costs), len(recorded))
-            recorded = calls.get(index, ())
-            costs = [rule_flops(layer, call, False) for call in recorded]
-            if recorded and all(cost is not None for cost in costs):
-                _charge(report, path, sum(c for c in costs if c is not None), len(recorded))
+                activation = sum(formulas.elementwise(math.prod(out), per).flops for _, out in recorded)
+                _charge(report, path + ACTIVATION_SUFFIX, activation, len(recorded))
+            own_calls = calls.get(index, ())
+            ruled = [rule_flops(layer, call, False) for call in own_calls]
+            if own_calls and all(cost is not None for cost in ruled):
+                _charge(report, path, sum(c for c in ruled if c is not None), len(own_calls))
         own = report.layers.pop(path + ACTIVATION_SUFFIX, None)
         if own is not None:
             report.layers.setdefault(path, LayerCost()).merge(own)

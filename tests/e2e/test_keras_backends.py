@@ -3,7 +3,8 @@ transformer encoder, and `keras.applications` ResNet50, MobileNetV2 and Efficien
 batch 1) give identical MACs, parameters and FLOPs per layer. Keras implements batch norm, layer norm, swish,
 relu6, mean pooling and softmax with different ops on each backend; every engine prices those layers by the shared
 rules (`_counting/keras_rules.py`), so they count the same. The one difference left is the exact figure
-`explained()` derives (JAX's attention softmax), as docs/tensorflow.md lists it: any other difference fails. A Keras model on JAX also goes through pyproject and `flopbudget count` with its layer names.
+`explained()` derives (JAX's attention softmax), as docs/tensorflow.md lists it: any other difference fails.
+A Keras model on JAX also goes through pyproject and `flopbudget count` with its layer names.
 
 Keras fixes its backend at its first import: each backend counts every model in one child process
 (`tests/keras_backends.py`), the three run side by side.
