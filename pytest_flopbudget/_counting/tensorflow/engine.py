@@ -71,13 +71,17 @@ def count_tf(
     training: bool = False,
     model_name: str = "",
     shapes: Sequence[Sequence[int] | None] | None = None,
+    keras_rules: bool = True,
 ) -> Report:
     """Count `fn_or_model(*args, **kwargs)`: a Keras model (called with `training=`) or a `tf.function` (or any
     function TensorFlow can trace). `args` are arrays or `tf.TensorSpec`s; `shapes` binds a spec's unknown dims.
 
     `training=True` counts a training step as the other engines do: the call (Keras layers in training mode)
     under a `tf.GradientTape`, a loss that sums every floating output, and its gradient with respect to the
-    trainable variables the call read (not the inputs); the gradient's ops are the backward phase."""
+    trainable variables the call read (not the inputs); the gradient's ops are the backward phase.
+
+    A Keras model's batch norm, layer norm, activations, softmax and mean pooling are priced by the shared rules
+    (`keras_rules`); `keras_rules=False` keeps the ops TensorFlow runs (what a SavedModel of it counts)."""
     tf = _import_tf()
     kwargs = dict(kwargs or {})
     arg_specs = specs(tf, list(args), shapes)
@@ -129,7 +133,7 @@ def count_tf(
         versions=_versions(),
     )
     report.conventions.update(TF_CONVENTIONS)
-    reprice(report, layers, calls)
+    reprice(report, layers, calls if keras_rules else {})
     return report
 
 
