@@ -73,31 +73,106 @@ def keras_params(layers: Sequence[tuple[str, Any]]) -> dict[str, int]:
 
 
 @contextlib.contextmanager
-def marked_calls(layers: Sequence[Any], scope: Callable[[int], AbstractContextManager[Any]]) -> Iterator[None]:
+def marked_calls(
+    layers: Sequence[Any],
+    scope: Callable[[int], AbstractContextManager[Any]],
+    calls: dict[int, list[tuple[tuple[int, ...], tuple[int, ...]]]] | None = None,
+    activation_offset: int | None = None,
+) -> Iterator[None]:
     """While tracing, each call of one of `layers` runs under `scope(its index in layers)` (a framework's name
-    scope): the classes' `__call__` are wrapped for the duration of the trace, instances matched by identity."""
+    scope): the classes' `__call__` are wrapped for the duration of the trace, instances matched by identity.
+    `calls`, when given, gets each call's (first input shape, first output shape) by index (`keras_rules`).
+    With `activation_offset`, the activation function a layer applies itself (`Dense(..., activation="swish")`)
+    runs under `scope(activation_offset + its layer's index)` and is recorded there, so its ops can be priced
+    apart from the layer's (`keras_rules.with_activations`)."""
     index = {id(layer): i for i, layer in enumerate(layers)}
     patched: list[tuple[type, Any]] = []
+    active: set[int] = set()
     for cls in {type(layer) for layer in layers}:
         for owner in cls.__mro__:
             original = owner.__dict__.get("__call__")
             if original is None or owner is object or any(owner is done for done, _ in patched):
                 continue
             patched.append((owner, original))
-            type.__setattr__(owner, "__call__", _scoped(original, index, scope))
+            type.__setattr__(owner, "__call__", _scoped(original, index, scope, calls, active))
+    swapped: list[tuple[Any, Any]] = []
+    if activation_offset is not None:
+        for i, layer in enumerate(layers):
+            function = layer.__dict__.get("activation") if hasattr(layer, "__dict__") else None
+            if type(layer).__name__ == "Activation" or not callable(function):
+                continue
+            if getattr(function, "__name__", "") == "linear":
+                continue
+            swapped.append((layer, function))
+            object.__setattr__(layer, "activation", _scoped_function(function, activation_offset + i, scope, calls))
     try:
         yield
     finally:
         for owner, original in patched:
             type.__setattr__(owner, "__call__", original)
+        for layer, function in swapped:
+            object.__setattr__(layer, "activation", function)
 
 
-def _scoped(original: Any, index: dict[int, int], scope: Callable[[int], AbstractContextManager[Any]]) -> Any:
+def _scoped(
+    original: Any,
+    index: dict[int, int],
+    scope: Callable[[int], AbstractContextManager[Any]],
+    calls: dict[int, list[tuple[tuple[int, ...], tuple[int, ...]]]] | None,
+    active: set[int],
+) -> Any:
     def call(self: Any, *args: Any, **kwargs: Any) -> Any:
         position = index.get(id(self))
         if position is None:
             return original(self, *args, **kwargs)
-        with scope(position):
-            return original(self, *args, **kwargs)
+        outermost = id(self) not in active  # Layer.__call__ -> Operation.__call__: both wrapped, one call
+        active.add(id(self))
+        try:
+            with scope(position):
+                result = original(self, *args, **kwargs)
+        finally:
+            if outermost:
+                active.discard(id(self))
+        if calls is not None and outermost:
+            first_in = args[0] if args else next(iter(kwargs.values()), None)
+            shapes = (_shape(first_in), _shape(result))
+            if shapes[0] is not None and shapes[1] is not None:
+                calls.setdefault(position, []).append((shapes[0], shapes[1]))
+        return result
 
     return call
+
+
+def _scoped_function(
+    function: Any,
+    position: int,
+    scope: Callable[[int], AbstractContextManager[Any]],
+    calls: dict[int, list[tuple[tuple[int, ...], tuple[int, ...]]]] | None,
+) -> Any:
+    def call(*args: Any, **kwargs: Any) -> Any:
+        with scope(position):
+            result = function(*args, **kwargs)
+        if calls is not None and args:
+            shapes = (_shape(args[0]), _shape(result))
+            if shapes[0] is not None and shapes[1] is not None:
+                calls.setdefault(position, []).append((shapes[0], shapes[1]))
+        return result
+
+    call.__name__ = getattr(function, "__name__", "activation")
+    return call
+
+
+def _shape(value: Any) -> tuple[int, ...] | None:
+    """A tensor's (or the first tensor of a list's) fully known shape as ints, else None."""
+    if isinstance(value, (list, tuple)) and value:
+        value = value[0]
+    shape = getattr(value, "shape", None)
+    if shape is None:
+        return None
+    try:
+        dims = tuple(shape)
+        if any(d is None for d in dims):
+            return None
+        return tuple(int(d) for d in dims)
+    except (TypeError, ValueError):
+        return None

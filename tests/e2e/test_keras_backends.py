@@ -1,10 +1,10 @@
 """The same Keras 3 model code counted on the TensorFlow, PyTorch and JAX backends (issue 32): a conv net, a
 transformer encoder, and `keras.applications` ResNet50, MobileNetV2 and EfficientNetB0 (`weights=None`, 224x224,
-batch 1) give identical MACs and parameters per layer, and identical FLOPs per layer wherever Keras' backends do
-the same arithmetic. Where they do not (Keras implements batch norm, layer norm, swish, relu6, mean pooling and
-softmax with different ops on each backend), each engine counts the ops that run, and the difference is the exact
-figure `explained()` derives from the layer's class and output shape, as docs/tensorflow.md lists it: any other
-difference fails. A Keras model on JAX also goes through pyproject and `flopbudget count` with its layer names.
+batch 1) give identical MACs, parameters and FLOPs per layer. Keras implements batch norm, layer norm, swish,
+relu6, mean pooling and softmax with different ops on each backend; every engine prices those layers by the shared
+rules (`_counting/keras_rules.py`), so they count the same. The one difference left is the exact figure
+`explained()` derives (JAX's attention softmax), as docs/tensorflow.md lists it: any other difference fails.
+A Keras model on JAX also goes through pyproject and `flopbudget count` with its layer names.
 
 Keras fixes its backend at its first import: each backend counts every model in one child process
 (`tests/keras_backends.py`), the three run side by side.
@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import math
 import os
 import subprocess
 import sys
@@ -62,42 +61,16 @@ def counted(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any
 
 
 def explained(layer: dict[str, Any], backend: str) -> int:
-    """The FLOPs `backend` counts beyond TensorFlow for one Keras layer (its class, activation and output shape, the
-    batch being 1), where Keras' backends compute it with different ops. N = output elements, C = the last axis,
-    R = N / C rows.
-
-    - BatchNormalization (inference): TensorFlow 2N + 5C (x*inv + shift; per channel +eps, rsqrt, *gamma,
-      mean*inv, beta - that), PyTorch 3N + 3C ((x - mean) * inv + beta; +eps, rsqrt, *gamma), JAX 2N + 6C
-      (-mean and *inv are two ops).
-    - LayerNormalization: TensorFlow 9N + 3R, PyTorch 8N (aten.native_layer_norm), JAX 10N + 6R + 2 (jnp.var).
-    - swish/silu activation: TensorFlow 3N (x * sigmoid(beta * x)), PyTorch N (aten.silu), JAX 2N.
-    - ReLU(max_value=6): TensorFlow Relu6 N, PyTorch hardtanh N, JAX max and min 2N.
-    - GlobalAveragePooling: TensorFlow and PyTorch mean N_in, JAX sum N_in and a division per output, + C.
-    - softmax (activation or attention scores): 5 per element everywhere, and JAX's guard max per row, + R.
+    """The FLOPs `backend` counts beyond TensorFlow for one Keras layer (its class and output shape, the batch being
+    1). Batch and layer normalisation, activations, softmax and global average pooling are priced by the shared
+    rules on every backend (`_counting/keras_rules.py`), whatever ops Keras writes them with: they count the same.
+    One difference is left: `MultiHeadAttention` on JAX calls `jax.nn.dot_product_attention`, not its `Softmax`
+    sublayer, and JAX's softmax guards each row with one more `max`: + batch x heads x query rows.
     """
-    if backend == "tensorflow":
-        return 0
-    shape, kind, activation = layer["output"] or [], layer["class"], layer["activation"]
-    n = math.prod(shape)
-    c = shape[-1] if shape else 1
-    rows = n // c if c else 0
-    extra = 0
-    if kind == "BatchNormalization":
-        extra += n - 2 * c if backend == "torch" else c
-    if kind == "LayerNormalization":
-        extra += -n - 3 * rows if backend == "torch" else n + 3 * rows + 2
-    if activation in ("silu", "swish"):
-        extra += -2 * n if backend == "torch" else -n
-    if backend == "jax":
-        if kind == "ReLU" and layer["max_value"] is not None:
-            extra += n
-        if kind.startswith("GlobalAveragePooling"):
-            extra += c
-        if activation == "softmax":
-            extra += rows
-        if kind == "MultiHeadAttention":  # the scores: batch x heads x query rows, softmaxed over the keys
-            extra += shape[0] * layer["heads"] * shape[1]
-    return extra
+    if backend == "jax" and layer["class"] == "MultiHeadAttention":
+        shape = layer["output"] or []
+        return int(shape[0] * layer["heads"] * shape[1])
+    return 0
 
 
 def layer_figures(result: dict[str, Any]) -> dict[str, tuple[int, ...]]:

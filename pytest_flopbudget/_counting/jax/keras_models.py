@@ -17,6 +17,7 @@ from typing import Any
 from pytest_flopbudget._counting.jax.engine import count_jax
 from pytest_flopbudget._counting.jax.names import KERAS_SCOPE, keras_layer
 from pytest_flopbudget._counting.keras_layers import keras_layers, keras_params, marked_calls
+from pytest_flopbudget._counting.keras_rules import Call, reprice, with_activations
 from pytest_flopbudget._errors import CountingError
 from pytest_flopbudget._report import Report
 
@@ -32,10 +33,10 @@ def count_keras(model: Any, *args: Any, training: bool = False, model_name: str 
             f"(give keras.Input shapes, or call model.build(shape))"
         )
     layers = keras_layers(model)
-    paths = {index: path for index, (path, _) in enumerate(layers)}
     trainable = [_struct(jax, variable) for variable in model.trainable_variables]
     non_trainable = [_struct(jax, variable) for variable in model.non_trainable_variables]
     passes_training = getattr(model, "_call_has_training_arg", True)
+    calls: dict[int, list[Call]] = {}
 
     def forward(trainable: Any, non_trainable: Any, *call_args: Any, **call_kwargs: Any) -> Any:
         if passes_training:
@@ -44,7 +45,9 @@ def count_keras(model: Any, *args: Any, training: bool = False, model_name: str 
         # uninitialised so: stateless_call's own scope would initialise them (allocate) when it closes
         with (
             keras.StatelessScope(initialize_variables=False),
-            marked_calls([layer for _, layer in layers], lambda i: jax.named_scope(f"{KERAS_SCOPE}{i}")),
+            marked_calls(
+                [layer for _, layer in layers], lambda i: jax.named_scope(f"{KERAS_SCOPE}{i}"), calls, len(layers)
+            ),
         ):
             outputs, _ = model.stateless_call(trainable, non_trainable, *call_args, **call_kwargs)
         return outputs
@@ -55,11 +58,12 @@ def count_keras(model: Any, *args: Any, training: bool = False, model_name: str 
         kwargs,
         training=training,
         model_name=model_name or str(getattr(model, "name", "") or type(model).__name__),
-        namer=keras_layer(paths),
+        namer=keras_layer(with_activations(layers)),
         params=keras_params(layers),
         state_args=2,
     )
     report.versions.update(_keras_version())
+    reprice(report, layers, calls)
     return report
 
 

@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pytest_flopbudget._counting.keras_layers import is_keras_layer, keras_layers, keras_params, marked_calls
+from pytest_flopbudget._counting.keras_rules import Call, reprice, with_activations
 from pytest_flopbudget._counting.tally import Tally
 from pytest_flopbudget._counting.tensorflow.names import LAYER_SCOPE, LayerNamer, marked_layer, plain_layer
 from pytest_flopbudget._counting.tensorflow.walk import UNKNOWN_SHAPE, Walker
@@ -70,19 +71,24 @@ def count_tf(
     training: bool = False,
     model_name: str = "",
     shapes: Sequence[Sequence[int] | None] | None = None,
+    keras_rules: bool = True,
 ) -> Report:
     """Count `fn_or_model(*args, **kwargs)`: a Keras model (called with `training=`) or a `tf.function` (or any
     function TensorFlow can trace). `args` are arrays or `tf.TensorSpec`s; `shapes` binds a spec's unknown dims.
 
     `training=True` counts a training step as the other engines do: the call (Keras layers in training mode)
     under a `tf.GradientTape`, a loss that sums every floating output, and its gradient with respect to the
-    trainable variables the call read (not the inputs); the gradient's ops are the backward phase."""
+    trainable variables the call read (not the inputs); the gradient's ops are the backward phase.
+
+    A Keras model's batch norm, layer norm, activations, softmax and mean pooling are priced by the shared rules
+    (`keras_rules`); `keras_rules=False` keeps the ops TensorFlow runs (what a SavedModel of it counts)."""
     tf = _import_tf()
     kwargs = dict(kwargs or {})
     arg_specs = specs(tf, list(args), shapes)
     keras_model = is_keras_layer(fn_or_model)
     label = model_name or str(getattr(fn_or_model, "name", "") or getattr(fn_or_model, "__name__", "")) or "model"
     layers = keras_layers(fn_or_model) if keras_model else []
+    calls: dict[int, list[Call]] = {}
     if keras_model:
 
         def call(*call_args: Any) -> Any:
@@ -97,14 +103,16 @@ def count_tf(
         traced_fn = fn_or_model if hasattr(fn_or_model, "get_concrete_function") else tf.function(fn_or_model)
         call_kwargs = kwargs
     try:
-        with marked_calls([layer for _, layer in layers], lambda i: tf.name_scope(f"{LAYER_SCOPE}{i}")):
+        with marked_calls(
+            [layer for _, layer in layers], lambda i: tf.name_scope(f"{LAYER_SCOPE}{i}"), calls, len(layers)
+        ):
             concrete = traced_fn.get_concrete_function(*arg_specs, **call_kwargs)
     except CountingError:
         raise
     except Exception as exc:  # a function that does not trace gives one line, not a traceback into tensorflow
         text = " ".join(str(exc).split())[:300]
         raise CountingError(f"{label}: the function could not be traced ({type(exc).__name__}: {text})") from None
-    namer = marked_layer({index: path for index, (path, _) in enumerate(layers)}) if keras_model else plain_layer
+    namer = marked_layer(with_activations(layers)) if keras_model else plain_layer
     tally = Tally()
     Walker(tf, concrete.graph, namer).walk(concrete.graph, tally)
     if not keras_model and _loose(tally) and _fixed(arg_specs):
@@ -125,6 +133,7 @@ def count_tf(
         versions=_versions(),
     )
     report.conventions.update(TF_CONVENTIONS)
+    reprice(report, layers, calls if keras_rules else {})
     return report
 
 

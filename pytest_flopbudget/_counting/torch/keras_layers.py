@@ -15,6 +15,7 @@ keras is never imported here: a model can only be a Keras layer if keras is alre
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from typing import Any
 
@@ -41,3 +42,18 @@ def keras_params(model: Any) -> dict[str, int] | None:
     if not is_keras_layer(model):
         return None
     return keras.keras_params(keras.keras_layers(model))
+
+
+def keras_layers_of(model: Any) -> list[tuple[str, Any]]:
+    """Every layer of a Keras model by path, root first (`keras_layers`); empty for any other model."""
+    return keras.keras_layers(model) if is_keras_layer(model) else []
+
+
+def keras_recording(model: Any, calls: dict[int, list[tuple[tuple[int, ...], tuple[int, ...]]]]) -> Any:
+    """A context that records each Keras layer's calls' shapes into `calls` by index in `keras_layers_of(model)`
+    (`keras_rules.reprice` prices them); a no-op for any other model. Layers are attributed by module hooks here,
+    so the marker scope does nothing."""
+    layers = keras_layers_of(model)
+    if not layers:
+        return contextlib.nullcontext()
+    return keras.marked_calls([layer for _, layer in layers], lambda _: contextlib.nullcontext(), calls)

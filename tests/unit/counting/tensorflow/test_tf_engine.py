@@ -70,12 +70,13 @@ def test_params_are_count_params_batch_norm_statistics_included() -> None:
     assert report.layers["batch_normalization"].params == 16
 
 
-def test_keras_batch_norm_in_inference_is_the_arithmetic_it_writes() -> None:
+def test_keras_batch_norm_in_inference_is_priced_by_the_shared_rule() -> None:
     model = keras.Sequential([keras.Input((6,)), keras.layers.BatchNormalization(name="bn")])
     report = count_tf(model, [np.zeros((3, 6), np.float32)])
-    # Keras folds the statistics per channel (add eps, rsqrt, * gamma, * mean, beta - : 5 ops on 6 channels = 30)
-    # and applies x * scale + shift on 3*6 = 18 elements (2 each = 36)
-    assert report.layers["bn"].flops == 30 + 36
+    # Keras folds the statistics per channel (5 ops on 6 channels) and applies x * scale + shift (2 per element):
+    # 30 + 36 = 66 as written; the shared rule prices eval batch norm with affine 4 per element: 4*3*6 = 72
+    assert report.layers["bn"].flops == report.flops == 72
+    assert report.layers["bn"].ops["keras_rule"].flops == 72
 
 
 def test_a_spec_with_an_unknown_dim_is_bound_by_shapes() -> None:
