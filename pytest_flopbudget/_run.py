@@ -31,6 +31,7 @@ from pytest_flopbudget._judge.base_ref import (
 from pytest_flopbudget._judge.baseline import BaselineStore
 from pytest_flopbudget._judge.verdict import FindingKind, Measurement, Verdict, judge, missing_baseline
 from pytest_flopbudget._report import Report
+from pytest_flopbudget._shard import Shard
 
 if TYPE_CHECKING:
     from pytest_flopbudget._curve.formula import Formula
@@ -149,6 +150,9 @@ class RunResult:
     stale_note: str = ""
     #: Who started the run: the words of the update hint, and whether failures were shown with their tests.
     front_end: FrontEnd = CLI
+    #: `--shard K/N`: this run is one part of a run across CI machines (its results document says so, for
+    #: `flopbudget merge`); None for a whole run.
+    shard: Shard | None = None
 
     @property
     def failed(self) -> list[Verdict]:

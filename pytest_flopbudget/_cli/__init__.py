@@ -40,6 +40,8 @@ examples:
   flopbudget check --update resnet50
   flopbudget diff resnet50
   flopbudget comment "$RUNNER_TEMP/flopbudget-comment.md"   # in CI: post the pull-request comment
+  flopbudget check --shard 2/3 --report json:shard-2.json  # one of 3 CI machines
+  flopbudget merge shard-1.json shard-2.json shard-3.json   # the 3 machines' results judged as one run
 
 exit status: 0 all within budget, 1 a model is over budget, 2 the check could not run.
 Run `flopbudget COMMAND --help` for the options of each command."""
@@ -103,6 +105,19 @@ examples:
   flopbudget diff resnet50
   flopbudget diff                       # every model
   flopbudget diff resnet50 --format html -o diff.html   # base vs now as an icicle coloured by growth"""
+
+
+MERGE_EPILOG = """\
+Refused in one line each, with nothing written (exit status 2): shards that saw different configurations (the
+tool's version, pyproject.toml, --base-ref and its commit, require-baseline) or different baselines (naming the
+model), counted with different library versions, or a model counted by two shards (naming it). A model in no
+shard's results (a shard's file missing or unreadable) is reported as not checked, named, in every output (exit
+status 2). Otherwise the exit status is the whole run's: 0 all within budget, 1 a model is over budget, 2 a model
+could not be checked.
+
+examples:
+  flopbudget check --shard 1/3 --report json:shard-1.json      # on each of 3 machines
+  flopbudget merge shard-*.json --report markdown:summary.md   # then once, on the three files"""
 
 
 COMMENT_EPILOG = """\
@@ -288,6 +303,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="count every model and fail where a cached count would have answered differently",
     )
     check.add_argument(
+        "--shard",
+        metavar="K/N",
+        help="count only shard K of N (1 <= K <= N) of the models, balanced by the work their baselines record, and "
+        "write the part's results with --report json:PATH for `flopbudget merge`; auto: K and N from "
+        "FLOPBUDGET_SHARD_INDEX/FLOPBUDGET_SHARD_TOTAL or GitLab's CI_NODE_INDEX/CI_NODE_TOTAL (docs/ci.md)",
+    )
+    check.add_argument(
         "--cache-dir",
         metavar="PATH",
         help="where counts are cached (default: FLOPBUDGET_CACHE_DIR, else .flopbudget_cache next to pyproject.toml)",
@@ -336,6 +358,22 @@ def build_parser() -> argparse.ArgumentParser:
     )
     diff.add_argument("-o", "--output", metavar="PATH", help="write to PATH (atomically) instead of stdout")
     diff.set_defaults(handler=_diff)
+    merge = commands.add_parser(
+        "merge",
+        help="judge the results of the shards of one run (check --shard K/N --report json:PATH) as one run",
+        description="Merge the results the shards of one run wrote (`flopbudget check --shard K/N --report\n"
+        "json:PATH`, or pytest's --flopbudget-shard) and write what the whole run would have: one terminal text,\n"
+        "one exit status, one job summary, one comment body, one pictures page, one set of exports. Reads the files\n"
+        "only: no pyproject.toml, no baseline, no model code.",
+        epilog=MERGE_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    merge.add_argument("paths", nargs="+", metavar="PATH", help="a shard's results (--report json:PATH)")
+    merge.add_argument("--report", action="append", default=[], metavar="SPEC", help=SPEC_HELP)
+    merge.add_argument(
+        "--traceback", action="store_true", help="show the Python traceback of an internal error (for bug reports)"
+    )
+    merge.set_defaults(handler=_merge)
     comment = commands.add_parser(
         "comment",
         help="post the bodies --report comment:PATH wrote as the pull request's comment (the action's last step)",
@@ -448,7 +486,7 @@ def _check(args: argparse.Namespace) -> int:
     return run_check(
         pyproject=args.pyproject, names=args.names, update=args.update, reports=args.report, base_ref=args.base_ref,
         out=_out(), err=_err(), require_baseline=args.require_baseline, cache=args.cache, cache_dir=args.cache_dir,
-        format=args.format,
+        format=args.format, shard=args.shard,
     )  # fmt: skip
 
 
@@ -470,6 +508,12 @@ def _diff(args: argparse.Namespace) -> int:
         pyproject=args.pyproject, names=args.names, out=_out(), err=_err(), format=args.format, metric=metric,
         output=args.output,
     )  # fmt: skip
+
+
+def _merge(args: argparse.Namespace) -> int:
+    from pytest_flopbudget._cli.merge import run_merge
+
+    return run_merge(paths=args.paths, reports=args.report, out=_out(), err=_err())
 
 
 def _comment(args: argparse.Namespace) -> int:
