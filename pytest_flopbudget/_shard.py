@@ -15,12 +15,17 @@ rewrite every baseline on every update), but the op calls a count dispatched are
 
 from __future__ import annotations
 
+import hashlib
 import heapq
-from collections.abc import Mapping, Sequence
+import os
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pytest_flopbudget._errors import ConfigError
+from pytest_flopbudget._config.location import display_path
+from pytest_flopbudget._errors import ConfigError, FlopBudgetError
+from pytest_flopbudget._version import __version__
 
 if TYPE_CHECKING:
     from pytest_flopbudget._report import Report
@@ -179,3 +184,54 @@ class Shard:
             {key: a_str(value, f"shard.configuration.{key}") for key, value in configuration.items()},
             {key: a_str(value, f"shard.baselines.{key}") for key, value in baselines.items()},
         )
+
+
+def plan(
+    spec: ShardSpec,
+    models: Sequence[PlanItem],
+    baseline: Callable[[str], Report | None],
+    *,
+    configuration: Mapping[str, str],
+    baselines: Mapping[str, str],
+) -> Shard:
+    """Shard `spec` of the run that counts `models` (node ids unique), each weighed by `work` on its baseline
+    (`baseline(name)`; one that cannot be read weighs as one without)."""
+    weights = []
+    for item in models:
+        try:
+            report = baseline(item.name)
+        except FlopBudgetError:  # its verdict says what is wrong with it; the plan only needs a weight
+            report = None
+        weights.append((item.nodeid, work(report)))
+    part = set(partition(weights, spec.total)[spec.index - 1])
+    chosen = tuple(item.nodeid for item in models if item.nodeid in part)
+    return Shard(spec.index, spec.total, tuple(models), chosen, dict(configuration), dict(baselines))
+
+
+def configuration(
+    pyproject: Path | None, *, front_end: str, base: tuple[str, str] | None, require_baseline: bool
+) -> dict[str, str]:
+    """What a shard's verdicts depend on besides its models' counts: the tool, the front end, the pyproject file's
+    bytes, the base (`--base-ref` REF, and the commit it named then) and whether baselines were required."""
+    found: dict[str, str] = {"pytest-flopbudget": __version__, "front end": front_end}
+    if pyproject is not None:
+        found[display_path(str(pyproject))] = file_digest(pyproject)
+    if base is not None:
+        found["base-ref"] = f"{base[0]} at {base[1]}"
+    found["require-baseline"] = "true" if require_baseline else "false"
+    return found
+
+
+def baseline_digests(directory: Path, suffix: str = ".json") -> dict[str, str]:
+    """Each baseline file's sha256, by its path as outputs show it."""
+    if not directory.is_dir():
+        return {}
+    files = sorted(p for p in directory.iterdir() if p.suffix == suffix and p.is_file())
+    return {display_path(str(path)): file_digest(path) for path in files}
+
+
+def file_digest(path: str | os.PathLike[str]) -> str:
+    try:
+        return "sha256:" + hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    except OSError as exc:
+        return f"unreadable: {exc.strerror or exc}"

@@ -72,7 +72,7 @@ def run_check(
         run.compare_with_base(settings, base_ref)
     plan = None
     if spec is not None:
-        entries, plan = sharding.select_shard(spec, entries, settings, run, front_end=CLI.name)
+        entries, plan = sharding.select_shard(spec, entries, settings, run)
     counter = _counter(settings, cache, cache_dir)
     counter.plan(entries, settings.root)
     count_into(run, entries, settings, err, counter)
