@@ -229,4 +229,8 @@ def test_the_documented_matrix_merges_to_what_one_job_writes(tmp_path: Path) -> 
     seen = [json.loads(path.read_text()) for path in spy.iterdir()]
     assert len(seen) >= 4
     assert not [environment for environment in seen if TOKEN in json.dumps(environment)]
-    assert not [environment for environment in seen if str(merge_job) in environment.get("PWD", "") + environment.get("GITHUB_WORKSPACE", "")]
+    assert not [
+        environment
+        for environment in seen
+        if str(merge_job) in environment.get("PWD", "") + environment.get("GITHUB_WORKSPACE", "")
+    ]
