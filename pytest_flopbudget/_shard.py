@@ -189,17 +189,17 @@ class Shard:
 def plan(
     spec: ShardSpec,
     models: Sequence[PlanItem],
-    baseline: Callable[[str], Report | None],
+    baseline: Callable[[PlanItem], Report | None],
     *,
     configuration: Mapping[str, str],
     baselines: Mapping[str, str],
 ) -> Shard:
     """Shard `spec` of the run that counts `models` (node ids unique), each weighed by `work` on its baseline
-    (`baseline(name)`; one that cannot be read weighs as one without)."""
+    (`baseline(item)`; one that cannot be read weighs as one without)."""
     weights = []
     for item in models:
         try:
-            report = baseline(item.name)
+            report = baseline(item)
         except FlopBudgetError:  # its verdict says what is wrong with it; the plan only needs a weight
             report = None
         weights.append((item.nodeid, work(report)))

@@ -78,7 +78,9 @@ examples:
   flopbudget check                      # every model; the pre-commit hook runs this
   flopbudget check resnet50 vit_tiny    # only these
   flopbudget check --update             # record the current counts as the new baselines (commit them)
-  flopbudget check --base-ref origin/main --report gitlab:gl-code-quality.json   # in CI"""
+  flopbudget check --base-ref origin/main --report gitlab:gl-code-quality.json   # in CI
+  flopbudget check --pyproject a/pyproject.toml --pyproject b/pyproject.toml   # two projects, one run
+  flopbudget check --shard 2/3 --report json:shard-2.json   # this machine's third; then flopbudget merge"""
 
 INIT_EPILOG = """\
 Counts each model as `flopbudget check` will and adds a [tool.flopbudget.models.NAME] table to pyproject.toml
@@ -155,14 +157,15 @@ def build_parser() -> argparse.ArgumentParser:
         prog=PROG, description=DESCRIPTION, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--version", action="version", version=f"{PROG} {__version__} (pytest-flopbudget)")
-    common = _Parser(add_help=False)
+    tracebacks = _Parser(add_help=False)
+    tracebacks.add_argument(
+        "--traceback", action="store_true", help="show the Python traceback of an internal error (for bug reports)"
+    )
+    common = _Parser(add_help=False, parents=[tracebacks])
     common.add_argument(
         "--pyproject",
         metavar="PATH",
         help="the pyproject.toml to read (default: the nearest one in the current directory or above)",
-    )
-    common.add_argument(
-        "--traceback", action="store_true", help="show the Python traceback of an internal error (for bug reports)"
     )
     model_inputs = _Parser(add_help=False)  # how a model is run: shared by count and init, which writes them down
     model_inputs.add_argument(
@@ -254,13 +257,20 @@ def build_parser() -> argparse.ArgumentParser:
 
     check = commands.add_parser(
         "check",
-        parents=[common],
+        parents=[tracebacks],
         help="check every pyproject model against its budget and baseline (the pre-commit hook)",
         description="Check the models of [tool.flopbudget.models] against their budgets and baselines.",
         epilog=CHECK_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     check.add_argument("names", nargs="*", metavar="NAME", help="models to check (default: all)")
+    check.add_argument(
+        "--pyproject",
+        action="append",
+        metavar="PATH",
+        help="the pyproject.toml to read (default: the nearest one in the current directory or above); repeat it "
+        "to check several projects (a monorepo) in one run with one summary, a section per project",
+    )
     check.add_argument(
         "--update",
         action="store_true",
@@ -483,10 +493,19 @@ def _count(args: argparse.Namespace) -> int:
 def _check(args: argparse.Namespace) -> int:
     from pytest_flopbudget._cli.check import run_check
 
+    pyprojects = args.pyproject or []
+    if len(pyprojects) > 1:
+        from pytest_flopbudget._cli.projects import run_projects
+
+        return run_projects(
+            pyprojects=pyprojects, names=args.names, update=args.update, reports=args.report, base_ref=args.base_ref,
+            out=_out(), err=_err(), require_baseline=args.require_baseline, cache=args.cache,
+            cache_dir=args.cache_dir, format=args.format, shard=args.shard,
+        )  # fmt: skip
     return run_check(
-        pyproject=args.pyproject, names=args.names, update=args.update, reports=args.report, base_ref=args.base_ref,
-        out=_out(), err=_err(), require_baseline=args.require_baseline, cache=args.cache, cache_dir=args.cache_dir,
-        format=args.format, shard=args.shard,
+        pyproject=pyprojects[0] if pyprojects else None, names=args.names, update=args.update, reports=args.report,
+        base_ref=args.base_ref, out=_out(), err=_err(), require_baseline=args.require_baseline, cache=args.cache,
+        cache_dir=args.cache_dir, format=args.format, shard=args.shard,
     )  # fmt: skip
 
 

@@ -151,6 +151,7 @@ def _differences(first: ShardResults, other: ShardResults) -> list[str]:
         ("base ref", run_a.base_ref, run_b.base_ref),
         ("baseline directory", run_a.baseline_dir, run_b.baseline_dir),
         ("front end", run_a.front_end.name, run_b.front_end.name),
+        ("projects", [p.pyproject for p in run_a.projects], [p.pyproject for p in run_b.projects]),
     ):
         if left_value != right_value:
             problems.append(f"{both} saw different configurations: {what} {left_value!r} and {right_value!r}")
@@ -216,6 +217,7 @@ def merged(shards: Sequence[ShardResults], unread: Mapping[str, str]) -> RunResu
         stale=list(first.stale),
         stale_note=first.stale_note,
         front_end=first.front_end,
+        projects=list(first.projects),
     )
     return result
 

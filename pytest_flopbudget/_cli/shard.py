@@ -49,7 +49,7 @@ def select_shard(
     record = plan(
         spec,
         [PlanItem(entry.name, nodeid) for entry, nodeid in zip(entries, nodeids)],
-        store.load,
+        lambda item: store.load(item.name),
         configuration=configuration(
             settings.pyproject, front_end=CLI.name, base=base, require_baseline=run.require_baseline
         ),

@@ -61,7 +61,7 @@ class ShardSelection:
         record = plan(
             self.spec,
             [PlanItem(name, item.nodeid) for item, name in budget],
-            state.store.load,
+            lambda item: state.store.load(item.name),
             configuration=configuration(
                 state.settings.pyproject, front_end=PYTEST.name, base=base, require_baseline=run.require_baseline
             ),

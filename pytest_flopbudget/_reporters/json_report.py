@@ -74,6 +74,10 @@ def results(
             "update": run.update,
             "stale": list(run.stale),
             "stale_note": run.stale_note,
+            "projects": [
+                {"pyproject": relative_path(p.pyproject, root) or p.pyproject, "baseline_dir": p.baseline_dir}
+                for p in run.projects
+            ],
         }
         if run.shard is not None:
             document["shard"] = run.shard.to_dict()
@@ -110,6 +114,7 @@ def model_entry(verdict: Verdict, *, root: str | os.PathLike[str]) -> dict[str, 
         "origin": _source(measurement.origin, root),
         "passed": verdict.passed,
         "test_failed": measurement.test_failed,
+        "pyproject": measurement.pyproject,
         "cache_mismatch": measurement.cache_mismatch,
         "reason": reason(verdict) if not verdict.passed else None,
         # integer ops only where the model has or budgets some: a model without them reads as it always did

@@ -29,7 +29,7 @@ from pytest_flopbudget._judge.baseline import MAX_DIGITS
 from pytest_flopbudget._judge.verdict import Finding, FindingKind, Measurement, Severity, Verdict
 from pytest_flopbudget._report import Report
 from pytest_flopbudget._reporters.json_report import RESULTS_FORMAT
-from pytest_flopbudget._run import RunResult, Unchecked
+from pytest_flopbudget._run import Project, RunResult, Unchecked
 from pytest_flopbudget._shard import Shard
 
 E = TypeVar("E", bound=Enum)
@@ -90,6 +90,10 @@ def _results(data: Mapping[str, Any], root: str) -> Results:
         stale=[a_str(item, "run.stale[]") for item in a_list(run.get("stale", []), "run.stale")],
         stale_note=a_str(run.get("stale_note", ""), "run.stale_note"),
         front_end=FRONT_ENDS[name],
+        projects=[
+            _project(an_object(item, f"run.projects[{i}]"), root, f"run.projects[{i}]")
+            for i, item in enumerate(a_list(run.get("projects", []), "run.projects"))
+        ],
     )
     shard = Shard.from_dict(an_object(data["shard"], "shard")) if data.get("shard") is not None else None
     result.shard = shard
@@ -115,6 +119,7 @@ def _verdict(entry: Mapping[str, Any], root: str, where: str) -> Verdict:
         nodeid=None if nodeid is None else a_str(nodeid, f"{where}.nodeid"),
         test_failed=a_bool(entry.get("test_failed", False), f"{where}.test_failed"),
         cache_mismatch=None if mismatch is None else a_str(mismatch, f"{where}.cache_mismatch"),
+        pyproject=None if entry.get("pyproject") is None else a_str(entry["pyproject"], f"{where}.pyproject"),
         formula=_formula_of(entry.get("formula"), f"{where}.formula"),
     )
     baseline = entry.get("baseline")
@@ -127,6 +132,14 @@ def _verdict(entry: Mapping[str, Any], root: str, where: str) -> Verdict:
         None if baseline is None else _report(baseline, f"{where}.baseline"),
         None if baseline_file is None else a_str(baseline_file, f"{where}.baseline_file"),
         _formula_of(entry.get("baseline_formula"), f"{where}.baseline_formula"),
+    )
+
+
+def _project(item: Mapping[str, Any], root: str, where: str) -> Project:
+    pyproject = a_str(field_of(item, "pyproject", where), f"{where}.pyproject")
+    return Project(
+        pyproject if os.path.isabs(pyproject) else os.path.join(root, pyproject),
+        a_str(field_of(item, "baseline_dir", where), f"{where}.baseline_dir"),
     )
 
 
