@@ -612,15 +612,22 @@ def test_the_merge_job_merges_every_downloaded_shard_and_writes_the_comment_and_
     assert calls(tool) == [["merge", *tests, "--report", f"comment:{body}"]]
 
 
+SHARD_OF_N = "input shard: expected K/N, this job's shard of a matrix of N (e.g. 2/3), got"
+
+
 @pytest.mark.parametrize(
     ("inputs", "message"),
     [
-        ({"shard": "3"}, "input shard: expected K/N, this job's shard of a matrix of N (e.g. 2/3), got '3'"),
-        ({"shard": "1/3\n::warning::x"}, "input shard: expected K/N, this job's shard of a matrix of N (e.g. 2/3), got '1/3 ::warning::x'"),
-        ({"shard": "1/3", "merge": "true"}, "inputs shard and merge: a job is one shard of the matrix or its merge job, not both"),
-        ({"shard": "1/3", "comment": "true"}, "input comment: true in a shard: the merge job posts the one comment (set comment: true there)"),
+        ({"shard": "3"}, f"{SHARD_OF_N} '3'"),
+        ({"shard": "1/3\n::warning::x"}, f"{SHARD_OF_N} '1/3 ::warning::x'"),
+        ({"shard": "1/3", "merge": "true"},
+         "inputs shard and merge: a job is one shard of the matrix or its merge job, not both"),
+        ({"shard": "1/3", "comment": "true"},
+         "input comment: true in a shard: the merge job posts the one comment (set comment: true there)"),
         ({"merge": "yes"}, "input merge: expected true or false, got 'yes'"),
-        ({"merge": "true"}, "merge: no shard's results were downloaded (artifacts flopbudget-shard-*): do the shard jobs run this action with shard: K/N, and does this job need them?"),
+        ({"merge": "true"},
+         "merge: no shard's results were downloaded (artifacts flopbudget-shard-*): do the shard jobs run this action "
+         "with shard: K/N, and does this job need them?"),
     ],
 )  # fmt: skip
 def test_shard_and_merge_inputs_it_cannot_honour_are_refused(project: Path, tmp_path: Path, inputs, message):

@@ -34,7 +34,7 @@ from pytest_flopbudget._shard import (
             "auto",
             {"FLOPBUDGET_SHARD_INDEX": "1", "FLOPBUDGET_SHARD_TOTAL": "2", "CI_NODE_INDEX": "5", "CI_NODE_TOTAL": "5"},
             ShardSpec(1, 2),
-        ),  # fmt: skip
+        ),
     ],
 )
 def test_a_shard_is_k_of_n_or_the_ci_systems_index_and_total(text, env, spec) -> None:
@@ -50,7 +50,7 @@ def test_a_shard_is_k_of_n_or_the_ci_systems_index_and_total(text, env, spec) ->
         ("1/0", {}, "--shard '1/0': expected K/N"),
         ("2", {}, "--shard '2': expected K/N"),
         ("-1/3", {}, "--shard '-1/3': expected K/N"),
-        ("１/３", {}, "--shard '１/３': expected K/N"),  # full-width digits are digits to str.isdigit, not to us
+        ("\uff11/\uff13", {}, "--shard '\uff11/\uff13': expected K/N"),  # full-width digits: isdigit()'s, not ours
         ("auto", {}, "--shard auto: no shard index and total in the environment (looked for FLOPBUDGET_SHARD_INDEX"),
         (
             "auto",

@@ -112,7 +112,12 @@ def test_unchecked_models_are_listed_and_fail(make_project, make_report) -> None
         {
             "name": "zero",
             "message": "cannot import 'pkg': ModuleNotFoundError",
-            "source": {"file": "pyproject.toml", "line": 9, "key": "tool.flopbudget.models.zero", "origin": "pyproject"},
+            "source": {
+                "file": "pyproject.toml",
+                "line": 9,
+                "key": "tool.flopbudget.models.zero",
+                "origin": "pyproject",
+            },
             "nodeid": None,
         }
     ]
