@@ -158,9 +158,9 @@ def run_action_step(
     run; empty when not given, as on GitHub for a step that was skipped; the id must be one of action.yml's).
     Any other expression fails the test: the script would see something this runner does not provide. And the
     variables GitHub sets: GITHUB_ACTIONS, CI, GITHUB_EVENT_NAME, GITHUB_BASE_REF (pull requests only),
-    GITHUB_WORKSPACE, GITHUB_ACTION_PATH (this repository), GITHUB_STEP_SUMMARY (`cwd/../step-summary.md`), GITHUB_OUTPUT
-    (`cwd/../step-output.txt`, emptied first: `step_outputs` reads it) and RUNNER_TEMP (`cwd/../runner-temp`). `path`
-    is put in front of PATH, after this Python's own bin directory: tests put stand-ins for `python` or
+    GITHUB_WORKSPACE, GITHUB_ACTION_PATH (this repository), GITHUB_STEP_SUMMARY (`cwd/../step-summary.md`),
+    GITHUB_OUTPUT (`cwd/../step-output.txt`, emptied first: `step_outputs` reads it) and RUNNER_TEMP
+    (`cwd/../runner-temp`). `path` is put in front of PATH, after this Python's own bin directory: tests put stand-ins for `python` or
     `flopbudget` there.
     """
     import yaml
