@@ -160,8 +160,8 @@ def run_action_step(
     variables GitHub sets: GITHUB_ACTIONS, CI, GITHUB_EVENT_NAME, GITHUB_BASE_REF (pull requests only),
     GITHUB_WORKSPACE, GITHUB_ACTION_PATH (this repository), GITHUB_STEP_SUMMARY (`cwd/../step-summary.md`),
     GITHUB_OUTPUT (`cwd/../step-output.txt`, emptied first: `step_outputs` reads it) and RUNNER_TEMP
-    (`cwd/../runner-temp`). `path` is put in front of PATH, after this Python's own bin directory: tests put stand-ins for `python` or
-    `flopbudget` there.
+    (`cwd/../runner-temp`). `path` is put in front of PATH, after this Python's own bin directory: tests put
+    stand-ins for `python` or `flopbudget` there.
     """
     import yaml
 
