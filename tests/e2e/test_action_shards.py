@@ -234,3 +234,10 @@ def test_the_documented_matrix_merges_to_what_one_job_writes(tmp_path: Path) -> 
         for environment in seen
         if str(merge_job) in environment.get("PWD", "") + environment.get("GITHUB_WORKSPACE", "")
     ]
+
+
+def test_ci_md_shows_the_matrix_workflow_this_file_runs() -> None:
+    text = (ROOT / "docs" / "ci.md").read_text(encoding="utf-8")
+    section = text[text.index("### GitHub Actions: the matrix and its merge job") :]
+    block = section[section.index("```yaml\n") + len("```yaml\n") : section.index("```\n", section.index("```yaml"))]
+    assert block == MATRIX_WORKFLOW.read_text(encoding="utf-8")
