@@ -71,7 +71,7 @@ def test_places_keep_their_kind_and_are_made_relative_to_the_checkout(make_proje
                                 "origin": "pyproject"}  # fmt: skip
     assert data["run"] == {
         "front_end": "pytest", "base_ref": "origin/main", "baseline_dir": ".flopbudget", "update": False,
-        "stale": ["old.json"], "stale_note": "a note",
+        "stale": ["old.json"], "stale_note": "a note", "projects": [],
     }  # fmt: skip
     back = parse_results(json.dumps(data), root).result
     assert back.verdicts[0].measurement.origin == result.verdicts[0].measurement.origin
