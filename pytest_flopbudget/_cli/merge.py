@@ -76,7 +76,7 @@ def run_merge(*, paths: Sequence[str], reports: Sequence[str], out: TextIO, err:
 
 def read_shards(paths: Sequence[str], root: str) -> tuple[list[ShardResults], dict[str, str]]:
     """Each readable shard document, and a line for each path that is not one (missing, unreadable, not a shard's
-    results, a document from an update)."""
+    results)."""
     if not paths:
         raise UsageError("merge: give the shards' results files (flopbudget check --shard K/N --report json:PATH)")
     shards: list[ShardResults] = []
@@ -97,8 +97,6 @@ def read_shards(paths: Sequence[str], root: str) -> tuple[list[ShardResults], di
                 f"{path}: not a shard's results (no `shard` object): write them with flopbudget check --shard K/N "
                 "--report json:PATH, or pytest --flopbudget-shard K/N --flopbudget-report json:PATH"
             )
-        elif results.result.update:
-            unread[path] = f"{path}: the results of an update (--update), not of a check: nothing to merge"
         else:
             shards.append(ShardResults(path, results, results.shard))
     if not shards:
@@ -150,7 +148,6 @@ def _differences(first: ShardResults, other: ShardResults) -> list[str]:
     for what, left_value, right_value in (
         ("base ref", run_a.base_ref, run_b.base_ref),
         ("baseline directory", run_a.baseline_dir, run_b.baseline_dir),
-        ("front end", run_a.front_end.name, run_b.front_end.name),
         ("projects", [p.pyproject for p in run_a.projects], [p.pyproject for p in run_b.projects]),
     ):
         if left_value != right_value:
@@ -214,8 +211,6 @@ def merged(shards: Sequence[ShardResults], unread: Mapping[str, str]) -> RunResu
         changes=_budget_changes(first.changes) + _baseline_changes(shards, verdicts),
         baseline_dir=first.baseline_dir,
         base_ref=first.base_ref,
-        stale=list(first.stale),
-        stale_note=first.stale_note,
         front_end=first.front_end,
         projects=list(first.projects),
     )

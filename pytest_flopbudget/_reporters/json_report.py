@@ -7,8 +7,9 @@ produced on a CI runner means the same on a laptop. The layout is versioned by `
 
 The document is also what `flopbudget merge` rebuilds a run from (`reporters/results_reader.py`), so it holds every
 field an output reads, as a field: each place keeps which kind of place it is (`origin`: pyproject, marker, test),
-each finding its `dim`, each model `test_failed` and `cache_mismatch`, and `run` what the run was (who started it,
-`--base-ref`, the baseline directory). A shard's results (`--shard K/N`) add `shard` (`_shard.Shard`).
+each finding its `dim`, each model `test_failed` and `cache_mismatch`, and `run` what the outputs read of the run
+(`--base-ref`, the baseline directory, the projects of a run over several), the same from either front end. A
+shard's results (`--shard K/N`) add `shard` (`_shard.Shard`).
 """
 
 from __future__ import annotations
@@ -67,13 +68,10 @@ def results(
         "budget_changes": [_change(c, root) for c in changes],
     }  # fmt: skip
     if run is not None:
+        # what the outputs read of the run besides its models; the same from either front end, as the whole file is
         document["run"] = {
-            "front_end": run.front_end.name,
             "base_ref": run.base_ref,
             "baseline_dir": run.baseline_dir,
-            "update": run.update,
-            "stale": list(run.stale),
-            "stale_note": run.stale_note,
             "projects": [
                 {"pyproject": relative_path(p.pyproject, root) or p.pyproject, "baseline_dir": p.baseline_dir}
                 for p in run.projects

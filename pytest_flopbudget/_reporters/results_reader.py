@@ -22,7 +22,7 @@ from typing import Any, TypeVar
 from pytest_flopbudget._config.budget import Budget
 from pytest_flopbudget._config.location import Location
 from pytest_flopbudget._curve.formula import Formula
-from pytest_flopbudget._front_ends import CLI, EITHER, PYTEST, FrontEnd
+from pytest_flopbudget._front_ends import CLI
 from pytest_flopbudget._json_fields import a_bool, a_list, a_str, an_object, field_of, show
 from pytest_flopbudget._judge.base_ref import BudgetChange
 from pytest_flopbudget._judge.baseline import MAX_DIGITS
@@ -33,8 +33,6 @@ from pytest_flopbudget._run import Project, RunResult, Unchecked
 from pytest_flopbudget._shard import Shard
 
 E = TypeVar("E", bound=Enum)
-
-FRONT_ENDS: dict[str, FrontEnd] = {front_end.name: front_end for front_end in (CLI, PYTEST, EITHER)}
 
 
 @dataclass
@@ -70,9 +68,6 @@ def _results(data: Mapping[str, Any], root: str) -> Results:
     tool = an_object(field_of(data, "tool", ""), "tool")
     version = a_str(field_of(tool, "version", "tool"), "tool.version")
     run = an_object(field_of(data, "run", ""), "run")
-    name = a_str(field_of(run, "front_end", "run"), "run.front_end")
-    if name not in FRONT_ENDS:
-        raise ValueError(f"run.front_end is {show(name)}, expected one of {', '.join(map(repr, FRONT_ENDS))}")
     base_ref = run.get("base_ref")
     verdicts = [_verdict(an_object(entry, f"models[{i}]"), root, f"models[{i}]")
                 for i, entry in enumerate(a_list(field_of(data, "models", ""), "models"))]  # fmt: skip
@@ -84,12 +79,9 @@ def _results(data: Mapping[str, Any], root: str) -> Results:
         verdicts=verdicts,
         unchecked=unchecked,
         changes=changes,
-        update=a_bool(field_of(run, "update", "run"), "run.update"),
         baseline_dir=a_str(field_of(run, "baseline_dir", "run"), "run.baseline_dir"),
         base_ref=None if base_ref is None else a_str(base_ref, "run.base_ref"),
-        stale=[a_str(item, "run.stale[]") for item in a_list(run.get("stale", []), "run.stale")],
-        stale_note=a_str(run.get("stale_note", ""), "run.stale_note"),
-        front_end=FRONT_ENDS[name],
+        front_end=CLI,  # the merge is `flopbudget merge`: its text is the CLI's, whichever front end counted
         projects=[
             _project(an_object(item, f"run.projects[{i}]"), root, f"run.projects[{i}]")
             for i, item in enumerate(a_list(run.get("projects", []), "run.projects"))
