@@ -200,7 +200,7 @@ def test_the_documented_matrix_merges_to_what_one_job_writes(tmp_path: Path) -> 
     assert sorted(nodeid for part in parts for nodeid in part["part"]) == sorted(
         f"pyproject.toml::m{i:02d}" for i in range(MODELS)
     )
-    assert all(6 <= len(part["part"]) <= 10 for part in parts), [len(part["part"]) for part in parts]
+    assert [len(part["part"]) for part in parts] == [8, 8, 8]  # 24 models of like weight: 8 each
 
     merge_job = tmp_path / "merge"
     project = checkout(template, merge_job)
