@@ -4,6 +4,11 @@ Arguments become `tf.TensorSpec`s (an array's shape and dtype; a spec's unknown 
 function is traced once with `get_concrete_function` and its graph is walked with its function library (loop
 and branch bodies); no kernel runs. A Keras model is called inside the trace with `training=` and a marker name
 scope around each layer's call (`names.py`), so each op is charged to the layer `model.summary()` names.
+
+A function whose trace keeps a dim unknown that the specs fix (a `tf.function` with an `input_signature`, or a
+`ConcreteFunction` traced before) is walked from its `FunctionDef` rebuilt with the specs' shapes, so a bound dim
+is never dropped. A plain function's parameters are the variables it captures, each charged to the layer of the
+first op that reads it; a Keras model's are its layers' weights (`keras_params`).
 """
 
 from __future__ import annotations
@@ -15,21 +20,22 @@ from typing import Any
 
 from pytest_flopbudget._counting.tally import Tally
 from pytest_flopbudget._counting.tensorflow.names import LAYER_SCOPE, marked_layer, plain_layer
-from pytest_flopbudget._counting.tensorflow.walk import Walker
+from pytest_flopbudget._counting.tensorflow.walk import Walker, function_graph
 from pytest_flopbudget._errors import CountingError
 from pytest_flopbudget._metrics import PARAMS
-from pytest_flopbudget._report import LayerCost, Report
+from pytest_flopbudget._report import ROOT, LayerCost, Report
 
 #: What a TensorFlow count adds to a report's conventions (docs/tensorflow.md).
 TF_CONVENTIONS = {
     "tensorflow_control_flow": (
-        "While loops with a constant maximum_iterations or constant bounds count trip times, else skipped; If and "
-        "Case count their costliest branch; PartitionedCall bodies count once per call"
+        "While loops with constant bounds count trip times; a data-dependent one under a constant "
+        "maximum_iterations counts the cap (an upper bound, listed in estimated); else skipped; If and Case count "
+        "their costliest branch; PartitionedCall bodies count once per call"
     ),
 }
 
 
-def _import_tf() -> Any:
+def import_tf() -> Any:
     try:
         import tensorflow as tf
     except ImportError:
@@ -42,6 +48,12 @@ def _import_tf() -> Any:
 def is_keras_layer(obj: Any) -> bool:
     """Whether `obj` is a Keras 3 `Layer` (models are layers), found by class name so keras is not imported."""
     return any(cls.__name__ == "Layer" and cls.__module__.startswith("keras.") for cls in type(obj).__mro__)
+
+
+def is_concrete_function(obj: Any) -> bool:
+    """A `ConcreteFunction` (one trace, its graph fixed): it has a graph and a `FunctionDef`, and no tracing of
+    its own."""
+    return hasattr(obj, "function_def") and hasattr(obj, "graph") and not hasattr(obj, "get_concrete_function")
 
 
 def specs(tf: Any, args: Sequence[Any], shapes: Sequence[Sequence[int] | None] | None) -> list[Any]:
@@ -80,10 +92,11 @@ def count_tf(
     `training=True` counts a training step as the other engines do: the call (Keras layers in training mode)
     under a `tf.GradientTape`, a loss that sums every floating output, and its gradient with respect to the
     trainable variables the call read (not the inputs); the gradient's ops are the backward phase."""
-    tf = _import_tf()
+    tf = import_tf()
     kwargs = dict(kwargs or {})
-    arg_specs = specs(tf, list(args), shapes)
+    arg_specs = specs(tf, list(args) or declared_specs(fn_or_model), shapes)
     keras_model = is_keras_layer(fn_or_model)
+    concrete_given = is_concrete_function(fn_or_model)
     label = model_name or str(getattr(fn_or_model, "name", "") or getattr(fn_or_model, "__name__", "")) or "model"
     layers = keras_layers(fn_or_model) if keras_model else []
     if keras_model:
@@ -96,12 +109,19 @@ def count_tf(
     elif training:
         traced_fn = tf.function(_with_gradient(tf, lambda *a: fn_or_model(*a, **kwargs)), autograph=False)
         call_kwargs = {}
+    elif concrete_given:
+        traced_fn = None
+        call_kwargs = kwargs
     else:
         traced_fn = fn_or_model if hasattr(fn_or_model, "get_concrete_function") else tf.function(fn_or_model)
         call_kwargs = kwargs
     try:
-        with _marked_calls(tf, [layer for _, layer in layers]):
-            concrete = traced_fn.get_concrete_function(*arg_specs, **call_kwargs)
+        if traced_fn is None:
+            concrete = fn_or_model
+        else:
+            with _marked_calls(tf, [layer for _, layer in layers]):
+                concrete = traced_fn.get_concrete_function(*arg_specs, **call_kwargs)
+        graph = bound_graph(tf, concrete, arg_specs)
     except CountingError:
         raise
     except Exception as exc:  # a function that does not trace gives one line, not a traceback into tensorflow
@@ -109,20 +129,92 @@ def count_tf(
         raise CountingError(f"{label}: the function could not be traced ({type(exc).__name__}: {text})") from None
     namer = marked_layer({index: path for index, (path, _) in enumerate(layers)}) if keras_model else plain_layer
     tally = Tally()
-    graph = concrete.graph
-    Walker(tf, graph, namer).walk(graph, tally)
-    for path, count in keras_params(layers).items():
-        tally.layers.setdefault(path, LayerCost()).add(PARAMS, count)
+    walker = Walker(tf, concrete.graph, namer)
+    variables = {} if keras_model else captured_variables(concrete, graph)
+    walker.walk(graph, tally, resources={name: key for name, (key, _) in variables.items()})
+    if keras_model:
+        for path, count in keras_params(layers).items():
+            tally.layers.setdefault(path, LayerCost()).add(PARAMS, count)
+    else:
+        charge_variables(tally, walker.readers, dict(variables.values()))
     report = Report(
         **tally.report_fields(),
         training=training,
         backend="tensorflow",
         model=label,
         inputs=[_describe(spec) for spec in arg_specs],
-        versions=_versions(),
+        versions=versions(),
     )
     report.conventions.update(TF_CONVENTIONS)
     return report
+
+
+def declared_specs(fn: Any) -> list[Any]:
+    """The specs a function declares for itself, for a count given none: a `tf.function`'s `input_signature`, a
+    `ConcreteFunction`'s traced positional specs."""
+    declared = getattr(fn, "input_signature", None)
+    if declared:
+        return list(declared)
+    structured = getattr(fn, "structured_input_signature", None) if is_concrete_function(fn) else None
+    return list(structured[0]) if structured else []
+
+
+def bound_graph(tf: Any, concrete: Any, arg_specs: Sequence[Any]) -> Any:
+    """The graph to walk: `concrete.graph`, or its function rebuilt with the specs' shapes where the trace left a
+    dim unknown that a spec fixes. A spec that contradicts the trace is one line."""
+    graph = concrete.graph
+    explicit = graph.inputs[: len(graph.inputs) - len(concrete.captured_inputs)]
+    given = [spec for spec in tf.nest.flatten(list(arg_specs)) if isinstance(spec, tf.TensorSpec)]
+    if len(given) != len(explicit):
+        return graph
+    for index, (spec, inner) in enumerate(zip(given, explicit)):
+        if not inner.shape.is_compatible_with(spec.shape):
+            raise CountingError(f"input {index}: shape {spec.shape} does not fit the function's {inner.shape}")
+    if all(_as_specific(inner.shape, spec.shape) for spec, inner in zip(given, explicit)):
+        return graph
+    shapes = [spec.shape.merge_with(inner.shape) for spec, inner in zip(given, explicit)]
+    captured = [t.shape for t in graph.inputs[len(explicit) :]]
+    return function_graph(graph, concrete.function_def, [*shapes, *captured], graph.inputs)
+
+
+def _as_specific(shape: Any, than: Any) -> bool:
+    """Whether `shape` knows every dim `than` knows."""
+    if than.rank is None:
+        return True
+    if shape.rank is None:
+        return False
+    return all(mine is not None or theirs is None for mine, theirs in zip(shape.as_list(), than.as_list()))
+
+
+def captured_variables(concrete: Any, graph: Any) -> dict[str, tuple[str, int]]:
+    """The variables `concrete` captures, by the name of the input of `graph` that receives each handle: a key
+    (for `Walker.readers`) and the variable's element count."""
+    by_handle = {id(variable.handle): variable for variable in getattr(concrete, "variables", ())}
+    positions = {id(inner): index for index, inner in enumerate(concrete.graph.inputs)}
+    found: dict[str, tuple[str, int]] = {}
+    for external, internal in getattr(concrete.graph, "captures", ()):
+        variable = by_handle.get(id(external))
+        index = positions.get(id(internal))
+        if variable is None or index is None or index >= len(graph.inputs):
+            continue
+        size = math.prod(int(d) for d in variable.shape) if variable.shape.rank is not None else 0
+        found[graph.inputs[index].name] = (f"{index}:{variable.name}", size)
+    return found
+
+
+def charge_variables(tally: Tally, readers: Mapping[str, str], sizes: Mapping[str, int]) -> None:
+    """Add each variable's elements to the parameters of the layer that first read it (`Walker.readers`): the
+    reader's scope, or the nearest scope around it with counted ops in or below it (Keras reads a weight under a
+    `Cast` scope of its layer, and a batch norm computes under `bn/batchnorm`: both are the layer `bn`); a
+    variable nothing read goes to the root."""
+    counted = [path for path in tally.layers if path != ROOT]
+    for key, size in sizes.items():
+        if not size:
+            continue
+        path = layer = readers.get(key, ROOT)
+        while layer != ROOT and not any(p == layer or p.startswith(f"{layer}.") for p in counted):
+            layer = layer.rsplit(".", 1)[0] if "." in layer else ROOT
+        tally.layers.setdefault(path if layer == ROOT else layer, LayerCost()).add(PARAMS, size)
 
 
 def _with_gradient(tf: Any, call: Any) -> Any:
@@ -226,7 +318,7 @@ def _describe(spec: Any) -> dict[str, Any]:
     return {"value": repr(spec)[:80]}
 
 
-def _versions() -> dict[str, str]:
+def versions() -> dict[str, str]:
     from importlib.metadata import PackageNotFoundError, version
 
     found = {}
