@@ -61,6 +61,9 @@ def specs(tf: Any, args: Sequence[Any], shapes: Sequence[Sequence[int] | None] |
     out = []
     for index, arg in enumerate(args):
         given = shapes[index] if shapes is not None and index < len(shapes) else None
+        if isinstance(arg, Mapping):  # a Keras model's named inputs, one dict
+            out.append(dict(zip(arg, specs(tf, list(arg.values()), None))))
+            continue
         if isinstance(arg, tf.TensorSpec):
             spec = arg
         elif hasattr(arg, "shape") and hasattr(arg, "dtype"):
@@ -93,35 +96,30 @@ def count_tf(
     under a `tf.GradientTape`, a loss that sums every floating output, and its gradient with respect to the
     trainable variables the call read (not the inputs); the gradient's ops are the backward phase."""
     tf = import_tf()
-    kwargs = dict(kwargs or {})
     arg_specs = specs(tf, list(args) or declared_specs(fn_or_model), shapes)
+    kwarg_specs = dict(zip(kwargs or {}, specs(tf, list((kwargs or {}).values()), None)))
     keras_model = is_keras_layer(fn_or_model)
     concrete_given = is_concrete_function(fn_or_model)
     label = model_name or str(getattr(fn_or_model, "name", "") or getattr(fn_or_model, "__name__", "")) or "model"
     layers = keras_layers(fn_or_model) if keras_model else []
+    traced_fn: Any = None
     if keras_model:
 
-        def call(*call_args: Any) -> Any:
-            return fn_or_model(*call_args, training=training, **kwargs)
+        def call(*call_args: Any, **call_kwargs: Any) -> Any:
+            return fn_or_model(*call_args, training=training, **call_kwargs)
 
         traced_fn = tf.function(_with_gradient(tf, call) if training else call, autograph=False)
-        call_kwargs: dict[str, Any] = {}
     elif training:
-        traced_fn = tf.function(_with_gradient(tf, lambda *a: fn_or_model(*a, **kwargs)), autograph=False)
-        call_kwargs = {}
-    elif concrete_given:
-        traced_fn = None
-        call_kwargs = kwargs
-    else:
+        traced_fn = tf.function(_with_gradient(tf, fn_or_model), autograph=False)
+    elif not concrete_given:
         traced_fn = fn_or_model if hasattr(fn_or_model, "get_concrete_function") else tf.function(fn_or_model)
-        call_kwargs = kwargs
     try:
         if traced_fn is None:
             concrete = fn_or_model
         else:
             with _marked_calls(tf, [layer for _, layer in layers]):
-                concrete = traced_fn.get_concrete_function(*arg_specs, **call_kwargs)
-        graph = bound_graph(tf, concrete, arg_specs)
+                concrete = traced_fn.get_concrete_function(*arg_specs, **kwarg_specs)
+        graph = bound_graph(tf, concrete, [*arg_specs, kwarg_specs])
     except CountingError:
         raise
     except Exception as exc:  # a function that does not trace gives one line, not a traceback into tensorflow
@@ -142,7 +140,10 @@ def count_tf(
         training=training,
         backend="tensorflow",
         model=label,
-        inputs=[_describe(spec) for spec in arg_specs],
+        inputs=[
+            *(item for spec in arg_specs for item in _described(spec)),
+            *(item for name, spec in kwarg_specs.items() for item in _described(spec, name)),
+        ],
         versions=versions(),
     )
     report.conventions.update(TF_CONVENTIONS)
@@ -221,9 +222,9 @@ def _with_gradient(tf: Any, call: Any) -> Any:
     """`call` and the gradient of the sum of its floating outputs with respect to the trainable variables it read,
     as a PyTorch training step's default loss and backward."""
 
-    def step(*args: Any) -> Any:
+    def step(*args: Any, **kwargs: Any) -> Any:
         with tf.GradientTape() as tape:
-            outputs = call(*args)
+            outputs = call(*args, **kwargs)
             leaves = [leaf for leaf in tf.nest.flatten(outputs) if getattr(leaf.dtype, "is_floating", False)]
             if not leaves:
                 raise CountingError("a training count needs a floating-point output to sum into a loss")
@@ -311,11 +312,17 @@ def _scoped(tf: Any, original: Any, index: Mapping[int, int]) -> Any:
     return call
 
 
-def _describe(spec: Any) -> dict[str, Any]:
+def _described(spec: Any, name: str = "") -> list[dict[str, Any]]:
+    """A Report's `inputs` items for one argument: its shape and dtype (named where it was passed by name, and each
+    entry of a dict of inputs by its key), or a short repr of a Python value."""
+    if isinstance(spec, Mapping):
+        return [item for key, value in spec.items() for item in _described(value, str(key))]
+    named = {"name": name} if name else {}
     if hasattr(spec, "shape") and hasattr(spec, "dtype"):
         dims = spec.shape.as_list() if spec.shape.rank is not None else []
-        return {"shape": [d if d is None else int(d) for d in dims], "dtype": str(getattr(spec.dtype, "name", ""))}
-    return {"value": repr(spec)[:80]}
+        shape = [d if d is None else int(d) for d in dims]
+        return [{**named, "shape": shape, "dtype": str(getattr(spec.dtype, "name", ""))}]
+    return [{**named, "value": repr(spec)[:80]}]
 
 
 def versions() -> dict[str, str]:
