@@ -108,8 +108,8 @@ class SavedModels:
         ]
         if given:
             raise CountingError(
-                f"a SavedModel takes its signature's input shapes as inputs={{'name': [dims]}}; {', '.join(given)} "
-                f"do not apply (its serving signature fixes the mode and dtypes)"
+                f"a SavedModel takes its signature's input shapes as inputs={{'name': [dims]}}, not "
+                f"{', '.join(given)} (its serving signature fixes the mode and dtypes)"
             )
         from pytest_flopbudget._counting.tensorflow.saved_model import count_saved_model
 

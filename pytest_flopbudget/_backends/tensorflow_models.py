@@ -142,11 +142,12 @@ class TensorflowModels:
                 f"{', '.join(refused)}: not for a TensorFlow model, traced once on its example inputs (arrays or "
                 f"tf.TensorSpecs, unknown dims bound with inputs=)"
             )
-        from pytest_flopbudget._counting.tensorflow.engine import count_tf, import_tf
+        from pytest_flopbudget._counting.tensorflow.engine import count_tf, declared_specs, import_tf
 
         tf = import_tf()
         label = _label(model)
-        args, kwargs = _bound(tf, model, list(args), dict(kwargs), options.inputs, label)
+        given = list(args) if args or kwargs else declared_specs(model)  # a tf.function's own input_signature
+        args, kwargs = _bound(tf, model, given, dict(kwargs), options.inputs, label)
         return count_tf(model, args, kwargs, training=options.training, model_name=label)
 
     def count_generated(
@@ -244,6 +245,7 @@ def _bound(
     wanted = dict(given or {})
     positional = _positional_names(model, len(args))
     named: list[str] = []
+    unknown: list[tuple[str, Any]] = []
 
     def bind(value: Any, fallback: str) -> Any:
         if not isinstance(value, tf.TensorSpec):
@@ -257,11 +259,7 @@ def _bound(
                 raise CountingError(f"{label}: inputs[{name!r}] = {list(sizes)} does not fit its spec's {value.shape}")
             return tf.TensorSpec(sizes, value.dtype, name=value.name)
         if value.shape.rank is None or None in value.shape.as_list():
-            dims = "[unknown rank]" if value.shape.rank is None else _render(value.shape.as_list())
-            raise CountingError(
-                f"{label}: input {name!r} has unknown dims {dims}; bind them with inputs={{{name!r}: [...]}}, or "
-                f"give an array or a fully shaped tf.TensorSpec"
-            )
+            unknown.append((name, value.shape))
         return value
 
     def bound(value: Any, fallback: str) -> Any:
@@ -275,6 +273,13 @@ def _bound(
         raise CountingError(
             f"{label}: inputs= names {sorted(wanted)[0]!r}, which no tf.TensorSpec argument is named; the specs are "
             f"{', '.join(repr(n) for n in named) or '(none)'}"
+        )
+    if unknown:
+        name, shape = unknown[0]
+        dims = "[unknown rank]" if shape.rank is None else _render(shape.as_list())
+        raise CountingError(
+            f"{label}: input {name!r} has unknown dims {dims}; bind them with inputs={{{name!r}: [...]}}, or give an "
+            f"array or a fully shaped tf.TensorSpec"
         )
     return args, kwargs
 
@@ -298,13 +303,19 @@ def _positional_names(model: Any, count: int) -> list[str]:
 
 
 def _sizes(name: str, shape: Any) -> tuple[int, ...]:
-    try:
-        sizes = tuple(int(d) for d in shape)
-    except (TypeError, ValueError):
-        raise CountingError(f"inputs[{name!r}] must be a list of sizes such as [1, 16], got {shape!r:.60}") from None
-    if isinstance(shape, (str, bytes)) or any(isinstance(d, bool) or int(d) != d or d < 0 for d in shape):
-        raise CountingError(f"inputs[{name!r}] must be a list of sizes such as [1, 16], got {shape!r:.60}")
-    return sizes
+    wrong = CountingError(f"inputs[{name!r}] must be a list of sizes such as [1, 16], got {shape!r:.60}")
+    if isinstance(shape, (str, bytes)) or not hasattr(shape, "__iter__"):
+        raise wrong
+    dims = list(shape)
+    if any(isinstance(d, bool) or not isinstance(d, (int, np_integer())) or d < 0 for d in dims):
+        raise wrong
+    return tuple(int(d) for d in dims)
+
+
+def np_integer() -> type:
+    """numpy's integer type where numpy is loaded (tensorflow loads it), else `int` again."""
+    numpy = sys.modules.get("numpy")
+    return numpy.integer if numpy is not None else int
 
 
 def _render(dims: list[int | None]) -> str:

@@ -99,7 +99,7 @@ def count_saved_model(
         training=False,
         backend="tensorflow",
         model=model_name or directory.resolve().name or str(directory),
-        inputs=[{"shape": list(bound[each.name]), "dtype": each.dtype} for each in declared],
+        inputs=[{"name": each.name, "shape": list(bound[each.name]), "dtype": each.dtype} for each in declared],
         versions=versions(),
     )
     report.conventions.update(TF_CONVENTIONS)
