@@ -55,11 +55,12 @@ class Backend(Protocol):
     """One kind of model: a Python object built by user code (PyTorch), a model file (ONNX), ...
 
     Every member is read by the seam, never probed: a backend says what it accepts (`accepts`, `accepts_model`,
-    `grammar`, `files`, `suffixes`, `directory_marker`), which entry keys and options it honours (`honours`), where it is asked among
-    the others (`priority`), whether it counts generations (`generate` in `honours`, `count_generated`) and
-    whether it owns a formula table (`formula_table`). A class that subclasses `Backend` inherits the defaults
-    written here (no file suffixes, no model directories, no options honoured, priority 50, deciding by the string, `accepts_call` as
-    `accepts_model`, `reload` and `load_object` loading again, no generation, no formula table, no named inputs).
+    `grammar`, `files`, `suffixes`, `directory_marker`), which entry keys and options it honours (`honours`),
+    where it is asked among the others (`priority`), whether it counts generations (`generate` in `honours`,
+    `count_generated`) and whether it owns a formula table (`formula_table`). A class that subclasses `Backend`
+    inherits the defaults written here (no file suffixes, no model directories, no options honoured, priority 50,
+    deciding by the string, `accepts_call` as `accepts_model`, `reload` and `load_object` loading again, no
+    generation, no formula table, no named inputs).
     """
 
     #: The backend's name: its entry point's name, and `register_formula(..., backend=NAME)`.

@@ -1,9 +1,9 @@
 """Every backend: the bundled ones and those installed packages register, in the order they are asked.
 
 A backend registers through the entry-point group `pytest_flopbudget.backends`, the bundled ones too
-(pyproject.toml: `torch`, `jax`, `onnx`, `tensorflow`, `savedmodel`): the entry point's name is the backend's name, and its value names a class (or
-any function taking no arguments) that returns the backend. They are asked by `priority`, highest first, ties by
-name, and the first that accepts a target or a model takes it.
+(pyproject.toml: `torch`, `jax`, `onnx`, `tensorflow`, `savedmodel`): the entry point's name is the backend's
+name, and its value names a class (or any function taking no arguments) that returns the backend. They are asked
+by `priority`, highest first, ties by name, and the first that accepts a target or a model takes it.
 
 A third party's entry point that cannot be loaded (an import error, a factory that raises, an object that is no
 `Backend`, a name already taken) costs that backend only: one line on stderr names the distribution and the entry
@@ -37,8 +37,8 @@ BUNDLED: dict[str, Callable[[], Backend]] = {
 #: What the seam reads of every backend (`protocol.Backend`): an object without one of them is refused.
 MEMBERS = (
     "name", "framework", "grammar", "priority", "files", "suffixes", "directory_marker", "honours", "by_object",
-    "accepts", "accepts_model", "accepts_call", "load", "load_object", "reload", "count", "count_model", "count_generated",
-    "input_names", "formula_table", "formula_key",
+    "accepts", "accepts_model", "accepts_call", "load", "load_object", "reload", "count", "count_model",
+    "count_generated", "input_names", "formula_table", "formula_key",
 )  # fmt: skip
 
 _backends: tuple[Backend, ...] | None = None

@@ -18,6 +18,7 @@ refused in one line.
 from __future__ import annotations
 
 import inspect
+import operator
 import sys
 from collections.abc import Hashable, Mapping
 from pathlib import Path
@@ -147,8 +148,8 @@ class TensorflowModels:
         tf = import_tf()
         label = _label(model)
         given = list(args) if args or kwargs else declared_specs(model)  # a tf.function's own input_signature
-        args, kwargs = _bound(tf, model, given, dict(kwargs), options.inputs, label)
-        return count_tf(model, args, kwargs, training=options.training, model_name=label)
+        bound_args, bound_kwargs = _bound(tf, model, given, dict(kwargs), options.inputs, label)
+        return count_tf(model, bound_args, bound_kwargs, training=options.training, model_name=label)
 
     def count_generated(
         self, model: Any, args: tuple[Any, ...], kwargs: dict[str, Any], options: CountOptions
@@ -306,16 +307,18 @@ def _sizes(name: str, shape: Any) -> tuple[int, ...]:
     wrong = CountingError(f"inputs[{name!r}] must be a list of sizes such as [1, 16], got {shape!r:.60}")
     if isinstance(shape, (str, bytes)) or not hasattr(shape, "__iter__"):
         raise wrong
-    dims = list(shape)
-    if any(isinstance(d, bool) or not isinstance(d, (int, np_integer())) or d < 0 for d in dims):
-        raise wrong
-    return tuple(int(d) for d in dims)
-
-
-def np_integer() -> type:
-    """numpy's integer type where numpy is loaded (tensorflow loads it), else `int` again."""
-    numpy = sys.modules.get("numpy")
-    return numpy.integer if numpy is not None else int
+    sizes = []
+    for dim in shape:
+        try:
+            if isinstance(dim, bool):
+                raise TypeError
+            size = operator.index(dim)  # an int or a numpy integer, never a float that happens to be whole
+        except TypeError:
+            raise wrong from None
+        if size < 0:
+            raise wrong
+        sizes.append(size)
+    return tuple(sizes)
 
 
 def _render(dims: list[int | None]) -> str:

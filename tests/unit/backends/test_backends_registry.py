@@ -51,6 +51,10 @@ def _boom() -> None:
     raise RuntimeError("factory failed\nsecond line")
 
 
+#: The bundled backends and the toy, in the order they are asked.
+WITH_TOY = ["onnx", "savedmodel", "toy", "jax", "tensorflow", "torch"]
+
+
 def points(monkeypatch: pytest.MonkeyPatch, *found: EntryPoint) -> None:
     monkeypatch.setattr(registry, "_entry_points", lambda: list(found))
     monkeypatch.setattr(registry, "_backends", None)
@@ -81,7 +85,7 @@ def test_the_bundled_entry_points_are_the_bundled_backends(monkeypatch: pytest.M
 
 def test_a_third_party_backend_is_asked_by_priority_and_joins_the_messages(monkeypatch: pytest.MonkeyPatch) -> None:
     points(monkeypatch, point("toy", f"{__name__}:Toy"))
-    assert [backend.name for backend in registry.backends()] == ["onnx", "savedmodel", "toy", "jax", "tensorflow", "torch"]
+    assert [backend.name for backend in registry.backends()] == WITH_TOY
     assert target_grammar() == (
         '"package.module:factory" (returning a torch.nn.Module, or the module itself), a path to a .toy file, a '
         "path to a SavedModel directory or a path to an .onnx file"
@@ -103,7 +107,7 @@ def test_a_broken_entry_point_costs_one_line_and_nothing_else(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], value: str, why: str
 ) -> None:
     points(monkeypatch, point("broken", value), point("toy", f"{__name__}:Toy"))
-    assert [backend.name for backend in registry.backends()] == ["onnx", "savedmodel", "toy", "jax", "tensorflow", "torch"]
+    assert [backend.name for backend in registry.backends()] == WITH_TOY
     err = capsys.readouterr().err
     assert err.startswith(
         f"flopbudget: backend entry point 'broken = {value}' (pytest_flopbudget.backends) of an unknown "
@@ -116,7 +120,7 @@ def test_an_entry_point_listed_twice_is_one_backend(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     points(monkeypatch, point("toy", f"{__name__}:Toy"), point("toy", f"{__name__}:Toy"))
-    assert [backend.name for backend in registry.backends()] == ["onnx", "savedmodel", "toy", "jax", "tensorflow", "torch"]
+    assert [backend.name for backend in registry.backends()] == WITH_TOY
     assert capsys.readouterr().err == ""
 
 
