@@ -61,6 +61,13 @@ def scores(q, k):
     return tf.matmul(q, k, transpose_b=True)
 
 
+def self_scores():
+    x = keras.Input((None, 8), name="x")
+    h = keras.layers.Dense(8, name="proj")(x)
+    products = keras.layers.Lambda(lambda h: keras.ops.matmul(h, keras.ops.transpose(h, (0, 2, 1))), name="scores")
+    return keras.Model(x, products(h))
+
+
 def not_a_model():
     return 42
 """
@@ -257,6 +264,16 @@ def test_named_inputs_are_one_dict_for_a_keras_model(tmp_path: Path) -> None:
 def test_a_tf_function_target(tmp_path: Path) -> None:
     # q·kᵀ: [4, 6] by [5, 6]ᵀ: 2*4*5*6 = 240
     assert count_entry(entry_for(tmp_path, "tfmodels:scores", "[[4, 6], [5, 6]]"), tmp_path).flops == 240
+
+
+def test_a_curve_over_a_named_dim(tmp_path: Path) -> None:
+    from pytest_flopbudget._curve.engine import count_curve
+
+    extra = "dims = { seq = 64 }\ncurve = { seq = [16, 256] }\n"
+    _, formula = count_curve(entry_for(tmp_path, "tfmodels:self_scores", '[[1, "seq", 8]]', extra), tmp_path)
+    # proj: 2*seq*8*8 + 8*seq (bias) = 136*seq; h·hᵀ: 2*seq*seq*8 = 16*seq**2: the formula the JAX engine finds
+    # for the same model (tests/e2e/test_jax_budgets.py)
+    assert formula.to_dict()["formula"]["flops"] == "16*seq**2 + 136*seq"
 
 
 def test_an_option_it_does_not_honour_is_refused_at_the_key(tmp_path: Path) -> None:
