@@ -54,11 +54,10 @@ def keras_backend() -> str:
 
 def tf_function(obj: object) -> bool:
     """A `tf.function` (`PolymorphicFunction`) or one of its `ConcreteFunction`s (tensorflow imported already)."""
-    tf = sys.modules.get("tensorflow")
-    kinds = getattr(getattr(getattr(tf, "types", None), "experimental", None), "PolymorphicFunction", None)
-    if tf is None or kinds is None:
+    experimental = getattr(getattr(sys.modules.get("tensorflow"), "types", None), "experimental", None)
+    if experimental is None:  # tensorflow not imported (or half-imported): nothing can be a tf.function
         return False
-    return isinstance(obj, (tf.types.experimental.PolymorphicFunction, tf.types.experimental.ConcreteFunction))
+    return isinstance(obj, (experimental.PolymorphicFunction, experimental.ConcreteFunction))
 
 
 def _tf_leaves(values: Any) -> bool:
