@@ -139,14 +139,19 @@ def _path_text(key: Any) -> str:
     return str(key)
 
 
+def _variable_field(jax: Any, key: Any) -> bool:
+    return isinstance(key, jax.tree_util.GetAttrKey) and key.name == "value"
+
+
 def params_by_layer(jax: Any, tree: Any) -> dict[str, int]:
     """Elements of each parameter leaf of `tree`, summed by the layer that owns it (its path without the leaf)."""
     counts: dict[str, int] = {}
     for path, leaf in jax.tree_util.tree_flatten_with_path(tree)[0]:
         if not hasattr(leaf, "shape"):
             continue
-        parts = [_path_text(key) for key in path]
-        parts = [part for part in parts if part != "value"]  # an NNX Variable's own field
+        # an NNX Variable's own field is the attribute `value` (a GetAttrKey); a submodule named `value` (the value
+        # projection of `nnx.MultiHeadAttention`) is a dict key, and stays in the path
+        parts = [_path_text(key) for key in path if not _variable_field(jax, key)]
         layer = ".".join(parts[:-1])
         counts[layer] = counts.get(layer, 0) + prod(int(d) for d in leaf.shape)
     return counts
@@ -231,11 +236,17 @@ def _scoped_calls(jax: Any, nnx: Any, merged: Any, paths: Mapping[tuple[Any, ...
 class StackedPaths:
     """The dotted path of a module instance met while tracing: the submodule itself, or for an instance built
     inside a transform, the one module of its class whose parameter shapes are its own behind a leading (stacked)
-    axis; None (no scope: the caller's layer) when none or several match."""
+    axis; None (no scope: the caller's layer) when none or several match.
+
+    Once an instance built inside a transform is placed, its own submodules (built with it) are placed by their
+    attribute path within it: a scanned block's `q_proj` and `o_proj` have the same class and shapes, so shapes
+    alone could not tell them apart.
+    """
 
     def __init__(self, jax: Any, nnx: Any, modules: Sequence[tuple[str, Any]]) -> None:
         self.jax, self.nnx = jax, nnx
         self.by_id: dict[int, str | None] = {id(node): path for path, node in modules}
+        self.seen: list[Any] = []  # every instance keyed by its id stays alive, so no id is reused in the trace
         self.by_class: dict[type, list[tuple[str, Any]]] = {}
         for path, node in modules:
             self.by_class.setdefault(type(node), []).append((path, node))
@@ -243,6 +254,7 @@ class StackedPaths:
     def path(self, instance: Any) -> str | None:
         key = id(instance)
         if key not in self.by_id:
+            self.seen.append(instance)
             shapes = self._shapes(instance)
             found = [
                 path
@@ -250,7 +262,15 @@ class StackedPaths:
                 if [s[1:] for s in self._shapes(node)] == shapes and all(self._shapes(node))
             ]
             self.by_id[key] = found[0] if len(found) == 1 else None
+            if len(found) == 1:
+                self._place_submodules(instance, found[0])
         return self.by_id[key]
+
+    def _place_submodules(self, instance: Any, path: str) -> None:
+        for sub_path, node in self.nnx.iter_graph(instance):
+            if sub_path and isinstance(node, self.nnx.Module) and id(node) not in self.by_id:
+                self.seen.append(node)
+                self.by_id[id(node)] = ".".join([path, *(_path_text(part) for part in sub_path)])
 
     def _shapes(self, module: Any) -> list[tuple[int, ...]]:
         leaves = self.jax.tree_util.tree_leaves(self.nnx.state(module, self.nnx.Param))
