@@ -3,9 +3,10 @@
 Each class is the twin of the PyTorch class of the same name (`LlamaConfig` is shared): RMSNorm in float32,
 rotary positions computed in `__call__`, grouped-query attention (k/v heads repeated), a SwiGLU MLP and an untied
 `lm_head`. Module attributes are named as the PyTorch ones, so a count's layer paths (`layers.0.self_attn.q_proj`)
-are the same in both frameworks and the figures can be compared key by key
-(`tests/unit/counting/jax/test_jax_twins.py`; where the two frameworks write an operation with different
-primitives, docs/jax.md lists it).
+are the same in both frameworks and the figures compare key by key: MACs, FLOPs and parameters are identical in
+every layer (`tests/unit/counting/jax/test_jax_twins.py`; `jax.nn.silu`, `jnp.mean`, `jax.nn.dot_product_attention`
+and `nnx.Embed` are priced by the shared rules, docs/jax.md). Where PyTorch's code runs other math than the
+obvious JAX spelling (`1.0 / t` is `t.reciprocal() * 1.0` in PyTorch), this twin runs PyTorch's.
 
 `ScannedLlama` is the same model with its blocks stacked (`nnx.vmap`) and run by `nnx.scan`, as large Flax models
 are written: the jaxpr holds one block, so a 32-layer model traces as fast as a 1-layer one. Its layer paths
@@ -56,7 +57,8 @@ def _rotate_half(x: jax.Array) -> jax.Array:
 
 def rotary_cos_sin(seq_len: int, head_dim: int, theta: float) -> tuple[jax.Array, jax.Array]:
     """Rotary angle tables (seq_len, head_dim), computed on the fly as `examples.decoder.rotary_cos_sin`."""
-    inv_freq = 1.0 / (theta ** (jnp.arange(0, head_dim, 2, dtype=jnp.float32) / head_dim))
+    # PyTorch's `1.0 / t` runs `t.reciprocal() * 1.0` (torch.Tensor.__rtruediv__): the same two ops here
+    inv_freq = jnp.reciprocal(theta ** (jnp.arange(0, head_dim, 2, dtype=jnp.float32) / head_dim)) * 1.0
     freqs = jnp.outer(jnp.arange(seq_len, dtype=jnp.float32), inv_freq)
     emb = jnp.concatenate((freqs, freqs), axis=-1)
     return jnp.cos(emb), jnp.sin(emb)

@@ -19,6 +19,7 @@ from pytest_flopbudget._backends.references import Reference
 from pytest_flopbudget._backends.registry import backends
 from pytest_flopbudget._config.pyproject import ModelEntry, generate_problem
 from pytest_flopbudget._config.target_kinds import article, honouring, takes, target_grammar
+from pytest_flopbudget._counting.symbolic import PointsOnly
 from pytest_flopbudget._errors import CountingError, FlopBudgetError
 from pytest_flopbudget._report import Report
 
@@ -94,21 +95,42 @@ def count_entry(entry: ModelEntry, root: Path) -> Report:
     return _counted(entry, lambda: backend.count(loaded))
 
 
-def entry_counter(entry: ModelEntry, root: Path) -> Callable[[ModelEntry], Report]:
+def entry_counter(entry: ModelEntry, root: Path) -> EntryCounter:
     """A function that counts `entry` at other sizes of its named dims (`entry.at(...)`), as `count_entry` would,
-    loading the model once (a curve counts it at many sizes)."""
-    held: list[tuple[Backend, Loaded]] = []
+    loading the model once (a curve counts it at many sizes); its `symbolic` counts every size at once where the
+    backend can."""
+    return EntryCounter(root)
 
-    def count_at(at: ModelEntry) -> Report:
-        if held:
-            backend = held[0][0]
-            loaded = backend.reload(held[0][1], at, root)
+
+class EntryCounter:
+    """`count_at(entry.at(values))`: the entry at other sizes, loaded once and reloaded with new inputs."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.held: tuple[Backend, Loaded] | None = None
+
+    def __call__(self, at: ModelEntry) -> Report:
+        if self.held is not None:
+            backend = self.held[0]
+            loaded = backend.reload(self.held[1], at, self.root)
         else:
-            backend, loaded = load_entry(at, root)
-        held[:] = [(backend, loaded)]
+            backend, loaded = load_entry(at, self.root)
+        self.held = (backend, loaded)
         return _counted(at, lambda: backend.count(loaded))
 
-    return count_at
+    def symbolic(self, at: ModelEntry, dims: Sequence[str]) -> Report:
+        """The entry counted once for every size of `dims`, by its backend's optional `count_symbolic`
+        (`protocol.SymbolicCount`: figures that are exact polynomials in the dims). Raises `PointsOnly` where the
+        backend has no such member, `NotPolynomial` saying why where this model is no polynomial there."""
+        if self.held is None:
+            self(at)
+        assert self.held is not None
+        backend, loaded = self.held
+        count_symbolic = getattr(backend, "count_symbolic", None)  # optional: `protocol.SymbolicCount`
+        if not callable(count_symbolic):
+            raise PointsOnly(f"the {backend.name} backend counts at points only")
+        report: Report = count_symbolic(backend.reload(loaded, at, self.root), tuple(dims))
+        return report
 
 
 def _counted(entry: ModelEntry, run: Callable[[], Report]) -> Report:

@@ -9,7 +9,7 @@ its example inputs, and counts it. `dispatch.py` asks each backend in turn; noth
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Hashable
+from collections.abc import Hashable, Sequence
 from pathlib import Path
 from typing import Any, Callable, Protocol
 
@@ -61,6 +61,10 @@ class Backend(Protocol):
     inherits the defaults written here (no file suffixes, no model directories, no options honoured, priority 50,
     deciding by the string, `accepts_call` as `accepts_model`, `reload` and `load_object` loading again, no
     generation, no formula table, no named inputs).
+
+    Optional members (`registry.OPTIONAL_MEMBERS`, each described by a protocol of its own below) came after
+    backends that lack them: the seam reads one with `getattr` and does without where a backend does not have it,
+    so adding one breaks no third party and no class has to declare it.
     """
 
     #: The backend's name: its entry point's name, and `register_formula(..., backend=NAME)`.
@@ -152,6 +156,18 @@ class Backend(Protocol):
         """`op` as `formula_table()` keys it, and its label in messages (`torch op 'mylib.gelu'`); raises
         `TypeError` or `ValueError` for an op this backend cannot name. Called only where there is a table."""
         raise TypeError(f"register_formula: the {self.name} backend has no formula table")
+
+
+class SymbolicCount(Protocol):
+    """The optional member `count_symbolic` (JAX's): every size of a curve's dims in one count."""
+
+    def count_symbolic(self, loaded: Loaded, dims: Sequence[str]) -> Report:
+        """The loaded entry counted once for every size of its named `dims` (a curve's), each figure an exact
+        polynomial in them (`counting.symbolic.Symbolic`, an `int` where constant), per layer as a count holds it.
+        The curve checks it against point counts and uses it in place of interpolating them (docs/curves.md).
+        Raises `NotPolynomial` saying why it cannot; the curve then interpolates point counts and says so. A
+        backend without the member counts at points only."""
+        ...
 
 
 def problem(source: Location, message: str) -> LocatedError:

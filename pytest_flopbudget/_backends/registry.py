@@ -40,6 +40,10 @@ MEMBERS = (
     "accepts", "accepts_model", "accepts_call", "load", "load_object", "reload", "count", "count_model",
     "count_generated", "input_names", "formula_table", "formula_key",
 )  # fmt: skip
+#: Members added after third parties wrote backends, read where a backend has them and never required (each has a
+#: protocol of its own in `protocol.py`): `count_symbolic`, every size of a curve's dims in one count
+#: (`SymbolicCount`; without it a curve interpolates point counts).
+OPTIONAL_MEMBERS = ("count_symbolic",)
 
 _backends: tuple[Backend, ...] | None = None
 

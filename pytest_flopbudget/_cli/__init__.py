@@ -39,6 +39,7 @@ examples:
   flopbudget check
   flopbudget check --update resnet50
   flopbudget diff resnet50
+  flopbudget explain examples.resnet:resnet50 --input 1,3,224,224 --vs fvcore   # why fvcore says 4.11G
   flopbudget comment "$RUNNER_TEMP/flopbudget-comment.md"   # in CI: post the pull-request comment
 
 exit status: 0 all within budget, 1 a model is over budget, 2 the check could not run.
@@ -103,6 +104,21 @@ examples:
   flopbudget diff resnet50
   flopbudget diff                       # every model
   flopbudget diff resnet50 --format html -o diff.html   # base vs now as an icicle coloured by growth"""
+
+
+EXPLAIN_EPILOG = """\
+Runs PEER on one real forward of the model (built by the factory on the CPU: keep it small) and counts the same
+model and inputs ourselves, then pairs the two layer by layer and op by op and lists every difference with its
+reason: op not supported, counted as zero, MACs vs FLOPs, bias add, residual add missed by hooks, fused
+attention, per-element cost, counted twice. The items sum exactly to ours - theirs. A PEER that is not installed
+is one line saying what to pip install.
+
+PEER: fvcore, ptflops, thop, calflops, torch (torch.utils.flop_counter.FlopCounterMode), deepspeed
+
+examples:
+  flopbudget explain examples.resnet:resnet50 --input 1,3,224,224 --vs fvcore
+  flopbudget explain examples.vit:vit_tiny --input 1,3,32,32 --vs torch --per-layer
+  flopbudget explain pkg.lm:tiny_qwen --input 1,16:int64 --vs calflops --format json"""
 
 
 COMMENT_EPILOG = """\
@@ -336,6 +352,40 @@ def build_parser() -> argparse.ArgumentParser:
     )
     diff.add_argument("-o", "--output", metavar="PATH", help="write to PATH (atomically) instead of stdout")
     diff.set_defaults(handler=_diff)
+
+    explain = commands.add_parser(
+        "explain",
+        parents=[common],
+        help="why another counter's figure differs from ours: every difference, with its reason",
+        description="Count one model ourselves and with another counter (PEER), and itemise the difference per\n"
+        "layer and op, each item with its reason; the items sum exactly to ours - theirs.",
+        epilog=EXPLAIN_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    explain.add_argument("target", metavar="TARGET", help="package.module:factory or a model NAME of pyproject.toml")
+    explain.add_argument("--vs", required=True, metavar="PEER", help="the counter to compare with (see below)")
+    explain.add_argument(
+        "-i",
+        "--input",
+        action="extend",
+        nargs="+",
+        metavar="SHAPE",
+        help="input shapes as for `flopbudget count` (1,3,224,224, ids=1,16:int64), or package.module:function",
+    )
+    explain.add_argument("--dtype", help="dtype of the generated inputs (default float32, or int64 for token ids)")
+    explain.add_argument(
+        "--dim", action="append", metavar="NAME=SIZE", help="size a dim named in --input (1,seq:int64): seq=128"
+    )
+    explain.add_argument(
+        "--format",
+        choices=("table", "json"),
+        default="table",
+        help="table (default), or json: ours, theirs and the items (layer, op, ours, theirs, reason)",
+    )
+    explain.add_argument(
+        "--per-layer", action="store_true", help="one line per layer and op, not one per reason and op"
+    )
+    explain.set_defaults(handler=_explain)
     comment = commands.add_parser(
         "comment",
         help="post the bodies --report comment:PATH wrote as the pull request's comment (the action's last step)",
@@ -460,6 +510,16 @@ def _init(args: argparse.Namespace) -> int:
         name=args.name, headroom=args.headroom, force=args.force, dry_run=args.dry_run, pyproject=args.pyproject,
     )  # fmt: skip
     return run_init(request, _out(), _err())
+
+
+def _explain(args: argparse.Namespace) -> int:
+    from pytest_flopbudget._cli.explain import ExplainRequest, run_explain
+
+    request = ExplainRequest(
+        target=args.target, vs=args.vs, input=args.input, dtype=args.dtype, dims=args.dim, format=args.format,
+        per_layer=args.per_layer, pyproject=args.pyproject,
+    )  # fmt: skip
+    return run_explain(request, _out())
 
 
 def _diff(args: argparse.Namespace) -> int:

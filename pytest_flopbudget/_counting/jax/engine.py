@@ -4,7 +4,8 @@ Nothing is compiled and no weight is allocated: arguments become `jax.ShapeDtype
 built under `nnx.eval_shape` and Linen variables come from `jax.eval_shape(module.init, ...)`. A training count
 (`training=True`) traces `jax.value_and_grad` of a scalar loss (the sum of every output leaf) with respect to
 argument `argnums` (the parameters, for the module helpers): equations jax derived by transposition (the name
-stack's `transpose` transform) are the backward phase, the rest the forward.
+stack's `transpose` transform) are the backward phase, the rest the forward. While it traces, named library
+composites (`jax.nn.gelu`, `nnx.LayerNorm`, ...) are marked so the walk prices them by rule (`composites.hooked`).
 """
 
 from __future__ import annotations
@@ -14,8 +15,11 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from math import prod
 from typing import Any
 
+from pytest_flopbudget._counting.jax.composites import hooked
 from pytest_flopbudget._counting.jax.names import NNX_SCOPE, LayerNamer, linen_layer, plain_layer
+from pytest_flopbudget._counting.jax.symbolic import SymbolicWalker
 from pytest_flopbudget._counting.jax.walk import Walker
+from pytest_flopbudget._counting.symbolic import NotPolynomial
 from pytest_flopbudget._counting.tally import Tally
 from pytest_flopbudget._errors import CountingError
 from pytest_flopbudget._metrics import PARAMS
@@ -26,6 +30,15 @@ JAX_CONVENTIONS = {
     "jax_control_flow": (
         "scan bodies count length times; while loops with a static trip count trip times, else skipped; cond "
         "counts its costliest branch; remat and custom_jvp/custom_vjp count the body that runs, once per call"
+    ),
+    "jax_composites": (
+        "named library composites (jax.nn activations, softmax, dot_product_attention; jnp.mean, jnp.arange; Flax "
+        "norm and Embed layers) are priced by the shared rule of the op they name, forward and backward, not by "
+        "their primitives"
+    ),
+    "jax_pallas": (
+        "a Pallas kernel (pallas_call) counts the FLOPs its CostEstimate declares (flops + transcendentals, no "
+        "MACs), listed in estimated; one without a cost_estimate is skipped"
     ),
 }
 
@@ -60,26 +73,39 @@ def count_jax(
     namer: LayerNamer = plain_layer,
     params: Mapping[str, int] | None = None,
     state_args: int = 0,
+    symbolic_dims: Sequence[str] = (),
 ) -> Report:
     """Count `fn(*args, **kwargs)` (arrays or `ShapeDtypeStruct`s) from its jaxpr; `params` are parameter counts by
     layer path and the first `state_args` arguments the module's variables, not inputs (the module helpers fill
-    them)."""
+    them).
+
+    With `symbolic_dims`, the arguments' shapes hold jax symbolic dims of those names (`jax.export.symbolic_shape`)
+    and every figure of the Report is an exact polynomial in them (`counting.symbolic.Symbolic`, an `int` where
+    constant); a size or formula that is no polynomial raises `NotPolynomial`, as does a function that cannot be
+    traced at every size (it branches on a size)."""
     jax = _import_jax()
     args = tuple(abstract(jax, list(args)))
     kwargs = dict(abstract(jax, dict(kwargs or {})))
     label = model_name or getattr(fn, "__name__", "") or "model"
     try:
-        if training:
-            traced = jax.make_jaxpr(jax.value_and_grad(_summed(jax, fn, kwargs), argnums=argnums))(*args)
-        else:
-            traced = jax.make_jaxpr(lambda *a: fn(*a, **kwargs))(*args)
+        with hooked():  # named library composites (jax.nn.gelu, nnx.LayerNorm, ...) are priced by rule
+            if training:
+                traced = jax.make_jaxpr(jax.value_and_grad(_summed(jax, fn, kwargs), argnums=argnums))(*args)
+            else:
+                traced = jax.make_jaxpr(lambda *a: fn(*a, **kwargs))(*args)
     except CountingError:
         raise
     except Exception as exc:  # a function that does not trace gives one line, not a traceback into jax
         text = " ".join(str(exc).split())[:300]
+        if symbolic_dims:  # jax's first line says which comparison; the rest is its general advice
+            first = str(exc).strip().split("\n")[0][:200]
+            raise NotPolynomial(f"it does not trace at every size ({type(exc).__name__}: {first})") from None
         raise CountingError(f"{label}: the function could not be traced ({type(exc).__name__}: {text})") from None
     tally = Tally()
-    Walker(namer).walk(traced, tally)
+    if symbolic_dims:
+        SymbolicWalker(namer, symbolic_dims).walk(traced, tally)
+    else:
+        Walker(namer).walk(traced, tally)
     for path, count in (params or {}).items():
         tally.layers.setdefault(path, LayerCost()).add(PARAMS, count)
     report = Report(
@@ -115,7 +141,8 @@ def _floating(jax: Any, leaf: Any) -> bool:
 
 def _describe(leaf: Any) -> dict[str, Any]:
     if hasattr(leaf, "shape"):
-        return {"shape": [int(d) for d in leaf.shape], "dtype": str(getattr(leaf, "dtype", ""))}
+        shape = [d if isinstance(d, int) else str(d) for d in leaf.shape]  # a symbolic dim by its name
+        return {"shape": shape, "dtype": str(getattr(leaf, "dtype", ""))}
     return {"value": repr(leaf)[:80]}
 
 
@@ -160,9 +187,17 @@ def params_by_layer(jax: Any, tree: Any) -> dict[str, int]:
 # --- Flax NNX ---------------------------------------------------------------------------------------------------
 
 
-def count_nnx(module: Any, *args: Any, training: bool = False, model_name: str = "", **kwargs: Any) -> Report:
+def count_nnx(
+    module: Any,
+    *args: Any,
+    training: bool = False,
+    model_name: str = "",
+    symbolic_dims: Sequence[str] = (),
+    **kwargs: Any,
+) -> Report:
     """Count a Flax NNX module's call on `args`. `module` is an `nnx.Module` (built abstractly with
-    `nnx.eval_shape(lambda: Model(...))`, so no weight is allocated) or a function that builds one."""
+    `nnx.eval_shape(lambda: Model(...))`, so no weight is allocated) or a function that builds one.
+    `symbolic_dims`: as `count_jax`'s."""
     jax = _import_jax()
     from flax import nnx
 
@@ -189,6 +224,7 @@ def count_nnx(module: Any, *args: Any, training: bool = False, model_name: str =
         model_name=model_name or type(module).__name__,
         params=params,
         state_args=2,
+        symbolic_dims=symbolic_dims,
     )
 
 
@@ -292,10 +328,17 @@ def _scoped(jax: Any, original: Callable[..., Any], known: StackedPaths) -> Call
 
 
 def count_linen(
-    module: Any, *args: Any, training: bool = False, model_name: str = "", rng_seed: int = 0, **kwargs: Any
+    module: Any,
+    *args: Any,
+    training: bool = False,
+    model_name: str = "",
+    rng_seed: int = 0,
+    symbolic_dims: Sequence[str] = (),
+    **kwargs: Any,
 ) -> Report:
     """Count a Flax Linen module's `apply` on `args`; its variables come from `jax.eval_shape(module.init, ...)`,
-    so none is allocated. Parameters are the `params` collection; other collections (batch statistics) are state."""
+    so none is allocated. Parameters are the `params` collection; other collections (batch statistics) are state.
+    `symbolic_dims`: as `count_jax`'s."""
     jax = _import_jax()
     inputs = abstract(jax, list(args))
     variables = jax.eval_shape(lambda *a: module.init(jax.random.key(rng_seed), *a, **kwargs), *inputs)
@@ -321,4 +364,5 @@ def count_linen(
         namer=linen_layer(root),
         params=params,
         state_args=2,
+        symbolic_dims=symbolic_dims,
     )

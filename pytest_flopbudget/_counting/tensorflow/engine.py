@@ -13,11 +13,11 @@ first op that reads it; a Keras model's are its layers' weights (`keras_params`)
 
 from __future__ import annotations
 
-import contextlib
 import math
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
+from pytest_flopbudget._counting.keras_layers import is_keras_layer, keras_layers, keras_params, marked_calls
 from pytest_flopbudget._counting.tally import Tally
 from pytest_flopbudget._counting.tensorflow.names import LAYER_SCOPE, marked_layer, plain_layer
 from pytest_flopbudget._counting.tensorflow.walk import Walker, function_graph
@@ -43,11 +43,6 @@ def import_tf() -> Any:
             "counting a TensorFlow model needs tensorflow: pip install 'pytest-flopbudget[tensorflow]'"
         ) from None
     return tf
-
-
-def is_keras_layer(obj: Any) -> bool:
-    """Whether `obj` is a Keras 3 `Layer` (models are layers), found by class name so keras is not imported."""
-    return any(cls.__name__ == "Layer" and cls.__module__.startswith("keras.") for cls in type(obj).__mro__)
 
 
 def is_concrete_function(obj: Any) -> bool:
@@ -117,7 +112,7 @@ def count_tf(
         if traced_fn is None:
             concrete = fn_or_model
         else:
-            with _marked_calls(tf, [layer for _, layer in layers]):
+            with marked_calls([layer for _, layer in layers], lambda i: tf.name_scope(f"{LAYER_SCOPE}{i}")):
                 concrete = traced_fn.get_concrete_function(*arg_specs, **kwarg_specs)
         graph = bound_graph(tf, concrete, [*arg_specs, kwarg_specs])
     except CountingError:
@@ -235,81 +230,6 @@ def _with_gradient(tf: Any, call: Any) -> Any:
         return outputs, loss, tape.gradient(loss, variables)  # the loss too: its sum runs, as in torch
 
     return step
-
-
-def keras_layers(model: Any) -> list[tuple[str, Any]]:
-    """Every layer of a Keras model by dotted path, root first as "", depth first over `_layers` (the lists
-    `model.summary()` and `Layer.weights` walk); two sublayers given one name are told apart with `_2`, as the
-    torch backend's Keras paths."""
-    out: list[tuple[str, Any]] = []
-    taken: set[str] = set()
-    seen: set[int] = set()
-    stack: list[tuple[str, Any]] = [("", model)]
-    while stack:
-        path, layer = stack.pop()
-        if id(layer) in seen:
-            continue
-        seen.add(id(layer))
-        out.append((path, layer))
-        taken.add(path)
-        children = []
-        for child in getattr(layer, "_layers", ()):
-            name = str(getattr(child, "name", "") or type(child).__name__)
-            child_path = f"{path}.{name}" if path else name
-            unique, n = child_path, 2
-            while unique in taken:
-                unique, n = f"{child_path}_{n}", n + 1
-            taken.add(unique)
-            children.append((unique, child))
-        stack.extend(reversed(children))
-    return out
-
-
-def keras_params(layers: Sequence[tuple[str, Any]]) -> dict[str, int]:
-    """Each layer's own weights, trainable and non-trainable (what `model.count_params()` adds up, and what the
-    torch backend counts for the same Keras model): shared weights once, seed generator state not at all."""
-    seen: set[int] = set()
-    params: dict[str, int] = {}
-    for path, layer in layers:
-        own = 0
-        for weight in [*getattr(layer, "_trainable_variables", ()), *getattr(layer, "_non_trainable_variables", ())]:
-            if id(weight) not in seen:
-                seen.add(id(weight))
-                own += math.prod(int(d) for d in weight.shape)
-        if own:
-            params[path] = own
-    return params
-
-
-@contextlib.contextmanager
-def _marked_calls(tf: Any, layers: Sequence[Any]) -> Iterator[None]:
-    """While tracing, each call of one of `layers` runs under the name scope `LAYER_SCOPE + its index`: the
-    classes' `__call__` are wrapped for the duration of the trace, instances matched by identity."""
-    index = {id(layer): i for i, layer in enumerate(layers)}
-    patched: list[tuple[type, Any]] = []
-    for cls in {type(layer) for layer in layers}:
-        for owner in cls.__mro__:
-            original = owner.__dict__.get("__call__")
-            if original is None or owner is object or any(owner is done for done, _ in patched):
-                continue
-            patched.append((owner, original))
-            type.__setattr__(owner, "__call__", _scoped(tf, original, index))
-    try:
-        yield
-    finally:
-        for owner, original in patched:
-            type.__setattr__(owner, "__call__", original)
-
-
-def _scoped(tf: Any, original: Any, index: Mapping[int, int]) -> Any:
-    def call(self: Any, *args: Any, **kwargs: Any) -> Any:
-        position = index.get(id(self))
-        if position is None:
-            return original(self, *args, **kwargs)
-        with tf.name_scope(f"{LAYER_SCOPE}{position}"):
-            return original(self, *args, **kwargs)
-
-    return call
 
 
 def _described(spec: Any, name: str = "") -> list[dict[str, Any]]:

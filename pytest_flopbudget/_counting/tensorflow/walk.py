@@ -25,6 +25,7 @@ from pytest_flopbudget._counting.registry import FREE
 from pytest_flopbudget._counting.tally import NO_FORMULA, Tally, formula_failed
 from pytest_flopbudget._counting.tensorflow.names import LayerNamer, joined, plain_layer, scopes_of
 from pytest_flopbudget._counting.tensorflow.ops import TF_OPS, OpContext
+from pytest_flopbudget._report import ROOT
 
 WHILE_OPS = frozenset({"While", "StatelessWhile"})
 IF_OPS = frozenset({"If", "StatelessIf"})
@@ -87,13 +88,23 @@ class Walker:
         op of a graph that declares none). `resources` names the variables its resource tensors hold."""
         live = live_ops(graph, outputs)
         held = dict(resources or {})
+        placed: dict[str, tuple[str, bool, int]] = {}
         for op in graph.get_operations():
+            scopes = joined(outer, scopes_of(op.name))
+            path, backward = place(op, self.namer(scopes), bool(scopes) and scopes[0] == BACKWARD_SCOPE, placed)
             if live is None or op.name in live:
-                self.op(op, tally, joined(outer, scopes_of(op.name)), held)
+                self.op(op, tally, scopes, path, backward, held)
 
-    def op(self, op: Any, tally: Tally, scopes: Sequence[str], held: Resources | None = None) -> None:
+    def op(
+        self,
+        op: Any,
+        tally: Tally,
+        scopes: Sequence[str],
+        path: str,
+        backward: bool = False,
+        held: Resources | None = None,
+    ) -> None:
         kind = op.type
-        path = self.namer(scopes)
         held = {} if held is None else held
         self._follow(op, kind, path, held)
         if kind in WHILE_OPS:
@@ -114,7 +125,7 @@ class Walker:
             if body is not None:
                 self.walk(body, tally, scopes, passed(op.inputs, body, held))
         else:
-            self._priced(op, kind, tally, path, backward=bool(scopes) and scopes[0] == BACKWARD_SCOPE)
+            self._priced(op, kind, tally, path, backward=backward)
 
     def _follow(self, op: Any, kind: str, path: str, held: Resources) -> None:
         """Track the variables' handles: a `VarHandleOp` makes one, an identity passes one on, and any other op
@@ -382,6 +393,23 @@ def _dtype(enum: int) -> Any:
 
 def _text(value: Any) -> str:
     return value.decode() if isinstance(value, bytes) else str(value or "")
+
+
+def place(op: Any, path: str, backward: bool, placed: dict[str, tuple[str, bool, int]]) -> tuple[str, bool]:
+    """The layer and phase of `op` (`placed` holds those of the ops before it in the graph by name, with their
+    position).
+
+    An op is charged to the layer its scopes name, and is backward under the tape's `gradient_tape` scope. One
+    kind of op has neither: the gradient machinery sums the gradients of a tensor used twice (a residual's
+    shortcut) with an `AddN` it builds outside every scope. An op outside every layer and outside the tape whose
+    operands are all backward is such a sum: backward, charged to the layer of its latest operand (where the
+    second gradient arrived, as PyTorch's autograd engine accumulates it and jax's `add_any` is placed)."""
+    if path == ROOT and not backward and op.inputs:
+        sources = [placed.get(tensor.op.name) for tensor in op.inputs]
+        if all(source is not None and source[1] for source in sources):
+            path, backward = max(sources, key=lambda source: source[2])[0], True  # type: ignore[index]
+    placed[op.name] = (path, backward, len(placed))
+    return path, backward
 
 
 def live_ops(graph: Any, wanted: Sequence[Any] | None = None) -> set[str] | None:

@@ -3,6 +3,7 @@ vocab 32000) counted without weights at batch 1 x seq 2048: the total is the one
 attention, then every elementwise term), the count takes less CPU time than XLA's `lower().cost_analysis()` of the
 same abstract model, and it adds well under 1 GB to the process. `benchmarks/bench_jax_llama.py` prints the
 seconds; a test asserts no wall-clock limit (tests/growth.py), only the ratio to XLA's time in the same process.
+The PyTorch Llama of `examples/decoder.py` counts the same total.
 """
 
 from __future__ import annotations
@@ -38,25 +39,36 @@ def test_llama_7b_counts_the_hand_derived_total() -> None:
     attention_macs = 2 * LAYERS * HEADS * T * T * HEAD_DIM
     assert report.macs == n * T + attention_macs == 14_630_806_093_824
 
-    # everything else, per layer (docs/jax.md lists why each term is what JAX's primitives cost)
-    rms_norm = 4 * T * D + 3 * T  # square, sum, multiply by rsqrt, by the weight; per row divide, add eps, rsqrt
-    rope_tables = 5 * (HEAD_DIM // 2) + T * (HEAD_DIM // 2) + 2 * T * HEAD_DIM  # inv_freq, outer, cos and sin
+    # everything else, per layer (docs/jax.md derives each term; the named composites by their shared rules)
+    rms_norm = 4 * T * D + 2 * T  # square, jnp.mean (1 per input element), multiply by rsqrt, by the weight; per
+    # row add eps, rsqrt
+    rope_tables = 4 * (HEAD_DIM // 2) + T * (HEAD_DIM // 2) + 2 * T * HEAD_DIM  # inv_freq (arange free: / head_dim,
+    # theta **, reciprocal, * 1.0), outer, cos and sin
     rope = 2 * (3 * T * D + T * D // 2)  # q and k: x*cos + rotate_half(x)*sin (the half negated)
     scores = HEADS * T * T
-    attention = (
-        scores  # scale
-        + 2 * T * T  # causal tril: iota + 0, ge
-        + scores  # and with the mask
-        + 5 * scores  # softmax: max, subtract, exp, sum, divide
-        + HEADS * T  # the softmax's guard max, per row
-    )
-    swiglu = 3 * T * FFN  # silu (logistic, mul) and the gate product
+    attention = 6 * scores  # jax.nn.dot_product_attention by the attention rule: scale and softmax (5) per score;
+    # the causal mask adds nothing
+    swiglu = 2 * T * FFN  # silu (1 per element, a named composite) and the gate product
     residuals = 2 * T * D
     layer = 2 * rms_norm + rope_tables + rope + attention + swiglu + residuals
-    elementwise = LAYERS * layer + rms_norm + 2 * T  # the final norm; jnp.take's id wrap (lt, add)
-    assert elementwise == 37_117_906_944
-    assert report.flops == 2 * n * T + 2 * attention_macs + elementwise == 29_298_730_094_592
+    elementwise = LAYERS * layer + rms_norm  # the final norm; nnx.Embed's lookup is free
+    assert elementwise == 31_830_847_488
+    assert report.flops == 2 * n * T + 2 * attention_macs + elementwise == 29_293_443_035_136
     assert report.skipped_ops == {}
+
+
+def test_the_pytorch_llama_7b_counts_the_same() -> None:
+    # examples/decoder.py's Llama on the meta device, the PyTorch twin of the Flax model: the same total (the
+    # twins count identical figures per layer, test_jax_twins.py)
+    import torch
+
+    from examples.decoder import Llama, llama_inputs
+
+    config = LlamaConfig.llama_7b()
+    with torch.device("meta"):
+        model = Llama(config)
+    report = pytest_flopbudget.count(model.eval(), *llama_inputs(config, seq=T))
+    assert (report.flops, report.macs, report.params) == (29_293_443_035_136, 14_630_806_093_824, 6_738_415_616)
 
 
 CHILD = r"""
