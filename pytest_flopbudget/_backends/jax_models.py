@@ -88,6 +88,7 @@ class JaxModels:
     priority = 10
     files = False
     suffixes: tuple[str, ...] = ()
+    directory_marker = ""
     honours = frozenset({"training", "dtype"})
     by_object = True
 

@@ -55,11 +55,12 @@ class Backend(Protocol):
     """One kind of model: a Python object built by user code (PyTorch), a model file (ONNX), ...
 
     Every member is read by the seam, never probed: a backend says what it accepts (`accepts`, `accepts_model`,
-    `grammar`, `files`, `suffixes`), which entry keys and options it honours (`honours`), where it is asked among
-    the others (`priority`), whether it counts generations (`generate` in `honours`, `count_generated`) and
-    whether it owns a formula table (`formula_table`). A class that subclasses `Backend` inherits the defaults
-    written here (no file suffixes, no options honoured, priority 50, deciding by the string, `accepts_call` as
-    `accepts_model`, `reload` and `load_object` loading again, no generation, no formula table, no named inputs).
+    `grammar`, `files`, `suffixes`, `directory_marker`), which entry keys and options it honours (`honours`),
+    where it is asked among the others (`priority`), whether it counts generations (`generate` in `honours`,
+    `count_generated`) and whether it owns a formula table (`formula_table`). A class that subclasses `Backend`
+    inherits the defaults written here (no file suffixes, no model directories, no options honoured, priority 50,
+    deciding by the string, `accepts_call` as `accepts_model`, `reload` and `load_object` loading again, no
+    generation, no formula table, no named inputs).
 
     Optional members (`registry.OPTIONAL_MEMBERS`, each described by a protocol of its own below) came after
     backends that lack them: the seam reads one with `getattr` and does without where a backend does not have it,
@@ -83,6 +84,11 @@ class Backend(Protocol):
     files: bool = False
     #: The suffixes of its model files (`(".onnx",)`): what `flopbudget init` looks for in a folder.
     suffixes: tuple[str, ...] = ()
+    #: Its models are directories, not files (a TensorFlow SavedModel): the file inside that marks one
+    #: (`saved_model.pb`). A target naming a directory that holds it, relative to the project root, is this
+    #: backend's whatever `accepts` says of the string, and `flopbudget init` takes such a directory in a folder as
+    #: one model. Empty (the default): the string alone tells.
+    directory_marker: str = ""
     #: The entry keys, and their command-line options and `count()` arguments, it honours, out of
     #: `target_kinds.OPTIONS` (`training`, `execution`, `method`, `generate`, `decode-inputs`, `dtype`): one it
     #: does not honour is refused in one line (pyproject, command line, `count()`), never ignored.

@@ -1,7 +1,7 @@
-"""A SavedModel exported from a Keras model counts, through the TensorFlow engine, exactly what the Keras model
-counts; the same SavedModel converted with tf2onnx counts, through the ONNX backend, the same MACs, and FLOPs that
-differ by exactly what tf2onnx's optimiser folded away (docs/tensorflow.md, "A SavedModel and its tf2onnx
-conversion")."""
+"""A SavedModel exported from a Keras model counts exactly what the Keras model counts, through the savedmodel
+backend and as a loaded serving function through the TensorFlow engine; the same SavedModel converted with tf2onnx
+counts, through the ONNX backend, the same MACs, and FLOPs that differ by exactly what tf2onnx's optimiser folded
+away (docs/tensorflow.md, "A SavedModel and its tf2onnx conversion")."""
 
 from __future__ import annotations
 
@@ -51,13 +51,24 @@ def exported(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     return {"model": model, "keras": keras, "where": where}
 
 
+def test_the_saved_model_counts_what_the_keras_model_counts(exported: dict[str, Any]) -> None:
+    # the savedmodel backend: saved_model.pb alone, the serving signature's input bound by name
+    report = pytest_flopbudget.count(str(exported["where"] / "convnet"), inputs={"image": list(SPEC)})
+    keras_report = exported["keras"]
+    assert (report.flops, report.macs) == (keras_report.flops, keras_report.macs) == (5_901_098, 2_871_616)
+    assert {op: c.flops for op, c in report.ops.items()} == {op: c.flops for op, c in keras_report.ops.items()}
+    assert report.params == exported["model"].count_params() == 3914
+    assert report.skipped_ops == {}
+
+
 def test_the_saved_models_serving_function_counts_what_the_keras_model_counts(exported: dict[str, Any]) -> None:
     loaded = tf.saved_model.load(str(exported["where"] / "convnet"))
-    # the serving function was traced with a None batch: counted at batch 1 all the same (frozen and re-imported)
+    # the serving function was traced with a None batch: its FunctionDef is rebuilt at batch 1 (bound_graph)
     report = count_tf(loaded.serve, [tf.TensorSpec(SPEC, tf.float32)])
     keras_report = exported["keras"]
     assert (report.flops, report.macs) == (keras_report.flops, keras_report.macs) == (5_901_098, 2_871_616)
     assert {op: c.flops for op, c in report.ops.items()} == {op: c.flops for op, c in keras_report.ops.items()}
+    assert report.params == 3914  # the variables the serving function captures
     assert report.skipped_ops == {}
     # left at None, every op that touches the batch is skipped by name, never counted as zero
     open_batch = count_tf(loaded.serve, [tf.TensorSpec((None, 32, 32, 3), tf.float32)])

@@ -4,35 +4,39 @@ Arguments become `tf.TensorSpec`s (an array's shape and dtype; a spec's unknown 
 function is traced once with `get_concrete_function` and its graph is walked with its function library (loop
 and branch bodies); no kernel runs. A Keras model is called inside the trace with `training=` and a marker name
 scope around each layer's call (`names.py`), so each op is charged to the layer `model.summary()` names.
-A function traced before at looser shapes than the specs (a SavedModel's serving function, saved with a `None`
-batch) keeps that trace: it is frozen and imported again at the given shapes (`_at_shapes`).
+
+A function whose trace keeps a dim unknown that the specs fix (a `tf.function` with an `input_signature`, or a
+`ConcreteFunction` traced before) is walked from its `FunctionDef` rebuilt with the specs' shapes, so a bound dim
+is never dropped. A plain function's parameters are the variables it captures, each charged to the layer of the
+first op that reads it; a Keras model's are its layers' weights (`keras_params`).
 """
 
 from __future__ import annotations
 
-import re
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pytest_flopbudget._counting.keras_layers import is_keras_layer, keras_layers, keras_params, marked_calls
 from pytest_flopbudget._counting.keras_rules import Call, reprice, with_activations
 from pytest_flopbudget._counting.tally import Tally
-from pytest_flopbudget._counting.tensorflow.names import LAYER_SCOPE, LayerNamer, marked_layer, plain_layer
-from pytest_flopbudget._counting.tensorflow.walk import UNKNOWN_SHAPE, Walker
+from pytest_flopbudget._counting.tensorflow.names import LAYER_SCOPE, marked_layer, plain_layer
+from pytest_flopbudget._counting.tensorflow.walk import Walker, function_graph
 from pytest_flopbudget._errors import CountingError
 from pytest_flopbudget._metrics import PARAMS
-from pytest_flopbudget._report import LayerCost, Report
+from pytest_flopbudget._report import ROOT, LayerCost, Report
 
 #: What a TensorFlow count adds to a report's conventions (docs/tensorflow.md).
 TF_CONVENTIONS = {
     "tensorflow_control_flow": (
-        "While loops with a constant maximum_iterations or constant bounds count trip times, else skipped; If and "
-        "Case count their costliest branch; PartitionedCall bodies count once per call"
+        "While loops with constant bounds count trip times; a data-dependent one under a constant "
+        "maximum_iterations counts the cap (an upper bound, listed in estimated); else skipped; If and Case count "
+        "their costliest branch; PartitionedCall bodies count once per call"
     ),
 }
 
 
-def _import_tf() -> Any:
+def import_tf() -> Any:
     try:
         import tensorflow as tf
     except ImportError:
@@ -42,11 +46,20 @@ def _import_tf() -> Any:
     return tf
 
 
+def is_concrete_function(obj: Any) -> bool:
+    """A `ConcreteFunction` (one trace, its graph fixed): it has a graph and a `FunctionDef`, and no tracing of
+    its own."""
+    return hasattr(obj, "function_def") and hasattr(obj, "graph") and not hasattr(obj, "get_concrete_function")
+
+
 def specs(tf: Any, args: Sequence[Any], shapes: Sequence[Sequence[int] | None] | None) -> list[Any]:
     """Each argument as a `tf.TensorSpec`: an array's shape and dtype, a spec's unknown dims from `shapes`."""
     out = []
     for index, arg in enumerate(args):
         given = shapes[index] if shapes is not None and index < len(shapes) else None
+        if isinstance(arg, Mapping):  # a Keras model's named inputs, one dict
+            out.append(dict(zip(arg, specs(tf, list(arg.values()), None))))
+            continue
         if isinstance(arg, tf.TensorSpec):
             spec = arg
         elif hasattr(arg, "shape") and hasattr(arg, "dtype"):
@@ -82,31 +95,34 @@ def count_tf(
 
     A Keras model's batch norm, layer norm, activations, softmax and mean pooling are priced by the shared rules
     (`keras_rules`); `keras_rules=False` keeps the ops TensorFlow runs (what a SavedModel of it counts)."""
-    tf = _import_tf()
-    kwargs = dict(kwargs or {})
-    arg_specs = specs(tf, list(args), shapes)
+    tf = import_tf()
+    arg_specs = specs(tf, list(args) or declared_specs(fn_or_model), shapes)
+    kwarg_specs = dict(zip(kwargs or {}, specs(tf, list((kwargs or {}).values()), None)))
     keras_model = is_keras_layer(fn_or_model)
+    concrete_given = is_concrete_function(fn_or_model)
     label = model_name or str(getattr(fn_or_model, "name", "") or getattr(fn_or_model, "__name__", "")) or "model"
     layers = keras_layers(fn_or_model) if keras_model else []
     calls: dict[int, list[Call]] = {}
+    traced_fn: Any = None
     if keras_model:
 
-        def call(*call_args: Any) -> Any:
-            return fn_or_model(*call_args, training=training, **kwargs)
+        def call(*call_args: Any, **call_kwargs: Any) -> Any:
+            return fn_or_model(*call_args, training=training, **call_kwargs)
 
         traced_fn = tf.function(_with_gradient(tf, call) if training else call, autograph=False)
-        call_kwargs: dict[str, Any] = {}
     elif training:
-        traced_fn = tf.function(_with_gradient(tf, lambda *a: fn_or_model(*a, **kwargs)), autograph=False)
-        call_kwargs = {}
-    else:
+        traced_fn = tf.function(_with_gradient(tf, fn_or_model), autograph=False)
+    elif not concrete_given:
         traced_fn = fn_or_model if hasattr(fn_or_model, "get_concrete_function") else tf.function(fn_or_model)
-        call_kwargs = kwargs
     try:
-        with marked_calls(
-            [layer for _, layer in layers], lambda i: tf.name_scope(f"{LAYER_SCOPE}{i}"), calls, len(layers)
-        ):
-            concrete = traced_fn.get_concrete_function(*arg_specs, **call_kwargs)
+        if traced_fn is None:
+            concrete = fn_or_model
+        else:
+            with marked_calls(
+                [layer for _, layer in layers], lambda i: tf.name_scope(f"{LAYER_SCOPE}{i}"), calls, len(layers)
+            ):
+                concrete = traced_fn.get_concrete_function(*arg_specs, **kwarg_specs)
+        graph = bound_graph(tf, concrete, [*arg_specs, kwarg_specs])
     except CountingError:
         raise
     except Exception as exc:  # a function that does not trace gives one line, not a traceback into tensorflow
@@ -114,78 +130,105 @@ def count_tf(
         raise CountingError(f"{label}: the function could not be traced ({type(exc).__name__}: {text})") from None
     namer = marked_layer(with_activations(layers)) if keras_model else plain_layer
     tally = Tally()
-    Walker(tf, concrete.graph, namer).walk(concrete.graph, tally)
-    if not keras_model and _loose(tally) and _fixed(arg_specs):
-        # a function traced before at looser shapes (a SavedModel's, with a None batch) keeps that trace whatever
-        # the specs say: counted again, frozen and imported at the given shapes
-        rebound = _at_shapes(tf, concrete, arg_specs)
-        if rebound is not None:
-            tally = Tally()
-            Walker(tf, rebound.graph, inlined(namer)).walk(rebound.graph, tally)
-    for path, count in keras_params(layers).items():
-        tally.layers.setdefault(path, LayerCost()).add(PARAMS, count)
+    walker = Walker(tf, concrete.graph, namer)
+    variables = {} if keras_model else captured_variables(concrete, graph)
+    walker.walk(graph, tally, resources={name: key for name, (key, _) in variables.items()})
+    if keras_model:
+        for path, count in keras_params(layers).items():
+            tally.layers.setdefault(path, LayerCost()).add(PARAMS, count)
+    else:
+        charge_variables(tally, walker.readers, dict(variables.values()))
     report = Report(
         **tally.report_fields(),
         training=training,
         backend="tensorflow",
         model=label,
-        inputs=[_describe(spec) for spec in arg_specs],
-        versions=_versions(),
+        inputs=[
+            *(item for spec in arg_specs for item in _described(spec)),
+            *(item for name, spec in kwarg_specs.items() for item in _described(spec, name)),
+        ],
+        versions=versions(),
     )
     report.conventions.update(TF_CONVENTIONS)
     reprice(report, layers, calls if keras_rules else {})
     return report
 
 
-#: The name of a call op, which freezing puts before the names of the ops it inlines.
-_CALL_SCOPE = re.compile(r"(?:Stateful)?PartitionedCall(?:_\d+)?")
+def declared_specs(fn: Any) -> list[Any]:
+    """The specs a function declares for itself, for a count given none: a `tf.function`'s `input_signature`, a
+    `ConcreteFunction`'s traced positional specs."""
+    declared = getattr(fn, "input_signature", None)
+    if declared:
+        return list(declared)
+    structured = getattr(fn, "structured_input_signature", None) if is_concrete_function(fn) else None
+    return list(structured[0]) if structured else []
 
 
-def inlined(namer: LayerNamer) -> LayerNamer:
-    """`namer` for a frozen graph: the scope an inlined call's name adds is read past, as the walk reads a call's
-    body under its caller's scopes."""
-    return lambda scopes: namer([scope for scope in scopes if not _CALL_SCOPE.fullmatch(scope)])
+def bound_graph(tf: Any, concrete: Any, arg_specs: Sequence[Any]) -> Any:
+    """The graph to walk: `concrete.graph`, or its function rebuilt with the specs' shapes where the trace left a
+    dim unknown that a spec fixes. A spec that contradicts the trace is one line."""
+    graph = concrete.graph
+    explicit = graph.inputs[: len(graph.inputs) - len(concrete.captured_inputs)]
+    given = [spec for spec in tf.nest.flatten(list(arg_specs)) if isinstance(spec, tf.TensorSpec)]
+    if len(given) != len(explicit):
+        return graph
+    for index, (spec, inner) in enumerate(zip(given, explicit)):
+        if not inner.shape.is_compatible_with(spec.shape):
+            raise CountingError(f"input {index}: shape {spec.shape} does not fit the function's {inner.shape}")
+    if all(_as_specific(inner.shape, spec.shape) for spec, inner in zip(given, explicit)):
+        return graph
+    shapes = [spec.shape.merge_with(inner.shape) for spec, inner in zip(given, explicit)]
+    captured = [t.shape for t in graph.inputs[len(explicit) :]]
+    return function_graph(graph, concrete.function_def, [*shapes, *captured], graph.inputs)
 
 
-def _loose(tally: Tally) -> bool:
-    """Whether the walk skipped an op for an unknown dim."""
-    return any(skip.reason == UNKNOWN_SHAPE for skip in tally.skipped.values())
+def _as_specific(shape: Any, than: Any) -> bool:
+    """Whether `shape` knows every dim `than` knows."""
+    if than.rank is None:
+        return True
+    if shape.rank is None:
+        return False
+    return all(mine is not None or theirs is None for mine, theirs in zip(shape.as_list(), than.as_list()))
 
 
-def _fixed(arg_specs: Sequence[Any]) -> bool:
-    """Whether every spec gives every dim."""
-    return all(s.shape.rank is not None and None not in s.shape.as_list() for s in arg_specs if hasattr(s, "shape"))
+def captured_variables(concrete: Any, graph: Any) -> dict[str, tuple[str, int]]:
+    """The variables `concrete` captures, by the name of the input of `graph` that receives each handle: a key
+    (for `Walker.readers`) and the variable's element count."""
+    by_handle = {id(variable.handle): variable for variable in getattr(concrete, "variables", ())}
+    positions = {id(inner): index for index, inner in enumerate(concrete.graph.inputs)}
+    found: dict[str, tuple[str, int]] = {}
+    for external, internal in getattr(concrete.graph, "captures", ()):
+        variable = by_handle.get(id(external))
+        index = positions.get(id(internal))
+        if variable is None or index is None or index >= len(graph.inputs):
+            continue
+        size = math.prod(int(d) for d in variable.shape) if variable.shape.rank is not None else 0
+        found[graph.inputs[index].name] = (f"{index}:{variable.name}", size)
+    return found
 
 
-def _at_shapes(tf: Any, concrete: Any, arg_specs: Sequence[Any]) -> Any | None:
-    """A function traced before at looser shapes than `arg_specs` (a SavedModel's serving function, saved with a
-    `None` batch, returns that trace whatever the specs): frozen (variables become constants, calls inlined) and
-    imported again at the given shapes, so that TensorFlow's shape inference binds every dim it can."""
-    from tensorflow.python.framework.convert_to_constants import convert_variables_to_constants_v2
-
-    try:
-        frozen = convert_variables_to_constants_v2(concrete)
-    except Exception:  # a function that cannot be frozen is counted as traced: its loose dims are skipped by name
-        return None
-    graph_def = frozen.graph.as_graph_def()
-    inputs = [t.name for t in frozen.inputs]
-    outputs = [t.name for t in frozen.outputs]
-
-    def imported(*args: Any) -> Any:
-        return tf.graph_util.import_graph_def(
-            graph_def, input_map=dict(zip(inputs, args)), return_elements=outputs, name=""
-        )
-
-    return tf.compat.v1.wrap_function(imported, [s for s in arg_specs if hasattr(s, "shape")])
+def charge_variables(tally: Tally, readers: Mapping[str, str], sizes: Mapping[str, int]) -> None:
+    """Add each variable's elements to the parameters of the layer that first read it (`Walker.readers`): the
+    reader's scope, or the nearest scope around it with counted ops in or below it (Keras reads a weight under a
+    `Cast` scope of its layer, and a batch norm computes under `bn/batchnorm`: both are the layer `bn`); a
+    variable nothing read goes to the root."""
+    counted = [path for path in tally.layers if path != ROOT]
+    for key, size in sizes.items():
+        if not size:
+            continue
+        path = layer = readers.get(key, ROOT)
+        while layer != ROOT and not any(p == layer or p.startswith(f"{layer}.") for p in counted):
+            layer = layer.rsplit(".", 1)[0] if "." in layer else ROOT
+        tally.layers.setdefault(path if layer == ROOT else layer, LayerCost()).add(PARAMS, size)
 
 
 def _with_gradient(tf: Any, call: Any) -> Any:
     """`call` and the gradient of the sum of its floating outputs with respect to the trainable variables it read,
     as a PyTorch training step's default loss and backward."""
 
-    def step(*args: Any) -> Any:
+    def step(*args: Any, **kwargs: Any) -> Any:
         with tf.GradientTape() as tape:
-            outputs = call(*args)
+            outputs = call(*args, **kwargs)
             leaves = [leaf for leaf in tf.nest.flatten(outputs) if getattr(leaf.dtype, "is_floating", False)]
             if not leaves:
                 raise CountingError("a training count needs a floating-point output to sum into a loss")
@@ -198,14 +241,20 @@ def _with_gradient(tf: Any, call: Any) -> Any:
     return step
 
 
-def _describe(spec: Any) -> dict[str, Any]:
+def _described(spec: Any, name: str = "") -> list[dict[str, Any]]:
+    """A Report's `inputs` items for one argument: its shape and dtype (named where it was passed by name, and each
+    entry of a dict of inputs by its key), or a short repr of a Python value."""
+    if isinstance(spec, Mapping):
+        return [item for key, value in spec.items() for item in _described(value, str(key))]
+    named = {"name": name} if name else {}
     if hasattr(spec, "shape") and hasattr(spec, "dtype"):
         dims = spec.shape.as_list() if spec.shape.rank is not None else []
-        return {"shape": [d if d is None else int(d) for d in dims], "dtype": str(getattr(spec.dtype, "name", ""))}
-    return {"value": repr(spec)[:80]}
+        shape = [d if d is None else int(d) for d in dims]
+        return [{**named, "shape": shape, "dtype": str(getattr(spec.dtype, "name", ""))}]
+    return [{**named, "value": repr(spec)[:80]}]
 
 
-def _versions() -> dict[str, str]:
+def versions() -> dict[str, str]:
     from importlib.metadata import PackageNotFoundError, version
 
     found = {}

@@ -71,7 +71,7 @@ def test_a_target_no_backend_takes_is_located(target: str) -> None:
         backend_for(entry(target))
     assert str(info.value).endswith(
         f'm: {target!r} is not a target; expected "package.module:factory" (returning a torch.nn.Module, or the '
-        f"module itself) or a path to an .onnx file"
+        f"module itself), a path to a SavedModel directory or a path to an .onnx file"
     )
 
 
@@ -81,7 +81,8 @@ def test_a_model_no_backend_takes_is_refused_by_count(model: object, shown: str)
     with pytest.raises(CountingError) as info:
         count(model)
     assert str(info.value) == (
-        f"count() needs a torch.nn.Module, a path to an .onnx file or an onnx.ModelProto; got {shown}"
+        f"count() needs a torch.nn.Module, a Flax module or JAX function, a Keras model or tf.function, a path to "
+        f"an .onnx file or a SavedModel directory, or an onnx.ModelProto; got {shown}"
     )
 
 
