@@ -5,6 +5,10 @@ built under `nnx.eval_shape` and Linen variables come from `jax.eval_shape(modul
 (`training=True`) traces `jax.value_and_grad` of a scalar loss (the sum of every output leaf) with respect to
 argument `argnums` (the parameters, for the module helpers): equations jax derived by transposition (the name
 stack's `transpose` transform) are the backward phase, the rest the forward.
+
+The memory metrics come from the same trace (`memory.py`, `graph_memory.py`): `bytes` per equation, unfused, and
+`peak-memory` by liveness over the equations (the arguments, parameters included, alive throughout); `param-bytes`
+and `buffer-bytes` from the abstract state's dtypes, attributed to layers as the parameters are.
 """
 
 from __future__ import annotations
@@ -14,11 +18,13 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from math import prod
 from typing import Any
 
+from pytest_flopbudget._counting.graph_memory import measure_memory
+from pytest_flopbudget._counting.jax.memory import BYTES_CONVENTION, aval_bytes
 from pytest_flopbudget._counting.jax.names import NNX_SCOPE, LayerNamer, linen_layer, plain_layer
 from pytest_flopbudget._counting.jax.walk import Walker
 from pytest_flopbudget._counting.tally import Tally
 from pytest_flopbudget._errors import CountingError
-from pytest_flopbudget._metrics import PARAMS
+from pytest_flopbudget._metrics import BUFFER_BYTES, BYTES, PARAM_BYTES, PARAMS
 from pytest_flopbudget._report import LayerCost, Report
 
 #: What a JAX count adds to a report's conventions (docs/jax.md).
@@ -60,10 +66,12 @@ def count_jax(
     namer: LayerNamer = plain_layer,
     params: Mapping[str, int] | None = None,
     state_args: int = 0,
+    param_bytes: Mapping[str, int] | None = None,
+    buffer_bytes: Mapping[str, int] | None = None,
 ) -> Report:
     """Count `fn(*args, **kwargs)` (arrays or `ShapeDtypeStruct`s) from its jaxpr; `params` are parameter counts by
-    layer path and the first `state_args` arguments the module's variables, not inputs (the module helpers fill
-    them)."""
+    layer path, `param_bytes` and `buffer_bytes` their bytes and the buffers' (batch statistics) by layer, and the
+    first `state_args` arguments the module's variables, not inputs (the module helpers fill them)."""
     jax = _import_jax()
     args = tuple(abstract(jax, list(args)))
     kwargs = dict(abstract(jax, dict(kwargs or {})))
@@ -79,9 +87,15 @@ def count_jax(
         text = " ".join(str(exc).split())[:300]
         raise CountingError(f"{label}: the function could not be traced ({type(exc).__name__}: {text})") from None
     tally = Tally()
-    Walker(namer).walk(traced, tally)
-    for path, count in (params or {}).items():
-        tally.layers.setdefault(path, LayerCost()).add(PARAMS, count)
+    walker = Walker(namer)
+    walker.walk(traced, tally)
+    memory = walker.memory
+    if memory.unsized is not None:  # part of the traffic has no size: no figure at all rather than a low one
+        tally.forget(BYTES, memory.free_ops)
+    for metric, figures in ((PARAMS, params), (PARAM_BYTES, param_bytes), (BUFFER_BYTES, buffer_bytes)):
+        for path, count in (figures or {}).items():
+            if count:
+                tally.layers.setdefault(path, LayerCost()).add(metric, count)
     report = Report(
         **tally.report_fields(),
         training=training,
@@ -91,6 +105,7 @@ def count_jax(
         versions=_versions(),
     )
     report.conventions.update(JAX_CONVENTIONS)
+    measure_memory(report, memory.unsized, memory.recorder.peak(), bytes_convention=BYTES_CONVENTION)
     return report
 
 
@@ -152,6 +167,28 @@ def params_by_layer(jax: Any, tree: Any) -> dict[str, int]:
     return counts
 
 
+class _Bytes:
+    """An array leaf's stand-in whose one dimension is the array's bytes, so that `params_by_layer` sums bytes."""
+
+    def __init__(self, nbytes: int) -> None:
+        self.shape = (nbytes,)
+
+
+def bytes_by_layer(jax: Any, tree: Any) -> dict[str, int]:
+    """Bytes of each array leaf of `tree` at its dtype's size (sub-byte types packed), summed by the layer that owns
+    it exactly as `params_by_layer` sums its elements. Raises `CountingError` for a leaf without a fixed size."""
+
+    def leaf(value: Any) -> Any:
+        if not hasattr(value, "shape"):
+            return value
+        nbytes = aval_bytes(value)
+        if nbytes is None:
+            raise CountingError(f"a {getattr(value, 'dtype', '')}{list(value.shape)} variable has no fixed size")
+        return _Bytes(nbytes)
+
+    return params_by_layer(jax, jax.tree_util.tree_map(leaf, tree))
+
+
 # --- Flax NNX ---------------------------------------------------------------------------------------------------
 
 
@@ -165,6 +202,8 @@ def count_nnx(module: Any, *args: Any, training: bool = False, model_name: str =
         module = nnx.eval_shape(module)
     graphdef, weights, rest = _split(nnx, module)
     params = params_by_layer(jax, weights)
+    # buffers: every variable but the parameters and the RNG state (batch statistics, caches), as torch's buffers
+    buffers = nnx.state(module, nnx.Not(nnx.Any(nnx.Param, nnx.RngState)))
     paths = _module_paths(nnx, module)
 
     def forward(weights: Any, rest: Any, *call_args: Any, **call_kwargs: Any) -> Any:
@@ -184,6 +223,8 @@ def count_nnx(module: Any, *args: Any, training: bool = False, model_name: str =
         model_name=model_name or type(module).__name__,
         params=params,
         state_args=2,
+        param_bytes=bytes_by_layer(jax, weights),
+        buffer_bytes=bytes_by_layer(jax, buffers),
     )
 
 
@@ -301,4 +342,6 @@ def count_linen(
         namer=linen_layer(root),
         params=params,
         state_args=2,
+        param_bytes=bytes_by_layer(jax, weights),
+        buffer_bytes=bytes_by_layer(jax, rest),  # every collection but the parameters: batch statistics, caches
     )

@@ -6,6 +6,11 @@ times, with its condition trip + 1 times, else it is skipped with the reason; a 
 the ONNX walk prices `If`), the cheaper branch's skipped ops still reported. Call primitives (`jit`/`pjit`,
 `closed_call`, `custom_jvp_call`, `custom_vjp_call`, `remat`/`checkpoint`) are walked once, through the one body
 that runs: a custom rule's derivative is never added to its primal.
+
+Every equation also goes through the walk's `memory` (`memory.py`): the bytes it moves are added to the tally beside
+its FLOPs (so a loop body's bytes count as often as its FLOPs), and each program and equation is recorded for the
+peak of live bytes (`graph_memory.py`). A `while` without a static trip count is still walked for that (its peak does
+not depend on how often it runs), its figures thrown away.
 """
 
 from __future__ import annotations
@@ -14,10 +19,12 @@ from typing import Any
 
 import numpy as np
 
+from pytest_flopbudget._counting.jax.memory import JaxMemory
 from pytest_flopbudget._counting.jax.names import LayerNamer, Stack, plain_layer
 from pytest_flopbudget._counting.jax.ops import JAX_OPS, EqnContext
 from pytest_flopbudget._counting.registry import FREE
 from pytest_flopbudget._counting.tally import NO_FORMULA, Tally, formula_failed
+from pytest_flopbudget._metrics import BYTES
 
 #: Call-like primitives and the param that holds the body that runs (the primal, for custom derivative rules).
 CALL_BODIES = {
@@ -67,14 +74,20 @@ class Walker:
 
     def __init__(self, namer: LayerNamer = plain_layer) -> None:
         self.namer = namer
+        self.memory = JaxMemory()
 
     def walk(self, jaxpr: Any, tally: Tally, stack: Stack = ROOT_STACK) -> None:
-        for eqn in _jaxpr_of(jaxpr).eqns:
-            self.equation(eqn, tally, stack.enter(eqn.source_info.name_stack))
+        with self.memory.program(jaxpr):
+            for eqn in _jaxpr_of(jaxpr).eqns:
+                self.equation(eqn, tally, stack.enter(eqn.source_info.name_stack))
 
     def equation(self, eqn: Any, tally: Tally, stack: Stack) -> None:
         name = eqn.primitive.name
         path = self.namer(stack.scopes)
+        with self.memory.equation(eqn, name, path, stack.backward):
+            self._equation(eqn, name, tally, stack, path)
+
+    def _equation(self, eqn: Any, name: str, tally: Tally, stack: Stack, path: str) -> None:
         if name == "scan":
             body = Tally()
             self.walk(eqn.params["jaxpr"], body, stack)
@@ -90,7 +103,10 @@ class Walker:
 
     def _priced(self, eqn: Any, name: str, tally: Tally, stack: Stack, path: str) -> None:
         entry = JAX_OPS.lookup(name)
-        if entry is FREE:
+        if entry is FREE:  # no arithmetic, but a copy, a gather or a fill still moves memory (memory.py)
+            moved = self.memory.moved(eqn, name, free=True, layer=path)
+            if moved:
+                tally.add_values(path, name, {BYTES: moved}, backward=stack.backward)
             return
         if entry is None:
             tally.skip(path, name, NO_FORMULA)
@@ -107,7 +123,11 @@ class Walker:
         except Exception as exc:  # a formula that cannot read this equation says so; it never counts zero silently
             tally.skip(path, name, formula_failed(f"{type(exc).__name__}: {exc}"[:200]))
             return
-        tally.add(path, name, cost, backward=stack.backward)
+        values = cost.values()
+        moved = self.memory.moved(eqn, name, free=False, layer=path)
+        if moved:
+            values[BYTES] = moved
+        tally.add_values(path, name, values, backward=stack.backward)
 
     def _cond(self, eqn: Any, tally: Tally, stack: Stack) -> None:
         branches = []
@@ -127,6 +147,8 @@ class Walker:
         trip = static_trip_count(eqn)
         if trip is None:
             tally.skip(path, "while", DYNAMIC_TRIP)
+            self.walk(eqn.params["body_jaxpr"], Tally(), stack)  # for the peak alone (`memory`)
+            self.walk(eqn.params["cond_jaxpr"], Tally(), stack)
             return
         body, cond = Tally(), Tally()
         self.walk(eqn.params["body_jaxpr"], body, stack)

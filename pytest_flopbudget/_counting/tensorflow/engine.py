@@ -4,6 +4,11 @@ Arguments become `tf.TensorSpec`s (an array's shape and dtype; a spec's unknown 
 function is traced once with `get_concrete_function` and its graph is walked with its function library (loop
 and branch bodies); no kernel runs. A Keras model is called inside the trace with `training=` and a marker name
 scope around each layer's call (`names.py`), so each op is charged to the layer `model.summary()` names.
+
+The memory metrics come from the same graph (`memory.py`, `graph_memory.py`): `bytes` per op and `peak-memory` by
+liveness over the ops (the variables the function reads and its inputs alive throughout); `param-bytes` are the
+bytes of the weights counted as parameters, at their dtypes. Keras holds no buffers apart from its weights (its
+moving statistics are non-trainable weights, in `params`), so `buffer-bytes` is not measured.
 """
 
 from __future__ import annotations
@@ -13,11 +18,13 @@ import math
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
+from pytest_flopbudget._counting.graph_memory import Value, measure_memory
 from pytest_flopbudget._counting.tally import Tally
+from pytest_flopbudget._counting.tensorflow.memory import BYTES_CONVENTION, key
 from pytest_flopbudget._counting.tensorflow.names import LAYER_SCOPE, marked_layer, plain_layer
 from pytest_flopbudget._counting.tensorflow.walk import Walker
 from pytest_flopbudget._errors import CountingError
-from pytest_flopbudget._metrics import PARAMS
+from pytest_flopbudget._metrics import BYTES, PARAM_BYTES, PARAMS
 from pytest_flopbudget._report import LayerCost, Report
 
 #: What a TensorFlow count adds to a report's conventions (docs/tensorflow.md).
@@ -110,9 +117,20 @@ def count_tf(
     namer = marked_layer({index: path for index, (path, _) in enumerate(layers)}) if keras_model else plain_layer
     tally = Tally()
     graph = concrete.graph
-    Walker(tf, graph, namer).walk(graph, tally)
+    walker = Walker(tf, graph, namer)
+    walker.walk(graph, tally)
+    memory = walker.memory
+    for variable in getattr(concrete, "variables", ()):  # alive throughout the call, each once
+        memory.recorder.resident(Value(("variable", id(variable)), variable_bytes(tf, variable)))
+    if training:  # the step keeps its loss and gradients, not the model's outputs (as the PyTorch engine's step)
+        model_outputs = [t for t in tf.nest.flatten(concrete.structured_outputs[0]) if isinstance(t, tf.Tensor)]
+        memory.recorder.let_go(key(t) for t in graph.outputs[: len(model_outputs)])
+    if memory.unsized is not None:  # part of the traffic has no size: no figure at all rather than a low one
+        tally.forget(BYTES, memory.free_ops)
     for path, count in keras_params(layers).items():
         tally.layers.setdefault(path, LayerCost()).add(PARAMS, count)
+    for path, nbytes in keras_param_bytes(tf, layers).items():
+        tally.layers.setdefault(path, LayerCost()).add(PARAM_BYTES, nbytes)
     report = Report(
         **tally.report_fields(),
         training=training,
@@ -122,7 +140,40 @@ def count_tf(
         versions=_versions(),
     )
     report.conventions.update(TF_CONVENTIONS)
+    measure_memory(
+        report, memory.unsized, memory.recorder.peak(), bytes_convention=BYTES_CONVENTION, held=(PARAM_BYTES,)
+    )
     return report
+
+
+def variable_bytes(tf: Any, variable: Any) -> int | None:
+    """A variable's bytes at its dtype's size; None when its shape or dtype does not give them."""
+    shape = variable.shape
+    try:
+        dims = [int(d) for d in (shape.as_list() if hasattr(shape, "as_list") else shape)]
+        size = int(tf.as_dtype(variable.dtype).size)
+    except (TypeError, ValueError):
+        return None
+    return math.prod(dims) * size if size else None
+
+
+def keras_param_bytes(tf: Any, layers: Sequence[tuple[str, Any]]) -> dict[str, int]:
+    """The bytes of each layer's own weights, the weights `keras_params` counts (shared ones once), each at its
+    dtype's size. Raises `CountingError` for a weight without a fixed size."""
+    seen: set[int] = set()
+    found: dict[str, int] = {}
+    for path, layer in layers:
+        own = 0
+        for weight in [*getattr(layer, "_trainable_variables", ()), *getattr(layer, "_non_trainable_variables", ())]:
+            if id(weight) not in seen:
+                seen.add(id(weight))
+                nbytes = variable_bytes(tf, weight)
+                if nbytes is None:
+                    raise CountingError(f"the weight {getattr(weight, 'path', weight.name)!r} has no fixed size")
+                own += nbytes
+        if own:
+            found[path] = own
+    return found
 
 
 def _with_gradient(tf: Any, call: Any) -> Any:

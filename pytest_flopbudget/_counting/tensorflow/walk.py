@@ -7,6 +7,11 @@ Control flow counts as it runs: a `While` with a known trip count (a constant `m
 from a constant start, stepped by a constant, compared with `Less` to a constant or loop-invariant bound) counts
 its body trip times and its condition trip + 1 times, else it is skipped with the reason; an `If`/`Case` its
 costliest branch, the others' skipped ops still reported; a call its body once. Nothing is executed.
+
+Every op also goes through the walk's `memory` (`memory.py`): the bytes it moves are added to the tally beside its
+FLOPs (so a loop body's bytes count as often as its FLOPs), and each graph and op is recorded for the peak of live
+bytes (`graph_memory.py`). A `While` without a known trip count is still walked for that (its peak does not depend
+on how often it runs), its figures thrown away.
 """
 
 from __future__ import annotations
@@ -18,8 +23,10 @@ import numpy as np
 
 from pytest_flopbudget._counting.registry import FREE
 from pytest_flopbudget._counting.tally import NO_FORMULA, Tally, formula_failed
+from pytest_flopbudget._counting.tensorflow.memory import TfMemory
 from pytest_flopbudget._counting.tensorflow.names import LayerNamer, joined, plain_layer, scopes_of
 from pytest_flopbudget._counting.tensorflow.ops import TF_OPS, OpContext
+from pytest_flopbudget._metrics import BYTES
 
 WHILE_OPS = frozenset({"While", "StatelessWhile"})
 IF_OPS = frozenset({"If", "StatelessIf"})
@@ -54,16 +61,25 @@ class Walker:
     def __init__(self, tf: Any, root: Any, namer: LayerNamer = plain_layer) -> None:
         self.tf, self.root, self.namer = tf, root, namer
         self._library: dict[str, Any] | None = None
+        self.memory = TfMemory()
 
     def walk(self, graph: Any, tally: Tally, outer: Sequence[str] = ()) -> None:
         live = live_ops(graph)
-        for op in graph.get_operations():
-            if live is None or op.name in live:
-                self.op(op, tally, joined(outer, scopes_of(op.name)))
+        with self.memory.program(graph):
+            for op in graph.get_operations():
+                if live is None or op.name in live:
+                    self.op(op, tally, joined(outer, scopes_of(op.name)))
 
     def op(self, op: Any, tally: Tally, scopes: Sequence[str]) -> None:
         kind = op.type
         path = self.namer(scopes)
+        called = kind in CALL_OPS or (TF_OPS.lookup(kind) is None and self._in_library(kind))
+        backward = bool(scopes) and scopes[0] == BACKWARD_SCOPE
+        has_body = called or kind in WHILE_OPS or kind in IF_OPS or kind in CASE_OPS
+        with self.memory.equation(op, path, backward=backward, called=called, has_body=has_body):
+            self._op(op, kind, tally, scopes, path)
+
+    def _op(self, op: Any, kind: str, tally: Tally, scopes: Sequence[str], path: str) -> None:
         if kind in WHILE_OPS:
             self._while(op, tally, scopes, path)
         elif kind in IF_OPS:
@@ -85,7 +101,10 @@ class Walker:
 
     def _priced(self, op: Any, kind: str, tally: Tally, path: str, *, backward: bool = False) -> None:
         entry = TF_OPS.lookup(kind)
-        if entry is FREE:
+        if entry is FREE:  # no arithmetic, but a copy, a gather or a fill still moves memory (memory.py)
+            moved = self.memory.moved(op, kind, free=True, layer=path)
+            if moved:
+                tally.add_values(path, kind, {BYTES: moved}, backward=backward)
             return
         if entry is None:
             tally.skip(path, kind, NO_FORMULA)
@@ -96,6 +115,7 @@ class Walker:
         # (FusedBatchNormV3's reserve space) reads as a scalar
         if any(s is None for s in in_shapes) or (out_shapes and out_shapes[0] is None):
             tally.skip(path, kind, UNKNOWN_SHAPE)
+            self.memory.cannot_size(kind, path)
             return
         context = OpContext(
             op_type=kind,
@@ -109,7 +129,11 @@ class Walker:
         except Exception as exc:  # a formula that cannot read this op says so; it never counts zero silently
             tally.skip(path, kind, formula_failed(f"{type(exc).__name__}: {exc}"[:200]))
             return
-        tally.add(path, kind, cost, backward=backward)
+        values = cost.values()
+        moved = self.memory.moved(op, kind, free=False, layer=path)
+        if moved:
+            values[BYTES] = moved
+        tally.add_values(path, kind, values, backward=backward)
 
     # --- function bodies ----------------------------------------------------------------------------------------
 
@@ -165,6 +189,8 @@ class Walker:
         trip = trip_count(self.tf, op, body, cond)
         if trip is None:
             tally.skip(path, op.type, DYNAMIC_TRIP)
+            self.walk(body, Tally(), scopes)  # for the peak alone (`memory`)
+            self.walk(cond, Tally(), scopes)
             return
         body_tally, cond_tally = Tally(), Tally()
         self.walk(body, body_tally, scopes)
