@@ -189,6 +189,14 @@ def bytes_by_layer(jax: Any, tree: Any) -> dict[str, int]:
     return params_by_layer(jax, jax.tree_util.tree_map(leaf, tree))
 
 
+def _summed_by_layer(figures: Sequence[Mapping[str, int]]) -> dict[str, int]:
+    summed: dict[str, int] = {}
+    for each in figures:
+        for layer, figure in each.items():
+            summed[layer] = summed.get(layer, 0) + figure
+    return summed
+
+
 # --- Flax NNX ---------------------------------------------------------------------------------------------------
 
 
@@ -343,5 +351,6 @@ def count_linen(
         params=params,
         state_args=2,
         param_bytes=bytes_by_layer(jax, weights),
-        buffer_bytes=bytes_by_layer(jax, rest),  # every collection but the parameters: batch statistics, caches
+        # every collection but the parameters (batch statistics, caches), by layer within each collection
+        buffer_bytes=_summed_by_layer([bytes_by_layer(jax, collection) for collection in rest.values()]),
     )
