@@ -128,6 +128,8 @@ class Program:
     outputs: list[Key]
     top: bool = False
     events: list[_Op | _Alias] = field(default_factory=list)
+    #: outputs the program lets go of (`Recorder.let_go`): a view that only names one of them reads nothing
+    let_go: frozenset[Key] = frozenset()
     _peak: Peak | None = field(default=None, repr=False)
 
     def peak(self) -> Peak:
@@ -175,11 +177,12 @@ def _peak(program: Program) -> Peak:
                 found = new(event.nbytes or 0, index)
             storage[event.new] = found
             continue
-        for key in event.reads:
+        views = event.views
+        naming = views is not None and bool(event.writes) and all(w.key in program.let_go for w in event.writes)
+        for key in () if naming else event.reads:
             found = storage.get(key) if key is not None else None
             if found is not None and last[found] < index:
                 last[found] = index
-        views = event.views
         for position, value in enumerate(event.writes):
             if views is not None:  # shares an input's storage; a view of a constant (a literal) holds none of its own
                 index = views[position] if position < len(views) else len(event.reads)
@@ -302,10 +305,12 @@ class Recorder:
 
     def let_go(self, keys: Iterable[Key]) -> None:
         """The top program does not keep these outputs to its end (a training step's model outputs: the loop
-        keeps the loss and the gradients)."""
+        keeps the loss and the gradients), nor does a view that only names one of them as an output (TensorFlow
+        returns each output through an `Identity` written after every other op)."""
         if self.root is not None:
-            dropped = set(keys)
+            dropped = frozenset(keys)
             self.root.outputs = [key for key in self.root.outputs if key not in dropped]
+            self.root.let_go = self.root.let_go | dropped
             self.root._peak = None
 
     def peak(self) -> Peak:

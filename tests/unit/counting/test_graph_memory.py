@@ -101,6 +101,19 @@ def test_let_go_releases_an_output_after_its_last_reader() -> None:
     assert rec.peak() == Peak(112, "")
 
 
+def test_a_view_that_only_names_a_let_go_output_does_not_keep_it() -> None:
+    # TensorFlow returns each output through an Identity written after every other op
+    rec = Recorder()
+    with rec.program([v("x", 8)], ["out", "loss", "grad"]):
+        op(rec, "f", ["x"], [v("y", 100)], "model")  # 108
+        op(rec, "sum", ["y"], [v("loss", 4)], "")  # 112
+        op(rec, "g", ["x"], [v("grad", 50)], "model")  # 162 while the Identity below keeps y
+        op(rec, "Identity", ["y"], [v("out", 100)], "", views=[0])
+    assert rec.peak().bytes == 162
+    rec.let_go(["out"])
+    assert rec.peak() == Peak(112, "")  # y freed after the sum: 8 + 4 + 50 = 62 in g
+
+
 # --- calls, regions, branches -----------------------------------------------------------------------------------
 
 
