@@ -120,23 +120,31 @@ def test_a_view_that_only_names_a_let_go_output_does_not_keep_it() -> None:
 def test_an_inlined_call_is_its_body_spelled_out_in_place() -> None:
     rec = Recorder()
     with rec.program([v("x", 10)], ["out"]), rec.equation("call", "", ["x"], [v("out", 20)], inline=True):
-        with rec.program([v("p", 10)], ["q"]):  # p is x, q becomes out
-            op(rec, "exp", ["p"], [v("e", 20)], "inner")  # 30
-            op(rec, "neg", ["e"], [v("q", 20)], "inner")  # 50, e freed
-    # had the call been a region, its output (20) would sit beside the body's own peak (40): 70
+        body(rec, [v("p", 10)], ["q"], [("exp", ["p"], [v("e", 20)]), ("neg", ["e"], [v("q", 20)])])
+    # p is x and q becomes out: x 10; exp +20 = 30; neg +20 = 50 (e freed after). Had the call been a region, its
+    # output (20) would sit beside the body's own peak (40): 70
     assert rec.peak() == Peak(50, "inner")
 
 
+def body(rec: Recorder, inputs: list[Value], outputs: list[str], ops: list[tuple[str, list[str], list[Value]]]) -> None:
+    """A body program of `ops`, all in layer `inner`."""
+    with rec.program(inputs, outputs):
+        for name, reads, writes in ops:
+            op(rec, name, list(reads), writes, "inner")
+
+
 def test_a_region_body_peaks_on_top_of_what_is_live_around_it() -> None:
-    # a scan: its result (the final carry, 8 B) is allocated when it starts; the body creates 16 + 8 at its peak
+    # a scan: its result (the final carry, 8 B) is allocated when it starts; the body's inputs live outside it
     rec = Recorder()
-    with rec.program([v("c0", 8), v("ws", 300)], ["c"]):
-        with rec.equation("scan", "", ["c0", "ws"], [v("c", 8)]):
-            with rec.program([v("carry", 8), v("w", 100)], ["new"]):  # inputs live outside: 0 here
-                op(rec, "dot", ["carry", "w"], [v("h", 16)], "layer")  # 16
-                op(rec, "tanh", ["h"], [v("new", 8)], "layer")  # 24
-    # 308 inputs + 8 result + 24 of the body = 340, reached in the body's layer
-    assert rec.peak() == Peak(340, "layer")
+    with rec.program([v("c0", 8), v("ws", 300)], ["c"]), rec.equation("scan", "", ["c0", "ws"], [v("c", 8)]):
+        body(
+            rec,
+            [v("carry", 8), v("w", 100)],
+            ["new"],
+            [("dot", ["carry", "w"], [v("h", 16)]), ("tanh", ["h"], [v("new", 8)])],
+        )
+    # 308 inputs + 8 result + the body's own peak (h 16 and new 8 at once: 24) = 340, reached in the body's layer
+    assert rec.peak() == Peak(340, "inner")
 
 
 def test_the_costliest_branch_is_taken() -> None:

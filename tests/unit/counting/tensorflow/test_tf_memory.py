@@ -84,9 +84,9 @@ def test_a_loop_of_three_layers_moves_three_times_its_layer() -> None:
     # times (two int32 read, a bool written: 9)
     assert ops["ResourceGather"].get(BYTES) == 3 * 516
     assert report.bytes == 3 * (384 + 128 + 516 + 2 * 12) + 4 * 9 == 3192
-    # alive throughout: w 768, x 64, the six int32 constants 24 (0, the loop's cap and counter start, the body's two
-    # 1s, the condition's 3): 856; the loop's results (three int32, 12, and the new x, 64): 932; the body's own peak: i + 1
-    # (4), the gathered row (256) and the product (64) at once: 324. 932 + 324 = 1256.
+    # alive throughout: w 768, x 64, the six int32 constants 24 (0, the loop's cap and counter start, the body's
+    # two 1s, the condition's 3): 856; the loop's results (three int32, 12, and the new x, 64): 932; the body's own
+    # peak: i + 1 (4), the gathered row (256) and the product (64) at once: 324. 932 + 324 = 1256.
     assert report.peak_memory == 1256
 
 
