@@ -145,16 +145,18 @@ _FOREVER = 1 << 62
 
 def _peak(program: Program) -> Peak:
     # pass 1: which storage each value is in, how big each storage is, and the last event that reads it
+    events = program.events
     storage: dict[Key, int] = {}
     sizes: list[int] = []
     last: list[int] = []
-    created: dict[int, list[int]] = {}
+    grown = [0] * len(events)  # the bytes each event allocates
     unsized: str | None = None
 
     def new(nbytes: int, at: int) -> int:
         sizes.append(nbytes)
         last.append(at)
-        created.setdefault(at, []).append(len(sizes) - 1)
+        if at >= 0:
+            grown[at] += nbytes
         return len(sizes) - 1
 
     live = 0
@@ -168,7 +170,7 @@ def _peak(program: Program) -> Peak:
         storage[value.key] = new(nbytes, -1)
         last[-1] = _FOREVER
         live += nbytes
-    for index, event in enumerate(program.events):
+    for index, event in enumerate(events):
         if isinstance(event, _Alias):
             found = storage.get(event.old) if event.old is not None else None
             if found is None:
@@ -185,8 +187,8 @@ def _peak(program: Program) -> Peak:
                 last[found] = index
         for position, value in enumerate(event.writes):
             if views is not None:  # shares an input's storage; a view of a constant (a literal) holds none of its own
-                index = views[position] if position < len(views) else len(event.reads)
-                read = event.reads[index] if index < len(event.reads) else None
+                operand = views[position] if position < len(views) else len(event.reads)
+                read = event.reads[operand] if operand < len(event.reads) else None
                 source = storage.get(read) if read is not None else None
                 if source is not None:
                     storage[value.key] = source
@@ -204,15 +206,15 @@ def _peak(program: Program) -> Peak:
         return Peak(0, unsized=unsized)
 
     # pass 2: live bytes over the events, the peak after each op (its outputs alive, its inputs not yet released)
-    released: dict[int, list[int]] = {}
-    for index, at in enumerate(last):
-        if at != _FOREVER:
-            released.setdefault(at, []).append(index)
+    released = [0] * len(events)  # the bytes released after each event
+    for found, at in enumerate(last):
+        if 0 <= at < len(events):
+            released[at] += sizes[found]
     peak, layer, backward = live, ROOT, False
-    for index, event in enumerate(program.events):
-        live += sum(sizes[s] for s in created.get(index, ()))
+    for index, event in enumerate(events):
+        live += grown[index]
         if isinstance(event, _Op):
-            inner = max((body.peak() for body in event.bodies), key=lambda p: p.bytes, default=None)
+            inner = max((body.peak() for body in event.bodies), key=lambda p: p.bytes) if event.bodies else None
             extra = inner.bytes if inner is not None else 0
             if live + extra > peak:
                 peak = live + extra
@@ -220,7 +222,7 @@ def _peak(program: Program) -> Peak:
                     layer, backward = inner.layer, inner.backward
                 else:
                     layer, backward = event.layer, event.backward
-        live -= sum(sizes[s] for s in released.get(index, ()))
+        live -= released[index]
     return Peak(peak, layer, backward)
 
 

@@ -113,6 +113,10 @@ def element_bits(dtype: Any) -> int | None:
             return None
 
 
+#: dtype -> its bits per element: asked for every value of every equation, answered once per dtype
+_BITS: dict[Any, int | None] = {}
+
+
 def aval_bytes(aval: Any) -> int | None:
     """Bytes of an abstract value (a variable's `aval`, a `ShapeDtypeStruct`): its elements at its dtype's size,
     sub-byte types rounded up to whole bytes; None when a dimension is not a number (a symbolic size) or the dtype
@@ -120,7 +124,12 @@ def aval_bytes(aval: Any) -> int | None:
     dtype = getattr(aval, "dtype", None)
     if dtype is None:
         return 0  # a token or another value without data
-    bits = element_bits(dtype)
+    try:
+        bits = _BITS[dtype]
+    except KeyError:
+        bits = _BITS[dtype] = element_bits(dtype)
+    except TypeError:  # an unhashable dtype
+        bits = element_bits(dtype)
     try:
         elements = prod(int(d) for d in getattr(aval, "shape", ()))
     except Exception:
@@ -132,8 +141,14 @@ def _is_literal(var: Any) -> bool:
     return type(var).__name__ == "Literal"
 
 
-def value(var: Any) -> Value:
-    return Value(var, aval_bytes(var.aval))
+def value(var: Any, known: dict[Any, Value] | None = None) -> Value:
+    """A jaxpr variable as a `Value` (`known`: those already made, by variable)."""
+    if known is None:
+        return Value(var, aval_bytes(var.aval))
+    found = known.get(var)
+    if found is None:
+        found = known[var] = Value(var, aval_bytes(var.aval))
+    return found
 
 
 def _key(var: Any) -> Key | None:
@@ -171,6 +186,8 @@ class JaxMemory:
         self._same: dict[Any, Any] = {}
         #: the equations open around the walk, each an inlined call or None
         self._calls: list[Any] = []
+        #: every variable met, as a `Value` (each is read by one equation or more and written by one)
+        self._values: dict[Any, Value] = {}
 
     def is_view(self, eqn: Any, name: str) -> bool:
         return name in VIEW_PRIMITIVES or (name == "convert_element_type" and _keeps_dtype(eqn))
@@ -183,9 +200,9 @@ class JaxMemory:
         if free and (self.is_view(eqn, name) or name in NO_TRAFFIC_PRIMITIVES):
             return 0
         same = self._same
-        reads = [] if name in WRITE_ONLY_PRIMITIVES else [value(v) for v in eqn.invars if not _is_literal(v)]
+        reads = [] if name in WRITE_ONLY_PRIMITIVES else [value(v, self._values) for v in eqn.invars if not _is_literal(v)]
         reads = [Value(same.get(read.key, read.key), read.nbytes) for read in reads] if same else reads
-        writes = [value(v) for v in eqn.outvars]
+        writes = [value(v, self._values) for v in eqn.outvars]
         if name in GATHER_PRIMITIVES and reads:
             gathered = traffic((), writes)
             indices = traffic(reads[1:], ())
@@ -213,7 +230,7 @@ class JaxMemory:
             for var, operand in zip(inner.invars, call.invars):
                 if not _is_literal(operand):
                     self._same[var] = self._same.get(operand, operand)
-        with self.recorder.program([value(v) for v in inner.invars], [_key(v) for v in inner.outvars]):
+        with self.recorder.program([value(v, self._values) for v in inner.invars], [_key(v) for v in inner.outvars]):
             yield
 
     @contextlib.contextmanager
@@ -226,7 +243,7 @@ class JaxMemory:
                 name,
                 layer,
                 [_key(v) for v in eqn.invars],
-                [value(v) for v in eqn.outvars],
+                [value(v, self._values) for v in eqn.outvars],
                 views=[0] * len(eqn.outvars) if self.is_view(eqn, name) else None,
                 backward=backward,
                 inline=inline,
