@@ -22,6 +22,9 @@ loaded is recorded there once and added to the record.
 
 Where there is no fork (other platforms) everything is counted in this process, one model after the other, and
 the cache is off: a cached answer for one model would skip its import, which a later model's count could see.
+The same holds where this process must not be forked (`fork_safety`: jax's backend is running in it); and where a
+module's libraries start jax's backend when imported, the process made for them forks nothing, and each model's
+child imports them itself.
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pytest_flopbudget._cache.dependencies import Dependencies
+from pytest_flopbudget._cache.fork_safety import fork_hazard
 from pytest_flopbudget._cache.recorder import Recorder
 from pytest_flopbudget._cache.store import CountCache, Lookup, entry_key
 from pytest_flopbudget._config.location import display_path
@@ -147,13 +151,28 @@ class IsolatedCounter:
         self._torch_modules = set(sys.modules)
 
     def _count_group(self, group: list[ModelEntry], root: Path) -> None:
-        """Count the models of one module: a process imports their libraries, then forks one child per model."""
+        """Count the models of one module: a process imports their libraries, then forks one child per model.
+
+        Where this process may not be forked (`fork_safety`), the models are counted in it, unrecorded; where the
+        libraries' import started a runtime that makes the process for them unfit to fork (jax's backend), that
+        process forks nothing and says so, and the models are counted again with each child importing them."""
         from pytest_flopbudget._cache.library_imports import library_imports
 
+        hazard = fork_hazard()
+        if hazard is not None:
+            for entry in group:
+                self._done[entry.name] = _in_process(entry, root, hazard)
+            return
         module = _module_of(group[0])
         imports = library_imports([module], [str(root)]) if module else []  # read before anything is recorded
         if module:
             self._prepare()
+        if not self._fork_group(group, root, imports) and imports:
+            self._fork_group(group, root, [])  # the libraries started jax: each model's child imports them
+
+    def _fork_group(self, group: list[ModelEntry], root: Path, imports: Any) -> bool:
+        """One process for the group's libraries, forking a child per model; False when that process found itself
+        unfit to fork (its imports started jax's backend) and counted nothing."""
         for stream in (sys.stdout, sys.stderr):  # what is buffered would otherwise be written twice
             with contextlib.suppress(OSError, ValueError):
                 stream.flush()
@@ -173,11 +192,13 @@ class IsolatedCounter:
             message = json.loads(payload) if payload else None
         except ValueError:
             message = None
+        if isinstance(message, dict) and message.get("unfit") and imports:
+            return False
         results = message.get("results") if isinstance(message, dict) else None
         if not isinstance(message, dict) or not isinstance(results, dict):  # it died, or was interrupted
             for entry in group:
                 self._done[entry.name] = (payload if isinstance(message, dict) else b"", status, None)
-            return
+            return True
         shared = message.get("shared")
         libraries = Dependencies.from_dict(shared) if isinstance(shared, dict) else None
         for entry in group:
@@ -186,6 +207,7 @@ class IsolatedCounter:
                 self._done[entry.name] = (str(answer[0]).encode(), int(answer[1]), libraries)
             else:
                 self._done[entry.name] = (b"", status, None)
+        return True
 
 
 def _libraries_then_models(  # pragma: no cover - a child; coverage of it is the parent's assertions
@@ -209,6 +231,8 @@ def _libraries_then_models(  # pragma: no cover - a child; coverage of it is the
                 shared = Dependencies.capture(recorder, loaded).to_dict()
         now_loaded = set(sys.modules)
         results: dict[str, list[Any]] = {}
+        if fork_hazard() is not None:  # the libraries started jax: the parent counts them otherwise
+            group = []
         for entry in group:
             for stream in (sys.stdout, sys.stderr):
                 with contextlib.suppress(OSError, ValueError):
@@ -225,7 +249,7 @@ def _libraries_then_models(  # pragma: no cover - a child; coverage of it is the
             finally:
                 os.close(read_end)
             results[entry.name] = [payload.decode("utf-8", "replace"), status]
-        message = {"results": results, "shared": shared}
+        message = {"results": results, "shared": shared} if group else {"unfit": True}
     except KeyboardInterrupt:
         message, code = {"interrupted": True}, 130
     except BaseException as exc:  # an internal error: the parent reports it for every model of the group
@@ -429,10 +453,37 @@ def _receive(read_end: int, pid: int) -> tuple[bytes, int]:
     return (bytes(buffer[_HEADER : _HEADER + length]) if complete else b""), status
 
 
+def _in_process(entry: ModelEntry, root: Path, hazard: str) -> tuple[bytes, int, Dependencies | None]:
+    """The model counted in this process, as its child would send it, and a record that must not be kept: what
+    it read is not seen where other models' counts loaded things before it."""
+    message, code = _message(entry, root, None)
+    if code:
+        raise KeyboardInterrupt
+    if "report" in message:
+        unrecorded = Dependencies(uncacheable=f"it was counted in the checking process, since {hazard}")
+        message["dependencies"] = unrecorded.to_dict()
+    return json.dumps(message).encode(), 0, Dependencies()
+
+
 def _child(entry: ModelEntry, root: Path, write_end: int, shared: set[str] | None) -> None:  # pragma: no cover
-    """Count in the child and send `{"report", "dependencies"}` or `{"error"}` back; never returns. With `shared`
-    (the modules the parent had loaded), what the count read is recorded too."""
+    """Count in the child and send `_message`'s answer back; never returns."""
+    message, code = _message(entry, root, shared)
+    try:
+        data = json.dumps(message).encode()
+        with os.fdopen(write_end, "wb") as pipe:
+            pipe.write(len(data).to_bytes(_HEADER, "big") + data)
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(Exception):
+                stream.flush()
+    finally:
+        os._exit(code)
+
+
+def _message(entry: ModelEntry, root: Path, shared: set[str] | None) -> tuple[dict[str, Any], int]:
+    """Count and say `{"report", "dependencies", "formula"}` or `{"error"}` (and the exit code, 130 when
+    interrupted). With `shared` (the modules the parent had loaded), what the count read is recorded too."""
     code = 0
+    message: dict[str, Any]
     try:
         from pytest_flopbudget._backends import count_entry
 
@@ -445,7 +496,7 @@ def _child(entry: ModelEntry, root: Path, write_end: int, shared: set[str] | Non
                 report, formula = count_curve(entry, root)
             else:
                 report = count_entry(entry, root)
-        message: dict[str, Any] = {"report": report.to_dict(), "dependencies": None}
+        message = {"report": report.to_dict(), "dependencies": None}
         if formula is not None:
             message["formula"] = formula.to_dict()
         try:
@@ -460,15 +511,7 @@ def _child(entry: ModelEntry, root: Path, write_end: int, shared: set[str] | Non
         message, code = {"interrupted": True}, 130
     except BaseException as exc:  # an internal error: the parent reports it as one
         message = {"internal": f"{type(exc).__name__}: {' '.join(str(exc).split())[:300]}"}
-    try:
-        data = json.dumps(message).encode()
-        with os.fdopen(write_end, "wb") as pipe:
-            pipe.write(len(data).to_bytes(_HEADER, "big") + data)
-        for stream in (sys.stdout, sys.stderr):
-            with contextlib.suppress(Exception):
-                stream.flush()
-    finally:
-        os._exit(code)
+    return message, code
 
 
 def _answer(entry: ModelEntry, payload: bytes, status: int) -> tuple[Report, Dependencies | None, Formula | None]:

@@ -11,7 +11,10 @@ shape and dtype. Both walks (`jax/walk.py`, `tensorflow/walk.py`) hand this modu
   inputs;
 - a **call** whose body the walk enters (`inline=True`) is spelled out in place: the body's inputs are the
   call's operands and the call's outputs are the body's results, as if the body had been written where the call
-  is; any other op whose bodies the walk enters (a loop, a branch) is a **region**.
+  is; any other op whose bodies the walk enters (a loop, a branch) is a **region**;
+- an op given whole (`Recorder.op`: a JAX composite, one op made of several equations) may have **optional**
+  outputs: values it makes inside that exist beyond it only if a later op of its program reads them (a residual
+  saved for the backward); they are settled when the program ends.
 
 From those events:
 
@@ -26,7 +29,9 @@ From those events:
   program never. A region's peak is its body's own peak (of the values the body creates; its inputs live outside
   it) on top of what is live around it, its outputs included: a `scan`'s stacked outputs exist while its body
   runs. The costliest branch of a conditional, and the larger of a while loop's condition and body, is taken.
-  How often a loop runs does not change its peak.
+  How often a loop runs does not change its peak. Sizes may be polynomials of a symbolic count
+  (`counting/symbolic.py`): the peak is then the op whose live bytes are above every other's at every size, and
+  where none is, there is no polynomial peak (`NotPolynomial`).
 
 A value whose size is not known (an unknown dimension, a dtype without a fixed size) or a body the walk could not
 enter (an opaque call) makes the peak not measured, with the reason (`Peak.unsized`), never a low figure.
@@ -35,9 +40,11 @@ enter (an opaque call) makes the peak not measured, with the reason (`Peak.unsiz
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Hashable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
+from pytest_flopbudget._counting.symbolic import NotPolynomial, Symbolic
 from pytest_flopbudget._metrics import BUFFER_BYTES, BYTES, PARAM_BYTES, PEAK_MEMORY, Metric
 from pytest_flopbudget._report import MAX_COUNT, ROOT, Report, conventions_with
 
@@ -91,7 +98,19 @@ class Peak:
 class _Op:
     """One op of a program (or a region, with the programs of its bodies)."""
 
-    __slots__ = ("backward", "bodies", "has_body", "inline", "inlined", "layer", "name", "reads", "views", "writes")
+    __slots__ = (
+        "backward",
+        "bodies",
+        "has_body",
+        "inline",
+        "inlined",
+        "layer",
+        "name",
+        "optional",
+        "reads",
+        "views",
+        "writes",
+    )
 
     def __init__(
         self,
@@ -108,6 +127,8 @@ class _Op:
         self.views, self.backward, self.inline, self.has_body = views, backward, inline, has_body
         self.bodies: list[Program] = []
         self.inlined = False
+        #: values made inside the op that are its outputs only if a later op reads them (`Recorder.op`)
+        self.optional: tuple[Value, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -130,6 +151,8 @@ class Program:
     events: list[_Op | _Alias] = field(default_factory=list)
     #: outputs the program lets go of (`Recorder.let_go`): a view that only names one of them reads nothing
     let_go: frozenset[Key] = frozenset()
+    #: ops with optional outputs, settled when the program ends: (their index, the op, what to call with the kept)
+    pending: list[tuple[int, _Op, Callable[[list[Value]], None] | None]] = field(default_factory=list)
     _peak: Peak | None = field(default=None, repr=False)
 
     def peak(self) -> Peak:
@@ -214,9 +237,13 @@ def _peak(program: Program) -> Peak:
     for index, event in enumerate(events):
         live += grown[index]
         if isinstance(event, _Op):
-            inner = max((body.peak() for body in event.bodies), key=lambda p: p.bytes) if event.bodies else None
+            inner = None
+            for body in event.bodies:
+                found = body.peak()
+                if inner is None or _above(found.bytes, inner.bytes):
+                    inner = found
             extra = inner.bytes if inner is not None else 0
-            if live + extra > peak:
+            if _above(live + extra, peak):
                 peak = live + extra
                 if inner is not None and extra:
                     layer, backward = inner.layer, inner.backward
@@ -224,6 +251,45 @@ def _peak(program: Program) -> Peak:
                     layer, backward = event.layer, event.backward
         live -= released[index]
     return Peak(peak, layer, backward)
+
+
+def _above(size: Any, other: Any) -> bool:
+    """`size > other` at every size of a symbolic count's dims (each at least 1): decided by the signs of their
+    difference's coefficients; `NotPolynomial` where the answer depends on the sizes."""
+    if not isinstance(size, Symbolic) and not isinstance(other, Symbolic):
+        return bool(size > other)
+    difference = size - other
+    if not isinstance(difference, Symbolic):
+        return bool(difference > 0)
+    coefficients = difference.terms.values()
+    if all(c >= 0 for c in coefficients):
+        return True
+    if all(c <= 0 for c in coefficients):
+        return False
+    raise NotPolynomial(f"the peak of live bytes is reached at different ops at different sizes ({difference!r} > 0)")
+
+
+def _settle(program: Program) -> None:
+    """Keep each pending op's optional outputs that a later event of the program reads (or the program returns)."""
+    if not program.pending:
+        return
+    last: dict[Key, int] = {}
+    for index, event in enumerate(program.events):
+        if isinstance(event, _Alias):
+            if event.old is not None:
+                last[event.old] = index
+        else:
+            for key in event.reads:
+                if key is not None:
+                    last[key] = index
+    for key in program.outputs:
+        last[key] = len(program.events)
+    for index, op, done in program.pending:
+        kept = [value for value in op.optional if last.get(value.key, -1) > index]
+        op.writes = (*op.writes, *kept)
+        if done is not None:
+            done(kept)
+    program.pending.clear()
 
 
 def _where(layer: str) -> str:
@@ -270,6 +336,7 @@ class Recorder:
             yield
         finally:
             self._programs.pop()
+        _settle(program)
         if owner is not None:
             owner.bodies.append(program)
         elif self.root is None:
@@ -305,6 +372,35 @@ class Recorder:
         if self._programs:
             self._programs[-1].events.append(op)
 
+    def op(
+        self,
+        name: str,
+        layer: str,
+        reads: Sequence[Key],
+        writes: Sequence[Value],
+        *,
+        optional: Sequence[Value] = (),
+        backward: bool = False,
+        done: Callable[[list[Value]], None] | None = None,
+    ) -> None:
+        """One op given whole (no body): it reads `reads` and writes `writes`, and `optional` too where a later op of
+        its program reads them; `done` is called with those when the program ends (its bytes are known then)."""
+        op = _Op(name, layer, reads, writes, None, backward, False, False)
+        op.optional = tuple(optional)
+        if not self._programs:
+            return
+        program = self._programs[-1]
+        program.events.append(op)
+        if op.optional or done is not None:
+            program.pending.append((len(program.events) - 1, op, done))
+
+    def view_of(self, operand: int | None) -> None:
+        """The op open now turns out to be a view: its outputs share the storage of its operand at `operand`
+        (`None`: of none, a value the program does not hold in memory)."""
+        if self._open:
+            op = self._open[-1]
+            op.views = [len(op.reads) if operand is None else operand] * len(op.writes)
+
     def let_go(self, keys: Iterable[Key]) -> None:
         """The top program does not keep these outputs to its end (a training step's model outputs: the loop
         keeps the loss and the gradients), nor does a view that only names one of them as an output (TensorFlow
@@ -330,6 +426,11 @@ class Recorder:
         return Peak(found.bytes + resident, found.layer, found.backward)
 
 
+def _beyond(figure: Any) -> bool:
+    """A whole figure beyond what a report can hold (a symbolic count's polynomial is judged at its sizes)."""
+    return isinstance(figure, int) and figure > MAX_COUNT
+
+
 def measure_memory(
     report: Report,
     bytes_unsized: str | None,
@@ -345,10 +446,10 @@ def measure_memory(
     reasons: dict[Metric, str | None] = {metric: None for metric in held}
     reasons[BYTES] = bytes_unsized
     for metric in reasons:
-        if reasons[metric] is None and metric.of_report(report) > MAX_COUNT:
+        if reasons[metric] is None and _beyond(metric.of_report(report)):
             reasons[metric] = "its total is beyond what a report can hold (10^30 bytes)"
     reasons[PEAK_MEMORY] = peak.unsized
-    if peak.unsized is None and peak.bytes > MAX_COUNT:
+    if peak.unsized is None and _beyond(peak.bytes):
         reasons[PEAK_MEMORY] = "it is beyond what a report can hold (10^30 bytes)"
     measured = frozenset(metric for metric, reason in reasons.items() if reason is None)
     engine_conventions = dict(report.conventions)

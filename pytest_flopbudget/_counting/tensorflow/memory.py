@@ -113,6 +113,28 @@ def tensor_bytes(tensor: Any) -> int | None:
     return prod(int(d) for d in shape.as_list()) * int(dtype.size)
 
 
+def variable_bytes(tf: Any, variable: Any) -> int | None:
+    """A variable's bytes at its dtype's size; None when its shape or dtype does not give them."""
+    shape = variable.shape
+    try:
+        dims = [int(d) for d in (shape.as_list() if hasattr(shape, "as_list") else shape)]
+        size = int(tf.as_dtype(variable.dtype).size)
+    except (TypeError, ValueError):
+        return None
+    return prod(dims) * size if size else None
+
+
+def _handle_bytes(op: Any) -> int | None:
+    """The bytes of the variable a `VarHandleOp` makes, from its `shape` and `dtype` attributes (nothing read)."""
+    try:
+        shape, dtype = op.get_attr("shape"), op.get_attr("dtype")
+    except ValueError:
+        return None
+    if shape.unknown_rank or any(d.size < 0 for d in shape.dim) or not dtype.size:
+        return None
+    return prod(d.size for d in shape.dim) * int(dtype.size)
+
+
 def key(tensor: Any) -> Key:
     """A tensor's identity across every graph of the count (a body's `x:0` is not the root's)."""
     return (tensor.graph, tensor.name)
@@ -132,6 +154,10 @@ class TfMemory:
         self.unsized: str | None = None
         #: the ops the tally holds for their bytes alone (free ops), dropped if `bytes` is not measured
         self.free_ops: set[str] = set()
+        #: the bytes of each variable a `VarHandleOp` of the graph makes, by its shared name (a SavedModel's)
+        self.variable_bytes: dict[str, int | None] = {}
+        #: the inputs of each graph the walk is in (innermost last)
+        self._inputs: list[set[Key]] = []
 
     # --- bytes -------------------------------------------------------------------------------------------------
 
@@ -164,11 +190,17 @@ class TfMemory:
     # --- the peak ----------------------------------------------------------------------------------------------
 
     @contextlib.contextmanager
-    def program(self, graph: Any) -> Iterator[None]:
-        """A graph the walk enters: its inputs (placeholders) and outputs."""
+    def program(self, graph: Any, outputs: Sequence[Any] | None = None) -> Iterator[None]:
+        """A graph the walk enters: its inputs (placeholders) and its outputs (`outputs`, where the walk wants those
+        alone: a SavedModel signature's)."""
         inputs = [value(t) for t in getattr(graph, "inputs", ())]
-        with self.recorder.program(inputs, [key(t) for t in getattr(graph, "outputs", ())]):
-            yield
+        results = outputs if outputs is not None else getattr(graph, "outputs", ())
+        self._inputs.append({found.key for found in inputs})
+        try:
+            with self.recorder.program(inputs, [key(t) for t in results]):
+                yield
+        finally:
+            self._inputs.pop()
 
     @contextlib.contextmanager
     def equation(self, op: Any, layer: str, *, backward: bool, called: bool, has_body: bool) -> Iterator[None]:
@@ -183,9 +215,16 @@ class TfMemory:
         elif kind in PAIRWISE_VIEW_OPS:
             views = list(range(len(writes)))
         elif kind in ("Placeholder", "Const"):  # an input, or a constant alive throughout: never allocated here
-            for written in writes if kind == "Const" else ():
-                self.recorder.resident(written)
+            inputs = self._inputs[-1] if self._inputs else set()
+            for written in writes:  # a placeholder that is no input of its graph is fed from outside (a SavedModel's)
+                if kind == "Const" or written.key not in inputs:
+                    self.recorder.resident(written)
             views = [len(reads)] * len(writes)
+        elif kind == "VarHandleOp":  # a variable of the graph itself: alive throughout, its handle holds nothing
+            name = op.get_attr("shared_name")
+            name = (name.decode() if isinstance(name, bytes) else str(name or "")) or op.name
+            nbytes = self.variable_bytes[name] = _handle_bytes(op)
+            self.recorder.resident(Value(("variable", name), nbytes))
         with self.recorder.equation(
             kind, layer, reads, writes, views=views, backward=backward, inline=called, has_body=has_body
         ):

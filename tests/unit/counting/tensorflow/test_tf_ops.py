@@ -268,3 +268,17 @@ def test_an_op_without_formula_is_skipped_never_zero() -> None:
     report = count(tf.linalg.inv, spec(3, 3))
     assert report.skipped_ops["MatrixInverse"].reason == "no formula"
     assert report.skipped_ops["MatrixInverse"].calls == 1
+
+
+def test_the_documented_op_formula_runs(documented_example: Callable[[str, str], str]) -> None:
+    """docs/formulas.md, "TensorFlow ops": an op type without a formula, skipped, then n**3 = 4**3 = 64 (its
+    asserts), through the public count()."""
+    from pytest_flopbudget.formulas import registered_formulas
+
+    code = documented_example("formulas.md", "TensorFlow ops")
+    assert 'backend="tensorflow"' in code
+    try:
+        exec(compile(code, "docs/formulas.md", "exec"), {"__name__": "formulas_md"})
+    finally:
+        for handle in registered_formulas():
+            handle.remove()
