@@ -31,7 +31,7 @@ From those events:
   runs. The costliest branch of a conditional, and the larger of a while loop's condition and body, is taken.
   How often a loop runs does not change its peak. Sizes may be polynomials of a symbolic count
   (`counting/symbolic.py`): the peak is then the op whose live bytes are above every other's at every size, and
-  where none is, there is no polynomial peak (`NotPolynomial`).
+  where none is, the peak is not measured (it is no one polynomial: a curve then interpolates point counts).
 
 A value whose size is not known (an unknown dimension, a dtype without a fixed size) or a body the walk could not
 enter (an opaque call) makes the peak not measured, with the reason (`Peak.unsized`), never a low figure.
@@ -40,9 +40,10 @@ enter (an opaque call) makes the peak not measured, with the reason (`Peak.unsiz
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from math import comb, prod
+from typing import Any, Optional
 
 from pytest_flopbudget._counting.symbolic import NotPolynomial, Symbolic
 from pytest_flopbudget._metrics import BUFFER_BYTES, BYTES, PARAM_BYTES, PEAK_MEMORY, Metric
@@ -153,6 +154,8 @@ class Program:
     let_go: frozenset[Key] = frozenset()
     #: ops with optional outputs, settled when the program ends: (their index, the op, what to call with the kept)
     pending: list[tuple[int, _Op, Callable[[list[Value]], None] | None]] = field(default_factory=list)
+    #: the sizes a symbolic count's dims take (`Recorder.box`)
+    box: Box = field(default_factory=dict)
     _peak: Peak | None = field(default=None, repr=False)
 
     def peak(self) -> Peak:
@@ -240,10 +243,10 @@ def _peak(program: Program) -> Peak:
             inner = None
             for body in event.bodies:
                 found = body.peak()
-                if inner is None or _above(found.bytes, inner.bytes):
+                if inner is None or _above(found.bytes, inner.bytes, program.box):
                     inner = found
             extra = inner.bytes if inner is not None else 0
-            if _above(live + extra, peak):
+            if _above(live + extra, peak, program.box):
                 peak = live + extra
                 if inner is not None and extra:
                     layer, backward = inner.layer, inner.backward
@@ -253,20 +256,75 @@ def _peak(program: Program) -> Peak:
     return Peak(peak, layer, backward)
 
 
-def _above(size: Any, other: Any) -> bool:
-    """`size > other` at every size of a symbolic count's dims (each at least 1): decided by the signs of their
-    difference's coefficients; `NotPolynomial` where the answer depends on the sizes."""
+#: The sizes a symbolic count's dims take: dim -> (smallest, largest or None); a dim not named is at least 1.
+Box = Mapping[str, tuple[int, Optional[int]]]
+
+
+def _above(size: Any, other: Any, box: Box) -> bool:
+    """Whether `size` is the larger of the two: `size > other` for counts; for a symbolic count's polynomials,
+    `size >= other` at every size of `box` and not equal at all of them (where they tie, either is the peak).
+    `NotPolynomial` where which is larger depends on the sizes."""
     if not isinstance(size, Symbolic) and not isinstance(other, Symbolic):
         return bool(size > other)
     difference = size - other
     if not isinstance(difference, Symbolic):
         return bool(difference > 0)
-    coefficients = difference.terms.values()
-    if all(c >= 0 for c in coefficients):
-        return True
-    if all(c <= 0 for c in coefficients):
-        return False
-    raise NotPolynomial(f"the peak of live bytes is reached at different ops at different sizes ({difference!r} > 0)")
+    ranges = [box.get(dim, (1, None)) for dim in difference.dims]
+    sign = _sign(difference.terms, ranges, depth=0)
+    if sign is None:
+        raise NotPolynomial(
+            f"the peak of live bytes is reached at different ops at different sizes ({difference!r} > 0)"
+        )
+    return sign >= 0
+
+
+def _sign(terms: Mapping[tuple[int, ...], Any], ranges: list[tuple[int, int | None]], depth: int) -> int | None:
+    """1 if the polynomial is >= 0 at every point of `ranges`, -1 if <= 0, None if neither could be shown. Each
+    monomial grows with each dim (all sizes are positive), so a bounded box bounds it by its corners; a box too
+    wide to decide is halved (a few times); an unbounded one is decided by the signs of the coefficients with
+    each dim written as its smallest size plus a size >= 0."""
+    if any(high is None for _, high in ranges):
+        shifted = _shifted(terms, [low for low, _ in ranges]).values()
+        return 1 if all(c >= 0 for c in shifted) else -1 if all(c <= 0 for c in shifted) else None
+    lows = [low for low, _ in ranges]
+    highs = [int(high) for _, high in ranges]  # type: ignore[arg-type]
+    least = most = 0
+    for exponents, coefficient in terms.items():
+        at_low = coefficient * prod(x**e for x, e in zip(lows, exponents))
+        at_high = coefficient * prod(x**e for x, e in zip(highs, exponents))
+        least += min(at_low, at_high)
+        most += max(at_low, at_high)
+    if least >= 0:
+        return 1
+    if most <= 0:
+        return -1
+    widest = max(range(len(ranges)), key=lambda i: highs[i] - lows[i])
+    if depth >= 16 or highs[widest] == lows[widest]:
+        return None
+    middle = (lows[widest] + highs[widest]) // 2
+    halves = []
+    for low, high in ((lows[widest], middle), (middle + 1, highs[widest])):
+        part = list(ranges)
+        part[widest] = (low, high)
+        halves.append(_sign(terms, part, depth + 1))
+    return halves[0] if halves[0] is not None and halves[0] == halves[1] else None
+
+
+def _shifted(terms: Mapping[tuple[int, ...], Any], lows: Sequence[int]) -> dict[tuple[int, ...], Any]:
+    """The polynomial `terms` with every dim `x` written as `low + y`: its coefficients in the `y`s."""
+    result: dict[tuple[int, ...], Any] = {}
+    for exponents, coefficient in terms.items():
+        expanded: dict[tuple[int, ...], Any] = {(): coefficient}
+        for power, low in zip(exponents, lows):
+            grown: dict[tuple[int, ...], Any] = {}
+            for prefix, value in expanded.items():
+                for k in range(power + 1):
+                    key = (*prefix, k)
+                    grown[key] = grown.get(key, 0) + value * comb(power, k) * low ** (power - k)
+            expanded = grown
+        for key, value in expanded.items():
+            result[key] = result.get(key, 0) + value
+    return result
 
 
 def _settle(program: Program) -> None:
@@ -308,6 +366,8 @@ class Recorder:
         self._resident: dict[Key, int | None] = {}
         #: why the peak cannot be measured, beyond the programs' own sizes (a body the walk did not enter)
         self.opaque: str | None = None
+        #: the sizes of a symbolic count's dims (a curve's range), where its peak compares polynomials
+        self.box: Box = {}
 
     def resident(self, value: Value) -> None:
         """A value alive from the start to the end (a variable, a constant): counted once, at the start."""
@@ -330,7 +390,7 @@ class Recorder:
                 program.events.append(_Alias(result.key, inner, result.nbytes))
             owner.inlined = True
             return
-        program = Program(inputs, [key for key in outputs if key is not None], top=not self._programs)
+        program = Program(inputs, [key for key in outputs if key is not None], top=not self._programs, box=self.box)
         self._programs.append(program)
         try:
             yield
@@ -419,7 +479,10 @@ class Recorder:
             return Peak(0, unsized=self.opaque)
         if any(nbytes is None for nbytes in self._resident.values()):
             return Peak(0, unsized="the size of a variable or constant is not known")
-        found = self.root.peak()
+        try:
+            found = self.root.peak()
+        except NotPolynomial as exc:  # a symbolic count whose peak is no one polynomial: no figure, and why
+            return Peak(0, unsized=str(exc))
         if found.unsized is not None:
             return found
         resident = sum(nbytes or 0 for nbytes in self._resident.values())

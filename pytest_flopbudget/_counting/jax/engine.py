@@ -80,6 +80,7 @@ def count_jax(
     params: Mapping[str, int] | None = None,
     state_args: int = 0,
     symbolic_dims: Sequence[str] = (),
+    symbolic_ranges: Mapping[str, tuple[int, int]] | None = None,
     param_bytes: Mapping[str, int] | None = None,
     buffer_bytes: Mapping[str, int] | None = None,
 ) -> Report:
@@ -91,7 +92,8 @@ def count_jax(
     With `symbolic_dims`, the arguments' shapes hold jax symbolic dims of those names (`jax.export.symbolic_shape`)
     and every figure of the Report is an exact polynomial in them (`counting.symbolic.Symbolic`, an `int` where
     constant); a size or formula that is no polynomial raises `NotPolynomial`, as does a function that cannot be
-    traced at every size (it branches on a size)."""
+    traced at every size (it branches on a size). `symbolic_ranges`: the sizes each dim takes (a curve's range),
+    over which the peak of live bytes compares polynomials."""
     jax = _import_jax()
     args = tuple(abstract(jax, list(args)))
     kwargs = dict(abstract(jax, dict(kwargs or {})))
@@ -111,7 +113,7 @@ def count_jax(
             raise NotPolynomial(f"it does not trace at every size ({type(exc).__name__}: {first})") from None
         raise CountingError(f"{label}: the function could not be traced ({type(exc).__name__}: {text})") from None
     tally = Tally()
-    walker = SymbolicWalker(namer, symbolic_dims) if symbolic_dims else Walker(namer)
+    walker = SymbolicWalker(namer, symbolic_dims, symbolic_ranges) if symbolic_dims else Walker(namer)
     walker.walk(traced, tally)
     memory = walker.memory
     if memory.unsized is not None:  # part of the traffic has no size: no figure at all rather than a low one
@@ -242,6 +244,7 @@ def count_nnx(
     training: bool = False,
     model_name: str = "",
     symbolic_dims: Sequence[str] = (),
+    symbolic_ranges: Mapping[str, tuple[int, int]] | None = None,
     **kwargs: Any,
 ) -> Report:
     """Count a Flax NNX module's call on `args`. `module` is an `nnx.Module` (built abstractly with
@@ -276,6 +279,7 @@ def count_nnx(
         params=params,
         state_args=2,
         symbolic_dims=symbolic_dims,
+        symbolic_ranges=symbolic_ranges,
         param_bytes=bytes_by_layer(jax, weights),
         buffer_bytes=bytes_by_layer(jax, buffers),
     )
@@ -387,6 +391,7 @@ def count_linen(
     model_name: str = "",
     rng_seed: int = 0,
     symbolic_dims: Sequence[str] = (),
+    symbolic_ranges: Mapping[str, tuple[int, int]] | None = None,
     **kwargs: Any,
 ) -> Report:
     """Count a Flax Linen module's `apply` on `args`; its variables come from `jax.eval_shape(module.init, ...)`,
@@ -418,6 +423,7 @@ def count_linen(
         params=params,
         state_args=2,
         symbolic_dims=symbolic_dims,
+        symbolic_ranges=symbolic_ranges,
         param_bytes=bytes_by_layer(jax, weights),
         # every collection but the parameters (batch statistics, caches), by layer within each collection
         buffer_bytes=_summed_by_layer([bytes_by_layer(jax, collection) for collection in rest.values()]),

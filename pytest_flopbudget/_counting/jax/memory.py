@@ -173,6 +173,17 @@ def _keeps_dtype(eqn: Any) -> bool:
     return bool(eqn.invars) and getattr(eqn.invars[0].aval, "dtype", None) == getattr(eqn.outvars[0].aval, "dtype", 0)
 
 
+def _call_body(eqn: Any, name: str) -> Any:
+    """The body jaxpr of a call equation (`jit`, `closed_call`, a custom derivative's primal), None for any other."""
+    if name not in INLINE_PRIMITIVES:
+        return None
+    for param in ("jaxpr", "call_jaxpr", "fun_jaxpr"):
+        found = eqn.params.get(param)
+        if found is not None and hasattr(_jaxpr_of(found), "eqns"):
+            return _jaxpr_of(found)
+    return None
+
+
 class _Composite:
     """The equations of one composite's call (`composites.py`: its markers and the primitives it is made of, under
     `ABSORBED_SCOPE`), gathered into one op: what it reads from outside, what it makes."""
@@ -341,9 +352,30 @@ class JaxMemory:
         if not frame:
             frame.append(_Composite(layer, backward))
         current = frame[0]
+        self._gather_into(current, eqn, name, {})
+        return current
+
+    def _gather_into(self, current: _Composite, eqn: Any, name: str, renamed: dict[Any, Any]) -> None:
+        """Add one equation's reads and writes to `current`; a call's body is gathered equation by equation (its
+        inputs renamed to the caller's operands), so that a gather inside it reads only its rows."""
+        body = _call_body(eqn, name)
+        if body is not None:
+            inner: dict[Any, Any] = {}
+            for var, operand in zip(body.invars, eqn.invars):
+                if not _is_literal(operand):
+                    inner[var] = renamed.get(operand, operand)
+            for sub in body.eqns:
+                self._gather_into(current, sub, sub.primitive.name, inner)
+            for result, var in zip(eqn.outvars, body.outvars):
+                source = None if _is_literal(var) else inner.get(var, var)
+                if source is not None and source in current.written:
+                    current.read_inside.add(source)
+                current.written[result] = self.value(result)
+            return
         for position, var in enumerate(eqn.invars):
             if _is_literal(var):
                 continue
+            var = renamed.get(var, var)
             read = self.value(var)
             if read.key in current.written:
                 current.read_inside.add(read.key)
@@ -359,7 +391,6 @@ class JaxMemory:
                 current.whole.add(read.key)
         for var in eqn.outvars:
             current.written[var] = self.value(var)
-        return current
 
     def _end_composite(self) -> None:
         """The composite gathered now, if any, as one op: recorded for the peak, its bytes to the tally once its

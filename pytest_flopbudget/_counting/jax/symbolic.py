@@ -94,8 +94,11 @@ class SymbolicWalker(Walker):
     else it writes differently shows as a figure that misses the point count, and the curve interpolates instead.
     """
 
-    def __init__(self, namer: LayerNamer, dims: Sequence[str]) -> None:
+    def __init__(
+        self, namer: LayerNamer, dims: Sequence[str], ranges: Mapping[str, tuple[int, int]] | None = None
+    ) -> None:
         super().__init__(namer, size=size_reader(dims), strict=True)
+        self.memory.recorder.box = dict(ranges or {})  # the peak compares polynomials over the curve's range
         self.ranges: set[Any] = set()  # iota results and identity steps on them: `jnp.arange` under construction
 
     def _priced(

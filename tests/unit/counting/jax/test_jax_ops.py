@@ -277,7 +277,7 @@ def test_layout_ops_are_free_and_not_recorded() -> None:
     # only the comparison of `where` is arithmetic: 4x2 = 8 output elements of `gt`; the copies among the free
     # primitives are recorded for the bytes they move alone (test_jax_memory.py), the views not at all
     assert {op for op, cost in ops.items() if cost.flops} == {"gt"}
-    assert set(ops) == {"gt", "convert_element_type", "concatenate", "iota", "select_n"}
+    assert set(ops) == {"gt", "convert_element_type", "concatenate", "jax.numpy.arange", "select_n"}
     assert report.flops == 8
     assert report.skipped_ops == {}
 
