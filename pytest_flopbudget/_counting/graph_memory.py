@@ -240,11 +240,11 @@ def _peak(program: Program) -> Peak:
     for index, event in enumerate(events):
         live += grown[index]
         if isinstance(event, _Op):
-            inner = None
+            inner: Peak | None = None
             for body in event.bodies:
-                found = body.peak()
-                if inner is None or _above(found.bytes, inner.bytes, program.box):
-                    inner = found
+                body_peak = body.peak()
+                if inner is None or _above(body_peak.bytes, inner.bytes, program.box):
+                    inner = body_peak
             extra = inner.bytes if inner is not None else 0
             if _above(live + extra, peak, program.box):
                 peak = live + extra

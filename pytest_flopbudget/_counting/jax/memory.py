@@ -401,7 +401,7 @@ class JaxMemory:
         current = frame.pop()
         outputs = [v for key, v in current.written.items() if key not in current.read_inside]
         inner = [v for key, v in current.written.items() if key in current.read_inside]
-        read = 0
+        read: Any = 0
         for key, found in current.reads.items():
             if found.nbytes is None:
                 read = None

@@ -240,3 +240,24 @@ def test_xla_fuses_below_the_unfused_figures() -> None:
     xla_peak = memory.argument_size_in_bytes + memory.output_size_in_bytes + memory.temp_size_in_bytes
     assert report.peak_memory > xla_peak
     assert report.bytes > cost["bytes accessed"]
+
+
+def test_a_composite_is_one_op_in_memory_too() -> None:
+    class Model(nnx.Module):
+        def __init__(self, rngs: Any) -> None:
+            self.emb = nnx.Embed(32, 8, rngs=rngs)
+            self.ln = nnx.LayerNorm(8, rngs=rngs)
+            self.fc = nnx.Linear(8, 8, rngs=rngs)
+
+        def __call__(self, ids: Any) -> Any:
+            return self.fc(nnx.gelu(self.ln(self.emb(ids))))
+
+    report = count_nnx(lambda: Model(nnx.Rngs(0)), spec(2, 4, dtype=jnp.int32))
+    moved = {op: cost.get(BYTES) for layer in report.layers.values() for op, cost in layer.ops.items()}
+    # Embed: the ids 2*4*4 = 32 and the 8 rows it gathers 8*8*4 = 256 read (never the [32, 8] table), 256 written,
+    # as PyTorch's embedding; LayerNorm: x 256, scale and bias 32 each read, 256 written (its statistics stay
+    # inside, as in one kernel); gelu: 256 read, 256 written (none of its 8 primitives' values)
+    assert (moved["flax.nnx.Embed"], moved["flax.nnx.LayerNorm"], moved["jax.nn.gelu"]) == (544, 576, 512)
+    # alive throughout: the table 32*8*4 = 1024, the norm's 2*8*4 = 64, fc's (8*8 + 8)*4 = 288 and the ids 32:
+    # 1408. Each composite's result (256) with its input still alive: 1408 + 256 + 256 = 1920, first in ln
+    assert (report.peak_memory, report.peak_layer) == (1920, "ln")
