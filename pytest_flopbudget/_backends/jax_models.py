@@ -184,11 +184,19 @@ class JaxModels:
         try:
             kind = _flax_module(model)
             if kind == "nnx":
-                return count_nnx(model, *args, training=training, symbolic_dims=dims, **kwargs)
+                return count_nnx(model, *args, training=training, symbolic_dims=dims, symbolic_ranges=ranges, **kwargs)
             if kind == "linen":
-                return count_linen(model, *args, training=training, symbolic_dims=dims, **kwargs)
+                return count_linen(
+                    model, *args, training=training, symbolic_dims=dims, symbolic_ranges=ranges, **kwargs
+                )
             return count_jax(
-                model, args, kwargs, training=training, model_name=_function_name(model), symbolic_dims=dims
+                model,
+                args,
+                kwargs,
+                training=training,
+                model_name=_function_name(model),
+                symbolic_dims=dims,
+                symbolic_ranges=ranges,
             )
         except NotPolynomial:
             raise

@@ -56,20 +56,62 @@ def keras_layers(model: Any) -> list[tuple[str, Any]]:
     return out
 
 
-def keras_params(layers: Sequence[tuple[str, Any]]) -> dict[str, int]:
-    """Each layer's own weights by path, trainable and non-trainable (what `model.count_params()` adds up): shared
-    weights once, seed generator state not at all."""
+def _own_weights(layers: Sequence[tuple[str, Any]]) -> Iterator[tuple[str, Any]]:
+    """Each layer's own weights with its path, trainable then non-trainable, each shared weight once (at the first
+    layer that holds it)."""
     seen: set[int] = set()
-    params: dict[str, int] = {}
     for path, layer in layers:
-        own = 0
         for weight in [*getattr(layer, "_trainable_variables", ()), *getattr(layer, "_non_trainable_variables", ())]:
             if id(weight) not in seen:
                 seen.add(id(weight))
-                own += math.prod(int(d) for d in weight.shape)
+                yield path, weight
+
+
+def keras_params(layers: Sequence[tuple[str, Any]]) -> dict[str, int]:
+    """Each layer's own weights by path, trainable and non-trainable (what `model.count_params()` adds up): shared
+    weights once, seed generator state not at all."""
+    params: dict[str, int] = {}
+    for path, weight in _own_weights(layers):
+        own = math.prod(int(d) for d in weight.shape)
         if own:
-            params[path] = own
+            params[path] = params.get(path, 0) + own
     return params
+
+
+#: Bytes per element of Keras 3's dtype names (`keras.backend.standardize_dtype`).
+DTYPE_BYTES = {
+    "bool": 1,
+    "int8": 1,
+    "uint8": 1,
+    "float8_e4m3fn": 1,
+    "float8_e5m2": 1,
+    "int16": 2,
+    "uint16": 2,
+    "float16": 2,
+    "bfloat16": 2,
+    "int32": 4,
+    "uint32": 4,
+    "float32": 4,
+    "int64": 8,
+    "uint64": 8,
+    "float64": 8,
+    "complex64": 8,
+    "complex128": 16,
+}
+
+
+def keras_param_bytes(layers: Sequence[tuple[str, Any]]) -> dict[str, int] | None:
+    """The bytes of the weights `keras_params` counts, by layer, each at its dtype's size (the weights' own dtype,
+    whatever dtype policy computes with them); None when a weight's dtype is not one of `DTYPE_BYTES`."""
+    found: dict[str, int] = {}
+    for path, weight in _own_weights(layers):
+        size = DTYPE_BYTES.get(str(getattr(weight, "dtype", "")))
+        if size is None:
+            return None
+        own = math.prod(int(d) for d in weight.shape) * size
+        if own:
+            found[path] = found.get(path, 0) + own
+    return found
 
 
 @contextlib.contextmanager

@@ -157,9 +157,15 @@ def test_count_prints_the_table(tmp_path: Path) -> None:
     lines = result.stdout.splitlines()
     assert lines[0] == "models:net: 2x4 float32; inference"
     rows = [line.split() for line in lines]
-    assert ["proj", "144", "64", "40", "18.3%"] in rows  # 2*2*8*4 + 16; MACs 2*8*4; params 4*8 + 8
-    assert ["blocks.lin", "544", "256", "144", "69.0%"] in rows  # 2 * (2*2*8*8 + 16); params 2 * (8*8 + 8)
+    # proj: 2*2*8*4 + 16 FLOPs; MACs 2*8*4; params 4*8 + 8; bytes: the dot 32 + 128 + 64, the bias add 64 + 32 + 64
+    assert ["proj", "144", "64", "40", "18.3%", "384", "0.375"] in rows
+    # blocks.lin: 2 * (2*2*8*8 + 16) FLOPs; params 2 * (8*8 + 8); bytes 2 * (64 + 256 + 64 + 64 + 32 + 64) = 1,088
+    assert ["blocks.lin", "544", "256", "144", "69.0%", "1.06Ki", "0.5"] in rows
     assert "total: 788 FLOPs, 352 MACs, 202 params (788 FLOPs, 352 MACs)" in result.stdout
+    # 202 params in fp32; the peak: 808 + the input 32 + proj's two activations 64 + 64 alive in the bias add, the
+    # product freed, the scan's carry 64, its body's dot and bias add 128: 1,096 (docs/jax.md, "Memory")
+    assert "memory: 1,912 bytes moved (1.87 KiB), 0.412 FLOPs/byte; 808 param bytes (808 B)" in result.stdout
+    assert "peak memory 1.07 KiB at blocks.lin" in result.stdout
 
 
 LINEN_MODELS = """\

@@ -6,6 +6,10 @@ built under `nnx.eval_shape` and Linen variables come from `jax.eval_shape(modul
 argument `argnums` (the parameters, for the module helpers): equations jax derived by transposition (the name
 stack's `transpose` transform) are the backward phase, the rest the forward. While it traces, named library
 composites (`jax.nn.gelu`, `nnx.LayerNorm`, ...) are marked so the walk prices them by rule (`composites.hooked`).
+
+The memory metrics come from the same trace (`memory.py`, `graph_memory.py`): `bytes` per equation, unfused, and
+`peak-memory` by liveness over the equations (the arguments, parameters included, alive throughout); `param-bytes`
+and `buffer-bytes` from the abstract state's dtypes, attributed to layers as the parameters are.
 """
 
 from __future__ import annotations
@@ -15,14 +19,16 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from math import prod
 from typing import Any
 
+from pytest_flopbudget._counting.graph_memory import measure_memory
 from pytest_flopbudget._counting.jax.composites import hooked
+from pytest_flopbudget._counting.jax.memory import BYTES_CONVENTION, aval_bytes
 from pytest_flopbudget._counting.jax.names import NNX_SCOPE, LayerNamer, linen_layer, plain_layer
 from pytest_flopbudget._counting.jax.symbolic import SymbolicWalker
 from pytest_flopbudget._counting.jax.walk import Walker
 from pytest_flopbudget._counting.symbolic import NotPolynomial
 from pytest_flopbudget._counting.tally import Tally
 from pytest_flopbudget._errors import CountingError
-from pytest_flopbudget._metrics import PARAMS
+from pytest_flopbudget._metrics import BUFFER_BYTES, BYTES, PARAM_BYTES, PARAMS
 from pytest_flopbudget._report import LayerCost, Report
 
 #: What a JAX count adds to a report's conventions (docs/jax.md).
@@ -74,15 +80,20 @@ def count_jax(
     params: Mapping[str, int] | None = None,
     state_args: int = 0,
     symbolic_dims: Sequence[str] = (),
+    symbolic_ranges: Mapping[str, tuple[int, int]] | None = None,
+    param_bytes: Mapping[str, int] | None = None,
+    buffer_bytes: Mapping[str, int] | None = None,
 ) -> Report:
     """Count `fn(*args, **kwargs)` (arrays or `ShapeDtypeStruct`s) from its jaxpr; `params` are parameter counts by
-    layer path and the first `state_args` arguments the module's variables, not inputs (the module helpers fill
-    them).
+    layer path, `param_bytes` and `buffer_bytes` their bytes and the buffers' (batch statistics) by layer (not
+    measured where `params` is given without them), and the first `state_args` arguments the module's variables,
+    not inputs (the module helpers fill them).
 
     With `symbolic_dims`, the arguments' shapes hold jax symbolic dims of those names (`jax.export.symbolic_shape`)
     and every figure of the Report is an exact polynomial in them (`counting.symbolic.Symbolic`, an `int` where
     constant); a size or formula that is no polynomial raises `NotPolynomial`, as does a function that cannot be
-    traced at every size (it branches on a size)."""
+    traced at every size (it branches on a size). `symbolic_ranges`: the sizes each dim takes (a curve's range),
+    over which the peak of live bytes compares polynomials."""
     jax = _import_jax()
     args = tuple(abstract(jax, list(args)))
     kwargs = dict(abstract(jax, dict(kwargs or {})))
@@ -102,12 +113,15 @@ def count_jax(
             raise NotPolynomial(f"it does not trace at every size ({type(exc).__name__}: {first})") from None
         raise CountingError(f"{label}: the function could not be traced ({type(exc).__name__}: {text})") from None
     tally = Tally()
-    if symbolic_dims:
-        SymbolicWalker(namer, symbolic_dims).walk(traced, tally)
-    else:
-        Walker(namer).walk(traced, tally)
-    for path, count in (params or {}).items():
-        tally.layers.setdefault(path, LayerCost()).add(PARAMS, count)
+    walker = SymbolicWalker(namer, symbolic_dims, symbolic_ranges) if symbolic_dims else Walker(namer)
+    walker.walk(traced, tally)
+    memory = walker.memory
+    if memory.unsized is not None:  # part of the traffic has no size: no figure at all rather than a low one
+        tally.forget(BYTES, memory.free_ops)
+    for metric, figures in ((PARAMS, params), (PARAM_BYTES, param_bytes), (BUFFER_BYTES, buffer_bytes)):
+        for path, count in (figures or {}).items():
+            if count:
+                tally.layers.setdefault(path, LayerCost()).add(metric, count)
     report = Report(
         **tally.report_fields(),
         training=training,
@@ -117,6 +131,13 @@ def count_jax(
         versions=_versions(),
     )
     report.conventions.update(JAX_CONVENTIONS)
+    # a module's parameter and buffer bytes are measured where its helper gives them; a plain function holds none
+    held = [
+        metric
+        for metric, given in ((PARAM_BYTES, param_bytes), (BUFFER_BYTES, buffer_bytes))
+        if given is not None or params is None
+    ]
+    measure_memory(report, memory.unsized, memory.recorder.peak(), bytes_convention=BYTES_CONVENTION, held=held)
     return report
 
 
@@ -184,6 +205,36 @@ def params_by_layer(jax: Any, tree: Any) -> dict[str, int]:
     return counts
 
 
+class _Bytes:
+    """An array leaf's stand-in whose one dimension is the array's bytes, so that `params_by_layer` sums bytes."""
+
+    def __init__(self, nbytes: int) -> None:
+        self.shape = (nbytes,)
+
+
+def bytes_by_layer(jax: Any, tree: Any) -> dict[str, int]:
+    """Bytes of each array leaf of `tree` at its dtype's size (sub-byte types packed), summed by the layer that owns
+    it exactly as `params_by_layer` sums its elements. Raises `CountingError` for a leaf without a fixed size."""
+
+    def leaf(value: Any) -> Any:
+        if not hasattr(value, "shape"):
+            return value
+        nbytes = aval_bytes(value)
+        if nbytes is None:
+            raise CountingError(f"a {getattr(value, 'dtype', '')}{list(value.shape)} variable has no fixed size")
+        return _Bytes(nbytes)
+
+    return params_by_layer(jax, jax.tree_util.tree_map(leaf, tree))
+
+
+def _summed_by_layer(figures: Sequence[Mapping[str, int]]) -> dict[str, int]:
+    summed: dict[str, int] = {}
+    for each in figures:
+        for layer, figure in each.items():
+            summed[layer] = summed.get(layer, 0) + figure
+    return summed
+
+
 # --- Flax NNX ---------------------------------------------------------------------------------------------------
 
 
@@ -193,6 +244,7 @@ def count_nnx(
     training: bool = False,
     model_name: str = "",
     symbolic_dims: Sequence[str] = (),
+    symbolic_ranges: Mapping[str, tuple[int, int]] | None = None,
     **kwargs: Any,
 ) -> Report:
     """Count a Flax NNX module's call on `args`. `module` is an `nnx.Module` (built abstractly with
@@ -205,6 +257,8 @@ def count_nnx(
         module = nnx.eval_shape(module)
     graphdef, weights, rest = _split(nnx, module)
     params = params_by_layer(jax, weights)
+    # buffers: every variable but the parameters and the RNG state (batch statistics, caches), as torch's buffers
+    buffers = nnx.state(module, nnx.Not(nnx.Any(nnx.Param, nnx.RngState)))
     paths = _module_paths(nnx, module)
 
     def forward(weights: Any, rest: Any, *call_args: Any, **call_kwargs: Any) -> Any:
@@ -225,6 +279,9 @@ def count_nnx(
         params=params,
         state_args=2,
         symbolic_dims=symbolic_dims,
+        symbolic_ranges=symbolic_ranges,
+        param_bytes=bytes_by_layer(jax, weights),
+        buffer_bytes=bytes_by_layer(jax, buffers),
     )
 
 
@@ -334,6 +391,7 @@ def count_linen(
     model_name: str = "",
     rng_seed: int = 0,
     symbolic_dims: Sequence[str] = (),
+    symbolic_ranges: Mapping[str, tuple[int, int]] | None = None,
     **kwargs: Any,
 ) -> Report:
     """Count a Flax Linen module's `apply` on `args`; its variables come from `jax.eval_shape(module.init, ...)`,
@@ -365,4 +423,8 @@ def count_linen(
         params=params,
         state_args=2,
         symbolic_dims=symbolic_dims,
+        symbolic_ranges=symbolic_ranges,
+        param_bytes=bytes_by_layer(jax, weights),
+        # every collection but the parameters (batch statistics, caches), by layer within each collection
+        buffer_bytes=_summed_by_layer([bytes_by_layer(jax, collection) for collection in rest.values()]),
     )

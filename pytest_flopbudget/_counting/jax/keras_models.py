@@ -16,7 +16,7 @@ from typing import Any
 
 from pytest_flopbudget._counting.jax.engine import count_jax
 from pytest_flopbudget._counting.jax.names import KERAS_SCOPE, keras_layer
-from pytest_flopbudget._counting.keras_layers import keras_layers, keras_params, marked_calls
+from pytest_flopbudget._counting.keras_layers import keras_layers, keras_param_bytes, keras_params, marked_calls
 from pytest_flopbudget._counting.keras_rules import Call, reprice, with_activations
 from pytest_flopbudget._errors import CountingError
 from pytest_flopbudget._report import Report
@@ -61,6 +61,7 @@ def count_keras(model: Any, *args: Any, training: bool = False, model_name: str 
         namer=keras_layer(with_activations(layers)),
         params=keras_params(layers),
         state_args=2,
+        param_bytes=keras_param_bytes(layers),  # Keras holds no buffers apart from its weights: not measured
     )
     report.versions.update(_keras_version())
     reprice(report, layers, calls)

@@ -94,14 +94,18 @@ class SymbolicWalker(Walker):
     else it writes differently shows as a figure that misses the point count, and the curve interpolates instead.
     """
 
-    def __init__(self, namer: LayerNamer, dims: Sequence[str]) -> None:
+    def __init__(
+        self, namer: LayerNamer, dims: Sequence[str], ranges: Mapping[str, tuple[int, int]] | None = None
+    ) -> None:
         super().__init__(namer, size=size_reader(dims), strict=True)
+        self.memory.recorder.box = dict(ranges or {})  # the peak compares polynomials over the curve's range
         self.ranges: set[Any] = set()  # iota results and identity steps on them: `jnp.arange` under construction
 
     def _priced(
         self, eqn: Any, name: str, tally: Tally, stack: Stack, path: str, context: EqnContext | None = None
     ) -> None:
-        if name == DIM_AS_VALUE:
+        if name == DIM_AS_VALUE:  # what a point trace holds as a Python int: no memory either
+            self.memory.view_of(None)
             return
         if name == "iota":
             self.ranges.update(eqn.outvars)
@@ -110,6 +114,7 @@ class SymbolicWalker(Walker):
             for constant, operand in ((first, second), (second, first)):
                 if _literal(constant) == _IDENTITY[name] and _is_var(operand) and operand in self.ranges:
                     self.ranges.update(eqn.outvars)
+                    self.memory.view_of(list(eqn.invars).index(operand))  # the point trace's bare `iota`
                     return
         super()._priced(eqn, name, tally, stack, path, context)
 

@@ -8,6 +8,12 @@ the ONNX walk prices `If`), the cheaper branch's skipped ops still reported. Cal
 that runs: a custom rule's derivative is never added to its primal. A named composite's call (`composites.py`) is
 priced by its rule, and the primitives it is made of (under `names.ABSORBED_SCOPE`) are not priced at all. A Pallas
 kernel (`pallas_call`) counts what its `CostEstimate` declares, listed apart as estimated; without one it is skipped.
+
+Every equation also goes through the walk's `memory` (`memory.py`): the bytes it moves are added to the tally beside
+its FLOPs (so a loop body's bytes count as often as its FLOPs), and each program and equation is recorded for the
+peak of live bytes (`graph_memory.py`); a composite's own primitives are handed to it too, so that the composite
+moves and holds what one op would. A `while` without a static trip count is still walked for that (its peak does
+not depend on how often it runs), its figures thrown away.
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ from typing import Any, Callable
 import numpy as np
 
 from pytest_flopbudget._counting.jax.composites import composite_call
+from pytest_flopbudget._counting.jax.memory import JaxMemory
 from pytest_flopbudget._counting.jax.names import LayerNamer, Stack, plain_layer
 from pytest_flopbudget._counting.jax.ops import (
     DECLARED_COST,
@@ -30,6 +37,7 @@ from pytest_flopbudget._counting.jax.ops import (
 from pytest_flopbudget._counting.registry import FREE
 from pytest_flopbudget._counting.symbolic import NotPolynomial
 from pytest_flopbudget._counting.tally import NO_FORMULA, Tally, formula_failed
+from pytest_flopbudget._metrics import BYTES
 
 #: Call-like primitives and the param that holds the body that runs (the primal, for custom derivative rules).
 CALL_BODIES = {
@@ -86,17 +94,26 @@ class Walker:
         self.namer = namer
         self.size = size
         self.strict = strict
+        self.memory = JaxMemory(size)
 
     def walk(self, jaxpr: Any, tally: Tally, stack: Stack = ROOT_STACK) -> None:
-        for eqn in _jaxpr_of(jaxpr).eqns:
-            self.equation(eqn, tally, stack.enter(eqn.source_info.name_stack))
+        with self.memory.program(jaxpr, tally):
+            for eqn in _jaxpr_of(jaxpr).eqns:
+                self.equation(eqn, tally, stack.enter(eqn.source_info.name_stack))
 
     def equation(self, eqn: Any, tally: Tally, stack: Stack) -> None:
         if stack.absorbed:  # a primitive of a composite priced by its rule (`composites.py`)
+            self.memory.absorbed(eqn, self.namer(stack.scopes), stack.backward)
             return
         name = eqn.primitive.name
         path = self.namer(stack.scopes)
         composite = composite_call(eqn, stack.backward and not stack.recomputed)
+        with self.memory.equation(eqn, name, path, stack.backward, composite=composite is not None):
+            self._equation(eqn, name, tally, stack, path, composite)
+
+    def _equation(
+        self, eqn: Any, name: str, tally: Tally, stack: Stack, path: str, composite: tuple[str, EqnContext] | None
+    ) -> None:
         if composite is not None:
             op, context = composite
             sized = dataclasses.replace(
@@ -126,14 +143,21 @@ class Walker:
         if cost is None:
             tally.skip(path, PALLAS_CALL, NO_COST_ESTIMATE)
             return
-        tally.add(path, PALLAS_CALL, cost, backward=stack.backward)
+        values = cost.values()  # its operands read and its results written once, as any equation's (`memory`)
+        moved = self.memory.moved(eqn, PALLAS_CALL, free=False, layer=path)
+        if moved:
+            values[BYTES] = moved
+        tally.add_values(path, PALLAS_CALL, values, backward=stack.backward)
         tally.estimate(path, PALLAS_CALL, DECLARED_COST)
 
     def _priced(
         self, eqn: Any, name: str, tally: Tally, stack: Stack, path: str, context: EqnContext | None = None
     ) -> None:
         entry = JAX_OPS.lookup(name)
-        if entry is FREE:
+        if entry is FREE:  # no arithmetic, but a copy, a gather or a fill still moves memory (memory.py)
+            moved = self.memory.moved(eqn, name, free=True, layer=path)
+            if moved:
+                tally.add_values(path, name, {BYTES: moved}, backward=stack.backward)
             return
         if entry is None:
             tally.skip(path, name, NO_FORMULA)
@@ -152,7 +176,11 @@ class Walker:
                 raise NotPolynomial(f"{name} in {path or 'the model'}: {exc}") from exc
             tally.skip(path, name, formula_failed(f"{type(exc).__name__}: {exc}"[:200]))
             return
-        tally.add(path, name, cost, backward=stack.backward)
+        values = cost.values()
+        moved = self.memory.moved(eqn, name, free=False, layer=path)
+        if moved:
+            values[BYTES] = moved
+        tally.add_values(path, name, values, backward=stack.backward)
 
     def _cond(self, eqn: Any, tally: Tally, stack: Stack) -> None:
         branches = []
@@ -172,6 +200,8 @@ class Walker:
         trip = static_trip_count(eqn)
         if trip is None:
             tally.skip(path, "while", DYNAMIC_TRIP)
+            self.walk(eqn.params["body_jaxpr"], Tally(), stack)  # for the peak alone (`memory`)
+            self.walk(eqn.params["cond_jaxpr"], Tally(), stack)
             return
         body, cond = Tally(), Tally()
         self.walk(eqn.params["body_jaxpr"], body, stack)

@@ -9,21 +9,35 @@ A function whose trace keeps a dim unknown that the specs fix (a `tf.function` w
 `ConcreteFunction` traced before) is walked from its `FunctionDef` rebuilt with the specs' shapes, so a bound dim
 is never dropped. A plain function's parameters are the variables it captures, each charged to the layer of the
 first op that reads it; a Keras model's are its layers' weights (`keras_params`).
+
+The memory metrics come from the same graph (`memory.py`, `graph_memory.py`): `bytes` per op and `peak-memory` by
+liveness over the ops (the variables the function reads and its inputs alive throughout); `param-bytes` are the
+bytes of the variables counted as parameters, at their dtypes. Keras holds no buffers apart from its weights (its
+moving statistics are non-trainable weights, in `params`), so `buffer-bytes` is not measured.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from pytest_flopbudget._counting.keras_layers import is_keras_layer, keras_layers, keras_params, marked_calls
+from pytest_flopbudget._counting.graph_memory import Value, measure_memory
+from pytest_flopbudget._counting.keras_layers import (
+    is_keras_layer,
+    keras_layers,
+    keras_param_bytes,
+    keras_params,
+    marked_calls,
+)
 from pytest_flopbudget._counting.keras_rules import Call, reprice, with_activations
 from pytest_flopbudget._counting.tally import Tally
+from pytest_flopbudget._counting.tensorflow.memory import BYTES_CONVENTION, TfMemory, variable_bytes
+from pytest_flopbudget._counting.tensorflow.memory import key as tensor_key
 from pytest_flopbudget._counting.tensorflow.names import LAYER_SCOPE, marked_layer, plain_layer
 from pytest_flopbudget._counting.tensorflow.walk import Walker, function_graph
 from pytest_flopbudget._errors import CountingError
-from pytest_flopbudget._metrics import PARAMS
+from pytest_flopbudget._metrics import BYTES, PARAM_BYTES, PARAMS, Metric
 from pytest_flopbudget._report import ROOT, LayerCost, Report
 
 #: What a TensorFlow count adds to a report's conventions (docs/tensorflow.md).
@@ -132,12 +146,28 @@ def count_tf(
     tally = Tally()
     walker = Walker(tf, concrete.graph, namer)
     variables = {} if keras_model else captured_variables(concrete, graph)
-    walker.walk(graph, tally, resources={name: key for name, (key, _) in variables.items()})
+    walker.walk(graph, tally, resources={name: handle for name, (handle, _) in variables.items()})
+    memory = walker.memory
+    for variable in getattr(concrete, "variables", ()):  # alive throughout the call, each once
+        memory.recorder.resident(Value(("variable", id(variable)), variable_bytes(tf, variable)))
+    if training:  # the step keeps its loss and gradients, not the model's outputs (as the PyTorch engine's step)
+        model_outputs = [t for t in tf.nest.flatten(concrete.structured_outputs[0]) if isinstance(t, tf.Tensor)]
+        memory.recorder.let_go(tensor_key(t) for t in graph.outputs[: len(model_outputs)])
+    param_bytes: Mapping[str, int] | None
     if keras_model:
         for path, count in keras_params(layers).items():
             tally.layers.setdefault(path, LayerCost()).add(PARAMS, count)
+        param_bytes = keras_param_bytes(layers)
+        for path, nbytes in (param_bytes or {}).items():
+            tally.layers.setdefault(path, LayerCost()).add(PARAM_BYTES, nbytes)
     else:
         charge_variables(tally, walker.readers, dict(variables.values()))
+        byte_sizes = captured_variables(concrete, graph, lambda v: variable_bytes(tf, v))
+        param_bytes = {handle: nbytes for handle, nbytes in byte_sizes.values() if nbytes is not None}
+        if len(param_bytes) < len(byte_sizes):
+            param_bytes = None
+        charge_variables(tally, walker.readers, param_bytes or {}, PARAM_BYTES)
+    finish_memory(tally, memory)
     report = Report(
         **tally.report_fields(),
         training=training,
@@ -151,7 +181,16 @@ def count_tf(
     )
     report.conventions.update(TF_CONVENTIONS)
     reprice(report, layers, calls if keras_rules else {})
+    held = (PARAM_BYTES,) if param_bytes is not None else ()
+    measure_memory(report, memory.unsized, memory.recorder.peak(), bytes_convention=BYTES_CONVENTION, held=held)
     return report
+
+
+def finish_memory(tally: Tally, memory: TfMemory) -> None:
+    """Before the report is built: part of the traffic without a size leaves no figure at all rather than a low
+    one (the ops recorded for their bytes alone go too)."""
+    if memory.unsized is not None:
+        tally.forget(BYTES, memory.free_ops)
 
 
 def declared_specs(fn: Any) -> list[Any]:
@@ -191,9 +230,15 @@ def _as_specific(shape: Any, than: Any) -> bool:
     return all(mine is not None or theirs is None for mine, theirs in zip(shape.as_list(), than.as_list()))
 
 
-def captured_variables(concrete: Any, graph: Any) -> dict[str, tuple[str, int]]:
+def _elements(variable: Any) -> int:
+    return math.prod(int(d) for d in variable.shape) if variable.shape.rank is not None else 0
+
+
+def captured_variables(
+    concrete: Any, graph: Any, measure: Callable[[Any], Any] = _elements
+) -> dict[str, tuple[str, Any]]:
     """The variables `concrete` captures, by the name of the input of `graph` that receives each handle: a key
-    (for `Walker.readers`) and the variable's element count."""
+    (for `Walker.readers`) and the variable's `measure` (its element count; its bytes)."""
     by_handle = {id(variable.handle): variable for variable in getattr(concrete, "variables", ())}
     positions = {id(inner): index for index, inner in enumerate(concrete.graph.inputs)}
     found: dict[str, tuple[str, int]] = {}
@@ -202,24 +247,30 @@ def captured_variables(concrete: Any, graph: Any) -> dict[str, tuple[str, int]]:
         index = positions.get(id(internal))
         if variable is None or index is None or index >= len(graph.inputs):
             continue
-        size = math.prod(int(d) for d in variable.shape) if variable.shape.rank is not None else 0
-        found[graph.inputs[index].name] = (f"{index}:{variable.name}", size)
+        found[graph.inputs[index].name] = (f"{index}:{variable.name}", measure(variable))
     return found
 
 
-def charge_variables(tally: Tally, readers: Mapping[str, str], sizes: Mapping[str, int]) -> None:
-    """Add each variable's elements to the parameters of the layer that first read it (`Walker.readers`): the
+def charge_variables(
+    tally: Tally, readers: Mapping[str, str], sizes: Mapping[str, int], metric: Metric = PARAMS
+) -> None:
+    """Add each variable's elements (or bytes: `metric`) to the layer that first read it (`Walker.readers`): the
     reader's scope, or the nearest scope around it with counted ops in or below it (Keras reads a weight under a
     `Cast` scope of its layer, and a batch norm computes under `bn/batchnorm`: both are the layer `bn`); a
     variable nothing read goes to the root."""
-    counted = [path for path in tally.layers if path != ROOT]
+    # the layers with counted ops (a layer holding bytes or parameters alone, as this adds them, is not one)
+    counted = [
+        path
+        for path, layer in tally.layers.items()
+        if path != ROOT and (set(layer.values) - {BYTES, PARAMS, PARAM_BYTES} or layer.skipped)
+    ]
     for key, size in sizes.items():
         if not size:
             continue
         path = layer = readers.get(key, ROOT)
         while layer != ROOT and not any(p == layer or p.startswith(f"{layer}.") for p in counted):
             layer = layer.rsplit(".", 1)[0] if "." in layer else ROOT
-        tally.layers.setdefault(path if layer == ROOT else layer, LayerCost()).add(PARAMS, size)
+        tally.layers.setdefault(path if layer == ROOT else layer, LayerCost()).add(metric, size)
 
 
 def _with_gradient(tf: Any, call: Any) -> Any:

@@ -22,10 +22,19 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from pytest_flopbudget._counting.graph_memory import measure_memory
 from pytest_flopbudget._counting.tally import Tally
-from pytest_flopbudget._counting.tensorflow.engine import TF_CONVENTIONS, charge_variables, import_tf, versions
+from pytest_flopbudget._counting.tensorflow.engine import (
+    TF_CONVENTIONS,
+    charge_variables,
+    finish_memory,
+    import_tf,
+    versions,
+)
+from pytest_flopbudget._counting.tensorflow.memory import BYTES_CONVENTION
 from pytest_flopbudget._counting.tensorflow.walk import Walker
 from pytest_flopbudget._errors import CountingError, MissingInputSizes
+from pytest_flopbudget._metrics import PARAM_BYTES
 from pytest_flopbudget._report import Report
 
 #: The file that makes a directory a SavedModel.
@@ -94,6 +103,10 @@ def count_saved_model(
     walker = Walker(tf, graph)
     walker.walk(graph, tally, outputs=returned)
     charge_variables(tally, walker.readers, walker.variable_sizes)
+    memory = walker.memory
+    sized = {name: nbytes for name, nbytes in memory.variable_bytes.items() if nbytes is not None}
+    charge_variables(tally, walker.readers, sized, PARAM_BYTES)
+    finish_memory(tally, memory)
     report = Report(
         **tally.report_fields(),
         training=False,
@@ -103,6 +116,8 @@ def count_saved_model(
         versions=versions(),
     )
     report.conventions.update(TF_CONVENTIONS)
+    held = (PARAM_BYTES,) if len(sized) == len(memory.variable_bytes) else ()  # a variable without a size: none
+    measure_memory(report, memory.unsized, memory.recorder.peak(), bytes_convention=BYTES_CONVENTION, held=held)
     return report
 
 

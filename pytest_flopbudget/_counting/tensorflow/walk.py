@@ -12,6 +12,11 @@ costliest branch, the others' skipped ops still reported; a call its body once. 
 The walk also follows resource handles (variables) into the bodies that receive them, so each variable is charged
 to the layer of the first op that reads it (`Walker.readers`): a graph that keeps no layer objects (a SavedModel)
 or a plain `tf.function` puts its parameters where its ops are.
+
+Every op also goes through the walk's `memory` (`memory.py`): the bytes it moves are added to the tally beside its
+FLOPs (so a loop body's bytes count as often as its FLOPs), and each graph and op is recorded for the peak of live
+bytes (`graph_memory.py`). A `While` without a known trip count is still walked for that (its peak does not depend
+on how often it runs), its figures thrown away.
 """
 
 from __future__ import annotations
@@ -23,8 +28,10 @@ import numpy as np
 
 from pytest_flopbudget._counting.registry import FREE
 from pytest_flopbudget._counting.tally import NO_FORMULA, Tally, formula_failed
+from pytest_flopbudget._counting.tensorflow.memory import TfMemory
 from pytest_flopbudget._counting.tensorflow.names import LayerNamer, joined, plain_layer, scopes_of
 from pytest_flopbudget._counting.tensorflow.ops import TF_OPS, OpContext
+from pytest_flopbudget._metrics import BYTES
 from pytest_flopbudget._report import ROOT
 
 WHILE_OPS = frozenset({"While", "StatelessWhile"})
@@ -75,6 +82,7 @@ class Walker:
         self._library: dict[str, Any] | None = None
         self.readers: dict[str, str] = {}
         self.variable_sizes: dict[str, int] = {}
+        self.memory = TfMemory()
 
     def walk(
         self,
@@ -89,11 +97,16 @@ class Walker:
         live = live_ops(graph, outputs)
         held = dict(resources or {})
         placed: dict[str, tuple[str, bool, int]] = {}
-        for op in graph.get_operations():
-            scopes = joined(outer, scopes_of(op.name))
-            path, backward = place(op, self.namer(scopes), bool(scopes) and scopes[0] == BACKWARD_SCOPE, placed)
-            if live is None or op.name in live:
-                self.op(op, tally, scopes, path, backward, held)
+        with self.memory.program(graph, outputs):
+            for op in graph.get_operations():
+                scopes = joined(outer, scopes_of(op.name))
+                path, backward = place(op, self.namer(scopes), bool(scopes) and scopes[0] == BACKWARD_SCOPE, placed)
+                if live is None or op.name in live:
+                    kind = op.type
+                    called = kind in CALL_OPS or (TF_OPS.lookup(kind) is None and self._in_library(kind))
+                    has_body = called or kind in WHILE_OPS or kind in IF_OPS or kind in CASE_OPS
+                    with self.memory.equation(op, path, backward=backward, called=called, has_body=has_body):
+                        self.op(op, tally, scopes, path, backward, held)
 
     def op(
         self,
@@ -152,7 +165,10 @@ class Walker:
 
     def _priced(self, op: Any, kind: str, tally: Tally, path: str, *, backward: bool = False) -> None:
         entry = TF_OPS.lookup(kind)
-        if entry is FREE:
+        if entry is FREE:  # no arithmetic, but a copy, a gather or a fill still moves memory (memory.py)
+            moved = self.memory.moved(op, kind, free=True, layer=path)
+            if moved:
+                tally.add_values(path, kind, {BYTES: moved}, backward=backward)
             return
         if entry is None:
             tally.skip(path, kind, NO_FORMULA)
@@ -163,6 +179,7 @@ class Walker:
         # (FusedBatchNormV3's reserve space) reads as a scalar
         if any(s is None for s in in_shapes) or (out_shapes and out_shapes[0] is None):
             tally.skip(path, kind, UNKNOWN_SHAPE)
+            self.memory.cannot_size(kind, path)
             return
         context = OpContext(
             op_type=kind,
@@ -176,7 +193,11 @@ class Walker:
         except Exception as exc:  # a formula that cannot read this op says so; it never counts zero silently
             tally.skip(path, kind, formula_failed(f"{type(exc).__name__}: {exc}"[:200]))
             return
-        tally.add(path, kind, cost, backward=backward)
+        values = cost.values()
+        moved = self.memory.moved(op, kind, free=False, layer=path)
+        if moved:
+            values[BYTES] = moved
+        tally.add_values(path, kind, values, backward=backward)
 
     # --- function bodies ----------------------------------------------------------------------------------------
 
@@ -260,6 +281,8 @@ class Walker:
         trip, exact = trip_bound(self.tf, op, body, cond)
         if trip is None:
             tally.skip(path, op.type, DYNAMIC_TRIP)
+            self.walk(body, Tally(), scopes, passed(op.inputs, body, held))  # for the peak alone (`memory`)
+            self.walk(cond, Tally(), scopes, passed(op.inputs, cond, held))
             return
         if not exact:
             tally.estimate(path, op.type, CAPPED_TRIP)

@@ -19,7 +19,7 @@ from pytest_flopbudget._counting.symbolic import NotPolynomial, PointsOnly, Symb
 from pytest_flopbudget._curve.engine import count_curve
 from pytest_flopbudget._curve.formula import Formula
 from pytest_flopbudget._curve.text import formula_text
-from pytest_flopbudget._metrics import FLOPS, MACS, PARAMS
+from pytest_flopbudget._metrics import BYTES, FLOPS, MACS, PARAMS, PEAK_MEMORY
 
 jax = pytest.importorskip("jax")
 pytest.importorskip("flax.nnx")
@@ -180,12 +180,17 @@ def lattice(model: ModelEntry, root: Path, monkeypatch: pytest.MonkeyPatch) -> F
 
 
 def assert_same(symbolic: Formula, fitted: Formula) -> None:
+    """The same formulas, and the same metrics not exact: a peak of live bytes reached at different ops at
+    different sizes is no one polynomial, which the lattice finds by its misses and the symbolic count by comparing
+    its ops' live bytes over the range (`counting/graph_memory.py`); neither gives a formula for it to budget."""
     assert symbolic.holds.symbolic, symbolic.holds.fallback
-    assert symbolic.totals == fitted.totals
+    assert set(symbolic.holds.inexact) == set(fitted.holds.inexact) <= {PEAK_MEMORY}
+    exact = [metric for metric in fitted.totals if metric not in fitted.holds.inexact]
+    assert {m: symbolic.totals[m] for m in exact} == {m: fitted.totals[m] for m in exact}
     assert symbolic.layers == fitted.layers
     assert list(symbolic.layers) == list(fitted.layers)  # in the model's order, as the table's
     assert (symbolic.holds.step, symbolic.holds.ranges) == (fitted.holds.step, fitted.holds.ranges)
-    assert symbolic.holds.exact and fitted.holds.exact
+    assert not symbolic.holds.piecewise and not fitted.holds.piecewise
 
 
 def test_a_gpt_block_over_seq_is_the_lattice_fit_from_one_trace(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -204,7 +209,9 @@ def test_a_gpt_block_over_seq_is_the_lattice_fit_from_one_trace(root: Path, monk
     assert formula.total(MACS).term((2,)) == 32 and formula.layer("block.attn", MACS).term((2,)) == 32
     assert formula.total(PARAMS).degree("seq") == 0 and formula.total(PARAMS).at({"seq": 1}) == report.params
     assert formula.total(FLOPS).at({"seq": 64}) == report.flops
-    assert "exact on seq in [8, 256] (one symbolic trace, checked against 1 point count)" in formula_text(formula)
+    # the peak of live bytes: no one polynomial of seq (its op changes with seq), as the lattice finds too
+    text = "exact on seq in [8, 256]; not exact for peak memory (one symbolic trace, checked against 1 point count)"
+    assert text in formula_text(formula)
 
 
 def test_an_mlp_over_batch_is_the_lattice_fit(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -230,11 +237,12 @@ def test_a_training_step_is_the_lattice_fit(root: Path, monkeypatch: pytest.Monk
 def test_a_size_one_special_case_falls_back(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """jax answers `batch == 1` with False for a symbolic size, so the symbolic trace is the general one; at batch
     1 a bias gradient's sum over the batch is no op at all (fc1: 2*8*32 + 32 = 544 per row, 1088 at batch 2 but
-    1056 at batch 1). The check at the range's low end sees it, and the lattice fit says FLOPs are no polynomial."""
+    1056 at batch 1). The check at the range's low end sees it (in the sum's bytes first: it reads and writes 32
+    floats, 256 bytes), and the lattice fit says FLOPs and bytes are no polynomial."""
     model = entry(root, "symbolic_models:mlp", '[["batch", 8]]', "{ batch = 4 }", "{ batch = [1, 8] }", training=True)
     _, formula = count_curve(model, root)
-    assert formula.holds.fallback == "it gives FLOPs 1088 for layer fc1 at batch=1, the point count 1056"
-    assert formula.holds.inexact == (FLOPS,) == lattice(model, root, monkeypatch).holds.inexact
+    assert formula.holds.fallback == "it gives bytes moved 3008 for layer fc1 at batch=1, the point count 2752"
+    assert {FLOPS, BYTES} <= set(formula.holds.inexact) == set(lattice(model, root, monkeypatch).holds.inexact)
 
 
 @pytest.mark.slow

@@ -24,6 +24,7 @@ from pytest_flopbudget._counting.formulas import Cost  # noqa: E402
 from pytest_flopbudget._counting.jax import composites  # noqa: E402
 from pytest_flopbudget._counting.jax.engine import count_jax, count_linen, count_nnx  # noqa: E402
 from pytest_flopbudget._counting.jax.ops import BACKWARD, JAX_OPS  # noqa: E402
+from pytest_flopbudget._metrics import BYTES  # noqa: E402
 from pytest_flopbudget._report import Report  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[4]
@@ -32,10 +33,12 @@ X = jax.ShapeDtypeStruct((4, 8), F32)  # 32 elements in 4 rows of 8
 
 
 def ops(report: Report, backward: bool | None = None) -> dict[str, tuple[int, int]]:
-    """op -> (FLOPs, calls) over every layer."""
+    """op -> (FLOPs, calls) over every layer (free ops recorded for the bytes they move alone left out)."""
     found: dict[str, tuple[int, int]] = {}
     for layer in report.layers.values():
         for op, cost in layer.ops.items():
+            if not set(cost.values) - {BYTES}:
+                continue
             flops, calls = found.get(op, (0, 0))
             found[op] = (flops + cost.flops, calls + cost.calls)
     return found
