@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from typing import Any, NoReturn
 
 from pytest_flopbudget._cli.count_formats import FORMATS
+from pytest_flopbudget._cli.parallel import JOBS_HELP, parse_jobs
 from pytest_flopbudget._config.pyproject import generate_problem
 from pytest_flopbudget._errors import FlopBudgetError
 from pytest_flopbudget._metrics import METRICS, PEAK_MEMORY, PLUGIN_PROBLEMS, by_name
@@ -76,6 +77,7 @@ examples:
   flopbudget check                      # every model; the pre-commit hook runs this
   flopbudget check resnet50 vit_tiny    # only these
   flopbudget check --update             # record the current counts as the new baselines (commit them)
+  flopbudget check -j auto              # count as many models at once as there are cores
   flopbudget check --base-ref origin/main --report gitlab:gl-code-quality.json   # in CI"""
 
 INIT_EPILOG = """\
@@ -292,6 +294,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="PATH",
         help="where counts are cached (default: FLOPBUDGET_CACHE_DIR, else .flopbudget_cache next to pyproject.toml)",
     )
+    check.add_argument("-j", "--jobs", type=parse_jobs, default=1, metavar="N", help=JOBS_HELP)
     check.set_defaults(handler=_check)
 
     init = commands.add_parser(
@@ -448,7 +451,7 @@ def _check(args: argparse.Namespace) -> int:
     return run_check(
         pyproject=args.pyproject, names=args.names, update=args.update, reports=args.report, base_ref=args.base_ref,
         out=_out(), err=_err(), require_baseline=args.require_baseline, cache=args.cache, cache_dir=args.cache_dir,
-        format=args.format,
+        format=args.format, jobs=args.jobs,
     )  # fmt: skip
 
 

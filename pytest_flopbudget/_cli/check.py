@@ -17,6 +17,7 @@ from typing import TextIO
 from pytest_flopbudget._cache import counter as recorded_count
 from pytest_flopbudget._cache.counter import CachedCounter, IsolatedCounter
 from pytest_flopbudget._cache.store import CACHE_DIR_NAME, CountCache, cache_enabled
+from pytest_flopbudget._cli import parallel
 from pytest_flopbudget._cli.progress import Progress
 from pytest_flopbudget._cli.project import load_project, select_models
 from pytest_flopbudget._config.pyproject import ModelEntry, Settings
@@ -41,12 +42,14 @@ def run_check(
     cache: bool | str | None = None,
     cache_dir: str | None = None,
     format: str = "text",
+    jobs: int = 1,
 ) -> int:
     """Count, judge, write baselines on update, print, and emit the CI outputs; returns the exit status.
 
     With `format="json"` stdout gets the results document (as `--report json:PATH` writes it) and nothing else:
     the text, and any GitHub workflow commands, go to `err` instead. `cache` is True/False (`--cache`,
     `--no-cache`), "verify" (`--cache=verify`: recount everything and fail where a record disagrees) or None.
+    `jobs` (`-j`) is how many models are counted at once (`cli/parallel.py`).
     """
     from pytest_flopbudget._reporters import ci
 
@@ -66,7 +69,7 @@ def run_check(
         run.compare_with_base(settings, base_ref)
     counter = _counter(settings, cache, cache_dir)
     counter.plan(entries, settings.root)
-    count_into(run, entries, settings, err, counter)
+    count_into(run, entries, settings, err, counter, jobs)
     for line in counter.notes(len(entries)):
         err.write(line + "\n")
     result = run.finish()  # a mismatch is a violation on its model's verdict: every output, and the exit code
@@ -91,10 +94,12 @@ def count_into(
     settings: Settings,
     err: TextIO | None = None,
     counter: Counter | None = None,
+    jobs: int = 1,
 ) -> None:
     counter = counter if counter is not None else InProcessCounter()
     with Progress(len(entries), getattr(err, "raw", err) or sys.stderr) as progress:
         counter.fork_guard = progress.drawing
+        parallel.count_ahead(counter, jobs, progress, err)  # -j: the models counted now, then taken in order
         for entry in entries:
             progress.start(entry.name)
             with contextlib.suppress(FlopBudgetError):  # recorded in the run as Unchecked
