@@ -42,8 +42,18 @@ _REQUEST_BYTES = 1 << 20
 
 
 def fingerprint(entry: ModelEntry) -> str:
-    """What a worker and the server must agree on for a model: its name and its whole table."""
-    return json.dumps([entry.name, entry.table], sort_keys=True, default=str)
+    """What a worker and the server must agree on for a model: its name, its whole table, and the formulas
+    registered with `register_formula` in the process (a `conftest.py` the worker imported but the controller had
+    not yet, when it forked the server, would count differently: then the worker counts the model itself)."""
+    from pytest_flopbudget._backends.formulas import registered_formulas
+
+    formulas = []
+    for handle in registered_formulas():
+        function = handle.formula.fn
+        code = getattr(function, "__code__", None)
+        where = [code.co_filename, code.co_firstlineno] if code is not None else [repr(type(function))]
+        formulas.append([handle.op, getattr(function, "__module__", ""), getattr(function, "__qualname__", ""), where])
+    return json.dumps([entry.name, entry.table, formulas], sort_keys=True, default=str)
 
 
 class CountServer:

@@ -95,6 +95,21 @@ def test_a_model_the_server_does_not_know_as_the_worker_does_is_counted_in_the_w
         server.stop()
 
 
+def test_a_formula_the_server_has_not_seen_leaves_the_worker_counting_itself(project: Settings) -> None:
+    """A worker that registered a formula (its conftest.py) after the controller forked the server: the server
+    would count without it, so the worker counts the model itself, with it."""
+    from pytest_flopbudget import register_formula
+
+    server = CountServer.start(project.models, project.root)
+    assert server is not None
+    try:
+        with register_formula("mylib.never_called", lambda args, out: (0, 0), backend="torch"):
+            ServedCounter(server.address, project.root)(project.models["mlp"], project.root)
+        assert counted_in(project.root) == [os.getpid()]
+    finally:
+        server.stop()
+
+
 def test_a_server_that_is_gone_leaves_the_worker_counting_itself(project: Settings, tmp_path: Path) -> None:
     served = ServedCounter(str(tmp_path / "nobody-listens.sock"), project.root)
     report = served(project.models["mlp"], project.root)
