@@ -12,6 +12,8 @@ knows about pytest or argparse.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,6 +33,7 @@ from pytest_flopbudget._judge.base_ref import (
 from pytest_flopbudget._judge.baseline import BaselineStore
 from pytest_flopbudget._judge.verdict import FindingKind, Measurement, Verdict, judge, missing_baseline
 from pytest_flopbudget._report import Report
+from pytest_flopbudget._shard import Shard
 
 if TYPE_CHECKING:
     from pytest_flopbudget._curve.formula import Formula
@@ -134,6 +137,20 @@ class Unchecked:
         return cls(str(data["name"]), str(data["message"]), origin, data.get("nodeid"))
 
 
+@dataclass(frozen=True)
+class Project:
+    """One project of a run over several (a monorepo: `flopbudget check --pyproject a/pyproject.toml --pyproject
+    b/pyproject.toml`): its pyproject.toml (absolute; its models' and budgets' places are in it) and its baseline
+    directory as outputs show it. The summaries have a section per project."""
+
+    pyproject: str
+    baseline_dir: str
+    #: Under update: the models whose baseline the update wrote, or found equal, in this project (names may repeat
+    #: across projects, so the run's own lists cannot tell).
+    written: tuple[str, ...] = ()
+    unchanged: tuple[str, ...] = ()
+
+
 @dataclass
 class RunResult:
     """Everything one run found: what every reporter (terminal, GitHub, GitLab, JSON, Markdown) reads."""
@@ -157,6 +174,29 @@ class RunResult:
     stale_note: str = ""
     #: Who started the run: the words of the update hint, and whether failures were shown with their tests.
     front_end: FrontEnd = CLI
+    #: `--shard K/N`: this run is one part of a run across CI machines (its results document says so, for
+    #: `flopbudget merge`); None for a whole run.
+    shard: Shard | None = None
+    #: The projects of a run over several, in the order given; empty for a run of one project.
+    projects: list[Project] = field(default_factory=list)
+
+    def section(self, project: Project) -> RunResult:
+        """The part of this run that is `project`'s: its models, those not checked and its budget changes (each
+        known by the file its place is in, the project's pyproject.toml), with its baseline directory."""
+
+        def ours(location: Location | None) -> bool:
+            return location is not None and location.file is not None and _same(location.file, project.pyproject)
+
+        return dataclasses.replace(
+            self,
+            verdicts=[v for v in self.verdicts if ours(v.measurement.origin)],
+            unchecked=[u for u in self.unchecked if ours(u.origin)],
+            changes=[c for c in self.changes if ours(c.source)],
+            written=list(project.written), unchanged=list(project.unchanged),
+            removed=[], update_errors=[], output_errors=[],  # the run's errors are said once, for the whole run
+            baseline_dir=project.baseline_dir,
+            projects=[],
+        )  # fmt: skip
 
     @property
     def failed(self) -> list[Verdict]:
@@ -369,6 +409,10 @@ class Run:
                 result.update_errors.append(f"baseline for {name!r} not written: {exc}")
                 continue
             (result.written if changed else result.unchanged).append(name)
+
+
+def _same(path: str, other: str) -> bool:
+    return os.path.normpath(path) == os.path.normpath(other)
 
 
 def require_baseline(setting: bool | None, env: Mapping[str, str]) -> bool:

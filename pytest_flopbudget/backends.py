@@ -14,14 +14,19 @@ be counted raises `CountingError` (one line; the model's name is put in front of
 a backend may honour (`Backend.honours`): configuration and the command line refuse the others for it, and its
 `count_model` refuses them in `CountOptions`. A backend owning a formula table returns a `FormulaRegistry` from
 `formula_table`. docs/architecture.md#backends walks through an example.
+
+A backend that can count every size of a curve's dims at once adds the optional member `count_symbolic`
+(`SymbolicCount`): its Report's figures are `Symbolic` polynomials in the dims (an `int` where constant), and it
+raises `NotPolynomial` saying why where it cannot; without it, a curve interpolates point counts.
 """
 
 from __future__ import annotations
 
-from pytest_flopbudget._backends.protocol import Backend, CountOptions, Loaded, problem
+from pytest_flopbudget._backends.protocol import Backend, CountOptions, Loaded, SymbolicCount, problem
 from pytest_flopbudget._config.pyproject import InputSpec, ModelEntry
 from pytest_flopbudget._config.target_kinds import OPTIONS
 from pytest_flopbudget._counting.registry import FormulaRegistry
+from pytest_flopbudget._counting.symbolic import NotPolynomial, Symbolic
 from pytest_flopbudget._errors import CountingError
 
 __all__ = [
@@ -33,5 +38,8 @@ __all__ = [
     "InputSpec",
     "Loaded",
     "ModelEntry",
+    "NotPolynomial",
+    "Symbolic",
+    "SymbolicCount",
     "problem",
 ]

@@ -18,23 +18,34 @@ from pytest_flopbudget._backends.protocol import Backend, CountOptions, Loaded, 
 from pytest_flopbudget._backends.references import Reference
 from pytest_flopbudget._backends.registry import backends
 from pytest_flopbudget._config.pyproject import ModelEntry, generate_problem
-from pytest_flopbudget._config.target_kinds import article, honouring, target_grammar
+from pytest_flopbudget._config.target_kinds import article, honouring, takes, target_grammar
+from pytest_flopbudget._counting.symbolic import PointsOnly
 from pytest_flopbudget._errors import CountingError, FlopBudgetError
 from pytest_flopbudget._report import Report
 
 
-def backend_for_target(target: str) -> Backend | None:
-    """The backend of a target string (pyproject or command line); None: no backend takes it (a model name?). A
-    backend that decides by the object (`by_object`) is chosen when the target is loaded (`load_entry`)."""
-    return next((b for b in backends() if not b.by_object and b.accepts(target)), None)
+def backend_for_target(target: str, root: Path | None = None) -> Backend | None:
+    """The backend of a target string (pyproject or command line, a path relative to `root`, else the current
+    directory); None: no backend takes it (a model name?). A backend that decides by the object (`by_object`) is
+    chosen when the target is loaded (`load_entry`)."""
+    return next((b for b in backends() if not b.by_object and takes(b, target, root)), None)
 
 
-def backend_for(entry: ModelEntry) -> Backend:
-    """The backend of a configured entry; a target no backend takes is located as configuration checks it."""
-    backend = backend_for_target(entry.target)
+def backend_for(entry: ModelEntry, root: Path | None = None) -> Backend:
+    """The backend of a configured entry, its target resolved against `root` (else the directory of the
+    pyproject.toml that declares it, else the current directory); a target no backend takes is located as
+    configuration checks it."""
+    backend = backend_for_target(entry.target, root if root is not None else entry_root(entry))
     if backend is None:
         raise problem(entry.source_of("target"), f"{entry.target!r} is not a target; expected {target_grammar()}")
     return backend
+
+
+def entry_root(entry: ModelEntry) -> Path | None:
+    """The directory an entry's target is relative to: its pyproject.toml's (None, the current directory, for one
+    made on the command line)."""
+    declared = entry.source.file
+    return Path(declared).parent if declared else None
 
 
 def backend_for_model(model: object) -> Backend | None:
@@ -55,7 +66,7 @@ def load_entry(entry: ModelEntry, root: Path) -> tuple[Backend, Loaded]:
     factory, and the first of them whose `accepts_model` takes the object (or what the factory returned) loads it;
     otherwise the string's backend loads it from the same `Reference`.
     """
-    backend = backend_for(entry)
+    backend = backend_for(entry, root)
     deciders = [b for b in backends() if b.by_object and b.accepts(entry.target)]
     if not deciders:
         return backend, backend.load(entry, root)
@@ -84,21 +95,42 @@ def count_entry(entry: ModelEntry, root: Path) -> Report:
     return _counted(entry, lambda: backend.count(loaded))
 
 
-def entry_counter(entry: ModelEntry, root: Path) -> Callable[[ModelEntry], Report]:
+def entry_counter(entry: ModelEntry, root: Path) -> EntryCounter:
     """A function that counts `entry` at other sizes of its named dims (`entry.at(...)`), as `count_entry` would,
-    loading the model once (a curve counts it at many sizes)."""
-    held: list[tuple[Backend, Loaded]] = []
+    loading the model once (a curve counts it at many sizes); its `symbolic` counts every size at once where the
+    backend can."""
+    return EntryCounter(root)
 
-    def count_at(at: ModelEntry) -> Report:
-        if held:
-            backend = held[0][0]
-            loaded = backend.reload(held[0][1], at, root)
+
+class EntryCounter:
+    """`count_at(entry.at(values))`: the entry at other sizes, loaded once and reloaded with new inputs."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.held: tuple[Backend, Loaded] | None = None
+
+    def __call__(self, at: ModelEntry) -> Report:
+        if self.held is not None:
+            backend = self.held[0]
+            loaded = backend.reload(self.held[1], at, self.root)
         else:
-            backend, loaded = load_entry(at, root)
-        held[:] = [(backend, loaded)]
+            backend, loaded = load_entry(at, self.root)
+        self.held = (backend, loaded)
         return _counted(at, lambda: backend.count(loaded))
 
-    return count_at
+    def symbolic(self, at: ModelEntry, dims: Sequence[str]) -> Report:
+        """The entry counted once for every size of `dims`, by its backend's optional `count_symbolic`
+        (`protocol.SymbolicCount`: figures that are exact polynomials in the dims). Raises `PointsOnly` where the
+        backend has no such member, `NotPolynomial` saying why where this model is no polynomial there."""
+        if self.held is None:
+            self(at)
+        assert self.held is not None
+        backend, loaded = self.held
+        count_symbolic = getattr(backend, "count_symbolic", None)  # optional: `protocol.SymbolicCount`
+        if not callable(count_symbolic):
+            raise PointsOnly(f"the {backend.name} backend counts at points only")
+        report: Report = count_symbolic(backend.reload(loaded, at, self.root), tuple(dims))
+        return report
 
 
 def _counted(entry: ModelEntry, run: Callable[[], Report]) -> Report:
@@ -126,7 +158,10 @@ def count(
 
     `model` is a `torch.nn.Module` (called with `example_inputs` and `forward_kwargs`), an ONNX model given as a
     path or an `onnx.ModelProto` (with `inputs=` binding input names to shapes where the graph leaves them open),
-    or a Flax NNX or Linen module, or a JAX function given jax arrays or `jax.ShapeDtypeStruct`s (docs/jax.md).
+    or a Flax NNX or Linen module, or a JAX function given jax arrays or `jax.ShapeDtypeStruct`s (docs/jax.md), or
+    a Keras model on TensorFlow, a `tf.function` or a function given TensorFlow tensors or `tf.TensorSpec`s (unknown
+    dims bound by name with `inputs=`), or a path to a SavedModel directory (`inputs=` by signature input name;
+    docs/tensorflow.md).
     `method="decode"` counts that method of the model instead of forward (run on the count's private copy).
     `generate=N` counts a greedy generation of N new tokens phase by phase (docs/generation.md; `method` and
     `decode_inputs` give the decode step of a model without Hugging Face's `generate`).
@@ -134,8 +169,9 @@ def count(
     backend = backend_for_call(model, example_inputs, forward_kwargs)
     if backend is None:
         raise CountingError(
-            f"count() needs a torch.nn.Module, a path to an .onnx file or an onnx.ModelProto; "
-            f"got {type(model).__name__} {model!r:.60}"
+            f"count() needs a torch.nn.Module, a Flax module or JAX function, a Keras model or tf.function, a path "
+            f"to an .onnx file or a SavedModel directory, or an onnx.ModelProto; got {type(model).__name__} "
+            f"{model!r:.60}"
         )
     options = CountOptions(training=training, execution=execution, loss_fn=loss_fn, inputs=inputs, method=method)
     if generate is not None or decode_inputs is not None:

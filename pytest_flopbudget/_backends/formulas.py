@@ -37,6 +37,10 @@ def register_formula(
     `jax.extend.core.Primitive` itself. `fn(eqn)` receives an `EqnContext` (`pytest_flopbudget.formulas`):
     `eqn.in_shapes`, `eqn.out_shapes`, `eqn.in_numel(i)`, `eqn.out_numel(i)`, `eqn.params`, `eqn.out_integer`.
 
+    `backend="tensorflow"` (or `"savedmodel"`, the same table): `op` is a graph op type (`"Erf"`,
+    `"MatrixInverse"`). `fn(op)` receives the op's `in_shapes` and `out_shapes` (tuples of ints), `attrs`,
+    `out_integer`, `out_numel(i)` and `attr(name, default)`.
+
     Any other installed backend (`pytest_flopbudget.backends`) is named the same way: one that owns a formula
     table says how its ops are named; registering for one without a table is a `ValueError`.
 
@@ -79,8 +83,13 @@ def registered_formulas() -> list[FormulaHandle]:
 
 
 def _tables() -> list[FormulaRegistry[Any]]:
+    """Each formula table once (the two TensorFlow backends, objects and SavedModels, share one)."""
     tables = (backend.formula_table() for backend in general_first())
-    return [table for table in tables if table is not None]
+    found: dict[int, FormulaRegistry[Any]] = {}
+    for table in tables:
+        if table is not None:
+            found.setdefault(id(table), table)
+    return list(found.values())
 
 
 def _tabled() -> str:

@@ -31,6 +31,7 @@ class OnnxFiles:
     priority = 100
     files = True
     suffixes: tuple[str, ...] = (".onnx",)
+    directory_marker = ""
     #: A graph fixes its own mode, dtypes and method: no option applies.
     honours: frozenset[str] = frozenset()
     by_object = False

@@ -9,7 +9,7 @@ its example inputs, and counts it. `dispatch.py` asks each backend in turn; noth
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Hashable
+from collections.abc import Hashable, Sequence
 from pathlib import Path
 from typing import Any, Callable, Protocol
 
@@ -55,11 +55,16 @@ class Backend(Protocol):
     """One kind of model: a Python object built by user code (PyTorch), a model file (ONNX), ...
 
     Every member is read by the seam, never probed: a backend says what it accepts (`accepts`, `accepts_model`,
-    `grammar`, `files`, `suffixes`), which entry keys and options it honours (`honours`), where it is asked among
-    the others (`priority`), whether it counts generations (`generate` in `honours`, `count_generated`) and
-    whether it owns a formula table (`formula_table`). A class that subclasses `Backend` inherits the defaults
-    written here (no file suffixes, no options honoured, priority 50, deciding by the string, `accepts_call` as
-    `accepts_model`, `reload` and `load_object` loading again, no generation, no formula table, no named inputs).
+    `grammar`, `files`, `suffixes`, `directory_marker`), which entry keys and options it honours (`honours`),
+    where it is asked among the others (`priority`), whether it counts generations (`generate` in `honours`,
+    `count_generated`) and whether it owns a formula table (`formula_table`). A class that subclasses `Backend`
+    inherits the defaults written here (no file suffixes, no model directories, no options honoured, priority 50,
+    deciding by the string, `accepts_call` as `accepts_model`, `reload` and `load_object` loading again, no
+    generation, no formula table, no named inputs).
+
+    Optional members (`registry.OPTIONAL_MEMBERS`, each described by a protocol of its own below) came after
+    backends that lack them: the seam reads one with `getattr` and does without where a backend does not have it,
+    so adding one breaks no third party and no class has to declare it.
     """
 
     #: The backend's name: its entry point's name, and `register_formula(..., backend=NAME)`.
@@ -79,6 +84,11 @@ class Backend(Protocol):
     files: bool = False
     #: The suffixes of its model files (`(".onnx",)`): what `flopbudget init` looks for in a folder.
     suffixes: tuple[str, ...] = ()
+    #: Its models are directories, not files (a TensorFlow SavedModel): the file inside that marks one
+    #: (`saved_model.pb`). A target naming a directory that holds it, relative to the project root, is this
+    #: backend's whatever `accepts` says of the string, and `flopbudget init` takes such a directory in a folder as
+    #: one model. Empty (the default): the string alone tells.
+    directory_marker: str = ""
     #: The entry keys, and their command-line options and `count()` arguments, it honours, out of
     #: `target_kinds.OPTIONS` (`training`, `execution`, `method`, `generate`, `decode-inputs`, `dtype`): one it
     #: does not honour is refused in one line (pyproject, command line, `count()`), never ignored.
@@ -146,6 +156,18 @@ class Backend(Protocol):
         """`op` as `formula_table()` keys it, and its label in messages (`torch op 'mylib.gelu'`); raises
         `TypeError` or `ValueError` for an op this backend cannot name. Called only where there is a table."""
         raise TypeError(f"register_formula: the {self.name} backend has no formula table")
+
+
+class SymbolicCount(Protocol):
+    """The optional member `count_symbolic` (JAX's): every size of a curve's dims in one count."""
+
+    def count_symbolic(self, loaded: Loaded, dims: Sequence[str]) -> Report:
+        """The loaded entry counted once for every size of its named `dims` (a curve's), each figure an exact
+        polynomial in them (`counting.symbolic.Symbolic`, an `int` where constant), per layer as a count holds it.
+        The curve checks it against point counts and uses it in place of interpolating them (docs/curves.md).
+        Raises `NotPolynomial` saying why it cannot; the curve then interpolates point counts and says so. A
+        backend without the member counts at points only."""
+        ...
 
 
 def problem(source: Location, message: str) -> LocatedError:

@@ -1,9 +1,9 @@
 """Every backend: the bundled ones and those installed packages register, in the order they are asked.
 
 A backend registers through the entry-point group `pytest_flopbudget.backends`, the bundled ones too
-(pyproject.toml: `torch`, `jax`, `onnx`): the entry point's name is the backend's name, and its value names a class (or
-any function taking no arguments) that returns the backend. They are asked by `priority`, highest first, ties by
-name, and the first that accepts a target or a model takes it.
+(pyproject.toml: `torch`, `jax`, `onnx`, `tensorflow`, `savedmodel`): the entry point's name is the backend's
+name, and its value names a class (or any function taking no arguments) that returns the backend. They are asked
+by `priority`, highest first, ties by name, and the first that accepts a target or a model takes it.
 
 A third party's entry point that cannot be loaded (an import error, a factory that raises, an object that is no
 `Backend`, a name already taken) costs that backend only: one line on stderr names the distribution and the entry
@@ -20,18 +20,30 @@ from typing import Callable
 from pytest_flopbudget._backends.jax_models import JaxModels
 from pytest_flopbudget._backends.onnx_files import OnnxFiles
 from pytest_flopbudget._backends.protocol import Backend, describe
+from pytest_flopbudget._backends.saved_models import SavedModels
+from pytest_flopbudget._backends.tensorflow_models import TensorflowModels
 from pytest_flopbudget._backends.torch_models import TorchModels
 
 #: The entry-point group a package registers a backend in.
 GROUP = "pytest_flopbudget.backends"
 #: This package's own backends, by entry-point name (created here, whatever the metadata says).
-BUNDLED: dict[str, Callable[[], Backend]] = {"jax": JaxModels, "onnx": OnnxFiles, "torch": TorchModels}
+BUNDLED: dict[str, Callable[[], Backend]] = {
+    "jax": JaxModels,
+    "onnx": OnnxFiles,
+    "savedmodel": SavedModels,
+    "tensorflow": TensorflowModels,
+    "torch": TorchModels,
+}
 #: What the seam reads of every backend (`protocol.Backend`): an object without one of them is refused.
 MEMBERS = (
-    "name", "framework", "grammar", "priority", "files", "suffixes", "honours", "by_object", "accepts",
-    "accepts_model", "accepts_call", "load", "load_object", "reload", "count", "count_model", "count_generated",
-    "input_names", "formula_table", "formula_key",
+    "name", "framework", "grammar", "priority", "files", "suffixes", "directory_marker", "honours", "by_object",
+    "accepts", "accepts_model", "accepts_call", "load", "load_object", "reload", "count", "count_model",
+    "count_generated", "input_names", "formula_table", "formula_key",
 )  # fmt: skip
+#: Members added after third parties wrote backends, read where a backend has them and never required (each has a
+#: protocol of its own in `protocol.py`): `count_symbolic`, every size of a curve's dims in one count
+#: (`SymbolicCount`; without it a curve interpolates point counts).
+OPTIONAL_MEMBERS = ("count_symbolic",)
 
 _backends: tuple[Backend, ...] | None = None
 

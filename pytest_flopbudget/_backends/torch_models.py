@@ -36,6 +36,7 @@ class TorchModels:
     priority = 0
     files = False
     suffixes: tuple[str, ...] = ()
+    directory_marker = ""
     honours = frozenset(OPTIONS)
     by_object = False
 

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING
 
 from pytest_flopbudget._cache.children import HEADER, die_with_parent
 from pytest_flopbudget._cache.counter import IsolatedCounter, can_fork
+from pytest_flopbudget._cache.fork_safety import fork_hazard
 from pytest_flopbudget._config.pyproject import ModelEntry
 from pytest_flopbudget._report import Report
 
@@ -67,8 +68,9 @@ class CountServer:
     @classmethod
     def start(cls, models: Mapping[str, ModelEntry], root: Path) -> CountServer | None:
         """Fork the server for `models` (the pyproject's, by name), listening before this returns; None where
-        there is no fork or no socket can be made (the workers then count in their own processes)."""
-        if not can_fork() or not models:
+        there is no fork, where this process must not be forked (jax's backend runs in it) or no socket can be
+        made (the workers then count in their own processes)."""
+        if not can_fork() or not models or fork_hazard() is not None:  # jax running here: no fork (`fork_safety`)
             return None
         directory = tempfile.mkdtemp(prefix="flopbudget-")  # mode 0700: only this user can connect
         address = os.path.join(directory, "count.sock")
@@ -205,6 +207,6 @@ class ServedCounter(IsolatedCounter):
             message = json.loads(payload) if payload else None
         except ValueError:
             message = None
-        if not isinstance(message, dict) or "unknown" in message:
+        if not isinstance(message, dict) or "unknown" in message or "unfit" in message:  # unfit: jax started
             raise _ServerGone("no answer")
-        self._finish_group(group, payload, 0)
+        self._finish_group(group, payload, 0, [])

@@ -25,6 +25,9 @@ module's models cut into at most N parts, a process per part, the answers handed
 
 Where there is no fork (other platforms) everything is counted in this process, one model after the other, and
 the cache is off: a cached answer for one model would skip its import, which a later model's count could see.
+The same holds where this process must not be forked (`fork_safety`: jax's backend is running in it); and where a
+module's libraries start jax's backend when imported, the process made for them forks nothing, and each model's
+child imports them itself.
 """
 
 from __future__ import annotations
@@ -42,6 +45,7 @@ from typing import TYPE_CHECKING, Any
 
 from pytest_flopbudget._cache.children import HEADER, Reply, die_with_parent, receive, wait_any
 from pytest_flopbudget._cache.dependencies import Dependencies
+from pytest_flopbudget._cache.fork_safety import fork_hazard
 from pytest_flopbudget._cache.recorder import Recorder
 from pytest_flopbudget._cache.store import CountCache, Lookup, entry_key
 from pytest_flopbudget._config.location import display_path
@@ -159,39 +163,64 @@ class IsolatedCounter:
         A pool, no scheduler: each module's models are cut into at most `jobs` parts (`partition`), and a process
         per part, forked from this one (torch imported once, here), imports the module's libraries and counts its
         models one by one, exactly as without `-j`. Whatever order they finish in, each model's answer is its own.
+        Where this process may not be forked (`fork_safety`), nothing is counted ahead: each model is then counted
+        when asked for, in this process, as without `-j`.
         """
         pending = [entry for entry in self._planned if entry.name not in self._done]
         parts = partition(pending, jobs, _module_of)
-        if jobs < 2 or len(parts) < 2 or self._root is None:
+        root = self._root
+        if jobs < 2 or len(parts) < 2 or root is None or fork_hazard() is not None:
             return
-        queue, running = deque(parts), list[tuple[list[ModelEntry], Reply]]()
+        queue = deque((group, self._imports(group, root)) for group in parts)
+        running: list[tuple[list[ModelEntry], Any, Reply]] = []
         try:
             while queue or running:
                 while queue and len(running) < jobs:
-                    group = queue.popleft()
-                    running.append((group, self._start_group(group, self._root)))
-                finished = wait_any([reply for _, reply in running])
-                for group, reply in [item for item in running if item[1] in finished]:
-                    running.remove((group, reply))
-                    self._finish_group(group, *reply.result())
+                    group, imports = queue.popleft()
+                    running.append((group, imports, self._start_group(group, root, imports)))
+                finished = wait_any([reply for _, _, reply in running])
+                for item in [item for item in running if item[2] in finished]:
+                    running.remove(item)
+                    group, imports, reply = item
+                    if not self._finish_group(group, *reply.result(), imports):
+                        queue.append((group, []))  # the libraries started jax: each model's child imports them
         except BaseException:  # a Ctrl-C (or our own bug): no process may count on
-            for _, reply in running:
+            for _, _, reply in running:
                 reply.kill()
             raise
 
     def _count_group(self, group: list[ModelEntry], root: Path) -> None:
-        """Count the models of one module: a process imports their libraries, then forks one child per model."""
-        reply = self._start_group(group, root)
-        self._finish_group(group, *receive(reply.read_end, reply.pid))
+        """Count the models of one module: a process imports their libraries, then forks one child per model.
 
-    def _start_group(self, group: list[ModelEntry], root: Path) -> Reply:
-        """Fork the process that counts `group` (`_libraries_then_models`); its reply comes on the pipe returned."""
+        Where this process may not be forked (`fork_safety`), the models are counted in it, unrecorded; where the
+        libraries' import started a runtime that makes the process for them unfit to fork (jax's backend), that
+        process forks nothing and says so, and the models are counted again with each child importing them."""
+        hazard = fork_hazard()
+        if hazard is not None:
+            for entry in group:
+                self._done[entry.name] = _in_process(entry, root, hazard)
+            return
+        imports = self._imports(group, root)
+        reply = self._start_group(group, root, imports)
+        if not self._finish_group(group, *receive(reply.read_end, reply.pid), imports):
+            reply = self._start_group(group, root, [])  # the libraries started jax: each model's child imports them
+            self._finish_group(group, *receive(reply.read_end, reply.pid), [])
+
+    def _imports(self, group: list[ModelEntry], root: Path) -> Any:
+        """The installed libraries the group's module imports at its top (read from its source, before anything
+        is recorded); torch imported and warmed up here first when the group has a module."""
         from pytest_flopbudget._cache.library_imports import library_imports
 
         module = _module_of(group[0])
-        imports = library_imports([module], [str(root)]) if module else []  # read before anything is recorded
-        if module:
-            self._prepare()
+        if not module:
+            return []
+        imports = library_imports([module], [str(root)])
+        self._prepare()
+        return imports
+
+    def _start_group(self, group: list[ModelEntry], root: Path, imports: Any) -> Reply:
+        """Fork the process that imports `imports` and counts `group` (`_libraries_then_models`); its reply comes
+        on the pipe returned."""
         for stream in (sys.stdout, sys.stderr):  # what is buffered would otherwise be written twice
             with contextlib.suppress(OSError, ValueError):
                 stream.flush()
@@ -207,17 +236,20 @@ class IsolatedCounter:
         os.close(write_end)
         return Reply(read_end, pid)
 
-    def _finish_group(self, group: list[ModelEntry], payload: bytes, status: int) -> None:
-        """Keep what the process of `group` sent back, per model, for `count` to hand out."""
+    def _finish_group(self, group: list[ModelEntry], payload: bytes, status: int, imports: Any) -> bool:
+        """Keep what the process of `group` sent back, per model, for `count` to hand out; False (and nothing
+        kept) when that process found itself unfit to fork (its `imports` started jax's backend)."""
         try:
             message = json.loads(payload) if payload else None
         except ValueError:
             message = None
+        if isinstance(message, dict) and message.get("unfit") and imports:
+            return False
         results = message.get("results") if isinstance(message, dict) else None
         if not isinstance(message, dict) or not isinstance(results, dict):  # it died, or was interrupted
             for entry in group:
                 self._done[entry.name] = (payload if isinstance(message, dict) else b"", status, None)
-            return
+            return True
         shared = message.get("shared")
         libraries = Dependencies.from_dict(shared) if isinstance(shared, dict) else None
         for entry in group:
@@ -226,6 +258,7 @@ class IsolatedCounter:
                 self._done[entry.name] = (str(answer[0]).encode(), int(answer[1]), libraries)
             else:
                 self._done[entry.name] = (b"", status, None)
+        return True
 
 
 def partition(entries: Sequence[ModelEntry], jobs: int, module_of: Any) -> list[list[ModelEntry]]:
@@ -263,6 +296,8 @@ def _libraries_then_models(  # pragma: no cover - a child; coverage of it is the
                 shared = Dependencies.capture(recorder, loaded).to_dict()
         now_loaded = set(sys.modules)
         results: dict[str, list[Any]] = {}
+        if fork_hazard() is not None:  # the libraries started jax: the parent counts them otherwise
+            group = []
         for entry in group:
             for stream in (sys.stdout, sys.stderr):
                 with contextlib.suppress(OSError, ValueError):
@@ -278,7 +313,7 @@ def _libraries_then_models(  # pragma: no cover - a child; coverage of it is the
             os.close(child_end)
             payload, status = receive(read_end, pid)
             results[entry.name] = [payload.decode("utf-8", "replace"), status]
-        message = {"results": results, "shared": shared}
+        message = {"results": results, "shared": shared} if group else {"unfit": True}
     except KeyboardInterrupt:
         message, code = {"interrupted": True}, 130
     except BaseException as exc:  # an internal error: the parent reports it for every model of the group
@@ -446,10 +481,37 @@ def _first_difference(old: Any, new: Any, where: str) -> str:
     return f"{where} {json.dumps(old)[:80]} cached, {json.dumps(new)[:80]} counted"
 
 
+def _in_process(entry: ModelEntry, root: Path, hazard: str) -> tuple[bytes, int, Dependencies | None]:
+    """The model counted in this process, as its child would send it, and a record that must not be kept: what
+    it read is not seen where other models' counts loaded things before it."""
+    message, code = _message(entry, root, None)
+    if code:
+        raise KeyboardInterrupt
+    if "report" in message:
+        unrecorded = Dependencies(uncacheable=f"it was counted in the checking process, since {hazard}")
+        message["dependencies"] = unrecorded.to_dict()
+    return json.dumps(message).encode(), 0, Dependencies()
+
+
 def _child(entry: ModelEntry, root: Path, write_end: int, shared: set[str] | None) -> None:  # pragma: no cover
-    """Count in the child and send `{"report", "dependencies"}` or `{"error"}` back; never returns. With `shared`
-    (the modules the parent had loaded), what the count read is recorded too."""
+    """Count in the child and send `_message`'s answer back; never returns."""
+    message, code = _message(entry, root, shared)
+    try:
+        data = json.dumps(message).encode()
+        with os.fdopen(write_end, "wb") as pipe:
+            pipe.write(len(data).to_bytes(HEADER, "big") + data)
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(Exception):
+                stream.flush()
+    finally:
+        os._exit(code)
+
+
+def _message(entry: ModelEntry, root: Path, shared: set[str] | None) -> tuple[dict[str, Any], int]:
+    """Count and say `{"report", "dependencies", "formula"}` or `{"error"}` (and the exit code, 130 when
+    interrupted). With `shared` (the modules the parent had loaded), what the count read is recorded too."""
     code = 0
+    message: dict[str, Any]
     try:
         from pytest_flopbudget._backends import count_entry
 
@@ -462,7 +524,7 @@ def _child(entry: ModelEntry, root: Path, write_end: int, shared: set[str] | Non
                 report, formula = count_curve(entry, root)
             else:
                 report = count_entry(entry, root)
-        message: dict[str, Any] = {"report": report.to_dict(), "dependencies": None}
+        message = {"report": report.to_dict(), "dependencies": None}
         if formula is not None:
             message["formula"] = formula.to_dict()
         try:
@@ -477,15 +539,7 @@ def _child(entry: ModelEntry, root: Path, write_end: int, shared: set[str] | Non
         message, code = {"interrupted": True}, 130
     except BaseException as exc:  # an internal error: the parent reports it as one
         message = {"internal": f"{type(exc).__name__}: {' '.join(str(exc).split())[:300]}"}
-    try:
-        data = json.dumps(message).encode()
-        with os.fdopen(write_end, "wb") as pipe:
-            pipe.write(len(data).to_bytes(HEADER, "big") + data)
-        for stream in (sys.stdout, sys.stderr):
-            with contextlib.suppress(Exception):
-                stream.flush()
-    finally:
-        os._exit(code)
+    return message, code
 
 
 def _answer(entry: ModelEntry, payload: bytes, status: int) -> tuple[Report, Dependencies | None, Formula | None]:

@@ -40,7 +40,10 @@ examples:
   flopbudget check
   flopbudget check --update resnet50
   flopbudget diff resnet50
+  flopbudget explain examples.resnet:resnet50 --input 1,3,224,224 --vs fvcore   # why fvcore says 4.11G
   flopbudget comment "$RUNNER_TEMP/flopbudget-comment.md"   # in CI: post the pull-request comment
+  flopbudget check --shard 2/3 --report json:shard-2.json  # one of 3 CI machines
+  flopbudget merge shard-1.json shard-2.json shard-3.json   # the 3 machines' results judged as one run
 
 exit status: 0 all within budget, 1 a model is over budget, 2 the check could not run.
 Run `flopbudget COMMAND --help` for the options of each command."""
@@ -78,7 +81,9 @@ examples:
   flopbudget check resnet50 vit_tiny    # only these
   flopbudget check --update             # record the current counts as the new baselines (commit them)
   flopbudget check -j auto              # count as many models at once as there are cores
-  flopbudget check --base-ref origin/main --report gitlab:gl-code-quality.json   # in CI"""
+  flopbudget check --base-ref origin/main --report gitlab:gl-code-quality.json   # in CI
+  flopbudget check --pyproject a/pyproject.toml --pyproject b/pyproject.toml   # two projects, one run
+  flopbudget check --shard 2/3 --report json:shard-2.json   # this machine's third; then flopbudget merge"""
 
 INIT_EPILOG = """\
 Counts each model as `flopbudget check` will and adds a [tool.flopbudget.models.NAME] table to pyproject.toml
@@ -105,6 +110,33 @@ examples:
   flopbudget diff resnet50
   flopbudget diff                       # every model
   flopbudget diff resnet50 --format html -o diff.html   # base vs now as an icicle coloured by growth"""
+
+
+EXPLAIN_EPILOG = """\
+Runs PEER on one real forward of the model (built by the factory on the CPU: keep it small) and counts the same
+model and inputs ourselves, then pairs the two layer by layer and op by op and lists every difference with its
+reason: op not supported, counted as zero, MACs vs FLOPs, bias add, residual add missed by hooks, fused
+attention, per-element cost, counted twice. The items sum exactly to ours - theirs. A PEER that is not installed
+is one line saying what to pip install.
+
+PEER: fvcore, ptflops, thop, calflops, torch (torch.utils.flop_counter.FlopCounterMode), deepspeed
+
+examples:
+  flopbudget explain examples.resnet:resnet50 --input 1,3,224,224 --vs fvcore
+  flopbudget explain examples.vit:vit_tiny --input 1,3,32,32 --vs torch --per-layer
+  flopbudget explain pkg.lm:tiny_qwen --input 1,16:int64 --vs calflops --format json"""
+
+MERGE_EPILOG = """\
+Refused in one line each, with nothing written (exit status 2): shards that saw different configurations (the
+tool's version, pyproject.toml, --base-ref and its commit, require-baseline) or different baselines (naming the
+model), counted with different library versions, or a model counted by two shards (naming it). A model in no
+shard's results (a shard's file missing or unreadable) is reported as not checked, named, in every output (exit
+status 2). Otherwise the exit status is the whole run's: 0 all within budget, 1 a model is over budget, 2 a model
+could not be checked.
+
+examples:
+  flopbudget check --shard 1/3 --report json:shard-1.json      # on each of 3 machines
+  flopbudget merge shard-*.json --report markdown:summary.md   # then once, on the three files"""
 
 
 COMMENT_EPILOG = """\
@@ -142,14 +174,15 @@ def build_parser() -> argparse.ArgumentParser:
         prog=PROG, description=DESCRIPTION, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--version", action="version", version=f"{PROG} {__version__} (pytest-flopbudget)")
-    common = _Parser(add_help=False)
+    tracebacks = _Parser(add_help=False)
+    tracebacks.add_argument(
+        "--traceback", action="store_true", help="show the Python traceback of an internal error (for bug reports)"
+    )
+    common = _Parser(add_help=False, parents=[tracebacks])
     common.add_argument(
         "--pyproject",
         metavar="PATH",
         help="the pyproject.toml to read (default: the nearest one in the current directory or above)",
-    )
-    common.add_argument(
-        "--traceback", action="store_true", help="show the Python traceback of an internal error (for bug reports)"
     )
     model_inputs = _Parser(add_help=False)  # how a model is run: shared by count and init, which writes them down
     model_inputs.add_argument(
@@ -241,13 +274,20 @@ def build_parser() -> argparse.ArgumentParser:
 
     check = commands.add_parser(
         "check",
-        parents=[common],
+        parents=[tracebacks],
         help="check every pyproject model against its budget and baseline (the pre-commit hook)",
         description="Check the models of [tool.flopbudget.models] against their budgets and baselines.",
         epilog=CHECK_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     check.add_argument("names", nargs="*", metavar="NAME", help="models to check (default: all)")
+    check.add_argument(
+        "--pyproject",
+        action="append",
+        metavar="PATH",
+        help="the pyproject.toml to read (default: the nearest one in the current directory or above); repeat it "
+        "to check several projects (a monorepo) in one run with one summary, a section per project",
+    )
     check.add_argument(
         "--update",
         action="store_true",
@@ -288,6 +328,13 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_const",
         const="verify",
         help="count every model and fail where a cached count would have answered differently",
+    )
+    check.add_argument(
+        "--shard",
+        metavar="K/N",
+        help="count only shard K of N (1 <= K <= N) of the models, balanced by the work their baselines record, and "
+        "write the part's results with --report json:PATH for `flopbudget merge`; auto: K and N from "
+        "FLOPBUDGET_SHARD_INDEX/FLOPBUDGET_SHARD_TOTAL or GitLab's CI_NODE_INDEX/CI_NODE_TOTAL (docs/ci.md)",
     )
     check.add_argument(
         "--cache-dir",
@@ -339,6 +386,57 @@ def build_parser() -> argparse.ArgumentParser:
     )
     diff.add_argument("-o", "--output", metavar="PATH", help="write to PATH (atomically) instead of stdout")
     diff.set_defaults(handler=_diff)
+
+    explain = commands.add_parser(
+        "explain",
+        parents=[common],
+        help="why another counter's figure differs from ours: every difference, with its reason",
+        description="Count one model ourselves and with another counter (PEER), and itemise the difference per\n"
+        "layer and op, each item with its reason; the items sum exactly to ours - theirs.",
+        epilog=EXPLAIN_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    explain.add_argument("target", metavar="TARGET", help="package.module:factory or a model NAME of pyproject.toml")
+    explain.add_argument("--vs", required=True, metavar="PEER", help="the counter to compare with (see below)")
+    explain.add_argument(
+        "-i",
+        "--input",
+        action="extend",
+        nargs="+",
+        metavar="SHAPE",
+        help="input shapes as for `flopbudget count` (1,3,224,224, ids=1,16:int64), or package.module:function",
+    )
+    explain.add_argument("--dtype", help="dtype of the generated inputs (default float32, or int64 for token ids)")
+    explain.add_argument(
+        "--dim", action="append", metavar="NAME=SIZE", help="size a dim named in --input (1,seq:int64): seq=128"
+    )
+    explain.add_argument(
+        "--format",
+        choices=("table", "json"),
+        default="table",
+        help="table (default), or json: ours, theirs and the items (layer, op, ours, theirs, reason)",
+    )
+    explain.add_argument(
+        "--per-layer", action="store_true", help="one line per layer and op, not one per reason and op"
+    )
+    explain.set_defaults(handler=_explain)
+
+    merge = commands.add_parser(
+        "merge",
+        help="judge the results of the shards of one run (check --shard K/N --report json:PATH) as one run",
+        description="Merge the results the shards of one run wrote (`flopbudget check --shard K/N --report\n"
+        "json:PATH`, or pytest's --flopbudget-shard) and write what the whole run would have: one terminal text,\n"
+        "one exit status, one job summary, one comment body, one pictures page, one set of exports. Reads the files\n"
+        "only: no pyproject.toml, no baseline, no model code.",
+        epilog=MERGE_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    merge.add_argument("paths", nargs="+", metavar="PATH", help="a shard's results (--report json:PATH)")
+    merge.add_argument("--report", action="append", default=[], metavar="SPEC", help=SPEC_HELP)
+    merge.add_argument(
+        "--traceback", action="store_true", help="show the Python traceback of an internal error (for bug reports)"
+    )
+    merge.set_defaults(handler=_merge)
     comment = commands.add_parser(
         "comment",
         help="post the bodies --report comment:PATH wrote as the pull request's comment (the action's last step)",
@@ -448,10 +546,19 @@ def _count(args: argparse.Namespace) -> int:
 def _check(args: argparse.Namespace) -> int:
     from pytest_flopbudget._cli.check import run_check
 
+    pyprojects = args.pyproject or []
+    if len(pyprojects) > 1:
+        from pytest_flopbudget._cli.projects import run_projects
+
+        return run_projects(
+            pyprojects=pyprojects, names=args.names, update=args.update, reports=args.report, base_ref=args.base_ref,
+            out=_out(), err=_err(), require_baseline=args.require_baseline, cache=args.cache,
+            cache_dir=args.cache_dir, format=args.format, shard=args.shard, jobs=args.jobs,
+        )  # fmt: skip
     return run_check(
-        pyproject=args.pyproject, names=args.names, update=args.update, reports=args.report, base_ref=args.base_ref,
-        out=_out(), err=_err(), require_baseline=args.require_baseline, cache=args.cache, cache_dir=args.cache_dir,
-        format=args.format, jobs=args.jobs,
+        pyproject=pyprojects[0] if pyprojects else None, names=args.names, update=args.update, reports=args.report,
+        base_ref=args.base_ref, out=_out(), err=_err(), require_baseline=args.require_baseline, cache=args.cache,
+        cache_dir=args.cache_dir, format=args.format, shard=args.shard, jobs=args.jobs,
     )  # fmt: skip
 
 
@@ -465,6 +572,16 @@ def _init(args: argparse.Namespace) -> int:
     return run_init(request, _out(), _err())
 
 
+def _explain(args: argparse.Namespace) -> int:
+    from pytest_flopbudget._cli.explain import ExplainRequest, run_explain
+
+    request = ExplainRequest(
+        target=args.target, vs=args.vs, input=args.input, dtype=args.dtype, dims=args.dim, format=args.format,
+        per_layer=args.per_layer, pyproject=args.pyproject,
+    )  # fmt: skip
+    return run_explain(request, _out())
+
+
 def _diff(args: argparse.Namespace) -> int:
     from pytest_flopbudget._cli.diff import run_diff
 
@@ -473,6 +590,12 @@ def _diff(args: argparse.Namespace) -> int:
         pyproject=args.pyproject, names=args.names, out=_out(), err=_err(), format=args.format, metric=metric,
         output=args.output,
     )  # fmt: skip
+
+
+def _merge(args: argparse.Namespace) -> int:
+    from pytest_flopbudget._cli.merge import run_merge
+
+    return run_merge(paths=args.paths, reports=args.report, out=_out(), err=_err())
 
 
 def _comment(args: argparse.Namespace) -> int:

@@ -42,6 +42,7 @@ def run_check(
     cache: bool | str | None = None,
     cache_dir: str | None = None,
     format: str = "text",
+    shard: str | None = None,
     jobs: int = 1,
 ) -> int:
     """Count, judge, write baselines on update, print, and emit the CI outputs; returns the exit status.
@@ -49,15 +50,20 @@ def run_check(
     With `format="json"` stdout gets the results document (as `--report json:PATH` writes it) and nothing else:
     the text, and any GitHub workflow commands, go to `err` instead. `cache` is True/False (`--cache`,
     `--no-cache`), "verify" (`--cache=verify`: recount everything and fail where a record disagrees) or None.
+    `shard` (`--shard K/N` or `auto`) counts this job's part only and records the plan in the JSON results, for
+    `flopbudget merge`; the merge, not a shard, writes the GitHub annotations and job summary.
     `jobs` (`-j`) is how many models are counted at once (`cli/parallel.py`).
     """
+    from pytest_flopbudget._cli import shard as sharding
     from pytest_flopbudget._reporters import ci
 
     document = out
     if format == "json":
         out = err
 
-    specs = ci.resolve_specs(reports)  # a bad spec is a usage error before anything is counted
+    # a bad spec is a usage error before anything is counted; a shard leaves the GitHub output to the merge
+    specs = ci.resolve_specs([*reports, *(["none"] if shard is not None else [])])
+    spec = sharding.shard_spec(shard, update=update, specs=specs, format=format, env=os.environ)
     settings = load_project(pyproject)
     entries = select_models(settings, names)
     setting = settings.require_baseline if require_baseline is None else require_baseline
@@ -67,12 +73,16 @@ def run_check(
     # sees; listing it on every commit would be a warning about what this command cannot judge.
     if base_ref:
         run.compare_with_base(settings, base_ref)
+    plan = None
+    if spec is not None:
+        entries, plan = sharding.select_shard(spec, entries, settings, run)
     counter = _counter(settings, cache, cache_dir)
     counter.plan(entries, settings.root)
     count_into(run, entries, settings, err, counter, jobs)
     for line in counter.notes(len(entries)):
         err.write(line + "\n")
     result = run.finish()  # a mismatch is a violation on its model's verdict: every output, and the exit code
+    result.shard = plan
     ci.emit(result, [ci.TERMINAL], stream=out, errors=err)
     for name, difference in counter.mismatches:
         err.write(f"flopbudget: error: {name}: its cached count differs from a fresh count: {difference}\n")

@@ -242,16 +242,17 @@ def _model_file_only(request: CountRequest, backend: Backend) -> None:
 
 
 def _model_file_inputs(backend: Backend, path: str, inputs: Inputs, root: Path) -> Inputs:
-    """A model file's (an ONNX graph's) inputs are bound by input name; positional shapes are matched to the
-    `backend.input_names` of the file in order."""
+    """A model file's (an ONNX graph's, a SavedModel's) inputs are bound by input name; positional shapes are
+    matched to the `backend.input_names` of the file in order."""
+    graph = model_phrase(backend)
     if inputs is None or isinstance(inputs, dict):
         if isinstance(inputs, dict) and any(spec.dtype not in (None, "float32") for spec in inputs.values()):
-            raise UsageError("--input NAME=DIMS:DTYPE: an ONNX graph declares its own input dtypes; give shapes only")
+            raise UsageError(f"--input NAME=DIMS:DTYPE: {graph} declares its own input dtypes; give shapes only")
         return inputs
     if isinstance(inputs, str):
-        raise UsageError(f"--input {inputs}: an ONNX model takes shapes (--input NAME=1,3,224,224), not a function")
+        raise UsageError(f"--input {inputs}: {graph} takes shapes (--input NAME=1,3,224,224), not a function")
     if any(spec.dtype not in (None, "float32") for spec in inputs):
-        raise UsageError("--input DIMS:DTYPE: an ONNX graph declares its own input dtypes; give shapes only")
+        raise UsageError(f"--input DIMS:DTYPE: {graph} declares its own input dtypes; give shapes only")
     names = backend.input_names(path if os.path.isabs(path) else str(root / path))
     if len(inputs) > len(names):
         raise UsageError(

@@ -1,11 +1,12 @@
 """`flopbudget init TARGET...`: count models and add their `[tool.flopbudget.models.NAME]` tables to pyproject.toml.
 
 The step from "I have a model" to "my pull requests are gated": a user should not have to learn the table's keys
-or guess ceilings. Each target (a `package.module:factory`, an `.onnx` file, or a folder whose `.onnx` files are
-all taken) is counted exactly as `flopbudget check` will count it (same entry, same project root), and its table
-gets ceilings just above the count: FLOPs and params plus `HEADROOM` percent, rounded up to three significant
-digits (`formatting.ceiling_above`), and `max-skipped-ops` = the op calls skipped now, so the first check passes
-and any growth past the headroom, or a new op that cannot be counted, fails it.
+or guess ceilings. Each target (a `package.module:factory`, an `.onnx` file, a SavedModel directory, or a folder
+whose `.onnx` files and SavedModel directories are all taken) is counted exactly as `flopbudget check` will count
+it (same entry, same project root), and its table gets ceilings just above the count: FLOPs and params plus
+`HEADROOM` percent, rounded up to three significant digits (`formatting.ceiling_above`), and `max-skipped-ops` =
+the op calls skipped now, so the first check passes and any growth past the headroom, or a new op that cannot be
+counted, fails it.
 
 Everything is decided before anything is written: names are checked before counting, every model is counted
 before the file is touched, and the new text must read back through `config.parse_settings` as exactly these
@@ -138,13 +139,17 @@ def suggest_ceiling(value: int, headroom: Decimal) -> str:
 def plan_models(request: InitRequest, root: Path) -> list[_Planned]:
     """Every model the targets name, with unique valid names, in the order given (files of a folder sorted)."""
     if not request.targets:
-        raise UsageError("give a target: package.module:factory, path/to/model.onnx or a folder of .onnx files")
+        raise UsageError(
+            "give a target: package.module:factory, path/to/model.onnx, a SavedModel directory or a folder of models"
+        )
     planned: list[_Planned] = []
     for target in request.targets:
         target = target.strip()
         folder = Path(target)
         backend = backend_for_target(target)
-        if not is_reference(target) and folder.is_dir():
+        if backend is not None and backend.directory_marker and folder.is_dir():  # a model that is a directory
+            planned.append(_model_file(request, folder, root, _valid_name(folder.resolve().name)))
+        elif not is_reference(target) and folder.is_dir():
             planned += _folder(request, folder, root)
         elif backend is not None and backend.files:
             if not Path(target).is_file():
@@ -161,8 +166,8 @@ def plan_models(request: InitRequest, root: Path) -> list[_Planned]:
             planned.append(_Planned(name, dataclasses.replace(entry, name=name), target))
         else:
             raise UsageError(
-                f"{target!r} is not a target: give package.module:factory, path/to/model.onnx or a folder of .onnx "
-                f"files"
+                f"{target!r} is not a target: give package.module:factory, path/to/model.onnx, a SavedModel "
+                f"directory or a folder of models"
             )
     if request.name is not None:
         if len(planned) != 1:
@@ -180,28 +185,55 @@ def plan_models(request: InitRequest, root: Path) -> list[_Planned]:
 
 
 def _folder(request: InitRequest, folder: Path, root: Path) -> list[_Planned]:
-    """Every model file (a file backend's target: `.onnx`) below `folder` (hidden directories skipped), named by stem,
-    or by path where stems clash."""
-    files = sorted(
-        path for path in folder.rglob("*")
-        if _is_model_file(path) and path.is_file()
-        and not any(part.startswith(".") for part in path.relative_to(folder).parts)
-    )  # fmt: skip
-    if not files:
-        suffixes = [suffix for backend in general_first() if backend.files for suffix in backend.suffixes]
-        raise UsageError(f"{folder.as_posix()}: no {joined(suffixes)} file in this folder or below")
-    stems = [path.stem for path in files]
+    """Every model below `folder` (hidden directories skipped): each model file (a file backend's target:
+    `.onnx`) and each model directory (one holding a backend's `directory_marker`: a SavedModel), named by stem,
+    or by path where stems clash. Nothing inside a model directory is looked at."""
+    found = _models_below(folder)
+    if not found:
+        raise UsageError(f"{folder.as_posix()}: no {_kinds_text()} in this folder or below")
+    stems = [path.stem if path.is_file() else path.name for path in found]
     planned = []
-    for path in files:
-        relative = path.relative_to(folder).with_suffix("")
-        name = path.stem if stems.count(path.stem) == 1 else "_".join(relative.parts)
+    for path, stem in zip(found, stems):
+        relative = path.relative_to(folder)
+        relative = relative.with_suffix("") if path.is_file() else relative
+        name = stem if stems.count(stem) == 1 else "_".join(relative.parts)
         planned.append(_model_file(request, path, root, _valid_name(name)))
     return planned
 
 
+def _models_below(directory: Path) -> list[Path]:
+    """The model files and model directories below `directory`, sorted, not looking inside a model directory."""
+    found: list[Path] = []
+    try:
+        entries = sorted(directory.iterdir())
+    except OSError:  # an unreadable folder holds nothing that can be counted
+        return found
+    for path in entries:
+        if path.name.startswith("."):
+            continue
+        if path.is_dir():
+            found += [path] if _is_model_directory(path) else _models_below(path)
+        elif _is_model_file(path):
+            found.append(path)
+    return sorted(found)
+
+
+def _kinds_text() -> str:
+    """`.onnx file or directory holding saved_model.pb`: what a folder of models may hold."""
+    backends = general_first()
+    suffixes = [suffix for backend in backends if backend.files for suffix in backend.suffixes]
+    markers = [f"directory holding {backend.directory_marker}" for backend in backends if backend.directory_marker]
+    return joined(([f"{joined(suffixes)} file"] if suffixes else []) + markers) or "model"
+
+
+def _is_model_directory(path: Path) -> bool:
+    backend = backend_for_target(str(path))
+    return backend is not None and bool(backend.directory_marker) and path.is_dir()
+
+
 def _is_model_file(path: Path) -> bool:
     backend = backend_for_target(str(path))
-    return backend is not None and backend.files
+    return backend is not None and backend.files and path.is_file()
 
 
 def _model_file(request: InitRequest, path: Path, root: Path, name: str) -> _Planned:

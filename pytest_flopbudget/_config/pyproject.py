@@ -378,7 +378,7 @@ class _Validator:
         self.unknown_keys(path, entry, MODEL_KEYS)
         sources = {key: self.source((*path, key)) for key in entry}
         target = self.target(path, entry.get("target"))
-        kind = kind_of(target) if target is not None else None
+        kind = kind_of(target, self.pyproject.parent) if target is not None else None
         files = kind is not None and kind.files  # a model file: inputs by the file's names, dims named by the file
         inputs = self.inputs((*path, "inputs"), entry.get("inputs"), kind, required=target is not None and not files)
         training = entry.get("training", False)
@@ -466,7 +466,7 @@ class _Validator:
     def target(self, path: KeyPath, target: Any) -> str | None:
         if target is None:
             self.problem(path, f"missing key 'target': {target_grammar()}")
-        elif not isinstance(target, str) or kind_of(target) is None:
+        elif not isinstance(target, str) or kind_of(target, self.pyproject.parent) is None:
             self.problem((*path, "target"), f"{target!r} is not a target; expected {target_grammar()}")
         else:
             return target.strip()

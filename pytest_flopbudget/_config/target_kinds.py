@@ -13,6 +13,7 @@ third party's backend is named where it honours one, and no message names a fram
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Callable, Protocol
 
 #: Entry keys (and their command-line options and `count()` arguments) a backend may honour or refuse: refused
@@ -35,6 +36,8 @@ class TargetKind(Protocol):
     #: Its targets are model files (or directories): resolved against the project root, inputs bound by the names
     #: the file gives them (a table of name = shape, optional), its symbolic dims named by the file itself.
     files: bool
+    #: Its models are directories holding this file (`saved_model.pb`); empty: the target string alone tells.
+    directory_marker: str
     #: The `OPTIONS` it honours; an entry of this backend that sets another is refused.
     honours: frozenset[str]
     #: It shares another backend's target grammar and is chosen by the object a target loads, not by the string:
@@ -62,9 +65,26 @@ def target_kinds() -> Sequence[TargetKind]:
     return _kinds()
 
 
-def kind_of(target: str) -> TargetKind | None:
-    """The backend that will load `target`; None: no backend takes it."""
-    return next((kind for kind in target_kinds() if not kind.by_object and kind.accepts(target)), None)
+def kind_of(target: str, root: Path | None = None) -> TargetKind | None:
+    """The backend that will load `target` (relative to `root`, else the current directory); None: no backend
+    takes it."""
+    return next((kind for kind in target_kinds() if not kind.by_object and takes(kind, target, root)), None)
+
+
+def takes(kind: TargetKind, target: str, root: Path | None = None) -> bool:
+    """Whether `kind` takes `target`: its `accepts` says so, or the target names a directory, relative to `root`
+    (else the current directory), that holds the kind's `directory_marker` (a SavedModel's `saved_model.pb`)."""
+    if kind.accepts(target):
+        return True
+    return bool(kind.directory_marker) and is_model_directory(Path(root or ".") / target.strip(), kind)
+
+
+def is_model_directory(path: Path, kind: TargetKind) -> bool:
+    """Whether `path` is a directory holding `kind`'s `directory_marker`."""
+    try:
+        return bool(kind.directory_marker) and (path / kind.directory_marker).is_file()
+    except (OSError, ValueError):  # a path the system cannot even look at is no model
+        return False
 
 
 def _general_first() -> list[TargetKind]:

@@ -62,6 +62,10 @@ class Fit:
     failing: set[Hashable]
     samples: int
     verified: int
+    #: The polynomials come from one symbolic count, not from interpolation (`curve/symbolic.py`).
+    symbolic: bool = False
+    #: Why the backend's symbolic count was not used, where it has one ("" otherwise).
+    fallback: str = ""
 
 
 class Sampler:

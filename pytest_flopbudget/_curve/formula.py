@@ -34,6 +34,8 @@ class Holds:
     the first point found where the formulas differ from the count. `inexact`: metrics whose formula missed a
     point it should hold at (a peak is a maximum, not always one polynomial) and must not be trusted.
     `samples`: how many point counts it took; `verified`: how many of them the fit was not built from.
+    `symbolic`: the formulas come from one symbolic count of every size (JAX), proven at the entry's point, not
+    from interpolation; `fallback`: why a backend that has a symbolic count interpolated instead ("" otherwise).
     """
 
     step: dict[str, int]
@@ -43,6 +45,8 @@ class Holds:
     inexact: tuple[Metric, ...] = ()
     samples: int = 0
     verified: int = 0
+    symbolic: bool = False
+    fallback: str = ""
 
     @property
     def exact(self) -> bool:
@@ -88,6 +92,10 @@ class Holds:
         }
         if self.broken_at is not None:
             data["broken_at"] = dict(self.broken_at)
+        if self.symbolic:
+            data["symbolic"] = True
+        if self.fallback:
+            data["fallback"] = self.fallback
         return data
 
     @classmethod
@@ -103,6 +111,8 @@ class Holds:
             inexact=tuple(by_name(a_str(m, "inexact")) for m in a_list(data.get("inexact", []), "inexact")),
             samples=_size(data.get("samples", 0), "samples", minimum=0),
             verified=_size(data.get("verified", 0), "verified", minimum=0),
+            symbolic=a_bool(data.get("symbolic", False), "symbolic"),
+            fallback=a_str(data.get("fallback", ""), "fallback"),
         )
 
 

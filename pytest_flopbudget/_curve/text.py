@@ -17,11 +17,8 @@ NOT_EXACT = "not exact (no polynomial of its counts holds on the range: no formu
 
 def formula_text(formula: Formula, depth: int | None = 2, metric: Metric = FLOPS) -> str:
     """`Formula in seq: exact on seq in [64, 8192] (9 counts, 6 off the fit)`, the totals, then the layers."""
+    lines = [f"Formula in {', '.join(formula.dims)}: {formula.holds.describe()} ({method(formula)})"]
     holds = formula.holds
-    lines = [
-        f"Formula in {', '.join(formula.dims)}: {holds.describe()} "
-        f"({holds.samples} counts, {holds.verified} checked off the fit)"
-    ]
     width = max(len(m.label) for m in formula.totals) if formula.totals else 0
     for total_metric, poly in formula.totals.items():
         shown = NOT_EXACT if total_metric in holds.inexact else str(poly)
@@ -35,6 +32,16 @@ def formula_text(formula: Formula, depth: int | None = 2, metric: Metric = FLOPS
         label_width = max(len(label) for label, _ in rows)
         lines += [f"  {label:<{label_width}}  {poly}" for label, poly in rows]
     return "\n".join(lines)
+
+
+def method(formula: Formula) -> str:
+    """How the formulas were found: `one symbolic trace, checked against 1 point count`, or `8 counts, 5 checked
+    off the fit` (and why a backend's symbolic trace was not used, where it has one)."""
+    holds = formula.holds
+    if holds.symbolic:
+        return f"one symbolic trace, checked against {holds.verified} point count{'s' if holds.verified != 1 else ''}"
+    text = f"{holds.samples} counts, {holds.verified} checked off the fit"
+    return f"{text}; no symbolic trace: {holds.fallback}" if holds.fallback else text
 
 
 def decode_formula_text(decode: DecodeFormula) -> str:

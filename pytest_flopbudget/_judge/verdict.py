@@ -153,6 +153,9 @@ class Measurement:
     cache_mismatch: str | None = None
     #: Every metric as a formula of the model's named dims, where its entry sets a `curve` (docs/curves.md).
     formula: Formula | None = None
+    #: In a run over several projects (`flopbudget check --pyproject A --pyproject B`), this model's `--pyproject`
+    #: as given: the command that records its baseline names it. None in a run of one project.
+    pyproject: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         data = {
@@ -166,6 +169,8 @@ class Measurement:
         }
         if self.formula is not None:
             data["formula"] = self.formula.to_dict()
+        if self.pyproject is not None:
+            data["pyproject"] = self.pyproject
         return data
 
     @classmethod
@@ -179,6 +184,7 @@ class Measurement:
             test_failed=bool(data.get("test_failed", False)),
             cache_mismatch=data.get("cache_mismatch"),
             formula=_formula(data.get("formula")),
+            pyproject=data.get("pyproject"),
         )
 
 

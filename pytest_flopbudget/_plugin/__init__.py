@@ -22,6 +22,7 @@ from pytest_flopbudget._plugin.marker import MARKER_HELP
 from pytest_flopbudget._plugin.names import default_name
 from pytest_flopbudget._plugin.options import find_pyproject, pytest_addoption
 from pytest_flopbudget._plugin.session import FlopBudgetSession
+from pytest_flopbudget._plugin.shard import ShardSelection
 from pytest_flopbudget._plugin.state import SESSION
 from pytest_flopbudget._plugin.xdist_transport import WorkerExport, is_worker
 
@@ -31,7 +32,7 @@ __all__ = [
 ]  # fmt: skip
 
 #: The names the plugin's objects are registered under: the session's hooks, then the controller's or the worker's.
-_REGISTERED = ("flopbudget-session", "flopbudget-controller", "flopbudget-worker")
+_REGISTERED = ("flopbudget-session", "flopbudget-shard", "flopbudget-controller", "flopbudget-worker")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -48,6 +49,8 @@ def pytest_configure(config: pytest.Config) -> None:
     session = FlopBudgetSession(config, settings, error)
     config.stash[SESSION] = session
     config.pluginmanager.register(session, "flopbudget-session")
+    if session.shard_spec is not None and session.config_error is None:
+        config.pluginmanager.register(ShardSelection(session, session.shard_spec), "flopbudget-shard")
     if is_worker(config):
         config.pluginmanager.register(WorkerExport(session), "flopbudget-worker")
         session.counter = xdist_counting.worker_counter(config, settings)

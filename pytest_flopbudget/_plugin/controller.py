@@ -35,6 +35,7 @@ class FlopBudgetController:
         state = self.session
         self._find_stale(session)
         result = self.result = state.run.finish()
+        result.shard = state.shard  # --flopbudget-shard: the plan, in the JSON results for the merge
         if not state.update and state.config_error is None:
             # CI outputs (annotations, job summary, GitLab/JSON files): once, from the controller only
             # the same words as the CLI, every line through safe_text but our own escaped commands

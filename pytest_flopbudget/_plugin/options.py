@@ -60,6 +60,15 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="compare every model with its baseline at the git ref REF (e.g. origin/main) and report every budget "
         "or baseline the change raised, removed or rewrote",
     )
+    group.addoption(
+        "--flopbudget-shard",
+        default=None,
+        metavar="K/N",
+        help="run only shard K of N of the budget tests (pyproject models, flop_budget markers, the flopbudget "
+        "fixture), balanced by the work their baselines record, and write the part's results with "
+        "--flopbudget-report json:PATH for `flopbudget merge`; auto: K and N from FLOPBUDGET_SHARD_INDEX/_TOTAL or "
+        "GitLab's CI_NODE_INDEX/CI_NODE_TOTAL; other tests are left alone",
+    )
     parser.addini("flopbudget_report", ci.SPEC_HELP, type="args", default=[])
 
 
@@ -77,6 +86,8 @@ class Options:
     #: everywhere (`none` turns off only the automatic GitHub output): a CI step that asks for one more file, the
     #: action's comment body, must not silently drop the project's own.
     reports: list[str]
+    #: `--flopbudget-shard K/N` or `auto`, unparsed (a bad one is a usage error); None for a whole run.
+    shard: str | None = None
 
 
 def read_options(config: pytest.Config, settings: Settings) -> Options:
@@ -90,6 +101,7 @@ def read_options(config: pytest.Config, settings: Settings) -> Options:
         require_baseline=require_baseline(settings.require_baseline if required is None else required, os.environ),
         base_ref=config.getoption("flopbudget_base_ref"),
         reports=[*config.getini("flopbudget_report"), *config.getoption("flopbudget_report")],
+        shard=config.getoption("flopbudget_shard"),
     )
 
 

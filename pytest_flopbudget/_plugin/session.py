@@ -26,10 +26,12 @@ from pytest_flopbudget._plugin.marker import marker_budget, owned_model
 from pytest_flopbudget._plugin.marker_source import closest_marker
 from pytest_flopbudget._plugin.names import default_name, item_location
 from pytest_flopbudget._plugin.options import Options, explicit_args, read_options
+from pytest_flopbudget._plugin.shard import shard_spec
 from pytest_flopbudget._plugin.state import ITEM, ItemState
 from pytest_flopbudget._plugin.xdist_transport import is_worker
 from pytest_flopbudget._reporters import ci, terminal
 from pytest_flopbudget._run import Counter, Run
+from pytest_flopbudget._shard import Shard, ShardSpec
 
 
 class FlopBudgetSession:
@@ -58,8 +60,13 @@ class FlopBudgetSession:
                 self.run.compare_with_base(settings, self.options.base_ref)
             except FlopBudgetError as exc:
                 self.config_error = exc
+        #: `--flopbudget-shard`: the plan computed at collection (plugin/shard.py), or a worker's, received.
+        self.shard: Shard | None = None
+        self.shard_spec: ShardSpec | None = None
         try:
-            self.report_specs = ci.resolve_specs(self.options.reports)
+            # a shard leaves the GitHub output (annotations, job summary) to the merge
+            self.report_specs = ci.resolve_specs([*self.options.reports, *(["none"] if self.options.shard else [])])
+            self.shard_spec = shard_spec(self.options, self.report_specs)
         except FlopBudgetError as exc:
             self.report_specs = []
             self.config_error = self.config_error or exc

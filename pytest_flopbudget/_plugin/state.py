@@ -18,6 +18,7 @@ from pytest_flopbudget._curve.formula import Formula
 from pytest_flopbudget._judge.baseline import BaselineStore
 from pytest_flopbudget._report import Report
 from pytest_flopbudget._run import Run
+from pytest_flopbudget._shard import Shard
 
 
 class SessionState(Protocol):
@@ -31,6 +32,8 @@ class SessionState(Protocol):
     owners: set[str]
     deselected: int
     lost_worker: bool
+    #: `--flopbudget-shard`: the plan this shard (or, under xdist, any worker) computed at collection.
+    shard: Shard | None
 
     def run_model(self, item: Any) -> None: ...
 

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from pytest_flopbudget._run import Unchecked
+from pytest_flopbudget._shard import Shard
 
 if TYPE_CHECKING:
     from pytest_flopbudget._plugin.state import SessionState
@@ -36,7 +37,9 @@ class WorkerExport:
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         state = self.session
         try:
-            collection = {"owners": sorted(state.owners), "narrowed": state.narrowed(session)}
+            collection: dict[str, Any] = {"owners": sorted(state.owners), "narrowed": state.narrowed(session)}
+            if state.shard is not None:  # --flopbudget-shard: the plan this worker computed, for the results
+                collection["shard"] = state.shard.to_dict()
             payload = json.dumps({**state.run.export(), _COLLECTION_KEY: collection})
         except (ValueError, TypeError, OverflowError) as exc:  # e.g. an integer too long to write
             payload = json.dumps({"transport_error": f"{type(exc).__name__}: {str(exc)[:200]}"})
@@ -60,6 +63,8 @@ def receive(state: SessionState, node: Any, error: Any) -> None:
                 state.run.merge(payload)
                 collection = payload.get(_COLLECTION_KEY) or {}
                 state.owners.update(str(name) for name in collection.get("owners", []))
+                if collection.get("shard") is not None and state.shard is None:
+                    state.shard = Shard.from_dict(collection["shard"])
                 if collection.get("narrowed", "unknown"):
                     state.deselected += 1  # the worker saw part of the suite: nothing is judged stale
         except (ValueError, KeyError, TypeError) as exc:

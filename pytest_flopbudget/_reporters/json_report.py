@@ -4,6 +4,12 @@ Everything a consumer needs to render its own view without re-running anything: 
 costs included), its budget, the baseline it was compared with, the per-metric figures the summary table shows,
 and every finding with the file and line it concerns. Paths are made relative to the repository so a file
 produced on a CI runner means the same on a laptop. The layout is versioned by `format`.
+
+The document is also what `flopbudget merge` rebuilds a run from (`reporters/results_reader.py`), so it holds every
+field an output reads, as a field: each place keeps which kind of place it is (`origin`: pyproject, marker, test),
+each finding its `dim`, each model `test_failed` and `cache_mismatch`, and `run` what the outputs read of the run
+(`--base-ref`, the baseline directory, the projects of a run over several), the same from either front end. A
+shard's results (`--shard K/N`) add `shard` (`_shard.Shard`).
 """
 
 from __future__ import annotations
@@ -26,7 +32,7 @@ from pytest_flopbudget._reporters.output import Findings, OutputContext
 from pytest_flopbudget._run import RunResult, Unchecked
 from pytest_flopbudget._version import __version__
 
-RESULTS_FORMAT = "pytest-flopbudget/results/1"
+RESULTS_FORMAT = "pytest-flopbudget/results/2"
 
 
 def results(
@@ -35,10 +41,12 @@ def results(
     unchecked: Sequence[Unchecked] = (),
     *,
     root: str | os.PathLike[str],
+    run: RunResult | None = None,
 ) -> dict[str, Any]:
-    """The whole document as plain data (strict JSON: no NaN or infinity)."""
+    """The whole document as plain data (strict JSON: no NaN or infinity); with `run`, its `run` object (and
+    `shard`, for a shard's run) too."""
     ordered = sorted(verdicts, key=lambda v: (v.name, v.measurement.nodeid or ""))
-    return {
+    document = {
         "format": RESULTS_FORMAT,
         "tool": {"name": "pytest-flopbudget", "version": __version__},
         "passed": all(v.passed for v in verdicts) and not unchecked,
@@ -51,11 +59,27 @@ def results(
         },
         "models": [model_entry(v, root=root) for v in ordered],
         "unchecked": [
-            {"name": u.name, "message": u.message, "source": _source(u.origin, root) if u.origin else None}
+            {
+                "name": u.name, "message": u.message, "source": _source(u.origin, root) if u.origin else None,
+                "nodeid": u.nodeid,
+            }
             for u in unchecked
         ],
         "budget_changes": [_change(c, root) for c in changes],
-    }
+    }  # fmt: skip
+    if run is not None:
+        # what the outputs read of the run besides its models; the same from either front end, as the whole file is
+        document["run"] = {
+            "base_ref": run.base_ref,
+            "baseline_dir": run.baseline_dir,
+            "projects": [
+                {"pyproject": relative_path(p.pyproject, root) or p.pyproject, "baseline_dir": p.baseline_dir}
+                for p in run.projects
+            ],
+        }
+        if run.shard is not None:
+            document["shard"] = run.shard.to_dict()
+    return document
 
 
 def write_results(
@@ -71,8 +95,8 @@ def write_results(
 
 
 def dumps_results(result: RunResult, *, root: str | os.PathLike[str]) -> str:
-    """The text `write_results` writes for one run (what `flopbudget check --format json` prints)."""
-    return _text(results(result.verdicts, result.changes, result.unchecked, root=root))
+    """The text `JsonOutput` writes for one run (what `flopbudget check --format json` prints)."""
+    return _text(results(result.verdicts, result.changes, result.unchecked, root=root, run=result))
 
 
 def _text(data: dict[str, Any]) -> str:
@@ -87,6 +111,9 @@ def model_entry(verdict: Verdict, *, root: str | os.PathLike[str]) -> dict[str, 
         "nodeid": measurement.nodeid,
         "origin": _source(measurement.origin, root),
         "passed": verdict.passed,
+        "test_failed": measurement.test_failed,
+        "pyproject": measurement.pyproject,
+        "cache_mismatch": measurement.cache_mismatch,
         "reason": reason(verdict) if not verdict.passed else None,
         # integer ops only where the model has or budgets some: a model without them reads as it always did
         "metrics": {
@@ -96,6 +123,8 @@ def model_entry(verdict: Verdict, *, root: str | os.PathLike[str]) -> dict[str, 
         "budget": _relative(verdict.budget.to_dict(), root),
         "baseline_file": verdict.baseline_file,
         "report": verdict.report.to_dict(),
+        # the order the count met the layers in (a Report's JSON sorts them): the pictures draw them in it
+        "layer_order": list(verdict.report.layers),
         "baseline": verdict.baseline.to_dict() if verdict.baseline is not None else None,
     }
     if measurement.formula is not None:  # a model with a curve: its formula and the baseline's, as a count's JSON
@@ -134,6 +163,7 @@ def _finding(finding: Finding, root: str | os.PathLike[str]) -> dict[str, Any]:
         "limit": finding.limit,
         "baseline": finding.baseline,
         "source": _source(finding.source, root) if finding.source is not None else None,
+        "dim": finding.dim,
     }
 
 
@@ -147,6 +177,7 @@ def _change(change: BudgetChange, root: str | os.PathLike[str]) -> dict[str, Any
         "ref": change.ref,
         "message": change.message,
         "source": _source(change.source, root),
+        "percent": change.percent,
     }
 
 
@@ -155,15 +186,12 @@ def _source(source: Location, root: str | os.PathLike[str]) -> dict[str, Any]:
 
 
 def _relative(data: Any, root: str | os.PathLike[str]) -> Any:
-    """`data` with every Location's absolute `file` made relative to `root` (kept as is when outside it), and
-    without its `origin`: the results name a place by file, line, key (and a budget setting's slot and marker,
-    docs/ci.md); which kind of place it is travels between the package's own processes only."""
+    """`data` with every Location's absolute `file` made relative to `root` (kept as is when outside it); its
+    `origin` (which kind of place: pyproject, marker, test) stays, for the outputs a merge writes from the file."""
     if isinstance(data, Mapping):
         out = {key: _relative(value, root) for key, value in data.items()}
-        if {"file", "line", "key"} <= set(out):
-            out.pop("origin", None)
-            if isinstance(out["file"], str):
-                out["file"] = relative_path(out["file"], root) or out["file"]
+        if {"file", "line", "key"} <= set(out) and isinstance(out["file"], str):
+            out["file"] = relative_path(out["file"], root) or out["file"]
         return out
     if isinstance(data, list):
         return [_relative(item, root) for item in data]
@@ -177,5 +205,4 @@ class JsonOutput:
 
     def write(self, findings: Findings, path: str | None, context: OutputContext) -> None:
         assert path is not None
-        result = findings.result
-        write_results(result.verdicts, path, result.changes, result.unchecked, root=context.root)
+        write_atomic(Path(path), dumps_results(findings.result, root=context.root))

@@ -65,8 +65,10 @@ def summary(
     max_bytes: int = MAX_BYTES - RESERVE,
     base_ref: str | None = None,
     notes: Sequence[str] = (),
+    title: str | None = None,
 ) -> str:
-    """The whole summary, at most `max_bytes` bytes of UTF-8 (see `truncate` for what goes first).
+    """The whole summary, at most `max_bytes` bytes of UTF-8 (see `truncate` for what goes first); with `title` (a
+    project's section of a run over several) the headline is that section's, under the title.
 
     Locations are shown relative to `workspace` (default: the current directory); `base_ref` is the ref growth was
     measured against (`--base-ref`), for what to do about it. `notes` are lines under the headline (how many
@@ -74,7 +76,9 @@ def summary(
     """
     ordered = summary_order(verdicts)
     failed = [v for v in ordered if not v.passed]
-    head = [_headline(verdicts, changes, unchecked), "", *notes]
+    status = _status(verdicts, changes, unchecked)
+    headline = f"### flopbudget: {status}" if title is None else f"#### {cell(title)}: {status}"
+    head = [headline, "", *notes]
     if unchecked:
         head.extend(_unchecked_section(unchecked))
     if changes:
@@ -214,6 +218,10 @@ def inert(text: str) -> str:
 
 
 def _headline(verdicts: Sequence[Verdict], changes: Sequence[BudgetChange], unchecked: Sequence[Unchecked]) -> str:
+    return f"### flopbudget: {_status(verdicts, changes, unchecked)}"
+
+
+def _status(verdicts: Sequence[Verdict], changes: Sequence[BudgetChange], unchecked: Sequence[Unchecked]) -> str:
     counted = len(verdicts)
     miscached = [v for v in verdicts if any(f.kind == FindingKind.CACHE_MISMATCH for f in v.violations)]
     failed = sum(1 for v in verdicts if any(f.kind != FindingKind.CACHE_MISMATCH for f in v.violations))
@@ -237,7 +245,7 @@ def _headline(verdicts: Sequence[Verdict], changes: Sequence[BudgetChange], unch
         text += f", {warned} with warnings"
     if changes:
         text += f", {plural(len(changes), 'budget change')} to review"
-    return f"### flopbudget: {text}"
+    return text
 
 
 def _changes_section(changes: Sequence[BudgetChange], workspace: str | os.PathLike[str]) -> list[str]:
@@ -416,7 +424,21 @@ def summary_of(
     max_bytes: int = MAX_BYTES - RESERVE, notes: Sequence[str] = (),
 ) -> str:  # fmt: skip
     """`summary` of one run's result. A summary is read on the web, whichever front end wrote it: its hints name
-    both update commands, so the same run gives the same summary from either."""
+    both update commands, so the same run gives the same summary from either. A run over several projects has the
+    headline of the whole run, then a section per project (its headline, changes, table and diffs), each in an
+    equal share of the room."""
+    if len(result.projects) > 1:
+        root = os.fspath(workspace or os.getcwd())
+        head = [safe_text(line) for line in (_headline(result.verdicts, result.changes, result.unchecked), "", *notes)]
+        text = "\n".join(head).rstrip("\n") + "\n"
+        room = max((max_bytes - len(text.encode("utf-8"))) // len(result.projects) - 2, 0)
+        for project in result.projects:
+            part = result.section(project)
+            text += "\n" + summary(
+                part.verdicts, part.changes, part.unchecked, front_end=EITHER, workspace=workspace, max_bytes=room,
+                base_ref=part.base_ref, title=relative_path(project.pyproject, root) or project.pyproject,
+            )  # fmt: skip
+        return text
     return summary(
         result.verdicts, result.changes, result.unchecked, front_end=EITHER, workspace=workspace,
         max_bytes=max_bytes, base_ref=result.base_ref, notes=notes,

@@ -14,7 +14,7 @@ import shlex
 from collections.abc import Iterable, Sequence
 
 from pytest_flopbudget._config.budget import MAX_INCREASE
-from pytest_flopbudget._config.location import Location, Origin
+from pytest_flopbudget._config.location import Location, Origin, display_path
 from pytest_flopbudget._config.pyproject import quote_key
 from pytest_flopbudget._front_ends import PYTEST, FrontEnd
 from pytest_flopbudget._judge.diff import LayerDiff, top_layers
@@ -63,7 +63,12 @@ class TerminalOutput:
             if lines:
                 context.stream.write("\n".join(lines) + "\n")
             return
-        context.stream.write(run_text(result))
+        if len(result.projects) > 1:  # a section per project: its failures and its table
+            for project in result.projects:
+                context.stream.write(f"== {display_path(project.pyproject)} ==\n")
+                context.stream.write(run_text(result.section(project)))
+        else:
+            context.stream.write(run_text(result))
         for line in error_lines(result):
             context.errors.write(f"flopbudget: error: {line}\n")
         for change in result.changes:
@@ -249,7 +254,8 @@ def update_command(verdict: Verdict, front_end: FrontEnd) -> str:
     """The command that records this model's baseline and nothing else: `flopbudget check --update NAME` for a
     pyproject model (from either front end, so both print the same words), `pytest --flopbudget-update NODEID` for
     a test's model, which only pytest sees (the model's origin says which); under pytest, a model without a node id
-    gets the plain `pytest --flopbudget-update`."""
+    gets the plain `pytest --flopbudget-update`. In a run over several projects the command names the model's
+    `--pyproject`."""
     measurement = verdict.measurement
     nodeid = measurement.nodeid
     if measurement.origin.origin is not Origin.PYPROJECT and nodeid:  # a test's model: only pytest counts it
@@ -257,7 +263,8 @@ def update_command(verdict: Verdict, front_end: FrontEnd) -> str:
     if nodeid is None and front_end == PYTEST:
         return front_end.update_hint
     name = measurement.name
-    return f"`flopbudget check --update {'-- ' if name.startswith('-') else ''}{shlex.quote(name)}`"
+    project = f"--pyproject {shlex.quote(measurement.pyproject)} " if measurement.pyproject else ""
+    return f"`flopbudget check {project}--update {'-- ' if name.startswith('-') else ''}{shlex.quote(name)}`"
 
 
 def diff_table(diff: LayerDiff, *, top: int = TOP) -> list[str]:

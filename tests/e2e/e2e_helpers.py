@@ -146,20 +146,22 @@ def run_action_step(
     base_branch: str = "main",
     path: Sequence[Path] = (),
     steps: Mapping[str, Mapping[str, str]] | None = None,
+    token: str = "",
     **env: str,
 ) -> subprocess.CompletedProcess[str]:
     """Run the `run:` script of the action step `name` in `cwd` with bash, as a GitHub runner would.
 
     The step's `env:` gets its `${{ inputs.* }}` from `inputs` or the action's defaults, `${{ github.token }}`
-    empty, and `${{ steps.ID.outputs.NAME }}` from `steps` (the outputs of earlier steps by id, as `step_outputs`
-    reads them or a test gives them for a `uses:` step this runner cannot run; empty when not given, as on GitHub
-    for a step that was skipped; the id must be one of action.yml's). Any other expression fails the test: the
-    script would see something this runner does not provide. And the variables GitHub sets:
-    GITHUB_ACTIONS, CI, GITHUB_EVENT_NAME, GITHUB_BASE_REF (pull requests only), GITHUB_WORKSPACE,
-    GITHUB_ACTION_PATH (this repository), GITHUB_STEP_SUMMARY (`cwd/../step-summary.md`), GITHUB_OUTPUT
-    (`cwd/../step-output.txt`, emptied first: `step_outputs` reads it) and RUNNER_TEMP (`cwd/../runner-temp`). `path`
-    is put in front of PATH, after this Python's own bin directory: tests put stand-ins for `python` or
-    `flopbudget` there.
+    as `token` (empty by default: a test passes GITHUB_TOKEN=... itself, or the job's token as `token` to see
+    which steps the action hands it to), and `${{ steps.ID.outputs.NAME }}` from `steps` (the outputs of
+    earlier steps by id, as `step_outputs` reads them or a test gives them for a `uses:` step this runner cannot
+    run; empty when not given, as on GitHub for a step that was skipped; the id must be one of action.yml's).
+    Any other expression fails the test: the script would see something this runner does not provide. And the
+    variables GitHub sets: GITHUB_ACTIONS, CI, GITHUB_EVENT_NAME, GITHUB_BASE_REF (pull requests only),
+    GITHUB_WORKSPACE, GITHUB_ACTION_PATH (this repository), GITHUB_STEP_SUMMARY (`cwd/../step-summary.md`),
+    GITHUB_OUTPUT (`cwd/../step-output.txt`, emptied first: `step_outputs` reads it) and RUNNER_TEMP
+    (`cwd/../runner-temp`). `path` is put in front of PATH, after this Python's own bin directory: tests put
+    stand-ins for `python` or `flopbudget` there.
     """
     import yaml
 
@@ -175,7 +177,7 @@ def run_action_step(
 
     def expand(text: str) -> str:
         expanded = _INPUT.sub(lambda m: values[m.group(1)], str(text))
-        expanded = _TOKEN.sub("", expanded)  # the job's token: none here (a test passes GITHUB_TOKEN=... itself)
+        expanded = _TOKEN.sub(token, expanded)  # the job's token, where a step's env: asks for it
         expanded = _STEP_OUTPUT.sub(step_output, expanded)
         assert "${{" not in expanded, f"action.yml step {name!r}: an expression this test cannot provide: {text}"
         return expanded

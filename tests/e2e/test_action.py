@@ -556,3 +556,84 @@ def test_a_pull_request_that_grows_a_model_links_its_picture(project: Path, tmp_
     assert step_outputs(project) == {"line": line}  # the comment step's footer
     body = (tmp_path / "runner-temp" / "flopbudget-comment.md").read_text(encoding="utf-8")
     assert body.startswith(f"{MARKER}\n") and "grows:" in body  # the diff, folded
+
+
+# -- across CI machines: a shard, and the merge job ----------------------------------------------------------------
+
+
+def test_a_shard_checks_its_part_writes_its_results_and_names_its_artifact(project: Path, tmp_path: Path):
+    """No pictures and no comment body in a shard (the merge job's), and the folder and artifact name the upload
+    step needs written before the check runs, so a failed check still uploads."""
+    bin_dir = tmp_path / "bin"
+    tool = stand_in(bin_dir, "flopbudget", exit_code=1)
+    results = tmp_path / "runner-temp" / "flopbudget-shard"
+    done = run_action_step("Check compute budgets", project, {"shard": "2/3"}, path=[bin_dir])
+    assert done.returncode == 1  # the shard's own verdict: a forgotten merge job still fails on an overrun
+    assert calls(tool) == [
+        ["check", "--base-ref", "origin/main", "--shard", "2/3", "--report", f"json:{results}/check.json"]
+    ]
+    assert step_outputs(project) == {"results": str(results), "artifact": "flopbudget-shard-2-of-3"}
+    assert results.is_dir()
+
+
+def test_a_shard_runs_its_part_of_the_budget_tests_too(project: Path, tmp_path: Path):
+    bin_dir = tmp_path / "bin"
+    python = stand_in(bin_dir, "python")
+    inputs = {"pytest": "true", "shard": "1/2", "pytest-args": "tests/budgets"}
+    done = run_action_step(PYTEST_STEP, project, inputs, path=[bin_dir])
+    assert done.returncode == 0, done.stderr
+    results = tmp_path / "runner-temp" / "flopbudget-shard" / "pytest.json"
+    assert calls(python) == [
+        ["-m", "pytest", "--flopbudget-no-models", "--flopbudget-base-ref=origin/main", "--flopbudget-shard=1/2",
+         f"--flopbudget-report=json:{results}", "tests/budgets"]
+    ]  # fmt: skip
+
+
+def test_the_merge_job_merges_every_downloaded_shard_and_writes_the_comment_and_pictures(project: Path, tmp_path: Path):
+    bin_dir = tmp_path / "bin"
+    tool = stand_in(bin_dir, "flopbudget")
+    shards = tmp_path / "runner-temp" / "flopbudget-shards"
+    for index in (1, 2):
+        (shards / f"flopbudget-shard-{index}-of-2").mkdir(parents=True)
+        (shards / f"flopbudget-shard-{index}-of-2" / "check.json").write_text("{}")
+        (shards / f"flopbudget-shard-{index}-of-2" / "pytest.json").write_text("{}")
+    inputs = {"merge": "true", "comment": "true", "pytest": "true", "args": "--report gitlab:gl.json"}
+    done = run_action_step("Check compute budgets", project, inputs, path=[bin_dir])
+    assert done.returncode == 0, done.stderr
+    checks = [str(shards / f"flopbudget-shard-{index}-of-2" / "check.json") for index in (1, 2)]
+    comment = tmp_path / "runner-temp" / "flopbudget-comment.md"
+    assert calls(tool) == [["merge", *checks, "--report", "gitlab:gl.json", "--report", f"comment:{comment}",
+                            *pictures(tmp_path)]]  # fmt: skip
+    assert step_outputs(project) == {}  # nothing to upload from the merge job but the pictures
+    (bin_dir / "flopbudget.args").unlink()
+    assert run_action_step(PYTEST_STEP, project, inputs, path=[bin_dir]).returncode == 0
+    tests = [str(shards / f"flopbudget-shard-{index}-of-2" / "pytest.json") for index in (1, 2)]
+    body = tmp_path / "runner-temp" / "flopbudget-comment-pytest.md"
+    assert calls(tool) == [["merge", *tests, "--report", f"comment:{body}"]]
+
+
+SHARD_OF_N = "input shard: expected K/N, this job's shard of a matrix of N (e.g. 2/3), got"
+
+
+@pytest.mark.parametrize(
+    ("inputs", "message"),
+    [
+        ({"shard": "3"}, f"{SHARD_OF_N} '3'"),
+        ({"shard": "1/3\n::warning::x"}, f"{SHARD_OF_N} '1/3 ::warning::x'"),
+        ({"shard": "1/3", "merge": "true"},
+         "inputs shard and merge: a job is one shard of the matrix or its merge job, not both"),
+        ({"shard": "1/3", "comment": "true"},
+         "input comment: true in a shard: the merge job posts the one comment (set comment: true there)"),
+        ({"merge": "yes"}, "input merge: expected true or false, got 'yes'"),
+        ({"merge": "true"},
+         "merge: no shard's results were downloaded (artifacts flopbudget-shard-*): do the shard jobs run this action "
+         "with shard: K/N, and does this job need them?"),
+    ],
+)  # fmt: skip
+def test_shard_and_merge_inputs_it_cannot_honour_are_refused(project: Path, tmp_path: Path, inputs, message):
+    bin_dir = tmp_path / "bin"
+    tool = stand_in(bin_dir, "flopbudget")
+    done = run_action_step("Check compute budgets", project, inputs, path=[bin_dir])
+    assert done.returncode == 2
+    assert done.stdout.splitlines() == [f"::error title=flopbudget action::{message}"]
+    assert calls(tool) == []

@@ -33,7 +33,7 @@ def test_check_format_json_is_the_results_document_alone_on_stdout(project: Path
     assert result.returncode == 0, result.stderr
     document = json.loads(result.stdout)  # nothing else on stdout
     assert result.stdout == (project / "results.json").read_text(encoding="utf-8")  # the --report json:PATH text
-    assert document["format"] == "pytest-flopbudget/results/1" and document["passed"] is True
+    assert document["format"] == "pytest-flopbudget/results/2" and document["passed"] is True
     (model,) = document["models"]
     assert (model["name"], model["metrics"]["flops"]["now"], model["metrics"]["flops"]["limit"]) == ("small", 34, 40)
     assert "small" in result.stderr and "1 model counted" in result.stderr  # the text went to stderr

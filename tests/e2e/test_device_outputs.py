@@ -100,5 +100,5 @@ def test_a_report_into_a_fifo_reaches_its_reader(project: Path) -> None:
     done = flopbudget(project, "check", "--no-cache", "--no-require-baseline", "--report", f"json:{fifo}")
     reader.join(timeout=60)
     assert done.returncode == 0, done.stderr
-    assert '"format": "pytest-flopbudget/results/1"' in received[0]
+    assert '"format": "pytest-flopbudget/results/2"' in received[0]
     assert stat.S_ISFIFO(os.lstat(fifo).st_mode)

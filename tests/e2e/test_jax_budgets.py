@@ -1,7 +1,9 @@
 """JAX models end to end, through the same front ends as PyTorch's: a pyproject budget on a Flax NNX model whose
 layers are an `nnx.scan` over a stacked `nnx.vmap` of blocks fails `flopbudget check` with the per-layer diff naming
-the Flax module paths once the model grows a block; the marker fails the test under pytest; `flopbudget count`
-prints the table; and a curve over `seq` on a small Flax model fits the polynomial derived by hand."""
+the Flax module paths once the model grows a block; a Flax Linen model whose 12 layers are an `nn.scan` fails
+`flopbudget check` and pytest, naming the scanned layer's path, once that layer grows wider (the change a PR makes);
+the marker fails the test under pytest; `flopbudget count` prints the table; and a curve over `seq` on a small Flax
+model fits the polynomial derived by hand."""
 
 from __future__ import annotations
 
@@ -155,6 +157,77 @@ def test_count_prints_the_table(tmp_path: Path) -> None:
     lines = result.stdout.splitlines()
     assert lines[0] == "models:net: 2x4 float32; inference"
     rows = [line.split() for line in lines]
-    assert ["proj", "144", "64", "40", "18.3%"] in rows  # 2*2*8*4 + 16; MACs 2*8*4; params 4*8 + 8
-    assert ["blocks.lin", "544", "256", "144", "69.0%"] in rows  # 2 * (2*2*8*8 + 16); params 2 * (8*8 + 8)
+    # proj: 2*2*8*4 + 16 FLOPs; MACs 2*8*4; params 4*8 + 8; bytes: the dot 32 + 128 + 64, the bias add 64 + 32 + 64
+    assert ["proj", "144", "64", "40", "18.3%", "384", "0.375"] in rows
+    # blocks.lin: 2 * (2*2*8*8 + 16) FLOPs; params 2 * (8*8 + 8); bytes 2 * (64 + 256 + 64 + 64 + 32 + 64) = 1,088
+    assert ["blocks.lin", "544", "256", "144", "69.0%", "1.06Ki", "0.5"] in rows
     assert "total: 788 FLOPs, 352 MACs, 202 params (788 FLOPs, 352 MACs)" in result.stdout
+    # 202 params in fp32; the peak: 808 + the input 32 + proj's two activations 64 + 64 alive in the bias add, the
+    # product freed, the scan's carry 64, its body's dot and bias add 128: 1,096 (docs/jax.md, "Memory")
+    assert "memory: 1,912 bytes moved (1.87 KiB), 0.412 FLOPs/byte; 808 param bytes (808 B)" in result.stdout
+    assert "peak memory 1.07 KiB at blocks.lin" in result.stdout
+
+
+LINEN_MODELS = """\
+import flax.linen as nn
+import jax
+
+HIDDEN = 32
+
+
+class Layer(nn.Module):
+    @nn.compact
+    def __call__(self, x, _):
+        return x + nn.Dense(8, name="down")(jax.nn.relu(nn.Dense(HIDDEN, name="up")(x))), None
+
+
+class Stack(nn.Module):
+    @nn.compact
+    def __call__(self, x):
+        layers = nn.scan(Layer, variable_axes={"params": 0}, split_rngs={"params": True}, length=12)
+        return nn.Dense(2, name="head")(layers(name="layers")(x, None)[0])
+
+
+def stack():
+    return Stack()
+"""
+
+LINEN_PYPROJECT = """\
+[tool.flopbudget.models.stack]
+target = "models:stack"
+inputs = [[2, 8]]
+flops = "30k"
+"""
+
+
+@pytest.mark.slow  # both front ends, three processes importing jax
+def test_a_wider_scanned_linen_layer_fails_check_and_pytest_naming_its_path(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    where = pytester.path
+    (where / "models.py").write_text(LINEN_MODELS)
+    (where / "pyproject.toml").write_text(LINEN_PYPROJECT)
+    update = flopbudget(where, "check", "--no-cache", "--update")
+    assert update.returncode == 0, update.stdout + update.stderr
+    # on x = [2, 8], per layer: up 2*2*8*32 + 64 (bias) = 1088, relu 64 + the residual add 16, down 2*2*32*8 + 16
+    # = 1040; 12 layers, then head 2*2*8*2 + 4 = 68: 12*1088 + 12*80 + 12*1040 + 68 = 26564
+    stack = json.loads((where / ".flopbudget" / "stack.json").read_text())
+    assert (stack["backend"], stack["totals"]["flops"]) == ("jax", 26564)
+    assert stack["layers"]["layers.up"]["metrics"]["flops"] == 12 * 1088
+
+    # the PR: the scanned layer's hidden width 32 -> 48. up 2*2*8*48 + 96 = 1632, relu 96 + 16, down 2*2*48*8 + 16
+    # = 1552: 12*1632 + 12*112 + 12*1552 + 68 = 39620
+    (where / "models.py").write_text(LINEN_MODELS.replace("HIDDEN = 32", "HIDDEN = 48"))
+    result = flopbudget(where, "check", "--no-cache")
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "stack: 39.6 kFLOPs > budget 30.0 kFLOPs (+32.1%); baseline 26.6 kFLOPs" in result.stdout
+    rows = [line.split() for line in result.stdout.splitlines()]
+    assert ["layers.up", "13.1k", "19.6k", "+6.53k", "(+50.0%)"] in rows  # 13056 -> 19584
+    assert ["layers.down", "12.5k", "18.6k", "+6.14k", "(+49.2%)"] in rows  # 12480 -> 18624
+    assert ["layers", "960", "1.34k", "+384", "(+40.0%)"] in rows  # 960 -> 1344
+
+    run = inner_pytest(pytester, monkeypatch, "serial", subprocess_run=True)("pyproject.toml")
+    run.assert_outcomes(failed=1)
+    out = run.stdout.str()
+    assert "FAILED pyproject.toml::stack - stack: 39.6 kFLOPs > budget 30.0 kFLOPs (+32.1" in out
+    assert ["layers.up", "13.1k", "19.6k", "+6.53k", "(+50.0%)"] in [line.split() for line in out.splitlines()]

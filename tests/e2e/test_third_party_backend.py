@@ -160,7 +160,7 @@ def test_count_counts_a_toy_model_and_the_broken_entry_point_costs_one_line(toy_
     assert params == 6 * 5 + 5 * 3  # 30 + 15 = 45
     assert result.stdout.splitlines()[1] == (
         "register_formula: the toy backend has no formula table (it counts its ops itself); formulas can be "
-        "registered for 'torch', 'jax' or 'onnx'"
+        "registered for 'torch', 'jax', 'tensorflow', 'savedmodel' or 'onnx'"
     )
     assert result.stdout.splitlines()[2] == "CountingError a toy model takes inputs={'x': [M, K]} only"
     assert result.stdout.splitlines()[3] == str(4 * 5 * 6)  # the bundled PyTorch backend: 120 MACs

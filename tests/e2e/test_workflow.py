@@ -1,7 +1,8 @@
 """The shipped GitHub files, checked offline by the real tools: check-jsonschema and zizmor.
 
-Four files: this repository's workflow, its release workflow (`release.yml`), the composite action (`action.yml`)
-and the workflow users copy (`docs/examples/flopbudget-workflow.yml`). `check-jsonschema --builtin-schema
+Five files: this repository's workflow, its release workflow (`release.yml`), the composite action (`action.yml`)
+and the workflows users copy (`docs/examples/flopbudget-workflow.yml`, and `flopbudget-matrix-workflow.yml` for a
+matrix of shards and its merge job). `check-jsonschema --builtin-schema
 vendor.github-workflows` (or `vendor.github-actions`) validates each against the published schema (bundled with
 the tool, no network).
 `zizmor --offline` audits them for security problems: unpinned actions, credentials persisted by checkout,
@@ -27,6 +28,7 @@ ROOT = Path(__file__).resolve().parents[2]
 WORKFLOW = ROOT / ".github" / "workflows" / "flopbudget.yml"
 ACTION = ROOT / "action.yml"
 EXAMPLE = ROOT / "docs" / "examples" / "flopbudget-workflow.yml"
+MATRIX = ROOT / "docs" / "examples" / "flopbudget-matrix-workflow.yml"
 RELEASE = ROOT / ".github" / "workflows" / "release.yml"
 INSTALLED = "${{ !cancelled() && steps.install.outcome == 'success' }}"
 SHA_PIN = re.compile(r"^[\w.-]+/[\w.-]+@[0-9a-f]{40}$")
@@ -55,10 +57,11 @@ def zizmor_findings(path: Path) -> list[dict[str, Any]]:
     [
         (WORKFLOW, "vendor.github-workflows"),
         (EXAMPLE, "vendor.github-workflows"),
+        (MATRIX, "vendor.github-workflows"),
         (ACTION, "vendor.github-actions"),
         (RELEASE, "vendor.github-workflows"),
     ],
-    ids=["workflow", "example", "action", "release"],
+    ids=["workflow", "example", "matrix", "action", "release"],
 )
 def test_schema_is_valid(path: Path, schema: str) -> None:
     done = subprocess.run(
@@ -69,7 +72,9 @@ def test_schema_is_valid(path: Path, schema: str) -> None:
     assert "ok -- validation done" in done.stdout
 
 
-@pytest.mark.parametrize("path", [WORKFLOW, EXAMPLE, ACTION, RELEASE], ids=["workflow", "example", "action", "release"])
+@pytest.mark.parametrize(
+    "path", [WORKFLOW, EXAMPLE, MATRIX, ACTION, RELEASE], ids=["workflow", "example", "matrix", "action", "release"]
+)
 def test_zizmor_finds_nothing_of_medium_severity_or_above(path: Path) -> None:
     findings = zizmor_findings(path)
     assert findings == [], json.dumps(findings, indent=2)
@@ -150,7 +155,9 @@ def test_example_workflow_uses_the_action_with_least_privilege() -> None:
 
 def test_action_scripts_take_inputs_through_env_only() -> None:
     steps = steps_of(ACTION)
-    assert [ref.split("@")[0] for ref in pins(ACTION)] == ["actions/setup-python", "actions/upload-artifact"]
+    assert [ref.split("@")[0] for ref in pins(ACTION)] == [
+        "actions/setup-python", "actions/download-artifact", "actions/upload-artifact", "actions/upload-artifact",
+    ]  # fmt: skip
     for step in steps:
         if "run" in step:
             assert step["shell"] == "bash"
@@ -180,6 +187,45 @@ def test_action_uploads_the_differential_pictures_as_one_unzipped_file_without_t
     assert [name for name in names if name in order] == order  # the link reaches the comment before it is posted
     with_token = [step["name"] for step in steps_of(ACTION) if "github.token" in str(step)]
     assert with_token == ["Comment on the pull request"]
+
+
+def test_matrix_example_shards_with_least_privilege_and_merges_once() -> None:
+    """N shard jobs that only read, and one merge job after them (after a failed shard too) that alone may write
+    the comment; every input it gives the action is one the action has."""
+    data = yaml.safe_load(MATRIX.read_text(encoding="utf-8"))
+    assert data["permissions"] == {"contents": "read"}
+    shards, merge = data["jobs"]["shards"], data["jobs"]["merge"]
+    assert "permissions" not in shards and shards["strategy"]["fail-fast"] is False
+    assert merge["permissions"] == {"contents": "read", "pull-requests": "write"}
+    assert merge["needs"] == "shards" and merge["if"] == "${{ !cancelled() }}"
+    inputs = set(yaml.safe_load(ACTION.read_text(encoding="utf-8"))["inputs"])
+    for job in (shards, merge):
+        checkout, action = job["steps"]
+        assert checkout["uses"].startswith("actions/checkout@") and checkout["with"]["persist-credentials"] is False
+        assert action["uses"].startswith("OWNER/pytest-flopbudget@") and set(action["with"]) <= inputs
+    total = len(shards["strategy"]["matrix"]["shard"])
+    assert shards["steps"][1]["with"]["shard"] == f"${{{{ matrix.shard }}}}/{total}"
+    assert merge["steps"][1]["with"]["merge"] is True and "install" not in merge["steps"][1]["with"]
+    assert [ref.split("@")[0] for ref in pins(MATRIX)] == ["actions/checkout", "OWNER/pytest-flopbudget"] * 2
+
+
+def test_action_moves_a_shards_results_to_the_merge_job_without_the_token() -> None:
+    """A shard uploads its results folder under its own artifact name, after a failed check too; the merge job
+    downloads every shard's (and only when it is the merge job)."""
+    steps = {step.get("name"): step for step in steps_of(ACTION)}
+    upload = steps["Upload this shard's results"]
+    assert upload["if"] == "${{ !cancelled() && steps.check.outputs.artifact != '' }}"
+    assert upload["with"] == {
+        "name": "${{ steps.check.outputs.artifact }}", "path": "${{ steps.check.outputs.results }}",
+        "if-no-files-found": "error",
+    }  # fmt: skip
+    download = steps["Download the shards' results"]
+    assert download["if"] == "${{ inputs.merge == 'true' }}"
+    assert download["with"] == {"pattern": "flopbudget-shard-*", "path": "${{ runner.temp }}/flopbudget-shards"}
+    names = list(steps)
+    assert names.index("Download the shards' results") < names.index("Check compute budgets")
+    assert names.index("Check compute budgets in tests with pytest") < names.index("Upload this shard's results")
+    assert "github.token" not in str(upload) + str(download)
 
 
 # -- the release workflow ---------------------------------------------------------------------------------------------

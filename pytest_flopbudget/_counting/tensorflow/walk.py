@@ -3,10 +3,20 @@
 The graph is a concrete function's `FuncGraph`; a body (a loop's `body` and `cond`, an `If`'s branches, a
 `PartitionedCall`'s `f`) is the function of that name in the graph's function library, read as the `FuncGraph`
 TensorFlow traced it into (its static shapes), else rebuilt from its `FunctionDef` with the caller's input shapes.
-Control flow counts as it runs: a `While` with a known trip count (a constant `maximum_iterations`, or a counter
-from a constant start, stepped by a constant, compared with `Less` to a constant or loop-invariant bound) counts
-its body trip times and its condition trip + 1 times, else it is skipped with the reason; an `If`/`Case` its
+Control flow counts as it runs: a `While` with a known trip count (a counter from a constant start, stepped by a
+constant, compared with `Less` to a constant or loop-invariant bound) counts its body trip times and its condition
+trip + 1 times; a data-dependent `While` capped by a constant `maximum_iterations` counts the cap, an upper bound
+listed as an estimated op (`CAPPED_TRIP`); any other is skipped with the reason. An `If`/`Case` counts its
 costliest branch, the others' skipped ops still reported; a call its body once. Nothing is executed.
+
+The walk also follows resource handles (variables) into the bodies that receive them, so each variable is charged
+to the layer of the first op that reads it (`Walker.readers`): a graph that keeps no layer objects (a SavedModel)
+or a plain `tf.function` puts its parameters where its ops are.
+
+Every op also goes through the walk's `memory` (`memory.py`): the bytes it moves are added to the tally beside its
+FLOPs (so a loop body's bytes count as often as its FLOPs), and each graph and op is recorded for the peak of live
+bytes (`graph_memory.py`). A `While` without a known trip count is still walked for that (its peak does not depend
+on how often it runs), its figures thrown away.
 """
 
 from __future__ import annotations
@@ -18,8 +28,11 @@ import numpy as np
 
 from pytest_flopbudget._counting.registry import FREE
 from pytest_flopbudget._counting.tally import NO_FORMULA, Tally, formula_failed
+from pytest_flopbudget._counting.tensorflow.memory import TfMemory
 from pytest_flopbudget._counting.tensorflow.names import LayerNamer, joined, plain_layer, scopes_of
 from pytest_flopbudget._counting.tensorflow.ops import TF_OPS, OpContext
+from pytest_flopbudget._metrics import BYTES
+from pytest_flopbudget._report import ROOT
 
 WHILE_OPS = frozenset({"While", "StatelessWhile"})
 IF_OPS = frozenset({"If", "StatelessIf"})
@@ -33,6 +46,11 @@ UNKNOWN_SHAPE = "unknown static shape after tracing (give every dim in the input
 BACKWARD_SCOPE = "gradient_tape"
 #: The skip reason of a body that is in no function library.
 MISSING_BODY = "function body not found in the graph's function library"
+#: The rule of a `While` counted at its `maximum_iterations` because its condition depends on the data: the figures
+#: are an upper bound, listed among the estimated ops.
+CAPPED_TRIP = "data-dependent while loop counted at its constant maximum_iterations (an upper bound)"
+#: Ops that pass a resource handle through unchanged: what they output is the variable they were given.
+_PASS_THROUGH = frozenset({"Identity", "Snapshot"})
 
 
 def _shape(tensor: Any) -> tuple[int, ...] | None:
@@ -48,44 +66,109 @@ def _is_integer(tensor: Any) -> bool:
     return bool(getattr(dtype, "is_integer", False))
 
 
+#: A graph's resource tensors by name -> the variable each holds (its key in `Walker.readers`).
+Resources = dict[str, str]
+
+
 class Walker:
-    """Prices every op of a graph into a `Tally`, by layer (`namer` over the op's name scopes)."""
+    """Prices every op of a graph into a `Tally`, by layer (`namer` over the op's name scopes).
+
+    `readers` maps each variable the walk saw read (by the key its handle was given in `walk(resources=...)`, or
+    a `VarHandleOp`'s shared name) to the layer of the first op that read it; `variable_sizes` holds the element
+    count of each `VarHandleOp` the walk met (its `shape` attribute, nothing read)."""
 
     def __init__(self, tf: Any, root: Any, namer: LayerNamer = plain_layer) -> None:
         self.tf, self.root, self.namer = tf, root, namer
         self._library: dict[str, Any] | None = None
+        self.readers: dict[str, str] = {}
+        self.variable_sizes: dict[str, int] = {}
+        self.memory = TfMemory()
 
-    def walk(self, graph: Any, tally: Tally, outer: Sequence[str] = ()) -> None:
-        live = live_ops(graph)
-        for op in graph.get_operations():
-            if live is None or op.name in live:
-                self.op(op, tally, joined(outer, scopes_of(op.name)))
+    def walk(
+        self,
+        graph: Any,
+        tally: Tally,
+        outer: Sequence[str] = (),
+        resources: Resources | None = None,
+        outputs: Sequence[Any] | None = None,
+    ) -> None:
+        """Price the ops of `graph` that run: those its outputs depend on (`outputs`, else the graph's own; every
+        op of a graph that declares none). `resources` names the variables its resource tensors hold."""
+        live = live_ops(graph, outputs)
+        held = dict(resources or {})
+        placed: dict[str, tuple[str, bool, int]] = {}
+        with self.memory.program(graph, outputs):
+            for op in graph.get_operations():
+                scopes = joined(outer, scopes_of(op.name))
+                path, backward = place(op, self.namer(scopes), bool(scopes) and scopes[0] == BACKWARD_SCOPE, placed)
+                if live is None or op.name in live:
+                    kind = op.type
+                    called = kind in CALL_OPS or (TF_OPS.lookup(kind) is None and self._in_library(kind))
+                    has_body = called or kind in WHILE_OPS or kind in IF_OPS or kind in CASE_OPS
+                    with self.memory.equation(op, path, backward=backward, called=called, has_body=has_body):
+                        self.op(op, tally, scopes, path, backward, held)
 
-    def op(self, op: Any, tally: Tally, scopes: Sequence[str]) -> None:
+    def op(
+        self,
+        op: Any,
+        tally: Tally,
+        scopes: Sequence[str],
+        path: str,
+        backward: bool = False,
+        held: Resources | None = None,
+    ) -> None:
         kind = op.type
-        path = self.namer(scopes)
+        held = {} if held is None else held
+        self._follow(op, kind, path, held)
         if kind in WHILE_OPS:
-            self._while(op, tally, scopes, path)
+            self._while(op, tally, scopes, path, held)
         elif kind in IF_OPS:
-            self._branches(op, [op.get_attr("then_branch").name, op.get_attr("else_branch").name], tally, scopes, path)
+            names = [op.get_attr("then_branch").name, op.get_attr("else_branch").name]
+            self._branches(op, names, tally, scopes, path, held)
         elif kind in CASE_OPS:
-            self._branches(op, [b.name for b in op.get_attr("branches")], tally, scopes, path)
+            self._branches(op, [b.name for b in op.get_attr("branches")], tally, scopes, path, held)
         elif kind in CALL_OPS:
             body = self.body(op, op.get_attr("f").name, op.inputs)
             if body is None:
                 tally.skip(path, kind, MISSING_BODY)
             else:
-                self.walk(body, tally, scopes)
+                self.walk(body, tally, scopes, passed(op.inputs, body, held))
         elif TF_OPS.lookup(kind) is None and self._in_library(kind):  # a function called by name
             body = self.body(op, kind, op.inputs)
             if body is not None:
-                self.walk(body, tally, scopes)
+                self.walk(body, tally, scopes, passed(op.inputs, body, held))
         else:
-            self._priced(op, kind, tally, path, backward=bool(scopes) and scopes[0] == BACKWARD_SCOPE)
+            self._priced(op, kind, tally, path, backward=backward)
+
+    def _follow(self, op: Any, kind: str, path: str, held: Resources) -> None:
+        """Track the variables' handles: a `VarHandleOp` makes one, an identity passes one on, and any other op
+        (but a call or control flow, whose bodies are followed) given one reads it."""
+        if kind == "VarHandleOp":
+            key = _text(op.get_attr("shared_name")) or op.name
+            held[op.outputs[0].name] = key
+            shape = op.get_attr("shape")
+            if shape.unknown_rank:
+                return
+            dims = [d.size for d in shape.dim]
+            self.variable_sizes.setdefault(key, int(np.prod(dims, dtype=np.int64)) if all(d >= 0 for d in dims) else 0)
+            return
+        if not held:
+            return
+        given = [held[t.name] for t in op.inputs if t.name in held]
+        if not given:
+            return
+        if kind in _PASS_THROUGH:
+            held[op.outputs[0].name] = given[0]
+        elif kind not in CALL_OPS | WHILE_OPS | IF_OPS | CASE_OPS and not self._in_library(kind):
+            for key in given:
+                self.readers.setdefault(key, path)
 
     def _priced(self, op: Any, kind: str, tally: Tally, path: str, *, backward: bool = False) -> None:
         entry = TF_OPS.lookup(kind)
-        if entry is FREE:
+        if entry is FREE:  # no arithmetic, but a copy, a gather or a fill still moves memory (memory.py)
+            moved = self.memory.moved(op, kind, free=True, layer=path)
+            if moved:
+                tally.add_values(path, kind, {BYTES: moved}, backward=backward)
             return
         if entry is None:
             tally.skip(path, kind, NO_FORMULA)
@@ -96,6 +179,7 @@ class Walker:
         # (FusedBatchNormV3's reserve space) reads as a scalar
         if any(s is None for s in in_shapes) or (out_shapes and out_shapes[0] is None):
             tally.skip(path, kind, UNKNOWN_SHAPE)
+            self.memory.cannot_size(kind, path)
             return
         context = OpContext(
             op_type=kind,
@@ -109,7 +193,11 @@ class Walker:
         except Exception as exc:  # a formula that cannot read this op says so; it never counts zero silently
             tally.skip(path, kind, formula_failed(f"{type(exc).__name__}: {exc}"[:200]))
             return
-        tally.add(path, kind, cost, backward=backward)
+        values = cost.values()
+        moved = self.memory.moved(op, kind, free=False, layer=path)
+        if moved:
+            values[BYTES] = moved
+        tally.add_values(path, kind, values, backward=backward)
 
     # --- function bodies ----------------------------------------------------------------------------------------
 
@@ -123,22 +211,51 @@ class Walker:
         return self._library
 
     def body(self, op: Any, name: str, inputs: Sequence[Any]) -> Any:
-        """The graph of function `name` called by `op`: the FuncGraph TensorFlow traced, else rebuilt from the
-        library's `FunctionDef` with the caller's input shapes; None when it is nowhere."""
+        """The graph of function `name` called by `op`: the FuncGraph TensorFlow traced (where it knows every dim
+        the caller knows), else rebuilt from the library's `FunctionDef` with the caller's input shapes; None when
+        it is nowhere."""
+        traced = self._traced(op, name)
+        if traced is not None and _knows_as_much(traced.inputs, inputs):
+            return traced
+        return self._rebuilt(name, [t.shape for t in inputs], inputs)
+
+    def loop(self, op: Any) -> tuple[Any, Any]:
+        """A `While`'s body and condition graphs (None where missing). The bodies TensorFlow traced are taken as
+        they are (their inputs have the loop's shape invariants); a body rebuilt from its `FunctionDef` starts from
+        the loop's initial shapes, and every dim the body changes from one trip to the next is left unknown, until
+        the body's outputs fit its inputs (the invariants TensorFlow would have found)."""
+        body_name, cond_name = op.get_attr("body").name, op.get_attr("cond").name
+        body, cond = self._traced(op, body_name), self._traced(op, cond_name)
+        if body is not None and cond is not None:
+            return body, cond
+        shapes = [t.shape for t in op.inputs]
+        for _ in range(len(shapes) + 1):
+            body = self._rebuilt(body_name, shapes, op.inputs)
+            if body is None:
+                return None, None
+            relaxed = [mine.most_specific_compatible_shape(out.shape) for mine, out in zip(shapes, body.outputs)]
+            if [_dims(s) for s in relaxed] == [_dims(s) for s in shapes[: len(relaxed)]]:
+                break
+            shapes = [*relaxed, *shapes[len(relaxed) :]]
+        return body, self._rebuilt(cond_name, shapes, op.inputs)
+
+    def _traced(self, op: Any, name: str) -> Any:
         for graph in (op.graph, self.root):
             found = getattr(graph, "_functions", {}).get(name)
-            if found is not None and getattr(found, "graph", None) is not None:
-                return found.graph
-        fdef = self.library().get(name)
-        if fdef is None:
-            return None
-        from tensorflow.python.framework.function_def_to_graph import function_def_to_graph
+            traced = getattr(found, "graph", None) if found is not None else None
+            if traced is not None:
+                return traced
+        return None
 
-        return function_def_to_graph(fdef, input_shapes=[t.shape for t in inputs])
+    def _rebuilt(self, name: str, shapes: Sequence[Any], operands: Sequence[Any]) -> Any:
+        fdef = self.library().get(name)
+        return None if fdef is None else function_graph(self.root, fdef, shapes, operands)
 
     # --- control flow -------------------------------------------------------------------------------------------
 
-    def _branches(self, op: Any, names: Sequence[str], tally: Tally, scopes: Sequence[str], path: str) -> None:
+    def _branches(
+        self, op: Any, names: Sequence[str], tally: Tally, scopes: Sequence[str], path: str, held: Resources
+    ) -> None:
         branches = []
         for name in names:
             body = self.body(op, name, op.inputs[1:])
@@ -146,7 +263,7 @@ class Walker:
                 tally.skip(path, op.type, MISSING_BODY)
                 return
             sub = Tally()
-            self.walk(body, sub, scopes)
+            self.walk(body, sub, scopes, passed(op.inputs[1:], body, held))
             branches.append(sub)
         if not branches:
             return
@@ -156,29 +273,175 @@ class Walker:
             if other is not costliest:  # ops skipped in a cheaper branch may run: reported, never called exact
                 tally.merge_skipped(other)
 
-    def _while(self, op: Any, tally: Tally, scopes: Sequence[str], path: str) -> None:
-        body = self.body(op, op.get_attr("body").name, op.inputs)
-        cond = self.body(op, op.get_attr("cond").name, op.inputs)
+    def _while(self, op: Any, tally: Tally, scopes: Sequence[str], path: str, held: Resources) -> None:
+        body, cond = self.loop(op)
         if body is None or cond is None:
             tally.skip(path, op.type, MISSING_BODY)
             return
-        trip = trip_count(self.tf, op, body, cond)
+        trip, exact = trip_bound(self.tf, op, body, cond)
         if trip is None:
             tally.skip(path, op.type, DYNAMIC_TRIP)
+            self.walk(body, Tally(), scopes, passed(op.inputs, body, held))  # for the peak alone (`memory`)
+            self.walk(cond, Tally(), scopes, passed(op.inputs, cond, held))
             return
+        if not exact:
+            tally.estimate(path, op.type, CAPPED_TRIP)
         body_tally, cond_tally = Tally(), Tally()
-        self.walk(body, body_tally, scopes)
-        self.walk(cond, cond_tally, scopes)
+        self.walk(body, body_tally, scopes, passed(op.inputs, body, held))
+        self.walk(cond, cond_tally, scopes, passed(op.inputs, cond, held))
         tally.merge(body_tally, trip)
         tally.merge(cond_tally, trip + 1)
 
 
-def live_ops(graph: Any) -> set[str] | None:
+def _dims(shape: Any) -> list[int | None] | None:
+    return None if shape.rank is None else shape.as_list()
+
+
+def _knows_as_much(inner: Sequence[Any], outer: Sequence[Any]) -> bool:
+    """Whether a traced body's inputs know every dim its caller's operands know (else it is rebuilt)."""
+    for mine, theirs in zip(inner, outer):
+        if theirs.shape.rank is None:
+            continue
+        if mine.shape.rank is None:
+            return False
+        if any(m is None and t is not None for m, t in zip(mine.shape.as_list(), theirs.shape.as_list())):
+            return False
+    return True
+
+
+def passed(inputs: Sequence[Any], body: Any, held: Resources) -> Resources:
+    """The variables a body receives: its input placeholders, matched in order to the caller's operands."""
+    return {inner.name: held[outer.name] for outer, inner in zip(inputs, body.inputs) if outer.name in held}
+
+
+def function_graph(root: Any, fdef: Any, input_shapes: Sequence[Any], operands: Sequence[Any] = ()) -> Any:
+    """The function `fdef` as a graph whose inputs have `input_shapes` (the caller's), shapes inferred from there.
+
+    TensorFlow's `function_def_to_graph` would let the shapes a function was saved with (`_output_shapes` on its
+    arguments) replace the caller's, so a SavedModel's body would keep its unknown batch, and its placeholders
+    would lack what the caller's tensors know of the tensors inside a handle (a `TensorList`'s element shape, a
+    variable's shape), so a recurrent loop's per-step reads would be unknown. Here the placeholders are made
+    first, with the caller's shapes and `operands`' handle data (a resource argument's declared handle data
+    otherwise), and the body is imported onto them. Nested functions are found in `root`'s library."""
+    from tensorflow.python.framework import importer
+    from tensorflow.python.framework.func_graph import FuncGraph
+    from tensorflow.python.framework.function_def_to_graph import function_def_to_graph_def
+    from tensorflow.python.ops import array_ops, handle_data_util
+
+    args = list(fdef.signature.input_arg)
+    shapes = list(input_shapes) + [None] * (len(args) - len(input_shapes))
+    bound = type(fdef)()
+    bound.CopyFrom(fdef)
+    for index in bound.arg_attr:
+        bound.arg_attr[index].attr.pop("_output_shapes", None)
+    with root.as_default():
+        graph_def, flat_names = function_def_to_graph_def(bound, shapes)
+        arg_names = {arg.name for arg in args}
+        body_def = type(graph_def)()
+        body_def.CopyFrom(graph_def)
+        del body_def.node[:]
+        body_def.node.extend(node for node in graph_def.node if node.name not in arg_names)
+        graph = FuncGraph(fdef.signature.name)
+        with graph.as_default():
+            feeds = {}
+            for index, (arg, shape) in enumerate(zip(args, shapes)):
+                placeholder = array_ops.placeholder(arg.type, shape, name=arg.name)
+                if index < len(operands) and arg.type in (_RESOURCE, _VARIANT):
+                    handle_data_util.set_handle_data(placeholder, _handle_data(operands[index]))
+                if arg.handle_data and arg.type == _RESOURCE:
+                    declared = handle_data_util.create_handle_data(
+                        _tensor_shape(arg.handle_data[0].shape), _dtype(arg.handle_data[0].dtype)
+                    )
+                    if not handle_data_util.get_handle_data(placeholder).is_set:
+                        handle_data_util.set_handle_data(placeholder, declared)
+                feeds[f"{arg.name}:0"] = placeholder
+            used = {name if ":" in name else f"{name}:0" for node in body_def.node for name in node.input}
+            importer.import_graph_def(body_def, input_map={k: v for k, v in feeds.items() if k in used}, name="")
+
+            def tensor(name: str) -> Any:
+                return feeds[name] if name in feeds else graph.get_tensor_by_name(name)
+
+            graph.inputs = [feeds[f"{arg.name}:0"] for arg in args]
+            graph.outputs = [tensor(flat_names[fdef.ret[arg.name]]) for arg in fdef.signature.output_arg]
+            graph.control_outputs = [
+                graph.get_operation_by_name(fdef.control_ret[name]) for name in fdef.signature.control_output
+            ]
+            for node in body_def.node:  # the shapes saved with each op, merged with what inference found
+                saved = node.attr.get("_output_shapes")
+                if saved is None:
+                    continue
+                op = graph.get_operation_by_name(node.name)
+                for output, shape in zip(op.outputs, saved.list.shape):
+                    try:
+                        output.set_shape(_tensor_shape(shape))
+                    except ValueError:  # a saved shape the bound inputs contradict: inference wins
+                        continue
+    return graph
+
+
+#: `DT_RESOURCE` (a variable's handle) and `DT_VARIANT` (a `TensorList`'s).
+_RESOURCE, _VARIANT = 20, 21
+
+
+def _handle_data(tensor: Any) -> Any:
+    """What `tensor` knows of the tensors inside its handle. A `TensorList` made from a tensor (a recurrent layer's
+    time steps) holds slices of it: TensorFlow takes their shape from the `element_shape` constant the trace wrote
+    (a SavedModel's keeps its unknown batch), so it is merged with the shape of the tensor's slices."""
+    from tensorflow.python.ops import handle_data_util
+
+    data = handle_data_util.get_handle_data(tensor)
+    source = _through_identity(tensor)
+    if data is None or not data.is_set or len(data.shape_and_type) != 1 or source.op.type != "TensorListFromTensor":
+        return data
+    element, sliced = _tensor_shape(data.shape_and_type[0].shape), source.op.inputs[0].shape
+    if sliced.rank is None or not element.is_compatible_with(sliced[1:]):
+        return data
+    refined = type(data)()
+    refined.CopyFrom(data)
+    refined.shape_and_type[0].shape.CopyFrom(element.merge_with(sliced[1:]).as_proto())
+    return refined
+
+
+def _tensor_shape(proto: Any) -> Any:
+    from tensorflow.python.framework.tensor_shape import TensorShape
+
+    return TensorShape(proto)
+
+
+def _dtype(enum: int) -> Any:
+    from tensorflow.python.framework.dtypes import as_dtype
+
+    return as_dtype(enum)
+
+
+def _text(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value or "")
+
+
+def place(op: Any, path: str, backward: bool, placed: dict[str, tuple[str, bool, int]]) -> tuple[str, bool]:
+    """The layer and phase of `op` (`placed` holds those of the ops before it in the graph by name, with their
+    position).
+
+    An op is charged to the layer its scopes name, and is backward under the tape's `gradient_tape` scope. One
+    kind of op has neither: the gradient machinery sums the gradients of a tensor used twice (a residual's
+    shortcut) with an `AddN` it builds outside every scope. An op outside every layer and outside the tape whose
+    operands are all backward is such a sum: backward, charged to the layer of its latest operand (where the
+    second gradient arrived, as PyTorch's autograd engine accumulates it and jax's `add_any` is placed)."""
+    if path == ROOT and not backward and op.inputs:
+        sources = [placed.get(tensor.op.name) for tensor in op.inputs]
+        if all(source is not None and source[1] for source in sources):
+            path, backward = max(sources, key=lambda source: source[2])[0], True  # type: ignore[index]
+    placed[op.name] = (path, backward, len(placed))
+    return path, backward
+
+
+def live_ops(graph: Any, wanted: Sequence[Any] | None = None) -> set[str] | None:
     """The names of the ops a function runs: those its outputs and control outputs depend on (TensorFlow prunes
     the rest before running a function, such as the input gradient a convolution's gradient function builds for an
-    input nothing differentiates); None for a graph without declared outputs (every op runs)."""
-    outputs = list(getattr(graph, "outputs", None) or ())
-    controls = list(getattr(graph, "control_outputs", None) or ())
+    input nothing differentiates), or those `wanted` tensors depend on (a SavedModel signature's outputs in a graph
+    that also holds the saver); None for a graph without declared outputs (every op runs)."""
+    outputs = list(wanted if wanted is not None else getattr(graph, "outputs", None) or ())
+    controls = [] if wanted is not None else list(getattr(graph, "control_outputs", None) or ())
     if not outputs and not controls:
         return None
     live: set[str] = set()
@@ -247,13 +510,20 @@ def _through_identity(tensor: Any) -> Any:
 
 
 def trip_count(tf: Any, op: Any, body: Any, cond: Any) -> int | None:
-    """The trip count of a `While` op when the graph fixes it, else None.
+    """The trip count of a `While` op when the graph fixes it or caps it, else None (`trip_bound` says which)."""
+    return trip_bound(tf, op, body, cond)[0]
+
+
+def trip_bound(tf: Any, op: Any, body: Any, cond: Any) -> tuple[int | None, bool]:
+    """The trip count of a `While` op when the graph fixes it, and whether it is exact; (None, False) when the
+    graph neither fixes nor caps it.
 
     Bounds: `maximum_iterations` (the loop's second input, TF2 control flow) when a constant >= 0, and every
     `Less` term of the condition (joined by `LogicalAnd`) that compares a counter (a loop variable from a constant
     start, stepped in the body by a constant or loop-invariant `AddV2`) with a constant or a loop-invariant loop
-    variable of constant start. The smallest bound is the trip count; a condition with any other term counts as
-    `maximum_iterations` alone (as the cap it is), and without one it has no known trip count.
+    variable of constant start. The smallest bound is the trip count, exact; a condition with any other term
+    counts as `maximum_iterations` alone, the cap it is: an upper bound, not exact. Without one it has no known
+    trip count.
     """
     inits = list(op.inputs)
     cap = _constant(tf, inits[1]) if len(inits) >= 2 else None
@@ -264,13 +534,20 @@ def trip_count(tf: Any, op: Any, body: Any, cond: Any) -> int | None:
         if term.op.type == "LogicalAnd":
             terms.extend(_through_identity(t) for t in term.op.inputs)
             continue
+        if _always_true(tf, term):  # `lambda *_: True` under a cap: the cap is the trip count
+            continue
         bound = _less_bound(tf, term, inits, body, cond)
         known = known and bound is not None
         if bound is not None:
             found.append(bound)
     if known and found:
-        return max(min([*found, *([cap] if cap is not None else [])]), 0)
-    return cap
+        return max(min([*found, *([cap] if cap is not None else [])]), 0), True
+    return cap, False
+
+
+def _always_true(tf: Any, term: Any) -> bool:
+    value = _fold(tf, term)
+    return value is not None and value.shape == () and value.dtype == np.bool_ and bool(value)
 
 
 def _input_index(graph: Any, tensor: Any) -> int | None:

@@ -20,6 +20,7 @@ import torch
 from torch.utils._pytree import tree_flatten
 
 from pytest_flopbudget._counting import signals
+from pytest_flopbudget._counting.keras_rules import Call, reprice
 from pytest_flopbudget._counting.torch.defer_dynamo import deferred_dynamo
 from pytest_flopbudget._counting.torch.dispatch_mode import CountingMode, is_free
 from pytest_flopbudget._counting.torch.execution import (
@@ -31,7 +32,7 @@ from pytest_flopbudget._counting.torch.execution import (
 )
 from pytest_flopbudget._counting.torch.failures import explain, unknown_value_needed
 from pytest_flopbudget._counting.torch.generation import Generation
-from pytest_flopbudget._counting.torch.keras_layers import keras_paths
+from pytest_flopbudget._counting.torch.keras_layers import keras_layers_of, keras_paths, keras_recording
 from pytest_flopbudget._counting.torch.known_inputs import InputValues
 from pytest_flopbudget._counting.torch.model_copy import ModelCopy
 from pytest_flopbudget._counting.torch.model_report import build_report
@@ -102,7 +103,9 @@ def count_torch(
             try:
                 formatting = context.values.formatting() if context.values is not None else contextlib.nullcontext()
                 readable = context.values.readable() if context.values is not None else contextlib.nullcontext()
-                with mode, formatting, readable, _grad_mode(training):
+                keras_calls: dict[int, list[Call]] = {}
+                recording = keras_recording(counted, keras_calls)
+                with mode, formatting, readable, _grad_mode(training), recording:
                     if generation is not None:
                         output = generation(counted, fake_args, fake_kwargs, mode)
                     else:
@@ -131,6 +134,8 @@ def count_torch(
         mode.tally.forget(BYTES, {op for layer in mode.tally.layers.values() for op in layer.ops if is_free(op)})
     bytes_measured = not mode.unsized_bytes
     report = build_report(model, mode.tally, tracker, training, execution, args, kwargs, counted, bytes_measured)
+    if counted is not None and keras_calls:
+        reprice(report, keras_layers_of(counted), keras_calls)
     measured = live.result()
     if not live.failed and measured.unsized == 0:  # a storage it could not size would make the peak low: say nothing
         report.peak_memory, report.peak_layer = measured.bytes, measured.layer

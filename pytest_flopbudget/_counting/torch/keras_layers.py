@@ -15,18 +15,18 @@ keras is never imported here: a model can only be a Keras layer if keras is alre
 
 from __future__ import annotations
 
-import math
+import contextlib
 import sys
 from typing import Any
 
 import torch
 
+from pytest_flopbudget._counting import keras_layers as keras
+
 
 def is_keras_layer(obj: Any) -> bool:
     """Whether `obj` is a Keras 3 `Layer` (models are layers), without importing keras."""
-    if "keras" not in sys.modules:
-        return False
-    return any(cls.__name__ == "Layer" and cls.__module__.startswith("keras.") for cls in type(obj).__mro__)
+    return "keras" in sys.modules and keras.is_keras_layer(obj)
 
 
 def keras_paths(model: Any) -> list[tuple[str, torch.nn.Module]]:
@@ -34,47 +34,26 @@ def keras_paths(model: Any) -> list[tuple[str, torch.nn.Module]]:
     empty for any other model."""
     if not is_keras_layer(model):
         return []
-    return [(path, layer) for path, layer in _walk(model) if path and isinstance(layer, torch.nn.Module)]
+    return [(path, layer) for path, layer in keras.keras_layers(model) if path and isinstance(layer, torch.nn.Module)]
 
 
 def keras_params(model: Any) -> dict[str, int] | None:
     """Each layer's own weights by path (what `count_params()` adds up); None for a model that is not Keras."""
     if not is_keras_layer(model):
         return None
-    seen: set[int] = set()
-    params: dict[str, int] = {}
-    for path, layer in _walk(model):
-        own = 0
-        for weight in [*getattr(layer, "_trainable_variables", ()), *getattr(layer, "_non_trainable_variables", ())]:
-            if id(weight) not in seen:
-                seen.add(id(weight))
-                own += math.prod(int(d) for d in weight.shape)
-        if own:
-            params[path] = own
-    return params
+    return keras.keras_params(keras.keras_layers(model))
 
 
-def _walk(model: Any) -> list[tuple[str, Any]]:
-    """Depth-first over `_layers` (the lists `Layer.weights` walks), root first as ""."""
-    out: list[tuple[str, Any]] = []
-    taken: set[str] = set()
-    seen: set[int] = set()
-    stack: list[tuple[str, Any]] = [("", model)]
-    while stack:
-        path, layer = stack.pop()
-        if id(layer) in seen:
-            continue
-        seen.add(id(layer))
-        out.append((path, layer))
-        taken.add(path)
-        children = []
-        for child in getattr(layer, "_layers", ()):
-            name = str(getattr(child, "name", type(child).__name__)) or type(child).__name__
-            child_path = f"{path}.{name}" if path else name
-            unique, n = child_path, 2
-            while unique in taken:  # two sublayers given the same name by the user
-                unique, n = f"{child_path}_{n}", n + 1
-            taken.add(unique)
-            children.append((unique, child))
-        stack.extend(reversed(children))
-    return out
+def keras_layers_of(model: Any) -> list[tuple[str, Any]]:
+    """Every layer of a Keras model by path, root first (`keras_layers`); empty for any other model."""
+    return keras.keras_layers(model) if is_keras_layer(model) else []
+
+
+def keras_recording(model: Any, calls: dict[int, list[tuple[tuple[int, ...], tuple[int, ...]]]]) -> Any:
+    """A context that records each Keras layer's calls' shapes into `calls` by index in `keras_layers_of(model)`
+    (`keras_rules.reprice` prices them); a no-op for any other model. Layers are attributed by module hooks here,
+    so the marker scope does nothing."""
+    layers = keras_layers_of(model)
+    if not layers:
+        return contextlib.nullcontext()
+    return keras.marked_calls([layer for _, layer in layers], lambda _: contextlib.nullcontext(), calls)

@@ -51,6 +51,10 @@ def _boom() -> None:
     raise RuntimeError("factory failed\nsecond line")
 
 
+#: The bundled backends and the toy, in the order they are asked.
+WITH_TOY = ["onnx", "savedmodel", "toy", "jax", "tensorflow", "torch"]
+
+
 def points(monkeypatch: pytest.MonkeyPatch, *found: EntryPoint) -> None:
     monkeypatch.setattr(registry, "_entry_points", lambda: list(found))
     monkeypatch.setattr(registry, "_backends", None)
@@ -62,8 +66,10 @@ def point(name: str, value: str) -> EntryPoint:
 
 def test_the_bundled_backends_are_there_without_metadata_onnx_first(monkeypatch: pytest.MonkeyPatch) -> None:
     points(monkeypatch)
-    assert [backend.name for backend in registry.backends()] == ["onnx", "jax", "torch"]
-    assert [backend.name for backend in registry.general_first()] == ["torch", "jax", "onnx"]
+    assert [backend.name for backend in registry.backends()] == ["onnx", "savedmodel", "jax", "tensorflow", "torch"]
+    assert [backend.name for backend in registry.general_first()] == [
+        "torch", "jax", "tensorflow", "savedmodel", "onnx"
+    ]  # fmt: skip
 
 
 def test_the_bundled_entry_points_are_the_bundled_backends(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -71,16 +77,18 @@ def test_the_bundled_entry_points_are_the_bundled_backends(monkeypatch: pytest.M
         monkeypatch,
         point("torch", "pytest_flopbudget._backends.torch_models:TorchModels"),
         point("onnx", "pytest_flopbudget._backends.onnx_files:OnnxFiles"),
+        point("savedmodel", "pytest_flopbudget._backends.saved_models:SavedModels"),
+        point("tensorflow", "pytest_flopbudget._backends.tensorflow_models:TensorflowModels"),
     )
-    assert [backend.name for backend in registry.backends()] == ["onnx", "jax", "torch"]
+    assert [backend.name for backend in registry.backends()] == ["onnx", "savedmodel", "jax", "tensorflow", "torch"]
 
 
 def test_a_third_party_backend_is_asked_by_priority_and_joins_the_messages(monkeypatch: pytest.MonkeyPatch) -> None:
     points(monkeypatch, point("toy", f"{__name__}:Toy"))
-    assert [backend.name for backend in registry.backends()] == ["onnx", "toy", "jax", "torch"]
+    assert [backend.name for backend in registry.backends()] == WITH_TOY
     assert target_grammar() == (
-        '"package.module:factory" (returning a torch.nn.Module, or the module itself), a path to a .toy file or a '
-        "path to an .onnx file"
+        '"package.module:factory" (returning a torch.nn.Module, or the module itself), a path to a .toy file, a '
+        "path to a SavedModel directory or a path to an .onnx file"
     )
     assert honouring("training") == "PyTorch or toy"
     assert honouring("method") == "PyTorch"
@@ -99,7 +107,7 @@ def test_a_broken_entry_point_costs_one_line_and_nothing_else(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], value: str, why: str
 ) -> None:
     points(monkeypatch, point("broken", value), point("toy", f"{__name__}:Toy"))
-    assert [backend.name for backend in registry.backends()] == ["onnx", "toy", "jax", "torch"]
+    assert [backend.name for backend in registry.backends()] == WITH_TOY
     err = capsys.readouterr().err
     assert err.startswith(
         f"flopbudget: backend entry point 'broken = {value}' (pytest_flopbudget.backends) of an unknown "
@@ -112,13 +120,13 @@ def test_an_entry_point_listed_twice_is_one_backend(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     points(monkeypatch, point("toy", f"{__name__}:Toy"), point("toy", f"{__name__}:Toy"))
-    assert [backend.name for backend in registry.backends()] == ["onnx", "toy", "jax", "torch"]
+    assert [backend.name for backend in registry.backends()] == WITH_TOY
     assert capsys.readouterr().err == ""
 
 
 def test_a_name_is_taken_once(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     points(monkeypatch, point("torch", f"{__name__}:Toy"))
-    assert [backend.name for backend in registry.backends()] == ["onnx", "jax", "torch"]
+    assert [backend.name for backend in registry.backends()] == ["onnx", "savedmodel", "jax", "tensorflow", "torch"]
     assert "not loaded: ValueError: the name 'torch' is taken by another backend" in capsys.readouterr().err
 
 
@@ -128,7 +136,7 @@ def test_registering_a_formula_for_a_backend_without_a_table_is_one_error(monkey
         register_formula("toy.op", lambda node: (0, 0), backend="toy")
     assert str(info.value) == (
         "register_formula: the toy backend has no formula table (it counts its ops itself); formulas can be "
-        "registered for 'torch', 'jax' or 'onnx'"
+        "registered for 'torch', 'jax', 'tensorflow', 'savedmodel' or 'onnx'"
     )
 
 

@@ -17,11 +17,14 @@ from pytest_flopbudget._backends import (
     backend_for_target,
     count,
     count_entry,
+    entry_counter,
     registry,
 )
+from pytest_flopbudget._backends.protocol import SymbolicCount
 from pytest_flopbudget._config.budget import Budget
 from pytest_flopbudget._config.location import LocatedError, Location
 from pytest_flopbudget._config.pyproject import InputSpec, ModelEntry
+from pytest_flopbudget._counting.symbolic import PointsOnly
 from pytest_flopbudget._errors import CountingError
 from pytest_flopbudget._report import Report
 from pytest_flopbudget.backends import Backend
@@ -68,7 +71,7 @@ def test_a_target_no_backend_takes_is_located(target: str) -> None:
         backend_for(entry(target))
     assert str(info.value).endswith(
         f'm: {target!r} is not a target; expected "package.module:factory" (returning a torch.nn.Module, or the '
-        f"module itself) or a path to an .onnx file"
+        f"module itself), a path to a SavedModel directory or a path to an .onnx file"
     )
 
 
@@ -78,7 +81,8 @@ def test_a_model_no_backend_takes_is_refused_by_count(model: object, shown: str)
     with pytest.raises(CountingError) as info:
         count(model)
     assert str(info.value) == (
-        f"count() needs a torch.nn.Module, a path to an .onnx file or an onnx.ModelProto; got {shown}"
+        f"count() needs a torch.nn.Module, a Flax module or JAX function, a Keras model or tf.function, a path to "
+        f"an .onnx file or a SavedModel directory, or an onnx.ModelProto; got {shown}"
     )
 
 
@@ -159,3 +163,18 @@ def test_a_registered_file_backend_binds_command_line_shapes_by_its_input_names(
     counted, root = resolve_target(CountRequest(target="net.fake", input=["1,3", "1,1"]))
     assert root == Path.cwd()
     assert counted.inputs == {"image": InputSpec((1, 3)), "mask": InputSpec((1, 1))}
+
+
+# -- the optional symbolic count -------------------------------------------------------------------------------------
+
+
+def test_a_backend_without_a_symbolic_count_counts_at_points(fake: FakeFiles, tmp_path: Path) -> None:
+    """`count_symbolic` came after third parties wrote backends: one that lacks it is no less a backend, and its
+    curves interpolate point counts."""
+    assert set(registry.OPTIONAL_MEMBERS).isdisjoint(registry.MEMBERS)
+    assert all(hasattr(SymbolicCount, member) for member in registry.OPTIONAL_MEMBERS)  # each one described
+    assert not hasattr(fake, "count_symbolic") and all(hasattr(fake, member) for member in registry.MEMBERS)
+    counter = entry_counter(entry("net.fake"), tmp_path)
+    with pytest.raises(PointsOnly, match=r"^the fake backend counts at points only$"):
+        counter.symbolic(entry("net.fake"), ("seq",))
+    assert len(fake.counted) == 1  # the entry was loaded and counted once, to find its backend

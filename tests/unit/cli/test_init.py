@@ -363,7 +363,7 @@ def test_an_empty_folder_is_refused(project: Project):
     (project.root / "empty").mkdir()
     code, _, err = project.run("init", "empty")
     assert code == 2
-    assert "empty: no .onnx file in this folder or below" in one_error_line(err)
+    assert "empty: no .onnx file or directory holding saved_model.pb in this folder or below" in one_error_line(err)
 
 
 def test_force_replaces_a_table_with_a_multi_line_array_and_keeps_what_follows(project: Project):

@@ -226,7 +226,8 @@ def test_all_errors_are_reported_together(tmp_path: Path, monkeypatch: pytest.Mo
         "baseline-dir, collect-models, require-baseline, models",
         "pyproject.toml:3: tool.flopbudget.collect-models: expected true or false, got 'yes'",
         "pyproject.toml:6: tool.flopbudget.models.a.target: 'not a target' is not a target; expected "
-        '"package.module:factory" (returning a torch.nn.Module, or the module itself) or a path to an .onnx file',
+        '"package.module:factory" (returning a torch.nn.Module, or the module itself), a path to a SavedModel '
+        "directory or a path to an .onnx file",
         "pyproject.toml:7: tool.flopbudget.models.a.inputs.0: [1, -3] is not a shape; expected a list of "
         "non-negative integers such as [1, 3, 224, 224] ([] for a 0-d scalar)",
         "pyproject.toml:8: tool.flopbudget.models.a.flop: unknown key; did you mean 'flops'? expected one of: target, "

@@ -65,7 +65,13 @@ def test_onnx_keys(op: Any, key: tuple[str, str]) -> None:
 @pytest.mark.parametrize(
     ("op", "backend", "error", "message"),
     [
-        ("mylib.op", "tensorflow", ValueError, "backend must be 'torch', 'jax' or 'onnx', got 'tensorflow'"),
+        (
+            "mylib.op",
+            "keras",
+            ValueError,
+            "backend must be 'torch', 'jax', 'tensorflow', 'savedmodel' or 'onnx', got 'keras'",
+        ),
+        ("mylib.op", "tensorflow", ValueError, "'mylib.op' is not a TensorFlow op type (e.g. 'Erf', 'MatrixInverse')"),
         ("mylib.op.default", "torch", ValueError, "torch op 'mylib.op.default' is not 'namespace.op'"),
         ("fused_gelu", "torch", ValueError, "torch op 'fused_gelu' is not 'namespace.op'"),
         (("mylib", "op"), "torch", TypeError, "a torch op is named 'namespace.op'"),

@@ -12,6 +12,7 @@ from pytest_flopbudget._judge.verdict import Measurement
 from pytest_flopbudget._plugin.xdist_transport import WorkerExport, receive
 from pytest_flopbudget._report import LayerCost, PhaseTotals, Report
 from pytest_flopbudget._run import Run
+from pytest_flopbudget._shard import PlanItem, Shard
 
 
 def state(tmp_path: Path, narrowed: str = "") -> Any:
@@ -22,6 +23,7 @@ def state(tmp_path: Path, narrowed: str = "") -> Any:
         lost_worker=False,
         narrowed=lambda session: narrowed,
         config=SimpleNamespace(workeroutput={}),
+        shard=None,
     )
 
 
@@ -43,6 +45,15 @@ def test_a_worker_run_reaches_the_controller(tmp_path: Path) -> None:
     receive(controller, node(send(worker)), None)
     assert [m.name for m in controller.run.measurements] == ["net"] and controller.owners == {"net"}
     assert controller.deselected == 0 and not controller.lost_worker
+
+
+def test_a_shards_plan_reaches_the_controller(tmp_path: Path) -> None:
+    """`--flopbudget-shard`: a worker computed the plan at collection; the controller writes it in the results."""
+    worker = state(tmp_path)
+    worker.shard = Shard(2, 3, (PlanItem("net", "t.py::t"),), ("t.py::t",), {"front end": "pytest"}, {})
+    controller = state(tmp_path)
+    receive(controller, node(send(worker)), None)
+    assert controller.shard == worker.shard and not controller.lost_worker
 
 
 def test_a_narrowed_worker_keeps_stale_baselines(tmp_path: Path) -> None:

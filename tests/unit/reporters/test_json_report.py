@@ -41,8 +41,10 @@ def test_document_layout_and_figures(make_project, make_report) -> None:
     assert [m["name"] for m in data["models"]] == ["resnet", "zero"]
     entry = data["models"][0]
     assert entry["nodeid"] == "pyproject.toml::resnet"
-    assert entry["origin"] == {"file": "pyproject.toml", "line": 3, "key": "tool.flopbudget.models.resnet"}
-    assert entry["passed"] is False
+    assert entry["origin"] == {
+        "file": "pyproject.toml", "line": 3, "key": "tool.flopbudget.models.resnet", "origin": "pyproject",
+    }  # fmt: skip
+    assert entry["passed"] is False and entry["test_failed"] is False and entry["cache_mismatch"] is None
     assert entry["reason"] == "resnet: 1.20 kFLOPs > budget 1.00 kFLOPs (+20.0%); baseline 800 FLOPs"
     assert entry["metrics"]["flops"] == {
         "now": 1200, "limit": 1000, "baseline": 800, "delta": 400, "usage": 1.2, "over": True,
@@ -63,7 +65,9 @@ def test_document_layout_and_figures(make_project, make_report) -> None:
             "line": 6,
             "key": "tool.flopbudget.models.resnet.flops",
             "slot": ["flops"],
+            "origin": "pyproject",
         },
+        "dim": None,
     }
     assert entry["budget"]["limits"]["flops"]["source"]["file"] == "pyproject.toml"
     assert Budget.from_dict(entry["budget"]).limit("params").value == 10
@@ -77,7 +81,9 @@ def test_document_layout_and_figures(make_project, make_report) -> None:
             "message": "resnet: flops budget raised from 800 to 1k (+25.0%) since main",
             "source": {
                 "file": "pyproject.toml", "line": 6, "key": "tool.flopbudget.models.resnet.flops", "slot": ["flops"],
+                "origin": "pyproject",
             },
+            "percent": "+25.0%",
         }
     ]  # fmt: skip
 
@@ -106,16 +112,22 @@ def test_unchecked_models_are_listed_and_fail(make_project, make_report) -> None
         {
             "name": "zero",
             "message": "cannot import 'pkg': ModuleNotFoundError",
-            "source": {"file": "pyproject.toml", "line": 9, "key": "tool.flopbudget.models.zero"},
+            "source": {
+                "file": "pyproject.toml",
+                "line": 9,
+                "key": "tool.flopbudget.models.zero",
+                "origin": "pyproject",
+            },
+            "nodeid": None,
         }
     ]
 
 
-def test_a_location_is_written_without_its_origin(make_project, make_report) -> None:
-    # the origin (pyproject, marker, test) travels between the package's own processes; the documented results
-    # name a place by file, line and key
+def test_a_location_is_written_with_its_origin(make_project, make_report) -> None:
+    # which kind of place (pyproject, marker, test) is a field of every place: `flopbudget merge` rebuilds the
+    # outputs that read it (the command that records a baseline) from the document alone
     project = make_project(PYPROJECT)
     verdict = project.verdict("resnet", make_report({"stem": 300, "head": 900}))
     assert verdict.measurement.origin.origin is not None
     text = json.dumps(results([verdict], root=project.root))
-    assert '"origin": "' not in text and '"origin": {' in text
+    assert '"origin": "pyproject"' in text and '"origin": {' in text

@@ -130,6 +130,64 @@ def test_nnx_scan_over_stacked_layers_names_the_stack() -> None:
     assert report.layers["blocks.lin"].params == 12 * 72
 
 
+def test_nnx_scan_places_same_shaped_siblings_by_their_names() -> None:
+    # inside nnx.scan each block is a new instance; `a` and `b` have the same class and shapes, so only the
+    # block's own attribute names tell them apart
+    class Layer(nnx.Module):
+        def __init__(self, rngs: Any) -> None:
+            self.a = nnx.Linear(8, 8, rngs=rngs)
+            self.b = nnx.Linear(8, 8, use_bias=False, rngs=rngs)
+
+        def __call__(self, x: Any) -> Any:
+            return self.b(self.a(x))
+
+    class Stack(nnx.Module):
+        def __init__(self, rngs: Any) -> None:
+            @nnx.split_rngs(splits=3)
+            @nnx.vmap(in_axes=(0,), out_axes=0)
+            def make(rngs: Any) -> Layer:
+                return Layer(rngs)
+
+            self.blocks = make(rngs)
+
+        def __call__(self, x: Any) -> Any:
+            @nnx.scan(in_axes=(nnx.Carry, 0), out_axes=nnx.Carry)
+            def body(x: Any, block: Any) -> Any:
+                return block(x)
+
+            return body(x, self.blocks)
+
+    report = count_nnx(lambda: Stack(nnx.Rngs(0)), X)
+    # a: 2*2*8*8 + 16 (bias) = 272, b: 256 (no bias); 3 layers; params 3*72 and 3*64
+    assert {path: (c.flops, c.params) for path, c in report.layers.items()} == {
+        "blocks.a": (3 * 272, 3 * 72),
+        "blocks.b": (3 * 256, 3 * 64),
+    }
+
+
+def test_a_submodule_named_value_keeps_its_parameters() -> None:
+    # nnx.MultiHeadAttention's value projection is the submodule `value`; an NNX Variable's own field is also
+    # named `value` (an attribute, not a key): the projection's parameters stay with it
+    report = count_nnx(
+        lambda: nnx.MultiHeadAttention(2, 8, decode=False, rngs=nnx.Rngs(0)),
+        jax.ShapeDtypeStruct((3, 8), jnp.float32),
+    )
+    # query, key, value: kernel 8*2*4 + bias 2*4 = 72 each; out: kernel 2*4*8 + bias 8 = 72
+    assert {path: layer.params for path, layer in report.layers.items() if layer.params} == {
+        "query": 72,
+        "key": 72,
+        "value": 72,
+        "out": 72,
+    }
+    linen_report = count_linen(linen.MultiHeadDotProductAttention(num_heads=2), jnp.zeros((3, 8)))
+    assert {path: layer.params for path, layer in linen_report.layers.items() if layer.params} == {
+        "query": 72,
+        "key": 72,
+        "value": 72,
+        "out": 72,
+    }
+
+
 class LinenMLP(linen.Module):
     @linen.compact
     def __call__(self, x: Any) -> Any:

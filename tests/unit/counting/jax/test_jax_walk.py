@@ -102,7 +102,7 @@ def test_cond_counts_its_costlier_branch() -> None:
     report = count_jax(fn, (spec(dtype=jnp.bool_), spec(2, 3)))
     assert report.flops == 12
     ops = report.layers[""].ops
-    assert set(ops) == {"exp", "mul"}
+    assert {op for op, cost in ops.items() if cost.flops} == {"exp", "mul"}  # the bool -> int index moves bytes only
 
 
 def test_cond_reports_skipped_ops_of_the_cheaper_branch() -> None:

@@ -112,3 +112,34 @@ def test_conv_net_training_steps_agree() -> None:
         torch_report.backward.macs,
     )
     assert tf_report.skipped_ops == {}
+
+
+class TorchResidual(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc1 = torch.nn.Linear(8, 8)
+        self.fc2 = torch.nn.Linear(8, 8)
+
+    def forward(self, x: Any) -> Any:
+        y = self.fc1(x)
+        return y + self.fc2(y)
+
+
+def keras_residual() -> Any:
+    x = keras.Input((8,))
+    y = keras.layers.Dense(8, name="fc1")(x)
+    return keras.Model(x, keras.layers.Add(name="add")([y, keras.layers.Dense(8, name="fc2")(y)]))
+
+
+def test_a_gradient_summed_over_two_uses_is_backward_in_the_layer_it_arrived_in() -> None:
+    # fc1's output y feeds fc2 and the residual add: its gradient is the sum of two [4, 8] gradients, 32 adds.
+    # TensorFlow builds that AddN outside every scope (not under the tape's); it is the backward of fc2, whose
+    # input gradient arrives last, as torch's autograd engine accumulates it there
+    torch_report = pytest_flopbudget.count(TorchResidual(), torch.randn(4, 8), training=True)
+    tf_report = count_tf(keras_residual(), [np.zeros((4, 8), np.float32)], training=True)
+    assert tf_report.layers["fc2"].ops["AddN"].flops == torch_report.layers["fc2"].ops["aten.add"].flops == 32
+    assert "AddN" not in tf_report.layers.get("", tf_report.layers["fc1"]).ops
+    # forward: 2 * (2*4*8*8 + 32) + 32 (the add) + 32 (the loss's sum) = 1152; backward: fc2's weight and input
+    # gradients 2 * 512, fc1's weight gradient 512, the bias gradients 2 * 32, the AddN 32 = 1632
+    assert (tf_report.forward.flops, tf_report.backward.flops) == (1152, 1632)
+    assert (torch_report.forward.flops, torch_report.backward.flops) == (1152, 1632)

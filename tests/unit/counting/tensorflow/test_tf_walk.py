@@ -9,7 +9,7 @@ import pytest
 tf = pytest.importorskip("tensorflow")
 
 from pytest_flopbudget._counting.tensorflow.engine import count_tf  # noqa: E402
-from pytest_flopbudget._counting.tensorflow.walk import DYNAMIC_TRIP  # noqa: E402
+from pytest_flopbudget._counting.tensorflow.walk import CAPPED_TRIP, DYNAMIC_TRIP  # noqa: E402
 from pytest_flopbudget._report import Report  # noqa: E402
 
 M = tf.TensorSpec([4, 4], tf.float32)
@@ -37,7 +37,7 @@ def test_a_range_loop_counts_its_body_trip_times() -> None:
     assert (calls(report, "MatMul"), flops(report, "MatMul"), report.macs) == (3, 3 * MATMUL, 192)
     # the condition's Less 3 + 1 = 4 times; the body's two counter adds (range index and loop counter) 3 times each
     assert calls(report, "Less") == 4
-    assert report.skipped_ops == {}
+    assert report.skipped_ops == {} and report.estimated_ops == {}  # exact: the bounds are constants
 
 
 def test_a_range_loop_with_a_step() -> None:
@@ -63,6 +63,20 @@ def test_maximum_iterations_fixes_a_data_dependent_loop() -> None:
     assert calls(report, "MatMul") == 5
     assert flops(report, "Sum") == 6 * 16
     assert report.skipped_ops == {}
+    # an upper bound, not an exact count: the loop is listed among the estimated ops with the rule
+    [(op, estimated)] = report.estimated_ops.items()
+    assert op in ("While", "StatelessWhile")
+    assert (estimated.rule, estimated.calls) == (CAPPED_TRIP, 1)
+
+
+def test_a_capped_loop_whose_condition_is_always_true_counts_the_cap_exactly() -> None:
+    @tf.function
+    def loop(x: Any) -> Any:
+        return tf.while_loop(lambda x: True, lambda x: (tf.matmul(x, x),), (x,), maximum_iterations=3)[0]
+
+    report = count_tf(loop, [M])
+    assert calls(report, "MatMul") == 3  # the cap is the trip count, and no data decides it
+    assert report.estimated_ops == {}
 
 
 def test_a_while_loop_without_a_known_trip_count_is_skipped() -> None:
