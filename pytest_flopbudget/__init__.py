@@ -14,13 +14,24 @@ from pytest_flopbudget._counting.formulas import Cost
 from pytest_flopbudget._curve.formula import Formula
 from pytest_flopbudget._curve.named import count_curve
 from pytest_flopbudget._errors import FlopBudgetError, FlopBudgetWarning
+from pytest_flopbudget._render.notebook import report_html
 from pytest_flopbudget._render.table import report_text
-from pytest_flopbudget._report import LayerCost, OpCost, PhaseTotals, Report, SkippedOp, use_text_renderer
+from pytest_flopbudget._report import (
+    LayerCost,
+    OpCost,
+    PhaseTotals,
+    Report,
+    SkippedOp,
+    use_html_renderer,
+    use_text_renderer,
+)
 from pytest_flopbudget._version import __version__
 
 # `print(report)` draws the layer table: the package root connects the data type to its renderer, so that
 # report.py imports no presentation (render/ sits above it).
 use_text_renderer(report_text)
+# and a notebook's `display(report)` its HTML (`_repr_html_`): the table and the icicle inline
+use_html_renderer(report_html)
 # `[tool.flopbudget]` is validated against the backends that will run its entries (the entry keys they honour, how
 # their targets are spelled); config/ sits below backends/, so the root hands it the registry.
 use_target_kinds(backends)

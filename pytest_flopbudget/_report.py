@@ -59,6 +59,17 @@ def use_text_renderer(renderer: Callable[[Report, int | None, str | None], str])
     _text_renderer = renderer
 
 
+#: Draws a Report as the HTML a notebook shows (see `use_html_renderer`).
+_html_renderer: Callable[[Report], str] | None = None
+
+
+def use_html_renderer(renderer: Callable[[Report], str]) -> None:
+    """Make `report._repr_html_()` (what Jupyter displays) return `renderer(report)`: plugged in by the package
+    root as the text renderer is (`render.notebook.report_html`)."""
+    global _html_renderer
+    _html_renderer = renderer
+
+
 #: How a report counts: each metric's own conventions (`metrics.py`), then those of the counting as a whole. An
 #: `omit_zero` metric's (integer ops) are added where a report has a figure for it (`Report.to_dict`). A metric
 #: another package adds (`Metric.plugin`) is read off the ops a report holds and says how in its own definition, so
@@ -331,6 +342,11 @@ class Report(BothPhases):
         if _text_renderer is None:
             raise RuntimeError("import pytest_flopbudget to draw a Report's table")
         return _text_renderer(self, depth, title)
+
+    def _repr_html_(self) -> str | None:
+        """What Jupyter shows for a Report: the layer table and the icicle inline, self-contained (no script,
+        nothing loaded); None (Jupyter then shows the repr) without the renderer the package root plugs in."""
+        return None if _html_renderer is None else _html_renderer(self)
 
     def __repr__(self) -> str:
         """One line: a Report holds every layer, and a repr of thousands of layers helps nobody in a debugger."""

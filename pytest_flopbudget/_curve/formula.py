@@ -132,6 +132,12 @@ class Formula:
     point: dict[str, int] = field(default_factory=dict)
     ranges: dict[str, tuple[int, int]] = field(default_factory=dict)
 
+    def _repr_html_(self) -> str:
+        """What Jupyter shows: the formulas, total and per layer, and the log-log picture (`curve/notebook.py`)."""
+        from pytest_flopbudget._curve.notebook import formula_html
+
+        return formula_html(self)
+
     def total(self, metric: Metric | str) -> Polynomial:
         """The model's formula for `metric` (zero where it has none)."""
         return self.totals.get(by_name(metric), Polynomial(self.dims))

@@ -115,6 +115,12 @@ class Explanation:
             totals[item.reason] = totals.get(item.reason, 0) + item.difference
         return dict(sorted(totals.items(), key=lambda pair: -abs(pair[1])))
 
+    def _repr_html_(self) -> str:
+        """What Jupyter shows: the totals and the itemised difference as a table (`explain/notebook.py`)."""
+        from pytest_flopbudget._explain.notebook import explanation_html
+
+        return explanation_html(self)
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "format": FORMAT,

@@ -62,10 +62,13 @@ def tree_order(paths: Iterable[str]) -> dict[str, int]:
 def report_text(report: Report, depth: int | None = 2, title: str | None = None) -> str:
     """`report.table()` and `str(report)`: the table `flopbudget count` prints (depth 2) under a title naming the
     model, backend and mode; names from the model pass `safe_text` as every other output does."""
-    if title is None:
-        mode = "training step (forward + backward)" if report.training else "inference"
-        title = f"{report.model or 'model'} ({report.backend}, {mode})"
-    return safe_text(format_layer_table(report, depth=depth, title=title))
+    return safe_text(format_layer_table(report, depth=depth, title=report_title(report) if title is None else title))
+
+
+def report_title(report: Report) -> str:
+    """`Net (torch, inference)`: the model, its backend and mode, heading the table wherever it is shown."""
+    mode = "training step (forward + backward)" if report.training else "inference"
+    return f"{report.model or 'model'} ({report.backend}, {mode})"
 
 
 def format_layer_table(report: Report, depth: int | None = 2, title: str = "", roofline: Roofline | None = None) -> str:
