@@ -12,7 +12,7 @@ from pytest_flopbudget._render.notebook import fragment, html_table, text_block
 
 def explanation_html(explanation: Explanation) -> str:
     """The totals, the table by reason and op (its total row last), then the reasons' meanings."""
-    parts = [text_block([line.strip() for line in total_lines(explanation)])]
+    parts = [text_block(total_lines(explanation))]
     if explanation.items:
         headings, *rows = item_table(explanation)
         parts += [html_table(headings, rows, kind="items"), text_block(reason_lines(explanation))]

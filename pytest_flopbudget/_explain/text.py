@@ -12,7 +12,7 @@ from pytest_flopbudget._render.formatting import format_count, layer_label, plur
 
 
 def explanation_text(explanation: Explanation, model: str, per_layer: bool = False) -> str:
-    lines = [f"{model}: {heading(explanation)}", *total_lines(explanation), ""]
+    lines = [f"{model}: {heading(explanation)}", *(f"  {line}" for line in total_lines(explanation)), ""]
     if not explanation.items:
         lines.append(f"  {NO_DIFFERENCE}")
         return "\n".join(lines) + "\n"
@@ -45,10 +45,10 @@ def total_lines(explanation: Explanation) -> list[str]:
     """Both totals, each in its unit, and their difference, aligned."""
     unit = "MACs" if explanation.unit == "macs" else "FLOPs"
     return [
-        f"  ours     {explanation.ours:>20,} FLOPs  ({format_count(explanation.ours, 'FLOPs')})",
-        f"  theirs   {explanation.theirs:>20,} {unit:<5}  ({format_count(explanation.theirs, unit)})"
+        f"ours     {explanation.ours:>20,} FLOPs  ({format_count(explanation.ours, 'FLOPs')})",
+        f"theirs   {explanation.theirs:>20,} {unit:<5}  ({format_count(explanation.theirs, unit)})"
         + (f'  ({explanation.peer} calls them "flops")' if explanation.unit == "macs" else ""),
-        f"  ours - theirs {explanation.difference:>+15,}",
+        f"ours - theirs {explanation.difference:>+15,}",
     ]
 
 

@@ -39,6 +39,8 @@ STYLE = "".join(
         "th,.flopbudget td{padding:1px 8px;text-align:right;white-space:pre;font-family:monospace}",
         "th:first-child,.flopbudget td:first-child{text-align:left}",
         "thead th{border-bottom:1px solid #999}",
+        # the explanation's op (or layer) column is text, as the reason before it
+        "table.items td:nth-child(2),.flopbudget table.items th:nth-child(2){text-align:left}",
         "pre{margin:4px 0;white-space:pre;overflow-x:auto}",
         "svg{max-width:100%;height:auto}",
     )
