@@ -12,6 +12,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from pytest_flopbudget._display import html_of
 from pytest_flopbudget._json_fields import a_bool, a_list, a_str, an_object, field_of, joined, show
 from pytest_flopbudget._metrics import (
     BUFFER_BYTES,
@@ -57,17 +58,6 @@ def use_text_renderer(renderer: Callable[[Report, int | None, str | None], str])
     every import of this module runs first, plugs in `render.table.report_text`."""
     global _text_renderer
     _text_renderer = renderer
-
-
-#: Draws a Report as the HTML a notebook shows (see `use_html_renderer`).
-_html_renderer: Callable[[Report], str] | None = None
-
-
-def use_html_renderer(renderer: Callable[[Report], str]) -> None:
-    """Make `report._repr_html_()` (what Jupyter displays) return `renderer(report)`: plugged in by the package
-    root as the text renderer is (`render.notebook.report_html`)."""
-    global _html_renderer
-    _html_renderer = renderer
 
 
 #: How a report counts: each metric's own conventions (`metrics.py`), then those of the counting as a whole. An
@@ -346,7 +336,7 @@ class Report(BothPhases):
     def _repr_html_(self) -> str | None:
         """What Jupyter shows for a Report: the layer table and the icicle inline, self-contained (no script,
         nothing loaded); None (Jupyter then shows the repr) without the renderer the package root plugs in."""
-        return None if _html_renderer is None else _html_renderer(self)
+        return html_of(self)
 
     def __repr__(self) -> str:
         """One line: a Report holds every layer, and a repr of thousands of layers helps nobody in a debugger."""

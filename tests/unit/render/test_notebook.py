@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from pytest_flopbudget import Report, count
-from pytest_flopbudget import _report as report_module
+from pytest_flopbudget import _display as display
 from pytest_flopbudget._render.notebook import MAX_ROWS, report_html
 from pytest_flopbudget._render.table import layer_table
 from pytest_flopbudget._report import LayerCost, PhaseTotals
@@ -138,5 +138,5 @@ def test_a_model_of_ten_thousand_layers_displays_quickly_and_small() -> None:
 
 
 def test_without_the_package_root_a_report_leaves_display_to_its_repr(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(report_module, "_html_renderer", None)
+    monkeypatch.setattr(display, "_RENDERERS", {})
     assert report_of({})._repr_html_() is None  # Jupyter then shows repr(report)
