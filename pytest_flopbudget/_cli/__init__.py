@@ -268,6 +268,13 @@ def build_parser() -> argparse.ArgumentParser:
         "that size; seq=64..8192 also gives each metric as an exact formula of seq, per layer (repeat for "
         "several dims)",
     )
+    count.add_argument(
+        "--convention",
+        action="append",
+        metavar="NAME",
+        help="also give the FLOPs under a stack's convention, next to the exact count, with the difference itemised "
+        "(megatron, megatron-causal, palm, torchtitan, maxtext, vllm; repeat for several; docs/conventions-profiles.md)",
+    )
     count.set_defaults(handler=_count)
 
     check = commands.add_parser(
@@ -535,7 +542,7 @@ def _count(args: argparse.Namespace) -> int:
         target=args.target, input=args.input, dtype=args.dtype, training=args.training, execution=args.execution,
         method=args.method, depth=args.depth, format=args.format, pyproject=args.pyproject, metric=metric,
         output=args.output, hardware=args.hardware, dims=args.dim, generate=args.generate,
-        decode_inputs=args.decode_inputs,
+        decode_inputs=args.decode_inputs, conventions=args.convention,
     )  # fmt: skip
     return run_count(request, _out(), _err())
 
