@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from pytest_flopbudget._backends import backends, count
 from pytest_flopbudget._backends.formulas import register_formula
-from pytest_flopbudget._config.budget import Budget, parse_quantity
+from pytest_flopbudget._config.budget import Budget, parse_quantity, use_convention_names
 from pytest_flopbudget._config.target_kinds import use_target_kinds
-from pytest_flopbudget._conventions.registry import profile_named
+from pytest_flopbudget._conventions.registry import profile_named, profile_names
 from pytest_flopbudget._counting.formulas import Cost
 from pytest_flopbudget._curve.formula import Formula
 from pytest_flopbudget._curve.named import count_curve
@@ -35,6 +35,7 @@ use_text_renderer(report_text)
 use_target_kinds(backends)
 # `report.under("megatron")`: the profiles read Reports (conventions/ sits above report.py), so the root connects them.
 use_conventions(profile_named)
+use_convention_names(profile_names)
 
 __all__ = [
     "Budget",

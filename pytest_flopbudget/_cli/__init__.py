@@ -273,7 +273,7 @@ def build_parser() -> argparse.ArgumentParser:
         action="append",
         metavar="NAME",
         help="also give the FLOPs under a stack's convention, next to the exact count, with the difference itemised "
-        "(megatron, megatron-causal, palm, torchtitan, maxtext, vllm; repeat for several; docs/conventions-profiles.md)",
+        "(megatron, megatron-causal, palm, torchtitan, maxtext, vllm, ...: docs/conventions-profiles.md; repeat it)",
     )
     count.set_defaults(handler=_count)
 
@@ -345,6 +345,14 @@ def build_parser() -> argparse.ArgumentParser:
         "--cache-dir",
         metavar="PATH",
         help="where counts are cached (default: FLOPBUDGET_CACHE_DIR, else .flopbudget_cache next to pyproject.toml)",
+    )
+    check.add_argument(
+        "--convention",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="also print each model's FLOPs under a stack's convention (megatron, palm, ...), itemised against the "
+        "exact count; a budget judges one with convention = NAME in its table (docs/conventions-profiles.md)",
     )
     check.set_defaults(handler=_check)
 
@@ -562,7 +570,7 @@ def _check(args: argparse.Namespace) -> int:
     return run_check(
         pyproject=pyprojects[0] if pyprojects else None, names=args.names, update=args.update, reports=args.report,
         base_ref=args.base_ref, out=_out(), err=_err(), require_baseline=args.require_baseline, cache=args.cache,
-        cache_dir=args.cache_dir, format=args.format, shard=args.shard,
+        cache_dir=args.cache_dir, format=args.format, shard=args.shard, conventions=args.convention,
     )  # fmt: skip
 
 

@@ -156,10 +156,22 @@ def _backward_detail(facts: Facts) -> str:
 def _megatron(facts: Facts, causal: bool) -> list[Priced]:
     times = facts.times
     return [
-        *_matmuls(facts.dense, "weight matmuls", 2 * times * facts.dense.forward_macs, BACKWARD_RULE, BIAS_ADD,
-                  _backward_detail(facts)),  # fmt: skip
-        *_matmuls(facts.lm_head, "lm_head", 2 * times * facts.lm_head.forward_macs, BACKWARD_RULE, BIAS_ADD,
-                  _backward_detail(facts)),  # fmt: skip
+        *_matmuls(
+            facts.dense,
+            "weight matmuls",
+            2 * times * facts.dense.forward_macs,
+            BACKWARD_RULE,
+            BIAS_ADD,
+            _backward_detail(facts),
+        ),
+        *_matmuls(
+            facts.lm_head,
+            "lm_head",
+            2 * times * facts.lm_head.forward_macs,
+            BACKWARD_RULE,
+            BIAS_ADD,
+            _backward_detail(facts),
+        ),
         *_attention(facts, causal),
         *_left_out(facts),
     ]
@@ -188,13 +200,27 @@ def _per_parameter(facts: Facts, name: str, per_token: int, embedding_priced: in
         *_matmuls(dense, "weight matmuls", price * dense.params, PER_PARAMETER, BIAS_ADD, detail),
         *_matmuls(lm_head, "lm_head", price * lm_head.params, PER_PARAMETER, BIAS_ADD, detail),
         *_attention(facts, causal=False),
-        Priced(facts.embedding.flops, price * embedding_priced,
-               PER_PARAMETER if embedding_priced else EMBEDDINGS_OUT, "embeddings",
-               f"{embedding_priced:,} parameters priced" if embedding_priced else ""),  # fmt: skip
-        Priced(norms.flops, price * norms.params, PER_PARAMETER if norms.params else OUTSIDE_CONVENTION, "norms",
-               f"{norms.params:,} parameters, {detail}"),  # fmt: skip
-        Priced(other.flops, price * other.params, OUTSIDE_CONVENTION, "other ops",
-               "activations, residual and rotary adds, loss"),  # fmt: skip
+        Priced(
+            facts.embedding.flops,
+            price * embedding_priced,
+            PER_PARAMETER if embedding_priced else EMBEDDINGS_OUT,
+            "embeddings",
+            f"{embedding_priced:,} parameters priced" if embedding_priced else "",
+        ),
+        Priced(
+            norms.flops,
+            price * norms.params,
+            PER_PARAMETER if norms.params else OUTSIDE_CONVENTION,
+            "norms",
+            f"{norms.params:,} parameters, {detail}",
+        ),
+        Priced(
+            other.flops,
+            price * other.params,
+            OUTSIDE_CONVENTION,
+            "other ops",
+            "activations, residual and rotary adds, loss",
+        ),
     ]
 
 
@@ -225,8 +251,9 @@ def maxtext(facts: Facts, name: str) -> list[Priced]:
         *_matmuls(lm_head, "lm_head", price * lm_head.params, PER_PARAMETER, BIAS_ADD, detail),
         *_attention(facts, causal=True),
         Priced(embedding.flops, price * embedding.params, PER_PARAMETER, "embeddings", detail),
-        Priced(norms.flops, price * norms.params, PER_PARAMETER if norms.params else OUTSIDE_CONVENTION, "norms",
-               detail),  # fmt: skip
+        Priced(
+            norms.flops, price * norms.params, PER_PARAMETER if norms.params else OUTSIDE_CONVENTION, "norms", detail
+        ),
         Priced(other.flops, price * other.params, OUTSIDE_CONVENTION, "other ops"),
     ]
 
@@ -239,8 +266,13 @@ def vllm(facts: Facts, name: str) -> list[Priced]:
     everything_else = facts.flops - lm_head.flops
     return [
         Priced(everything_else, everything_else, LM_HEAD_LAST, "everything but the lm_head"),
-        Priced(lm_head.flops, lm_head.flops * sequences // tokens, LM_HEAD_LAST, "lm_head",
-               f"{sequences} of {tokens} tokens"),  # fmt: skip
+        Priced(
+            lm_head.flops,
+            lm_head.flops * sequences // tokens,
+            LM_HEAD_LAST,
+            "lm_head",
+            f"{sequences} of {tokens} tokens",
+        ),
     ]
 
 
@@ -257,15 +289,28 @@ def _derived(facts: Facts) -> tuple[str, ...]:
 
 
 PROFILES: tuple[LlmProfile, ...] = (
-    LlmProfile("megatron", "classic Megatron-LM: 3x forward matmul FLOPs, lm_head in, embeddings out, dense attention",
-               MEGATRON_SOURCE, megatron),  # fmt: skip
-    LlmProfile("megatron-causal", "Megatron-LM today: classic, with causal attention's QK^T and AV halved",
-               MEGATRON_CAUSAL_SOURCE, megatron_causal),  # fmt: skip
-    LlmProfile("palm", "PaLM / nanoGPT: 6N + 12·L·H·Q·T per token, N without position embeddings", PALM_SOURCE,
-               palm),  # fmt: skip
-    LlmProfile("torchtitan", "torchtitan: 6·(params - embedding params) + 12·L·H·Q·T per token", TORCHTITAN_SOURCE,
-               torchtitan),  # fmt: skip
+    LlmProfile(
+        "megatron",
+        "classic Megatron-LM: 3x forward matmul FLOPs, lm_head in, embeddings out, dense attention",
+        MEGATRON_SOURCE,
+        megatron,
+    ),
+    LlmProfile(
+        "megatron-causal",
+        "Megatron-LM today: classic, with causal attention's QK^T and AV halved",
+        MEGATRON_CAUSAL_SOURCE,
+        megatron_causal,
+    ),
+    LlmProfile("palm", "PaLM / nanoGPT: 6N + 12·L·H·Q·T per token, N without position embeddings", PALM_SOURCE, palm),
+    LlmProfile(
+        "torchtitan", "torchtitan: 6·(params - embedding params) + 12·L·H·Q·T per token", TORCHTITAN_SOURCE, torchtitan
+    ),
     LlmProfile("maxtext", "MaxText: weight matmuls and logits 3x, causal attention halved", MAXTEXT_SOURCE, maxtext),
-    LlmProfile("vllm", "vLLM prefill: the exact forward with the lm_head on the last token only", VLLM_SOURCE, vllm,
-               inference_only=True),  # fmt: skip
+    LlmProfile(
+        "vllm",
+        "vLLM prefill: the exact forward with the lm_head on the last token only",
+        VLLM_SOURCE,
+        vllm,
+        inference_only=True,
+    ),
 )

@@ -124,11 +124,7 @@ def facts_of(report: Report) -> Facts:
     unfused_training = False
     for path, cost in report.layers.items():
         kinds_here: set[str] = set()
-        is_norm = (
-            cost.params > 0
-            and path not in embedding_layers
-            and not any(op.macs for op in cost.ops.values())
-        )
+        is_norm = cost.params > 0 and path not in embedding_layers and not any(op.macs for op in cost.ops.values())
         for name, op in cost.ops.items():
             short = name.rsplit(".", 1)[-1].lower()
             forward = op.macs
@@ -217,7 +213,7 @@ def _tokens(inputs: list[object]) -> tuple[int | None, int | None]:
             continue
         dtype = str(spec.get("dtype", ""))
         shape = spec.get("shape")
-        if (dtype.startswith("int") or dtype.startswith("uint")) and isinstance(shape, list) and shape:
-            if all(isinstance(size, int) for size in shape):
-                return prod(shape), shape[0]
+        integer = dtype.startswith("int") or dtype.startswith("uint")
+        if integer and isinstance(shape, list) and shape and all(isinstance(size, int) for size in shape):
+            return prod(shape), shape[0]
     return None, None

@@ -7,7 +7,7 @@ module of peer conventions may live in a layer that imports nothing of this pack
 from __future__ import annotations
 
 import importlib
-from functools import lru_cache
+from functools import cache
 
 from pytest_flopbudget._conventions.profile import ConventionError, Profile
 
@@ -15,7 +15,7 @@ from pytest_flopbudget._conventions.profile import ConventionError, Profile
 MODULES: tuple[str, ...] = ("pytest_flopbudget._conventions.llm",)
 
 
-@lru_cache(maxsize=None)
+@cache
 def _profiles() -> dict[str, Profile]:
     found: dict[str, Profile] = {}
     for module in MODULES:

@@ -21,7 +21,8 @@ def convention_text(explanation: Explanation, tokens: int | None = None) -> str:
 
     lines = [
         f"under the {explanation.peer} convention ({explanation.title}), {explanation.version}:",
-        f"  exact          {explanation.ours:>22,} FLOPs  ({format_count(explanation.ours, 'FLOPs')}){per_token(explanation.ours)}",
+        f"  exact          {explanation.ours:>22,} FLOPs  ({format_count(explanation.ours, 'FLOPs')})"
+        f"{per_token(explanation.ours)}",
         f"  {explanation.peer:<14} {explanation.theirs:>22,} FLOPs  ({format_count(explanation.theirs, 'FLOPs')})"
         f"{per_token(explanation.theirs)}",
         f"  exact - {explanation.peer}  {explanation.difference:+,}",
@@ -40,7 +41,7 @@ def convention_text(explanation: Explanation, tokens: int | None = None) -> str:
             if index == 0:
                 lines.append("    " + "  ".join("-" * width for width in widths))
         for reason in explanation.by_reason():
-            lines.append(f"    {reason}: {REASONS.get(reason, '')}")
+            lines.append(f"    {reason}: {REASONS.get(reason, '').replace('the peer', explanation.peer)}")
     lines.extend(f"    note: {note}" for note in explanation.notes)
     return "\n".join(lines) + "\n\n"
 

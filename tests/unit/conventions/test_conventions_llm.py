@@ -126,7 +126,7 @@ def test_torchtitan_minus_megatron_is_six_times_the_norm_parameters_per_token(ti
 def test_per_token_profiles_need_token_ids() -> None:
     report = count(nn.Linear(4, 4), torch.zeros(2, 4))
     assert report.under("megatron").theirs == 2 * 2 * 4 * 4  # needs no tokens: 32 MACs at 2
-    with pytest.raises(ConventionError, match="palm: the convention is per token.*--input 1,seq:int64"):
+    with pytest.raises(ConventionError, match=r"palm: the convention is per token.*--input 1,seq:int64"):
         report.under("palm")
 
 
@@ -180,9 +180,7 @@ def _by_hand(config: dict) -> dict[str, int]:
     return {"N": total, "L": layers, "H": heads, "Q": q, "norms": norms}
 
 
-@pytest.mark.parametrize(
-    "name", [n if n == "llama-3-8b" else pytest.param(n, marks=pytest.mark.slow) for n in LLAMAS]
-)
+@pytest.mark.parametrize("name", [n if n == "llama-3-8b" else pytest.param(n, marks=pytest.mark.slow) for n in LLAMAS])
 def test_llama_conventions_against_their_formulas(name: str) -> None:
     config, seq = LLAMAS[name]
     report = _llama_training(name)
