@@ -212,3 +212,23 @@ def test_llama_3_8b_published_figures() -> None:
     assert per_token == {"palm": 61_066_469_376, "torchtitan": 57_914_449_920, "megatron-causal": 51_470_401_536}
     assert abs(per_token["palm"] / 6.108e10 - 1) < 5e-4
     assert report.under("maxtext").theirs == report.under("megatron-causal").theirs
+
+
+def test_a_hand_written_attention_prices_as_the_fused_one() -> None:
+    """Hugging Face's eager attention (matmuls in a layer without weights) and its SDPA kernel: the same figures
+    under every convention, inference and training (the eager one's forward read as a third of its training
+    MACs, said in a note)."""
+    figures = {}
+    for implementation in ("eager", "sdpa"):
+        config = transformers.LlamaConfig(
+            vocab_size=64, hidden_size=32, intermediate_size=48, num_hidden_layers=2, num_attention_heads=2,
+            num_key_value_heads=2, attn_implementation=implementation,
+        )  # fmt: skip
+        with torch.device("meta"):
+            model = transformers.LlamaForCausalLM(config)
+        ids = torch.zeros(1, 8, dtype=torch.int64)
+        reports = (count(model, ids), count(model, ids, training=True))
+        figures[implementation] = [report.under(name).theirs for report in reports for name in LLM[:5]]
+        if implementation == "eager":
+            assert any("not one fused kernel" in note for note in reports[1].under("megatron").notes)
+    assert figures["eager"] == figures["sdpa"]
