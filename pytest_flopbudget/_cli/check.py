@@ -113,7 +113,7 @@ def run_check(
 def _under_conventions(verdicts: Sequence[Verdict], profiles: Sequence[Any], out: TextIO) -> dict[str, Any]:
     """`--convention NAME`: each counted model's FLOPs under each convention, itemised, printed after the results;
     returned by model for the JSON document. A convention that cannot price a model is one line, not a failure."""
-    from pytest_flopbudget._conventions.text import conventions_data, convention_text
+    from pytest_flopbudget._conventions.text import convention_text, conventions_data
 
     found: dict[str, Any] = {}
     for verdict in verdicts if profiles else ():

@@ -13,7 +13,7 @@ import pytest
 
 pytest.importorskip("torch")
 
-from pytest_flopbudget._cli import main  # noqa: E402
+from pytest_flopbudget._cli import main
 
 MODELS = """\
 import torch
@@ -118,7 +118,7 @@ def test_a_bad_convention_in_pyproject_is_one_line_naming_file_and_key(
     module: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     Path("pyproject.toml").write_text(PYPROJECT.format(module=module, flops=600, convention='"megatorn"'))
-    code, out, err = run(capsys, "check", "--no-cache")
+    code, _out, err = run(capsys, "check", "--no-cache")
     assert code == 2
     assert err.count("\n") == 1
     assert "pyproject.toml:5: tool.flopbudget.models.tiny.convention: unknown convention 'megatorn'" in err
@@ -143,5 +143,5 @@ def test_mfu_gives_per_token_formulas_and_the_artifact(module: str, capsys: pyte
 
 
 def test_mfu_needs_a_range(module: str, capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, err = run(capsys, "mfu", f"{module}:tiny", "--input", "1,seq:int64", "--dim", "seq=64")
+    code, _out, err = run(capsys, "mfu", f"{module}:tiny", "--input", "1,seq:int64", "--dim", "seq=64")
     assert code == 2 and err.count("\n") == 1 and "--dim seq=64..8192" in err
