@@ -37,7 +37,8 @@ if TYPE_CHECKING:
 
 #: Where each formula is written (the commit read for this version); docs/conventions-profiles.md quotes them.
 MEGATRON_SOURCE = (
-    "Narayanan et al. 2021, arXiv:2104.04473 appendix 'Floating-point operations' (72·B·s·l·h²(1 + s/6h + V/12lh) without recomputation); "
+    "Narayanan et al. 2021, arXiv:2104.04473 appendix 'Floating-point operations' "
+    "(72·B·s·l·h²(1 + s/6h + V/12lh) without recomputation); "
     "NVIDIA/Megatron-LM megatron/training/training.py num_floating_point_operations"
 )
 MEGATRON_CAUSAL_SOURCE = (
