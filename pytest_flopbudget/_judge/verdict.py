@@ -234,8 +234,6 @@ class Verdict:
 
     def value(self, metric: Metric) -> int:
         """The figure judged: under the budget's convention for FLOPs where it names one (`judged_figure`)."""
-        if self.budget.convention is not None and _convention_problem(self.report, self.budget) is not None:
-            return self.report.metric(metric)
         return judged_figure(self.report, self.budget, metric)
 
     def judges(self, metric: Metric) -> bool:
@@ -254,8 +252,6 @@ class Verdict:
         """The baseline's figure; None without a baseline, or when the baseline did not measure `metric`."""
         if self.baseline is None or not self.baseline.measures(metric):
             return None
-        if self.budget.convention is not None and _convention_problem(self.baseline, self.budget) is not None:
-            return self.baseline.metric(metric)
         return judged_figure(self.baseline, self.budget, metric)
 
     def delta(self, metric: Metric) -> int | None:
@@ -293,9 +289,13 @@ class Verdict:
 
 def judged_figure(report: Report, budget: Budget, metric: Metric) -> int:
     """The figure a budget judges: the report's own, but FLOPs under the budget's `convention` where it names one
-    (the figure a team's papers report: docs/conventions-profiles.md)."""
+    (the figure a team's papers report: docs/conventions-profiles.md). A convention that cannot price the report
+    leaves the exact figure, and `evaluate` fails the model with the reason (`_convention_problem`)."""
     if budget.convention is not None and metric == FLOPS:
-        return int(report.under(budget.convention).theirs)
+        try:
+            return int(report.under(budget.convention).theirs)
+        except FlopBudgetError:
+            pass
     return report.metric(metric)
 
 
@@ -334,8 +334,7 @@ def evaluate(
     problem = _convention_problem(report, budget)
     if problem is not None:
         findings.append(Finding(ERROR, FindingKind.NOT_MEASURED, problem, FLOPS, source=budget.source))
-        budget = replace(budget, convention=None)
-        measurement = replace(measurement, budget=budget)
+        budget = replace(budget, convention=None)  # judged on the exact figure below, and said so above
     for metric in METRICS:
         limit = budget.limit(metric)
         now = judged_figure(report, budget, metric)
@@ -463,6 +462,8 @@ def _growth_findings(measurement: Measurement, baseline: Report | None) -> list[
     if baseline is None:
         return []
     budget = measurement.budget
+    if _convention_problem(measurement.report, budget) is not None:  # `evaluate` failed the model for it
+        budget = replace(budget, convention=None)
     increase, warn = budget.max_increase, budget.warn_increase
     findings = []
     for metric in METRICS.growth:

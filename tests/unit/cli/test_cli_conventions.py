@@ -38,6 +38,10 @@ class Tiny(nn.Module):
 
 def tiny():
     return Tiny()
+
+
+def linear():
+    return nn.Linear(4, 4)
 """
 
 PYPROJECT = """\
@@ -123,6 +127,18 @@ def test_a_bad_convention_in_pyproject_is_one_line_naming_file_and_key(
     assert err.count("\n") == 1
     assert "pyproject.toml:5: tool.flopbudget.models.tiny.convention: unknown convention 'megatorn'" in err
     assert "expected one of: megatron, megatron-causal, palm, torchtitan, maxtext, vllm" in err
+
+
+def test_a_convention_that_cannot_price_the_model_fails_it_in_one_line(
+    module: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    Path("pyproject.toml").write_text(
+        f'[tool.flopbudget.models.lin]\ntarget = "{module}:linear"\ninputs = [[2, 4]]\nflops = 1000\n'
+        'convention = "palm"\n'
+    )
+    code, out, err = run(capsys, "check", "--no-cache")
+    assert code == 1
+    assert "lin: convention = 'palm' cannot be judged: palm: the convention is per token" in out + err
 
 
 def test_mfu_gives_per_token_formulas_and_the_artifact(module: str, capsys: pytest.CaptureFixture[str]) -> None:
