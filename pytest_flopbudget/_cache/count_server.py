@@ -4,10 +4,13 @@ Under `pytest -n N`, xdist starts N fresh interpreters (execnet runs `python -c`
 torch and warmed the counting backend up before its first model: with 16 models on 2 workers, the budget items
 took 1.8x as long as serially (two imports of torch, two warm-ups, three pytest start-ups for one). So the
 controller forks a count server at start-up (before xdist starts any worker, so the fork copies no thread): it
-imports torch and warms up once, while the workers start, then forks a process per request, which counts one
-model exactly as `flopbudget check` does (`counter._libraries_then_models`: the model's libraries, then the model
-in a child of its own) and sends the answer back. A worker's `ServedCounter` asks it over a Unix socket in a
-private directory; the workers never import torch for a pyproject model.
+imports torch and warms up once, while the workers start, then forks one counting process (a lane) per worker;
+each lane takes the requests one at a time and counts each model in itself, as a serial pytest counts every model
+in its one process (a fork per model cost the lane a second of page faults and lost warm-up: -n 2 stayed slower
+than serial), and sends the answer back as `flopbudget check`'s counting process does (`counter._message`). A
+worker's `ServedCounter` asks it over a Unix socket in a private directory; the workers never import torch for a
+pyproject model. A lane that dies (a model crashed the interpreter) is replaced; its worker counts that model
+itself, as before.
 
 Nothing here decides anything: the server answers what the worker would have counted itself, and a worker that
 cannot reach it counts in its own process, as before, with the same result. The server and every process
@@ -19,10 +22,10 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import select
 import shutil
 import signal
 import socket
+import sys
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
@@ -66,8 +69,9 @@ class CountServer:
         self.pid = pid
 
     @classmethod
-    def start(cls, models: Mapping[str, ModelEntry], root: Path) -> CountServer | None:
-        """Fork the server for `models` (the pyproject's, by name), listening before this returns; None where
+    def start(cls, models: Mapping[str, ModelEntry], root: Path, lanes: int = 2) -> CountServer | None:
+        """Fork the server for `models` (the pyproject's, by name), counting up to `lanes` models at once (one per
+        xdist worker), listening before this returns; None where
         there is no fork, where this process must not be forked (jax's backend runs in it) or no socket can be
         made (the workers then count in their own processes)."""
         if not can_fork() or not models or fork_hazard() is not None:  # jax running here: no fork (`fork_safety`)
@@ -86,7 +90,7 @@ class CountServer:
         if pid == 0:  # pragma: no cover - the server; the tests see what it answers
             try:
                 die_with_parent(parent)
-                _serve(listener, dict(models), root)
+                _serve(listener, dict(models), root, max(1, lanes))
             finally:
                 os._exit(0)
         listener.close()
@@ -101,49 +105,55 @@ class CountServer:
         shutil.rmtree(self.directory, ignore_errors=True)
 
 
-def _serve(listener: socket.socket, models: dict[str, ModelEntry], root: Path) -> None:  # pragma: no cover
-    """The server's loop: warm up once, then a forked process per connection; never returns normally."""
+def _serve(listener: socket.socket, models: dict[str, ModelEntry], root: Path, lanes: int) -> None:  # pragma: no cover
+    """The server's loop: warm up once, then keep `lanes` counting processes forked from the warm state, starting
+    another wherever one ends (a model that crashed the interpreter); never returns normally."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # a Ctrl-C stops the run: the controller then stops the server
     IsolatedCounter(root, record=False)._prepare()  # torch imported and the backend warmed up, once, for all
     server = os.getpid()
+    running: set[int] = set()
     while True:
-        with contextlib.suppress(ChildProcessError):  # reap the finished handlers
-            while os.waitpid(-1, os.WNOHANG)[0]:
-                pass
-        ready, _, _ = select.select([listener], [], [], 0.5)
-        if not ready:
-            continue
+        while len(running) < lanes:
+            pid = os.fork()
+            if pid == 0:
+                try:
+                    die_with_parent(server)
+                    _lane(listener, models, root)
+                finally:
+                    os._exit(0)
+            running.add(pid)
+        with contextlib.suppress(ChildProcessError, InterruptedError):
+            running.discard(os.waitpid(-1, 0)[0])
+
+
+def _lane(listener: socket.socket, models: dict[str, ModelEntry], root: Path) -> None:  # pragma: no cover
+    """One counting process: takes connections one at a time and counts each model in itself, as a serial pytest
+    counts every model in its one process (what a count leaves loaded, the next one finds loaded: the warm-up and
+    the libraries' imports are paid once per lane, not per model, and no fork is paid per model)."""
+    while True:
         try:
             connection, _ = listener.accept()
         except OSError:
             continue
-        if os.fork() == 0:
-            try:
-                listener.close()
-                die_with_parent(server)
-                signal.signal(signal.SIGINT, signal.default_int_handler)
-                _handle(connection, models, root)
-            finally:
-                os._exit(0)
-        connection.close()
+        with connection:
+            _handle(connection, models, root)
 
 
 def _handle(connection: socket.socket, models: dict[str, ModelEntry], root: Path) -> None:  # pragma: no cover
-    """One request: `{"name", "fingerprint"}` in, the counting process's message out (as `IsolatedCounter` gets
-    it from its own fork); a model the server does not know as the worker does is refused (`{"unknown": ...}`)."""
-    from pytest_flopbudget._cache.counter import _libraries_then_models, _module_of
-    from pytest_flopbudget._cache.library_imports import library_imports
+    """One request: `{"name", "fingerprint"}` in, the message `IsolatedCounter` gets from its own counting process
+    out; a model the server does not know as the worker does is refused (`{"unknown": ...}`)."""
+    from pytest_flopbudget._cache.counter import _message
 
-    request = json.loads(_read_message(connection))
+    request = json.loads(_read_message(connection) or b"{}")
     entry = models.get(str(request.get("name")))
     if entry is None or fingerprint(entry) != request.get("fingerprint"):
         _send(connection, {"unknown": str(request.get("name"))})
         return
-    module = _module_of(entry)
-    imports = library_imports([module], [str(root)]) if module else []
-    write_end = os.dup(connection.fileno())
-    connection.close()
-    _libraries_then_models([entry], root, imports, write_end, None)  # writes the answer and exits
+    message, _ = _message(entry, root, None)
+    for stream in (sys.stdout, sys.stderr):  # what the model printed, before the answer lets the worker go on
+        with contextlib.suppress(Exception):
+            stream.flush()
+    _send(connection, {"results": {entry.name: [json.dumps(message), 0]}, "shared": None})
 
 
 def _read_message(connection: socket.socket) -> bytes:

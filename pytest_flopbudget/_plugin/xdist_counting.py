@@ -8,6 +8,7 @@ models (`ModelItem`) go there: a marker test builds its model in the test, so it
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import pytest
@@ -42,12 +43,19 @@ def start_server(config: pytest.Config, settings: Settings, collect_models: bool
     xdist starts a worker or a thread) and stop it when pytest ends."""
     if not (collect_models and settings.models and starts_workers(config)):
         return
-    server = CountServer.start(settings.models, settings.root)
+    server = CountServer.start(settings.models, settings.root, lanes=_workers(config))
     if server is None:
         return
     config.add_cleanup(server.stop)
     config.pluginmanager.register(_CountServerPlugin(server), _PLUGIN_NAME)
     config.add_cleanup(lambda: _unregister(config))
+
+
+def _workers(config: pytest.Config) -> int:
+    """How many workers xdist starts (`-n N`; `-n auto` is resolved by xdist before `pytest_configure`): the
+    server's lanes, one each."""
+    workers = getattr(config.option, "numprocesses", None)
+    return workers if isinstance(workers, int) and workers > 0 else (os.cpu_count() or 1)
 
 
 def _unregister(config: pytest.Config) -> None:

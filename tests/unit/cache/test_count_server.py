@@ -30,6 +30,12 @@ def build():
 
 def broken():
     raise RuntimeError("no weights here")
+
+
+def crash():
+    if os.getpid() != int(os.environ["COUNT_SERVER_TEST_PID"]):  # in the server: the interpreter dies
+        os._exit(3)
+    return build()
 """
 
 PYPROJECT = """\
@@ -40,6 +46,11 @@ flops = "1k"
 
 [tool.flopbudget.models.broken]
 target = "served_model:broken"
+inputs = [[2, 8]]
+flops = "1k"
+
+[tool.flopbudget.models.crash]
+target = "served_model:crash"
 inputs = [[2, 8]]
 flops = "1k"
 """
@@ -81,6 +92,37 @@ def test_the_server_counts_in_a_process_of_its_own_and_answers_as_the_worker_wou
     finally:
         server.stop()
     assert not Path(server.directory).exists()
+
+
+def test_a_lane_counts_one_model_after_the_other_in_itself(project: Settings) -> None:
+    """No fork per model: a lane counts each request in its own process, as a serial pytest does."""
+    server = CountServer.start(project.models, project.root, lanes=1)
+    assert server is not None
+    try:
+        served = ServedCounter(server.address, project.root)
+        for _ in range(3):
+            served(project.models["mlp"], project.root)
+        lanes = set(counted_in(project.root))
+        assert len(lanes) == 1 and os.getpid() not in lanes
+    finally:
+        server.stop()
+
+
+def test_a_lane_a_model_crashed_is_replaced_and_its_worker_counts_that_model_itself(
+    project: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COUNT_SERVER_TEST_PID", str(os.getpid()))
+    server = CountServer.start(project.models, project.root, lanes=1)
+    assert server is not None
+    try:
+        served = ServedCounter(server.address, project.root)
+        report = served(project.models["crash"], project.root)  # the lane died: counted here
+        assert counted_in(project.root) == [os.getpid()]
+        assert report.flops == count_entry(project.models["mlp"], project.root).flops
+        served(project.models["mlp"], project.root)  # the one lane was replaced: the server answers again
+        assert counted_in(project.root)[-1] != os.getpid()
+    finally:
+        server.stop()
 
 
 def test_a_model_the_server_does_not_know_as_the_worker_does_is_counted_in_the_worker(project: Settings) -> None:
