@@ -32,13 +32,13 @@ class Xla:
     distribution = "jax"
     framework = "jax"
     unit: Unit = "flops"
-    title = "XLA's cost analysis"
+    title = "XLA's cost analysis (HloCostAnalysis, jaxlib)"
 
     def is_installed(self) -> bool:
         return importlib.util.find_spec("jax") is not None
 
     def version(self) -> str:
-        return f"jaxlib {metadata.version('jaxlib')}"
+        return metadata.version("jaxlib")
 
     def explain(self, backend: Any, loaded: Any) -> Explanation:
         from pytest_flopbudget._counting.jax.engine import captured_traces
