@@ -235,7 +235,14 @@ def _ratio(ours: int, theirs: int) -> str:
 
 
 def split(
-    layer: str, op: str, flops: int, macs: int, theirs: int, unit: str, zero: tuple[str, str], their_op: str | None = None
+    layer: str,
+    op: str,
+    flops: int,
+    macs: int,
+    theirs: int,
+    unit: str,
+    zero: tuple[str, str],
+    their_op: str | None = None,
 ) -> list[Item]:
     """The items of one op of ours (`flops`, of which `macs` multiply-accumulates) against a figure of theirs in
     `unit`, by the rules above (`zero`: the reason and detail where theirs is 0); a convention profile's items."""

@@ -18,7 +18,7 @@ import contextlib
 import dataclasses
 import io
 from pathlib import Path
-from typing import Any, TypeGuard
+from typing import Any, TypeGuard, cast
 
 from pytest_flopbudget._backends import backend_for, count
 from pytest_flopbudget._backends.dispatch import load_entry
@@ -48,7 +48,7 @@ def explain_entry(entry: ModelEntry, root: Path, peer_name: str) -> Explanation:
     _same_framework(peer, backend, entry)
     if not _is_torch_peer(peer):
         try:
-            return peer.explain(backend, loaded)
+            return cast(GraphPeer, peer).explain(backend, loaded)
         except PeerError as exc:
             raise ExplainError(f"--vs {peer.name}: {exc}") from None
     real = dataclasses.replace(entry, execution="real")  # the peer runs a real forward: zeros, not meta tensors

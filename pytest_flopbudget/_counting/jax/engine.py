@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from math import prod
 from contextvars import ContextVar
+from math import prod
 from typing import Any
 
 from pytest_flopbudget._counting.graph_memory import measure_memory

@@ -67,7 +67,11 @@ class Op:
         """The output elements of a reduction whose FLOPs are its inputs (1 per input element), read back from its
         bytes (inputs read and outputs written at one element size); None where no one size fits."""
         moved, inputs = self.cost.get(BYTES), self.flops
-        fits = [moved // size - inputs for size in (1, 2, 4, 8) if moved % size == 0 and 0 < moved // size - inputs <= inputs]
+        fits = [
+            moved // size - inputs
+            for size in (1, 2, 4, 8)
+            if moved % size == 0 and 0 < moved // size - inputs <= inputs
+        ]
         return fits[0] if len(fits) == 1 else None
 
 
@@ -170,8 +174,10 @@ def fvcore_rule(op: Op) -> Priced:
 
 # --- thop ------------------------------------------------------------------------------------------------------
 
-THOP_ZERO = frozenset({"relu", "relu6", "hardtanh", "leaky_relu", "max_pool1d", "max_pool2d", "max_pool3d",
-                       "max_pool2d_with_indices", "max_pool3d_with_indices", "adaptive_max_pool2d", "dropout"})  # fmt: skip
+THOP_ZERO = frozenset(
+    {"relu", "relu6", "hardtanh", "leaky_relu", "max_pool1d", "max_pool2d", "max_pool3d", "max_pool2d_with_indices",
+     "max_pool3d_with_indices", "adaptive_max_pool2d", "dropout"}
+)  # fmt: skip
 
 
 def thop_rule(op: Op) -> Priced:
@@ -257,7 +263,9 @@ def tf_profiler_rule(op: Op) -> Priced:
         replaced = {other for other, cost in op.owner.ops.items() if other != name and not cost.flops}
         ruled = replaced & TF_PROFILER_RULES
         if not ruled:
-            return _zero(reasons.NOT_SUPPORTED, f"the profiler registers no flops rule for {', '.join(sorted(replaced))}")
+            return _zero(
+                reasons.NOT_SUPPORTED, f"the profiler registers no flops rule for {', '.join(sorted(replaced))}"
+            )
         if ruled == {"Mean"}:
             return _same(op)  # a mean pool: 1 per input element both ways
         return Priced(op.flops, inexact="tf-profiler: a Keras layer priced by the shared rule (a norm) is taken at "

@@ -59,7 +59,9 @@ class TfProfiler:
         with captured_traces() as traces:
             ops = count_tf(loaded.model, list(loaded.args), dict(loaded.kwargs), keras_rules=False)
             if self.open_batch:  # the same call traced again, for the profiler, with the batch unknown
-                count_tf(loaded.model, [_open_batch(arg) for arg in loaded.args], dict(loaded.kwargs), keras_rules=False)
+                count_tf(
+                    loaded.model, [_open_batch(arg) for arg in loaded.args], dict(loaded.kwargs), keras_rules=False
+                )
         if not traces:
             raise PeerError("the count traced no function for the profiler to read")
         return self.compare(ours, ops, [concrete for concrete, _, _ in traces], traces[0][2])

@@ -71,7 +71,9 @@ class Xla:
                 Item(None, None, 0, total - accounted, reasons.UNEXPLAINED,
                      detail="XLA's figure for the whole program is not the sum of its ops costed alone")
             )  # fmt: skip
-        notes = [f"XLA also reports {transcendentals:,} transcendentals, apart from its flops"] if transcendentals else []
+        notes = (
+            [f"XLA also reports {transcendentals:,} transcendentals, apart from its flops"] if transcendentals else []
+        )
         notes += [f"XLA could not cost {op} in {layer or 'the model'} alone: {why}" for layer, op, why in walk.failed]
         if ours.skipped_ops:
             notes.append(f"we skipped {ours.skipped_calls} op calls (no formula): our figure leaves them out")

@@ -22,7 +22,7 @@ from typing import Any
 from pytest_flopbudget._counting.jax.composites import composite_call
 from pytest_flopbudget._counting.jax.names import LayerNamer, Stack
 from pytest_flopbudget._counting.jax.ops import COMPOSITE_PRIMITIVE
-from pytest_flopbudget._counting.jax.walk import CALL_BODIES, static_trip_count
+from pytest_flopbudget._counting.jax.walk import CALL_BODIES, ROOT_STACK, static_trip_count
 
 
 @dataclasses.dataclass
@@ -59,7 +59,7 @@ class XlaWalk:
         self._dead = _dead(traced.jaxpr)
         return self.walk(traced)
 
-    def walk(self, jaxpr: Any, stack: Stack = Stack(), ours: int = 1, xla: int = 1) -> int:
+    def walk(self, jaxpr: Any, stack: Stack = ROOT_STACK, ours: int = 1, xla: int = 1) -> int:
         """Cost the equations of `jaxpr` run `ours` times by our count and `xla` times by XLA; returns XLA's flops
         for one run of it."""
         total = 0
