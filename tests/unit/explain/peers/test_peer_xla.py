@@ -3,9 +3,6 @@ alone, next to ours; XLA's total is `jax.jit(f).lower(...).cost_analysis()["flop
 
 from __future__ import annotations
 
-import json
-import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -18,9 +15,6 @@ import jax.numpy as jnp  # noqa: E402
 from pytest_flopbudget._counting.jax.engine import captured_traces, count_jax, count_linen  # noqa: E402
 from pytest_flopbudget._explain.items import Explanation  # noqa: E402
 from pytest_flopbudget._explain.peers.xla import PEER  # noqa: E402
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "cli"))
-from main_in_process import one_error_line, run_main  # noqa: E402
 
 
 def explained(count: Any, *args: Any) -> Explanation:
@@ -90,28 +84,3 @@ def test_the_flax_tabulate_example_itemises_the_batch_norm() -> None:
         ("BatchNorm_0", 2560, 2140, "priced by its primitives"),
         ("BatchNorm_0", 2140, 2020, "unused result dropped"),
     ]
-
-
-def test_explain_takes_a_jax_target_to_xla_and_refuses_a_pytorch_peer(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
-    (tmp_path / "jax_explain_models.py").write_text(
-        "import jax\nimport jax.numpy as jnp\n\n\n@jax.jit\ndef f(x):\n    return jnp.exp(x).sum()\n"
-    )
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.syspath_prepend(str(tmp_path))
-    code, out, err = run_main(["explain", "jax_explain_models:f", "--input", "4,8", "--vs", "xla", "--format", "json"],
-                              tmp_path, capsys)  # fmt: skip
-    assert code == 0, err
-    found = json.loads(out)
-    # exp: 32 FLOPs to us, 32 transcendentals to XLA; the sum of 32 into 1: 32 to us, 31 to XLA
-    assert (found["ours"], found["theirs"], found["by_reason"]) == (
-        64,
-        31,
-        {"transcendental, not in flops": 32, "reduction as n - m adds": 1},
-    )
-    code, _, err = run_main(["explain", "jax_explain_models:f", "--input", "4,8", "--vs", "fvcore"], tmp_path, capsys)
-    assert code == 2
-    assert one_error_line(err) == (
-        "flopbudget: error: --vs fvcore counts PyTorch models; jax_explain_models:f is a JAX model (its peer: --vs xla)"
-    )
