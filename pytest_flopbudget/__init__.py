@@ -13,7 +13,9 @@ from pytest_flopbudget._config.target_kinds import use_target_kinds
 from pytest_flopbudget._counting.formulas import Cost
 from pytest_flopbudget._curve.formula import Formula
 from pytest_flopbudget._curve.named import count_curve
+from pytest_flopbudget._display import use_html
 from pytest_flopbudget._errors import FlopBudgetError, FlopBudgetWarning
+from pytest_flopbudget._explain.items import Explanation
 from pytest_flopbudget._render.table import report_text
 from pytest_flopbudget._report import LayerCost, OpCost, PhaseTotals, Report, SkippedOp, use_text_renderer
 from pytest_flopbudget._version import __version__
@@ -21,6 +23,32 @@ from pytest_flopbudget._version import __version__
 # `print(report)` draws the layer table: the package root connects the data type to its renderer, so that
 # report.py imports no presentation (render/ sits above it).
 use_text_renderer(report_text)
+
+
+# A notebook displays a Report, a curve's Formula and an explanation as HTML (`_repr_html_`): the data types sit
+# below their renderers, so the root plugs these in too (`display.py`), each imported at its first display so that
+# `import pytest_flopbudget` (and the CLI) loads no picture code.
+def _report_html(report: Report) -> str:
+    from pytest_flopbudget._render.notebook import report_html
+
+    return report_html(report)
+
+
+def _formula_html(formula: Formula) -> str:
+    from pytest_flopbudget._curve.notebook import formula_html
+
+    return formula_html(formula)
+
+
+def _explanation_html(explanation: Explanation) -> str:
+    from pytest_flopbudget._explain.notebook import explanation_html
+
+    return explanation_html(explanation)
+
+
+use_html(Report, _report_html)
+use_html(Formula, _formula_html)
+use_html(Explanation, _explanation_html)
 # `[tool.flopbudget]` is validated against the backends that will run its entries (the entry keys they honour, how
 # their targets are spelled); config/ sits below backends/, so the root hands it the registry.
 use_target_kinds(backends)

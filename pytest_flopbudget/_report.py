@@ -12,6 +12,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from pytest_flopbudget._display import html_of
 from pytest_flopbudget._json_fields import a_bool, a_list, a_str, an_object, field_of, joined, show
 from pytest_flopbudget._metrics import (
     BUFFER_BYTES,
@@ -331,6 +332,11 @@ class Report(BothPhases):
         if _text_renderer is None:
             raise RuntimeError("import pytest_flopbudget to draw a Report's table")
         return _text_renderer(self, depth, title)
+
+    def _repr_html_(self) -> str | None:
+        """What Jupyter shows for a Report: the layer table and the icicle inline, self-contained (no script,
+        nothing loaded); None (Jupyter then shows the repr) without the renderer the package root plugs in."""
+        return html_of(self)
 
     def __repr__(self) -> str:
         """One line: a Report holds every layer, and a repr of thousands of layers helps nobody in a debugger."""

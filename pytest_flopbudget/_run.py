@@ -63,6 +63,11 @@ class Counter(Protocol):
         """The models about to be counted, in order (so the counter can share work among them)."""
         ...
 
+    def count_ahead(self, jobs: int) -> None:
+        """Count the planned models now, up to `jobs` at a time (`flopbudget check -j`), for the calls that follow;
+        a counter that cannot does nothing, and each model is then counted when it is asked for."""
+        ...
+
     def mismatch_of(self, name: str) -> str | None:
         """How `name`'s cached count differs from its fresh count (`--cache=verify`), or None."""
         ...
@@ -96,6 +101,9 @@ class InProcessCounter:
 
     def plan(self, entries: Sequence[ModelEntry], root: Path) -> None:
         pass
+
+    def count_ahead(self, jobs: int) -> None:
+        pass  # one process: the models are counted one after the other, when asked for
 
     def mismatch_of(self, name: str) -> str | None:
         return None

@@ -20,6 +20,9 @@ What a count reads can only be seen while it runs (`recorder.Recorder`), and onl
 time is seen; everything a model's code loads is loaded, and seen, in its child, and what the processes above it
 loaded is recorded there once and added to the record.
 
+With `flopbudget check -j N`, up to N of those processes run at once (`IsolatedCounter.count_ahead`): each
+module's models cut into at most N parts, a process per part, the answers handed out in the plan's order.
+
 Where there is no fork (other platforms) everything is counted in this process, one model after the other, and
 the cache is off: a cached answer for one model would skip its import, which a later model's count could see.
 The same holds where this process must not be forked (`fork_safety`: jax's backend is running in it); and where a
@@ -32,14 +35,15 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import select
 import signal
 import sys
 import warnings
+from collections import deque
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pytest_flopbudget._cache.children import HEADER, Reply, die_with_parent, receive, wait_any
 from pytest_flopbudget._cache.dependencies import Dependencies
 from pytest_flopbudget._cache.fork_safety import fork_hazard
 from pytest_flopbudget._cache.recorder import Recorder
@@ -79,6 +83,7 @@ class IsolatedCounter:
         self._torch_modules: set[str] = set()
         self._ready = False
         self._planned: list[ModelEntry] = []
+        self._root: Path | None = None
         self._done: dict[str, tuple[bytes, int, Dependencies | None]] = {}  # name -> payload, status, shared
         self._formulas: dict[str, Formula] = {}  # name -> the formula a curve count sent back
         #: Held across each fork (the progress line's lock), so no child starts with a stream mid-write.
@@ -86,6 +91,7 @@ class IsolatedCounter:
 
     def plan(self, entries: Sequence[ModelEntry], root: Path) -> None:
         self._planned = list(entries)
+        self._root = root
 
     def mismatch_of(self, name: str) -> str | None:
         return None  # no cache, nothing to disagree with
@@ -150,44 +156,89 @@ class IsolatedCounter:
             self._torch = Dependencies.capture(recorder)
         self._torch_modules = set(sys.modules)
 
+    def count_ahead(self, jobs: int) -> None:
+        """Count every planned model not counted yet, in up to `jobs` processes at once (`flopbudget check -j`), so
+        that the `count` calls that follow, in the plan's order, are answered from what came back.
+
+        A pool, no scheduler: each module's models are cut into at most `jobs` parts (`partition`), and a process
+        per part, forked from this one (torch imported once, here), imports the module's libraries and counts its
+        models one by one, exactly as without `-j`. Whatever order they finish in, each model's answer is its own.
+        Where this process may not be forked (`fork_safety`), nothing is counted ahead: each model is then counted
+        when asked for, in this process, as without `-j`.
+        """
+        pending = [entry for entry in self._planned if entry.name not in self._done]
+        parts = partition(pending, jobs, _module_of)
+        root = self._root
+        if jobs < 2 or len(parts) < 2 or root is None or fork_hazard() is not None:
+            return
+        queue = deque((group, self._imports(group, root)) for group in parts)
+        running: list[tuple[list[ModelEntry], Any, Reply]] = []
+        try:
+            while queue or running:
+                while queue and len(running) < jobs:
+                    group, imports = queue.popleft()
+                    running.append((group, imports, self._start_group(group, root, imports)))
+                finished = wait_any([reply for _, _, reply in running])
+                for item in [item for item in running if item[2] in finished]:
+                    running.remove(item)
+                    group, imports, reply = item
+                    if not self._finish_group(group, *reply.result(), imports):
+                        queue.append((group, []))  # the libraries started jax: each model's child imports them
+        except BaseException:  # a Ctrl-C (or our own bug): no process may count on
+            for _, _, reply in running:
+                reply.kill()
+            raise
+
     def _count_group(self, group: list[ModelEntry], root: Path) -> None:
         """Count the models of one module: a process imports their libraries, then forks one child per model.
 
         Where this process may not be forked (`fork_safety`), the models are counted in it, unrecorded; where the
         libraries' import started a runtime that makes the process for them unfit to fork (jax's backend), that
         process forks nothing and says so, and the models are counted again with each child importing them."""
-        from pytest_flopbudget._cache.library_imports import library_imports
-
         hazard = fork_hazard()
         if hazard is not None:
             for entry in group:
                 self._done[entry.name] = _in_process(entry, root, hazard)
             return
-        module = _module_of(group[0])
-        imports = library_imports([module], [str(root)]) if module else []  # read before anything is recorded
-        if module:
-            self._prepare()
-        if not self._fork_group(group, root, imports) and imports:
-            self._fork_group(group, root, [])  # the libraries started jax: each model's child imports them
+        imports = self._imports(group, root)
+        reply = self._start_group(group, root, imports)
+        if not self._finish_group(group, *receive(reply.read_end, reply.pid), imports):
+            reply = self._start_group(group, root, [])  # the libraries started jax: each model's child imports them
+            self._finish_group(group, *receive(reply.read_end, reply.pid), [])
 
-    def _fork_group(self, group: list[ModelEntry], root: Path, imports: Any) -> bool:
-        """One process for the group's libraries, forking a child per model; False when that process found itself
-        unfit to fork (its imports started jax's backend) and counted nothing."""
+    def _imports(self, group: list[ModelEntry], root: Path) -> Any:
+        """The installed libraries the group's module imports at its top (read from its source, before anything
+        is recorded); torch imported and warmed up here first when the group has a module."""
+        from pytest_flopbudget._cache.library_imports import library_imports
+
+        module = _module_of(group[0])
+        if not module:
+            return []
+        imports = library_imports([module], [str(root)])
+        self._prepare()
+        return imports
+
+    def _start_group(self, group: list[ModelEntry], root: Path, imports: Any) -> Reply:
+        """Fork the process that imports `imports` and counts `group` (`_libraries_then_models`); its reply comes
+        on the pipe returned."""
         for stream in (sys.stdout, sys.stderr):  # what is buffered would otherwise be written twice
             with contextlib.suppress(OSError, ValueError):
                 stream.flush()
         read_end, write_end = os.pipe()
+        parent = os.getpid()
         with self.fork_guard, warnings.catch_warnings():  # 3.12+ warns about fork in a threaded process (torch's)
             warnings.simplefilter("ignore", DeprecationWarning)
             pid = os.fork()
         if pid == 0:  # pragma: no cover - the child; coverage of it is the parent's assertions
             os.close(read_end)
+            die_with_parent(parent)
             _libraries_then_models(group, root, imports, write_end, self._torch_modules if self.record else None)
         os.close(write_end)
-        try:
-            payload, status = _receive(read_end, pid)
-        finally:
-            os.close(read_end)
+        return Reply(read_end, pid)
+
+    def _finish_group(self, group: list[ModelEntry], payload: bytes, status: int, imports: Any) -> bool:
+        """Keep what the process of `group` sent back, per model, for `count` to hand out; False (and nothing
+        kept) when that process found itself unfit to fork (its `imports` started jax's backend)."""
         try:
             message = json.loads(payload) if payload else None
         except ValueError:
@@ -208,6 +259,20 @@ class IsolatedCounter:
             else:
                 self._done[entry.name] = (b"", status, None)
         return True
+
+
+def partition(entries: Sequence[ModelEntry], jobs: int, module_of: Any) -> list[list[ModelEntry]]:
+    """`entries` in parts for `jobs` processes: the models of one module (`module_of`) together, as without `-j`,
+    cut into at most `jobs` runs of consecutive models, so one module's many models still spread over every
+    process; the largest parts first, so that a long one does not start last. Deterministic."""
+    modules: dict[str, list[ModelEntry]] = {}
+    for entry in entries:
+        modules.setdefault(module_of(entry), []).append(entry)
+    parts = []
+    for models in modules.values():
+        size = -(-len(models) // max(jobs, 1))
+        parts += [models[start : start + size] for start in range(0, len(models), size)]
+    return sorted(parts, key=len, reverse=True)  # stable: equal sizes keep the plan's order
 
 
 def _libraries_then_models(  # pragma: no cover - a child; coverage of it is the parent's assertions
@@ -238,16 +303,15 @@ def _libraries_then_models(  # pragma: no cover - a child; coverage of it is the
                 with contextlib.suppress(OSError, ValueError):
                     stream.flush()
             read_end, child_end = os.pipe()
+            lane = os.getpid()
             pid = os.fork()
             if pid == 0:
                 os.close(read_end)
                 os.close(write_end)  # a process the model leaves running must not hold the parent's pipe
+                die_with_parent(lane)
                 _child(entry, root, child_end, now_loaded if loaded_before is not None else None)
             os.close(child_end)
-            try:
-                payload, status = _receive(read_end, pid)
-            finally:
-                os.close(read_end)
+            payload, status = receive(read_end, pid)
             results[entry.name] = [payload.decode("utf-8", "replace"), status]
         message = {"results": results, "shared": shared} if group else {"unfit": True}
     except KeyboardInterrupt:
@@ -257,7 +321,7 @@ def _libraries_then_models(  # pragma: no cover - a child; coverage of it is the
     try:
         data = json.dumps(message).encode()
         with os.fdopen(write_end, "wb") as pipe:
-            pipe.write(len(data).to_bytes(_HEADER, "big") + data)
+            pipe.write(len(data).to_bytes(HEADER, "big") + data)
     finally:
         os._exit(code)
 
@@ -299,6 +363,10 @@ class CachedCounter:
         for entry in entries:
             self._lookups[entry.name] = self.cache.lookup(entry_key(entry.table, root))
         self.counter.plan([e for e in entries if self.verify or self._answer(e, self._lookups[e.name]) is None], root)
+
+    def count_ahead(self, jobs: int) -> None:
+        """The planned models the cache cannot answer, counted now in up to `jobs` processes at once."""
+        self.counter.count_ahead(jobs)
 
     def notes(self, total: int) -> list[str]:
         """What the check says about the cache after counting `total` models: a write it could not do, the records
@@ -413,46 +481,6 @@ def _first_difference(old: Any, new: Any, where: str) -> str:
     return f"{where} {json.dumps(old)[:80]} cached, {json.dumps(new)[:80]} counted"
 
 
-_HEADER = 8  # the message's length, big-endian, before the message
-
-
-def _receive(read_end: int, pid: int) -> tuple[bytes, int]:
-    """The child's message and exit status. Reads exactly the announced length rather than to end-of-file: a
-    process the model started and left running holds the pipe open, and must not make the check wait for it."""
-    os.set_blocking(read_end, False)
-    buffer = bytearray()
-    status: int | None = None
-    try:
-        while True:
-            ready, _, _ = select.select([read_end], [], [], 0.1)
-            chunk = b""
-            if ready:
-                with contextlib.suppress(BlockingIOError):
-                    chunk = os.read(read_end, 1 << 20)
-                buffer += chunk
-            if len(buffer) >= _HEADER and len(buffer) >= _HEADER + int.from_bytes(buffer[:_HEADER], "big"):
-                break
-            if ready and not chunk:  # end of file: every writer is gone
-                break
-            if status is None:
-                done, waited = os.waitpid(pid, os.WNOHANG)
-                if done:
-                    status = waited
-            elif not ready:  # the child has exited and nothing more is coming
-                break
-    except KeyboardInterrupt:
-        with contextlib.suppress(OSError):
-            os.kill(pid, signal.SIGKILL)
-        with contextlib.suppress(OSError):
-            os.waitpid(pid, 0)
-        raise
-    if status is None:
-        status = os.waitpid(pid, 0)[1]
-    length = int.from_bytes(buffer[:_HEADER], "big") if len(buffer) >= _HEADER else -1
-    complete = length >= 0 and len(buffer) >= _HEADER + length
-    return (bytes(buffer[_HEADER : _HEADER + length]) if complete else b""), status
-
-
 def _in_process(entry: ModelEntry, root: Path, hazard: str) -> tuple[bytes, int, Dependencies | None]:
     """The model counted in this process, as its child would send it, and a record that must not be kept: what
     it read is not seen where other models' counts loaded things before it."""
@@ -471,7 +499,7 @@ def _child(entry: ModelEntry, root: Path, write_end: int, shared: set[str] | Non
     try:
         data = json.dumps(message).encode()
         with os.fdopen(write_end, "wb") as pipe:
-            pipe.write(len(data).to_bytes(_HEADER, "big") + data)
+            pipe.write(len(data).to_bytes(HEADER, "big") + data)
         for stream in (sys.stdout, sys.stderr):
             with contextlib.suppress(Exception):
                 stream.flush()

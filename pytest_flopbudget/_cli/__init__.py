@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from typing import Any, NoReturn
 
 from pytest_flopbudget._cli.count_formats import FORMATS
+from pytest_flopbudget._cli.parallel import JOBS_HELP, parse_jobs
 from pytest_flopbudget._config.pyproject import generate_problem
 from pytest_flopbudget._errors import FlopBudgetError
 from pytest_flopbudget._metrics import METRICS, PEAK_MEMORY, PLUGIN_PROBLEMS, by_name
@@ -79,6 +80,7 @@ examples:
   flopbudget check                      # every model; the pre-commit hook runs this
   flopbudget check resnet50 vit_tiny    # only these
   flopbudget check --update             # record the current counts as the new baselines (commit them)
+  flopbudget check -j auto              # count as many models at once as there are cores
   flopbudget check --base-ref origin/main --report gitlab:gl-code-quality.json   # in CI
   flopbudget check --pyproject a/pyproject.toml --pyproject b/pyproject.toml   # two projects, one run
   flopbudget check --shard 2/3 --report json:shard-2.json   # this machine's third; then flopbudget merge"""
@@ -339,6 +341,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="PATH",
         help="where counts are cached (default: FLOPBUDGET_CACHE_DIR, else .flopbudget_cache next to pyproject.toml)",
     )
+    check.add_argument("-j", "--jobs", type=parse_jobs, default=1, metavar="N", help=JOBS_HELP)
     check.set_defaults(handler=_check)
 
     init = commands.add_parser(
@@ -550,12 +553,12 @@ def _check(args: argparse.Namespace) -> int:
         return run_projects(
             pyprojects=pyprojects, names=args.names, update=args.update, reports=args.report, base_ref=args.base_ref,
             out=_out(), err=_err(), require_baseline=args.require_baseline, cache=args.cache,
-            cache_dir=args.cache_dir, format=args.format, shard=args.shard,
+            cache_dir=args.cache_dir, format=args.format, shard=args.shard, jobs=args.jobs,
         )  # fmt: skip
     return run_check(
         pyproject=pyprojects[0] if pyprojects else None, names=args.names, update=args.update, reports=args.report,
         base_ref=args.base_ref, out=_out(), err=_err(), require_baseline=args.require_baseline, cache=args.cache,
-        cache_dir=args.cache_dir, format=args.format, shard=args.shard,
+        cache_dir=args.cache_dir, format=args.format, shard=args.shard, jobs=args.jobs,
     )  # fmt: skip
 
 

@@ -17,6 +17,7 @@ from typing import TextIO
 from pytest_flopbudget._cache import counter as recorded_count
 from pytest_flopbudget._cache.counter import CachedCounter, IsolatedCounter
 from pytest_flopbudget._cache.store import CACHE_DIR_NAME, CountCache, cache_enabled
+from pytest_flopbudget._cli import parallel
 from pytest_flopbudget._cli.progress import Progress
 from pytest_flopbudget._cli.project import load_project, select_models
 from pytest_flopbudget._config.pyproject import ModelEntry, Settings
@@ -42,6 +43,7 @@ def run_check(
     cache_dir: str | None = None,
     format: str = "text",
     shard: str | None = None,
+    jobs: int = 1,
 ) -> int:
     """Count, judge, write baselines on update, print, and emit the CI outputs; returns the exit status.
 
@@ -50,6 +52,7 @@ def run_check(
     `--no-cache`), "verify" (`--cache=verify`: recount everything and fail where a record disagrees) or None.
     `shard` (`--shard K/N` or `auto`) counts this job's part only and records the plan in the JSON results, for
     `flopbudget merge`; the merge, not a shard, writes the GitHub annotations and job summary.
+    `jobs` (`-j`) is how many models are counted at once (`cli/parallel.py`).
     """
     from pytest_flopbudget._cli import shard as sharding
     from pytest_flopbudget._reporters import ci
@@ -75,7 +78,7 @@ def run_check(
         entries, plan = sharding.select_shard(spec, entries, settings, run)
     counter = _counter(settings, cache, cache_dir)
     counter.plan(entries, settings.root)
-    count_into(run, entries, settings, err, counter)
+    count_into(run, entries, settings, err, counter, jobs)
     for line in counter.notes(len(entries)):
         err.write(line + "\n")
     result = run.finish()  # a mismatch is a violation on its model's verdict: every output, and the exit code
@@ -101,10 +104,12 @@ def count_into(
     settings: Settings,
     err: TextIO | None = None,
     counter: Counter | None = None,
+    jobs: int = 1,
 ) -> None:
     counter = counter if counter is not None else InProcessCounter()
     with Progress(len(entries), getattr(err, "raw", err) or sys.stderr) as progress:
         counter.fork_guard = progress.drawing
+        parallel.count_ahead(counter, jobs, progress, err)  # -j: the models counted now, then taken in order
         for entry in entries:
             progress.start(entry.name)
             with contextlib.suppress(FlopBudgetError):  # recorded in the run as Unchecked

@@ -56,6 +56,7 @@ def run_projects(
     cache_dir: str | None = None,
     format: str = "text",
     shard: str | None = None,
+    jobs: int = 1,
 ) -> int:
     """`run_check` over several projects: count, judge and write baselines per project, then print and emit the
     one result; returns the exit status."""
@@ -78,7 +79,7 @@ def run_projects(
     for part in parts:
         counter = counter_for(part.settings, cache, cache_dir)
         counter.plan(part.entries, part.settings.root)
-        count_into(part.run, part.entries, part.settings, err, counter)
+        count_into(part.run, part.entries, part.settings, err, counter, jobs)
         notes += counter.notes(len(part.entries))
         mismatches += list(counter.mismatches)
     for line in dict.fromkeys(notes):

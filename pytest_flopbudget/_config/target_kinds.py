@@ -101,8 +101,11 @@ def target_grammar() -> str:
 
 
 def honouring(option: str) -> str:
-    """The frameworks that honour `option`, as messages name them (`PyTorch`, `PyTorch or JAX`)."""
-    return joined([kind.framework for kind in _general_first() if option in kind.honours]) or "no"
+    """The frameworks that honour `option`, as messages name them (`PyTorch`, `PyTorch, JAX or TensorFlow`): every
+    backend, those that decide by the object included (a JAX model honours `training`)."""
+    kinds = sorted(target_kinds(), key=lambda kind: (kind.priority, kind.name))
+    frameworks = [kind.framework for kind in kinds if option in kind.honours]
+    return joined(list(dict.fromkeys(frameworks))) or "no"
 
 
 def model_phrase(kind: TargetKind) -> str:

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pytest_flopbudget._curve.polynomial import Polynomial, parse
+from pytest_flopbudget._display import html_of
 from pytest_flopbudget._json_fields import a_bool, a_list, a_str, an_object
 from pytest_flopbudget._metrics import METRICS, Metric, by_name
 
@@ -131,6 +132,11 @@ class Formula:
     holds: Holds
     point: dict[str, int] = field(default_factory=dict)
     ranges: dict[str, tuple[int, int]] = field(default_factory=dict)
+
+    def _repr_html_(self) -> str | None:
+        """What Jupyter shows: the formulas, total and per layer, and the log-log picture (`curve/notebook.py`,
+        plugged in by the package root: `display.use_html`)."""
+        return html_of(self)
 
     def total(self, metric: Metric | str) -> Polynomial:
         """The model's formula for `metric` (zero where it has none)."""

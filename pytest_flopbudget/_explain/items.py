@@ -15,6 +15,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from pytest_flopbudget._display import html_of
+
 #: Why two counters differ on one op. Each reason is a short phrase, the same in the table and in the JSON.
 NOT_SUPPORTED = "op not supported"
 COUNTED_AS_ZERO = "counted as zero"
@@ -129,6 +131,11 @@ class Explanation:
         for item in self.items:
             totals[item.reason] = totals.get(item.reason, 0) + item.difference
         return dict(sorted(totals.items(), key=lambda pair: -abs(pair[1])))
+
+    def _repr_html_(self) -> str | None:
+        """What Jupyter shows: the totals and the itemised difference as a table (`explain/notebook.py`, plugged
+        in by the package root: `display.use_html`)."""
+        return html_of(self)
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -12,22 +12,12 @@ from pytest_flopbudget._render.formatting import format_count, layer_label, plur
 
 
 def explanation_text(explanation: Explanation, model: str, per_layer: bool = False) -> str:
-    unit = "MACs" if explanation.unit == "macs" else "FLOPs"
-    lines = [
-        f"{model}: ours against {explanation.title} {explanation.version}",
-        f"  ours     {explanation.ours:>20,} FLOPs  ({format_count(explanation.ours, 'FLOPs')})",
-        f"  theirs   {explanation.theirs:>20,} {unit:<5}  ({format_count(explanation.theirs, unit)})"
-        + (f'  ({explanation.peer} calls them "flops")' if explanation.unit == "macs" else ""),
-        f"  ours - theirs {explanation.difference:>+15,}",
-        "",
-    ]
+    lines = [f"{model}: {heading(explanation)}", *(f"  {line}" for line in total_lines(explanation)), ""]
     if not explanation.items:
-        lines.append("  no difference: every layer's figures agree")
+        lines.append(f"  {NO_DIFFERENCE}")
         return "\n".join(lines) + "\n"
-    rows = _rows(explanation.items, per_layer)
-    headers = ("reason", "layer" if per_layer else "op", "ours", "theirs", "ours - theirs")
-    table = [headers, *rows, ("total", "", "", "", f"{sum(item.difference for item in explanation.items):+,}")]
-    widths = [max(len(row[i]) for row in table) for i in range(len(headers))]
+    table = item_table(explanation, per_layer)
+    widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))]
     for index, row in enumerate(table):
         cells = [
             row[0].ljust(widths[0]),
@@ -38,10 +28,45 @@ def explanation_text(explanation: Explanation, model: str, per_layer: bool = Fal
         if index == 0 or index == len(table) - 2:
             lines.append("  " + "  ".join("-" * width for width in widths))
     lines.append("")
-    for reason in explanation.by_reason():
-        lines.append(f"  {reason}: {REASONS.get(reason, '').replace('the peer', explanation.peer)}")
-    lines.extend(f"  note: {note}" for note in explanation.notes)
+    lines.extend(f"  {line}" for line in reason_lines(explanation))
     return "\n".join(lines) + "\n"
+
+
+#: What the table shows when the two counts agree layer by layer.
+NO_DIFFERENCE = "no difference: every layer's figures agree"
+
+
+def heading(explanation: Explanation) -> str:
+    """`ours against fvcore 0.1.5`."""
+    return f"ours against {explanation.title} {explanation.version}"
+
+
+def total_lines(explanation: Explanation) -> list[str]:
+    """Both totals, each in its unit, and their difference, aligned."""
+    unit = "MACs" if explanation.unit == "macs" else "FLOPs"
+    return [
+        f"ours     {explanation.ours:>20,} FLOPs  ({format_count(explanation.ours, 'FLOPs')})",
+        f"theirs   {explanation.theirs:>20,} {unit:<5}  ({format_count(explanation.theirs, unit)})"
+        + (f'  ({explanation.peer} calls them "flops")' if explanation.unit == "macs" else ""),
+        f"ours - theirs {explanation.difference:>+15,}",
+    ]
+
+
+def item_table(explanation: Explanation, per_layer: bool = False) -> list[tuple[str, ...]]:
+    """The headings, a row per reason and op (`per_layer`: per item), then the total row."""
+    headers = ("reason", "layer" if per_layer else "op", "ours", "theirs", "ours - theirs")
+    total = ("total", "", "", "", f"{sum(item.difference for item in explanation.items):+,}")
+    return [headers, *_rows(explanation.items, per_layer), total]
+
+
+def reason_lines(explanation: Explanation) -> list[str]:
+    """What each reason the items give means, with the peer's name, then the peer's notes."""
+    lines = [
+        f"{reason}: {REASONS.get(reason, '').replace('the peer', explanation.peer)}"
+        for reason in explanation.by_reason()
+    ]
+    lines.extend(f"note: {note}" for note in explanation.notes)
+    return lines
 
 
 def _rows(items: tuple[Item, ...], per_layer: bool) -> list[tuple[str, ...]]:

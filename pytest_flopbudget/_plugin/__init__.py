@@ -3,8 +3,9 @@
 Thin by design, as syrupy's hooks forward to its session: every hook forwards to one `run.Run` (the same one the
 CLI uses). One module per job: options.py (command line and ini), marker.py (the marker's budget), fixture.py
 (counting in a test), items.py (pyproject models as items), session.py (the hooks every process runs),
-controller.py (what happens once per session: baselines and outputs, registered on the controller only) and
-xdist_transport.py (what an xdist worker sends the controller). This module only registers them.
+controller.py (what happens once per session: baselines and outputs, registered on the controller only),
+xdist_transport.py (what an xdist worker sends the controller) and xdist_counting.py (the count server the
+workers' pyproject models are counted in). This module only registers them.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import pytest
 from pytest_flopbudget._config.pyproject import load_settings
 from pytest_flopbudget._errors import ConfigError, FlopBudgetError, FlopBudgetWarning
 from pytest_flopbudget._metrics import PLUGIN_PROBLEMS
+from pytest_flopbudget._plugin import xdist_counting
 from pytest_flopbudget._plugin.controller import FlopBudgetController
 from pytest_flopbudget._plugin.fixture import FlopBudgetFixture, flopbudget
 from pytest_flopbudget._plugin.marker import MARKER_HELP
@@ -51,8 +53,11 @@ def pytest_configure(config: pytest.Config) -> None:
         config.pluginmanager.register(ShardSelection(session, session.shard_spec), "flopbudget-shard")
     if is_worker(config):
         config.pluginmanager.register(WorkerExport(session), "flopbudget-worker")
+        session.counter = xdist_counting.worker_counter(config, settings)
     else:
         config.pluginmanager.register(FlopBudgetController(session), "flopbudget-controller")
+        if error is None:
+            xdist_counting.start_server(config, settings, session.options.collect_models)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

@@ -30,7 +30,7 @@ from pytest_flopbudget._plugin.shard import shard_spec
 from pytest_flopbudget._plugin.state import ITEM, ItemState
 from pytest_flopbudget._plugin.xdist_transport import is_worker
 from pytest_flopbudget._reporters import ci, terminal
-from pytest_flopbudget._run import Run
+from pytest_flopbudget._run import Counter, Run
 from pytest_flopbudget._shard import Shard, ShardSpec
 
 
@@ -52,6 +52,9 @@ class FlopBudgetSession:
         #: Models the collected tests own (under xdist: every worker's), and whether a worker's results were lost.
         self.owners: set[str] = set()
         self.lost_worker = False
+        #: How pyproject models are counted: in this process (None), or, on an xdist worker, by the controller's
+        #: count server (`xdist_counting`).
+        self.counter: Counter | None = None
         if self.options.base_ref and error is None:
             try:
                 self.run.compare_with_base(settings, self.options.base_ref)
@@ -199,7 +202,7 @@ class FlopBudgetSession:
 
     def run_model(self, item: ModelItem) -> None:
         try:
-            measurement = self.run.count(item.entry, self.settings.root, item.nodeid)
+            measurement = self.run.count(item.entry, self.settings.root, item.nodeid, self.counter)
         except FlopBudgetError as exc:  # recorded in the run: an error in every output, not a missing row
             record(item, unchecked_properties(item.entry.name))
             raise Failure(str(exc)) from None

@@ -10,6 +10,7 @@ falls back to natural name order.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 from pytest_flopbudget._metrics import BYTES, INT_OPS, METRICS, PARAM_BYTES, PEAK_MEMORY
 from pytest_flopbudget._render.formatting import ROOT_LABEL, format_count, format_figure, format_value, layer_label
@@ -61,44 +62,80 @@ def tree_order(paths: Iterable[str]) -> dict[str, int]:
 def report_text(report: Report, depth: int | None = 2, title: str | None = None) -> str:
     """`report.table()` and `str(report)`: the table `flopbudget count` prints (depth 2) under a title naming the
     model, backend and mode; names from the model pass `safe_text` as every other output does."""
-    if title is None:
-        mode = "training step (forward + backward)" if report.training else "inference"
-        title = f"{report.model or 'model'} ({report.backend}, {mode})"
-    return safe_text(format_layer_table(report, depth=depth, title=title))
+    return safe_text(format_layer_table(report, depth=depth, title=report_title(report) if title is None else title))
+
+
+def report_title(report: Report) -> str:
+    """`Net (torch, inference)`: the model, its backend and mode, heading the table wherever it is shown."""
+    mode = "training step (forward + backward)" if report.training else "inference"
+    return f"{report.model or 'model'} ({report.backend}, {mode})"
 
 
 def format_layer_table(report: Report, depth: int | None = 2, title: str = "", roofline: Roofline | None = None) -> str:
     """The table: a row per module to `depth`; where the report measures bytes moved, their column and the
     arithmetic intensity (FLOPs per byte), and with a `roofline` each row's estimated time and bound."""
+    table = layer_table(report, depth, roofline)
+    lines = [title] if title else []
+    width = max([len(ROOT_LABEL)] + [len(row.label) for row in table.rows])
+    header = f"{'layer':<{width}}" + "".join(f"  {heading:>{size}}" for heading, size in table.columns)
+    lines += [header, "-" * len(header)]
+    for row in table.rows:
+        lines.append(
+            f"{row.label:<{width}}" + "".join(f"  {cell:>{size}}" for cell, (_, size) in zip(row.cells, table.columns))
+        )
+    lines.append("-" * len(header))
+    lines.extend(table.notes)
+    return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class Row:
+    """One module's row: its path, its label (indented by depth, cut to `MAX_LABEL`) and its figure cells."""
+
+    path: str
+    label: str
+    cells: list[str]
+
+
+@dataclass(frozen=True)
+class LayerTable:
+    """The table before it is laid out: the figure columns (heading, width in text), the rows in tree order, and
+    the lines under it (totals, memory, skipped ops, phases). The text table pads it, the notebook's HTML
+    (`render/notebook.py`) puts it in `<td>`s, so both show the same figures."""
+
+    columns: list[tuple[str, int]]
+    rows: list[Row]
+    notes: list[str]
+
+
+def layer_table(report: Report, depth: int | None = 2, roofline: Roofline | None = None) -> LayerTable:
+    """The rows of `format_layer_table`: one per module to `depth` (None: every layer), in tree order."""
     inclusive = report.inclusive()
-    rows = [
-        (path, cost) for path, cost in inclusive.items() if path == ROOT or depth is None or path.count(".") < depth
-    ]
+    paths = [path for path in inclusive if path == ROOT or depth is None or path.count(".") < depth]
     order = tree_order(report.layers)
-    rows.sort(key=lambda item: order[item[0]])
+    paths.sort(key=lambda path: order[path])
     total_flops = report.flops or 1
     # integer ops get a column only in a model that has some (quantized): others print as they always did
     integer = bool(report.int_ops)
-    lines = [title] if title else []
-    width = max([len(ROOT_LABEL)] + [len(_label(path)) for path, _ in rows])
     moved = report.measures(BYTES)
     estimates = roofline.estimates(report) if roofline is not None else None
-    int_ops = f"  {'int ops':>9}" if integer else ""
-    header = f"{'layer':<{width}}  {'FLOPs':>9}  {'MACs':>9}{int_ops}  {'params':>9}  {'share':>6}"
-    header += _memory_headings(moved, estimated=estimates is not None)
-    lines += [header, "-" * len(header)]
-    for path, cost in rows:
+    columns = [("FLOPs", 9), ("MACs", 9), *([("int ops", 9)] if integer else []), ("params", 9), ("share", 6)]
+    if moved:
+        columns += [(BYTES.column, 11), ("FLOPs/B", 8)]
+        if estimates is not None:
+            columns += [("est. time", 9), ("bound", 7)]
+    rows = []
+    for path in paths:
+        cost = inclusive[path]
         estimate = None if estimates is None else estimates[path]
-        lines.append(_row(_label(path), cost, total_flops, width, integer) + _memory_cells(cost, moved, estimate))
-    lines.append("-" * len(header))
-    lines.append(_totals(report))
-    lines.extend(format_memory(report))
-    lines.extend(format_plugin_metrics(report))
+        cells = _cells(cost, total_flops, integer) + (_memory_cells(cost, estimate) if moved else [])
+        rows.append(Row(path, _label(path), cells))
+    notes = [_totals(report), *format_memory(report), *format_plugin_metrics(report)]
     if roofline is not None:
-        lines.extend(roofline.notes())
-    lines.extend(format_skipped(report))
-    lines.extend(format_phases(report))
-    return "\n".join(lines)
+        notes.extend(roofline.notes())
+    notes.extend(format_skipped(report))
+    notes.extend(format_phases(report))
+    return LayerTable(columns, rows, notes)
 
 
 #: The longest layer name a row shows whole; a longer one (a 700 KB ONNX node name) keeps its start and end
@@ -115,33 +152,22 @@ def _label(path: str) -> str:
     return "  " * depth + name
 
 
-def _row(label: str, cost: LayerCost, total_flops: int, width: int, integer: bool = False) -> str:
+def _cells(cost: LayerCost, total_flops: int, integer: bool = False) -> list[str]:
     share = 100 * cost.flops / total_flops  # int / int: exact and correctly rounded, whatever the magnitudes
-    int_ops = f"{format_count(cost.int_ops):>9}  " if integer else ""
-    return (
-        f"{label:<{width}}  {format_count(cost.flops):>9}  {format_count(cost.macs):>9}  {int_ops}"
-        f"{format_count(cost.params):>9}  {share:>5.1f}%"
-    )
+    int_ops = [format_count(cost.int_ops)] if integer else []
+    return [format_count(cost.flops), format_count(cost.macs), *int_ops, format_count(cost.params), f"{share:.1f}%"]
 
 
-def _memory_headings(moved: bool, estimated: bool) -> str:
-    if not moved:
-        return ""
-    return f"  {BYTES.column:>11}  {'FLOPs/B':>8}" + (f"  {'est. time':>9}  {'bound':>7}" if estimated else "")
-
-
-def _memory_cells(cost: LayerCost, moved: bool, estimate: Estimate | None) -> str:
-    """The columns after `share`: bytes moved and FLOPs per byte where the report measures bytes (`-` for a row
+def _memory_cells(cost: LayerCost, estimate: Estimate | None) -> list[str]:
+    """The cells after `share`, where the report measures bytes: bytes moved and FLOPs per byte (`-` for a row
     that moves none: its intensity is absent, not 0 or infinite), then with a roofline estimate the row's
     estimated time and the roof that bounds it (`-` when idle)."""
-    if not moved:
-        return ""
     ratio = layer_intensity(cost)
-    cells = f"  {format_figure(cost.get(BYTES), BYTES):>11}  {'-' if ratio is None else intensity_figure(ratio):>8}"
+    cells = [format_figure(cost.get(BYTES), BYTES), "-" if ratio is None else intensity_figure(ratio)]
     if estimate is not None and estimate.bound == "idle":
-        cells += f"  {'-':>9}  {'-':>7}"
+        cells += ["-", "-"]
     elif estimate is not None:
-        cells += f"  {format_seconds(estimate.seconds, labelled=False):>9}  {estimate.bound:>7}"
+        cells += [format_seconds(estimate.seconds, labelled=False), estimate.bound]
     return cells
 
 

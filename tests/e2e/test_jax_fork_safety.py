@@ -82,7 +82,7 @@ def check(where: Path, start: str, *args: str, **env: str) -> subprocess.Complet
 def test_a_process_whose_jax_backend_runs_counts_without_forking(tmp_path: Path) -> None:
     where = project(tmp_path)
     start = "import jax.numpy as jnp\njnp.ones(2).block_until_ready()"
-    for args in (["--no-cache"], ["--cache"]):
+    for args in (["--no-cache", "-j", "2"], ["--no-cache"], ["--cache"]):  # -j 2: nothing is counted ahead
         done = check(where, start, *args)
         assert done.returncode == 0, done.stdout + done.stderr
         assert FORK_WARNING not in done.stderr
@@ -92,9 +92,11 @@ def test_a_process_whose_jax_backend_runs_counts_without_forking(tmp_path: Path)
     assert "flopbudget: eager: not cached: it was counted in the checking process, since jax's backend" in done.stderr
 
 
+@pytest.mark.parametrize("jobs", ["1", "2"])
 def test_a_library_that_starts_jax_on_import_is_imported_in_each_models_child(
-    tmp_path: Path, tmp_path_factory: pytest.TempPathFactory
+    tmp_path: Path, tmp_path_factory: pytest.TempPathFactory, jobs: str
 ) -> None:
+    """With -j 2 each of the two parts (one model each) finds its process unfit to fork, and is counted again."""
     userbase = tmp_path_factory.mktemp("userbase")
     site_dir = subprocess.run(
         [sys.executable, "-c", "import site; print(site.getusersitepackages())"],
@@ -104,10 +106,10 @@ def test_a_library_that_starts_jax_on_import_is_imported_in_each_models_child(
     (Path(site_dir) / "startsjax.py").write_text("import jax.numpy as jnp\n\nCONSTANT = jnp.ones(2)\n")
     where = project(tmp_path, library="import startsjax")
     env = {"PYTHONUSERBASE": str(userbase), "PYTHONPATH": f"{site_dir}:{Path(__file__).parents[2]}"}
-    first = check(where, "", "--cache", **env)
+    first = check(where, "", "--cache", "-j", jobs, **env)
     assert first.returncode == 0, first.stdout + first.stderr
     assert FORK_WARNING not in first.stderr and "not cached" not in first.stderr
-    again = check(where, "", "--cache", **env)  # every child recorded what it read: both answered from the cache
+    again = check(where, "", "--cache", "-j", jobs, **env)  # every child recorded what it read: both are cache hits
     assert "flopbudget: 2 of 2 models unchanged since their cached count" in again.stderr, again.stderr
 
 

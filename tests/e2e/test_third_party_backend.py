@@ -181,7 +181,7 @@ def test_a_toy_entry_is_validated_by_its_backend(toy_python: Path, tmp_path: Pat
         file.write("training = true\n")
     result = run(toy_python, where, "-m", "pytest_flopbudget", "check", "--no-cache")
     assert result.returncode == 2, result.stdout + result.stderr
-    assert "tool.flopbudget.models.toy.training: training = true applies to PyTorch targets only, not to toy files" in (
+    assert "tool.flopbudget.models.toy.training: training = true applies to PyTorch, JAX or TensorFlow targets only, not to toy files" in (
         result.stdout + result.stderr
     )
 
@@ -213,4 +213,4 @@ def test_flopbudget_count_binds_shapes_by_the_toy_files_input_names(toy_python: 
     assert (counted["backend"], counted["totals"]["flops"]) == ("toy", 2 * 4 * 5 * 6 + 2 * 4 * 3 * 5)  # 360
     refused = run(toy_python, where, "-m", "pytest_flopbudget", "count", "net.toy", "--input", "4,6", "--training")
     assert refused.returncode == 2
-    assert "--training applies to PyTorch models only; a toy graph fixes its own mode and dtypes" in refused.stderr
+    assert "--training applies to PyTorch, JAX or TensorFlow models only; a toy graph fixes its own mode and dtypes" in refused.stderr

@@ -135,15 +135,16 @@ def count_tf(
     label = model_name or str(getattr(fn_or_model, "name", "") or getattr(fn_or_model, "__name__", "")) or "model"
     layers = keras_layers(fn_or_model) if keras_model else []
     calls: dict[int, list[Call]] = {}
+    forward_ops: set[str] = set()  # a training step's ops made before its gradient was asked for
     traced_fn: Any = None
     if keras_model:
 
         def call(*call_args: Any, **call_kwargs: Any) -> Any:
             return fn_or_model(*call_args, training=training, **call_kwargs)
 
-        traced_fn = tf.function(_with_gradient(tf, call) if training else call, autograph=False)
+        traced_fn = tf.function(_with_gradient(tf, call, forward_ops) if training else call, autograph=False)
     elif training:
-        traced_fn = tf.function(_with_gradient(tf, fn_or_model), autograph=False)
+        traced_fn = tf.function(_with_gradient(tf, fn_or_model, forward_ops), autograph=False)
     elif not concrete_given:
         traced_fn = fn_or_model if hasattr(fn_or_model, "get_concrete_function") else tf.function(fn_or_model)
     try:
@@ -167,7 +168,12 @@ def count_tf(
     tally = Tally()
     walker = Walker(tf, concrete.graph, namer)
     variables = {} if keras_model else captured_variables(concrete, graph)
-    walker.walk(graph, tally, resources={name: handle for name, (handle, _) in variables.items()})
+    walker.walk(
+        graph,
+        tally,
+        resources={name: handle for name, (handle, _) in variables.items()},
+        forward_ops=frozenset(forward_ops) if training and traced_fn is not None else None,
+    )
     memory = walker.memory
     for variable in getattr(concrete, "variables", ()):  # alive throughout the call, each once
         memory.recorder.resident(Value(("variable", id(variable)), variable_bytes(tf, variable)))
@@ -294,9 +300,10 @@ def charge_variables(
         tally.layers.setdefault(path if layer == ROOT else layer, LayerCost()).add(metric, size)
 
 
-def _with_gradient(tf: Any, call: Any) -> Any:
+def _with_gradient(tf: Any, call: Any, forward_ops: set[str]) -> Any:
     """`call` and the gradient of the sum of its floating outputs with respect to the trainable variables it read,
-    as a PyTorch training step's default loss and backward."""
+    as a PyTorch training step's default loss and backward. The names of the ops traced before the gradient is
+    asked for go into `forward_ops`: they are the forward phase, every later op the backward."""
 
     def step(*args: Any, **kwargs: Any) -> Any:
         with tf.GradientTape() as tape:
@@ -308,6 +315,7 @@ def _with_gradient(tf: Any, call: Any) -> Any:
         variables = [v for v in tape.watched_variables() if getattr(v, "trainable", True)]
         if not variables:
             raise CountingError("a training count needs trainable variables to differentiate")
+        forward_ops.update(op.name for op in tf.compat.v1.get_default_graph().get_operations())
         return outputs, loss, tape.gradient(loss, variables)  # the loss too: its sum runs, as in torch
 
     return step

@@ -83,6 +83,9 @@ class Walker:
         self.readers: dict[str, str] = {}
         self.variable_sizes: dict[str, int] = {}
         self.memory = TfMemory()
+        #: The phase of the op whose body is being walked: a call, loop or branch in the backward phase runs
+        #: backward ops whatever their scopes say.
+        self._backward = False
 
     def walk(
         self,
@@ -91,22 +94,37 @@ class Walker:
         outer: Sequence[str] = (),
         resources: Resources | None = None,
         outputs: Sequence[Any] | None = None,
+        forward_ops: frozenset[str] | None = None,
     ) -> None:
         """Price the ops of `graph` that run: those its outputs depend on (`outputs`, else the graph's own; every
-        op of a graph that declares none). `resources` names the variables its resource tensors hold."""
+        op of a graph that declares none). `resources` names the variables its resource tensors hold.
+
+        `forward_ops`, for a training step's graph, names the ops made before the gradient was asked for: every
+        other op is backward, those under the tape's scope and those the gradient functions of
+        `tf.recompute_grad` and `tf.custom_gradient` make outside it (the recomputed forward, the custom
+        gradient), as PyTorch counts a checkpoint's recomputation and a custom `backward` in the backward phase."""
         live = live_ops(graph, outputs)
         held = dict(resources or {})
         placed: dict[str, tuple[str, bool, int]] = {}
         with self.memory.program(graph, outputs):
             for op in graph.get_operations():
                 scopes = joined(outer, scopes_of(op.name))
-                path, backward = place(op, self.namer(scopes), bool(scopes) and scopes[0] == BACKWARD_SCOPE, placed)
+                taped = (
+                    self._backward
+                    or (bool(scopes) and scopes[0] == BACKWARD_SCOPE)
+                    or (forward_ops is not None and op.name not in forward_ops)
+                )
+                path, backward = place(op, self.namer(scopes), taped, placed)
                 if live is None or op.name in live:
                     kind = op.type
                     called = kind in CALL_OPS or (TF_OPS.lookup(kind) is None and self._in_library(kind))
                     has_body = called or kind in WHILE_OPS or kind in IF_OPS or kind in CASE_OPS
                     with self.memory.equation(op, path, backward=backward, called=called, has_body=has_body):
-                        self.op(op, tally, scopes, path, backward, held)
+                        outer_phase, self._backward = self._backward, backward  # its bodies run in its phase
+                        try:
+                            self.op(op, tally, scopes, path, backward, held)
+                        finally:
+                            self._backward = outer_phase
 
     def op(
         self,
@@ -424,10 +442,10 @@ def place(op: Any, path: str, backward: bool, placed: dict[str, tuple[str, bool,
 
     An op is charged to the layer its scopes name, and is backward under the tape's `gradient_tape` scope. One
     kind of op has neither: the gradient machinery sums the gradients of a tensor used twice (a residual's
-    shortcut) with an `AddN` it builds outside every scope. An op outside every layer and outside the tape whose
-    operands are all backward is such a sum: backward, charged to the layer of its latest operand (where the
+    shortcut) with an `AddN` it builds outside every scope. An op outside every layer whose operands are all
+    backward is such a sum: backward, charged to the layer of its latest operand (where the
     second gradient arrived, as PyTorch's autograd engine accumulates it and jax's `add_any` is placed)."""
-    if path == ROOT and not backward and op.inputs:
+    if path == ROOT and op.inputs:
         sources = [placed.get(tensor.op.name) for tensor in op.inputs]
         if all(source is not None and source[1] for source in sources):
             path, backward = max(sources, key=lambda source: source[2])[0], True  # type: ignore[index]

@@ -90,7 +90,7 @@ def test_a_third_party_backend_is_asked_by_priority_and_joins_the_messages(monke
         '"package.module:factory" (returning a torch.nn.Module, or the module itself), a path to a .toy file, a '
         "path to a SavedModel directory or a path to an .onnx file"
     )
-    assert honouring("training") == "PyTorch or toy"
+    assert honouring("training") == "PyTorch, JAX, TensorFlow or toy"
     assert honouring("method") == "PyTorch"
 
 

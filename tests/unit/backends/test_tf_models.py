@@ -346,7 +346,9 @@ def test_a_saved_model_names_no_dims_of_its_own(exported: Path, tmp_path: Path) 
     (tmp_path / "pyproject.toml").write_text(
         '[tool.flopbudget.models.m]\ntarget = "sm"\ninputs = {x = [25, 16]}\ntraining = true\nflops = "1G"\n'
     )
-    with pytest.raises(LocatedError, match="training = true applies to PyTorch targets only, not to TensorFlow"):
+    with pytest.raises(
+        LocatedError, match="training = true applies to PyTorch, JAX or TensorFlow targets only, not to TensorFlow"
+    ):
         load_settings(tmp_path / "pyproject.toml")
 
 

@@ -33,3 +33,15 @@ def test_a_mismatch_is_looked_up_by_model_name(tmp_path) -> None:  # type: ignor
     counter.mismatches = [("a", "flops 86 cached, 128 counted")]
     assert counter.mismatch_of("a") == "flops 86 cached, 128 counted"
     assert counter.mismatch_of("b") is None
+
+
+def test_the_pool_keeps_a_modules_models_together_in_at_most_jobs_parts() -> None:
+    """`-j 2`: module a's five models in two runs of consecutive models (3 + 2), b's one model alone, c's two in
+    two parts of one; the largest parts first, equal sizes in the plan's order."""
+    from pytest_flopbudget._cache.counter import partition
+
+    entries = ["a1", "b1", "a2", "c1", "a3", "a4", "c2", "a5"]
+    parts = partition(entries, 2, lambda name: name[0])  # type: ignore[arg-type]
+    assert parts == [["a1", "a2", "a3"], ["a4", "a5"], ["b1"], ["c1"], ["c2"]]
+    assert partition(entries, 1, lambda name: name[0]) == [["a1", "a2", "a3", "a4", "a5"], ["c1", "c2"], ["b1"]]  # type: ignore[arg-type]
+    assert partition([], 4, lambda name: name) == []  # type: ignore[arg-type]

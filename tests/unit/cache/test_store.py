@@ -205,3 +205,131 @@ def test_discard_removes_a_record(tmp_path: Path) -> None:
     cache.discard("k")
     assert not cache.path_for("k").exists()
     cache.discard("k")  # and nothing there is fine
+
+
+# -- what every count of one environment read is kept once -----------------------------------------------------------
+
+
+UNSET = "FLOPBUDGET_TEST_NEVER_SET"
+
+
+def lookups(cache: CountCache, models: int) -> None:
+    """One check's lookups: one cache, a record per model; every one a hit."""
+    assert all(cache.lookup(f"k{number}").report is not None for number in range(models))
+
+
+def environment(tmp_path: Path, size: int) -> Dependencies:
+    """What importing a large library reads: `size` library files (their size and mtime), as torch's are."""
+    library = tmp_path / f"site-packages-{size}"
+    library.mkdir(exist_ok=True)
+    facts: dict[str, list[int]] = {}
+    for number in range(size):
+        path = library / f"m{number}.py"
+        path.write_text("")
+        facts[str(path)] = [0, path.stat().st_mtime_ns]
+    return Dependencies(libraries=facts, env={UNSET: None})
+
+
+def model_facts(tmp_path: Path, name: str, shared: Dependencies) -> Dependencies:
+    model = tmp_path / f"{name}.py"
+    if not model.exists():
+        model.write_text(f"# {name}\n")
+    own = Dependencies(files={str(model): file_digest(str(model))})
+    own.merge(shared)
+    return own
+
+
+def test_the_facts_outside_the_project_are_kept_once_for_every_record(tmp_path: Path) -> None:
+    shared = environment(tmp_path, 50)
+    cache = cache_in(tmp_path / "cache")
+    for name in ("a", "b", "c"):
+        cache.save(name, name, report(), model_facts(tmp_path, name, shared))
+    assert len(list((cache.records / count_cache.SHARED_DIR).iterdir())) == 1
+    record = json.loads(cache.path_for("a").read_text())
+    assert list(record["dependencies"]["files"]) == [str(tmp_path / "a.py")] and not record["dependencies"]["libraries"]
+    fresh = cache_in(tmp_path / "cache")
+    reads = []
+    read_shared = fresh.read_shared
+    fresh.read_shared = lambda digest: reads.append(digest) or read_shared(digest)  # type: ignore[method-assign]
+    assert all(fresh.lookup(name).report == report() for name in ("a", "b", "c"))
+    assert len(reads) == 1, "the shared facts are read and checked once per run"
+
+
+def test_a_changed_shared_fact_is_a_miss_for_every_record_that_names_it(tmp_path: Path) -> None:
+    shared = environment(tmp_path, 5)
+    cache = cache_in(tmp_path / "cache")
+    for name in ("a", "b"):
+        cache.save(name, name, report(), model_facts(tmp_path, name, shared))
+    (tmp_path / "site-packages-5" / "m3.py").write_text("upgraded")
+    fresh = cache_in(tmp_path / "cache")
+    assert fresh.lookup("a") == count_cache.Lookup() and fresh.lookup("b") == count_cache.Lookup()
+
+
+@pytest.mark.parametrize("damage", ["removed", "truncated", "another key", "another set"])
+def test_a_missing_or_damaged_shared_file_is_a_miss(tmp_path: Path, damage: str) -> None:
+    cache = cache_in(tmp_path / "cache")
+    cache.save("a", "a", report(), model_facts(tmp_path, "a", environment(tmp_path, 5)))
+    (path,) = (cache.records / count_cache.SHARED_DIR).iterdir()
+    if damage == "removed":
+        path.unlink()
+    elif damage == "truncated":
+        path.write_text(path.read_text()[:50])
+    elif damage == "another key":  # planted: the right content, signed by someone else
+        data = json.loads(path.read_text())
+        del data[count_cache.SIGNATURE]
+        signature = record_signing.sign(OTHER_KEY, count_cache.canonical(data))
+        path.write_text(json.dumps({**data, count_cache.SIGNATURE: signature}))
+    else:  # this user's own signature over other facts, under this name: not the set the record named
+        data = {"format": count_cache.FORMAT, "dependencies": Dependencies(env={"X": None}).to_dict()}
+        signature = record_signing.sign(KEY, count_cache.canonical(data))
+        path.write_text(json.dumps({**data, count_cache.SIGNATURE: signature}))
+    found = cache_in(tmp_path / "cache").lookup("a")
+    assert found.report is None
+    assert found.untrusted == (UNTRUSTED if damage == "another key" else None)
+
+
+def test_the_project_files_stay_in_the_record_and_the_installation_is_shared(tmp_path: Path) -> None:
+    from pytest_flopbudget._cache.file_roots import python_roots
+
+    library = python_roots()[0][0]
+    deps = Dependencies(
+        files={str(tmp_path / "model.py"): "ab", library + "absent_probe": "", str(tmp_path / "gone.json"): ""},
+        listings={str(tmp_path): "cd", library.rstrip(os.sep): "ef"},
+        env={"HOME": None},
+    )
+    own, shared = count_cache.split_shared(deps)
+    assert own.files == {str(tmp_path / "model.py"): "ab", str(tmp_path / "gone.json"): ""}
+    assert own.listings == {str(tmp_path): "cd"} and own.env == {}
+    assert shared is not None and shared.files == {library + "absent_probe": ""} and shared.env == {"HOME": None}
+    assert count_cache.split_shared(Dependencies(files={str(tmp_path / "model.py"): "ab"}))[1] is None
+
+
+def test_a_hit_costs_per_model_not_per_model_times_what_they_share(tmp_path: Path) -> None:
+    """200 models that share an environment of thousands of facts: the lookups grow with the models; 8 times the
+    shared facts adds their one check, not one per model (with the facts in every record it took about 8x)."""
+    from growth import growth
+
+    def hits(size: int):  # type: ignore[no-untyped-def]
+        directory = tmp_path / f"cache-{size}"
+        shared = environment(tmp_path, size)
+        writer = cache_in(directory)
+        for number in range(200):
+            writer.save(f"k{number}", f"m{number}", report(), model_facts(tmp_path, f"m{number}", shared))
+        return lambda: lookups(cache_in(directory), 200)
+
+    assert growth(hits, 250, factor=8) < 3, "every record re-read the shared facts"
+
+
+def test_a_hit_grows_linearly_with_the_models(tmp_path: Path) -> None:
+    from growth import assert_linear
+
+    shared = environment(tmp_path, 1000)
+
+    def hits(models: int):  # type: ignore[no-untyped-def]
+        directory = tmp_path / f"cache-{models}"
+        writer = cache_in(directory)
+        for number in range(models):
+            writer.save(f"k{number}", f"m{number}", report(), model_facts(tmp_path, f"m{number}", shared))
+        return lambda: lookups(cache_in(directory), models)
+
+    assert_linear(hits, 25)

@@ -552,8 +552,8 @@ def test_count_onnx_by_name_or_position(project, onnx_model):
     [
         ([], "the sizes of some input dimensions are not known; graph inputs: 'x' [batch, 3, 8, 8]; give them as "
              "--input x=<batch>,3,8,8 with each <...> replaced by a size"),
-        (["--input", "1,3,8,8", "--training"], "--training applies to PyTorch models only"),
-        (["--input", "1,3,8,8", "--dtype", "int64"], "--dtype applies to PyTorch models only"),
+        (["--input", "1,3,8,8", "--training"], "--training applies to PyTorch, JAX or TensorFlow models only"),
+        (["--input", "1,3,8,8", "--dtype", "int64"], "--dtype applies to PyTorch, JAX or TensorFlow models only"),
         (["--input", "1,3,8,8", "--method", "decode"], "--method applies to PyTorch models only"),
         (["--input", "1,3,8,8:int64"], "an ONNX graph declares its own input dtypes"),
         (["--input", "1,3,8,8", "--input", "1,3,8,8"], "2 --input shapes for 1 graph input(s) (x)"),

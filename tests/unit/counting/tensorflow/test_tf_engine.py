@@ -156,6 +156,42 @@ def test_a_training_step_counts_the_backward_of_the_weights() -> None:
     assert report.training and report.skipped_ops == {}
 
 
+def test_recompute_grads_recomputation_counts_in_the_backward() -> None:
+    dense = keras.layers.Dense(8)
+    dense.build((4, 8))
+
+    @tf.recompute_grad
+    def block(x: Any) -> Any:
+        return tf.tanh(dense(x))
+
+    report = count_tf(lambda x: block(block(x)), [tf.TensorSpec((4, 8), tf.float32)], training=True)
+    # forward, each block: matmul 2*4*8*8 = 512, bias 32, tanh 32; twice = 1152, and the loss's sum 32: 1184. The
+    # recomputation of the blocks is made outside the tape's scope, by the gradient function: backward, as PyTorch
+    # counts a checkpoint's recomputation
+    assert report.forward.flops == 2 * (512 + 32 + 32) + 32
+    # backward MACs: the recomputed forward matmuls 2 * 256, and each block's weight and input gradients 2 * 2 * 256
+    # (recompute_grad's gradient function differentiates with respect to its input too, the first block's included)
+    assert report.backward.macs == 2 * 256 + 2 * 2 * 256
+
+
+def test_a_custom_gradients_function_counts_in_the_backward() -> None:
+    @tf.custom_gradient
+    def exp(x: Any) -> Any:
+        y = tf.exp(x)
+
+        def gradient(dy: Any) -> Any:
+            return dy * y * 3.0
+
+        return y, gradient
+
+    weight = tf.Variable(tf.zeros((4, 8)))
+    report = count_tf(lambda x: exp(x * weight), [tf.TensorSpec((4, 8), tf.float32)], training=True)
+    # forward: x * w 32, exp 32, the loss's sum 32 = 96
+    assert report.forward.flops == 96
+    # backward: the custom gradient's two multiplies 2*32 = 64, then x * w's weight gradient 32 = 96
+    assert report.backward.flops == 96
+
+
 def test_training_needs_a_floating_output() -> None:
     model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(3), keras.layers.Lambda(lambda x: tf.argmax(x, 1))])
     with pytest.raises(CountingError, match="floating-point output"):
