@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from pytest_flopbudget._backends import backends, count
 from pytest_flopbudget._backends.formulas import register_formula
-from pytest_flopbudget._config.budget import Budget, parse_quantity
+from pytest_flopbudget._config.budget import Budget, parse_quantity, use_convention_names
 from pytest_flopbudget._config.target_kinds import use_target_kinds
+from pytest_flopbudget._conventions.registry import profile_named, profile_names
 from pytest_flopbudget._counting.formulas import Cost
 from pytest_flopbudget._curve.formula import Formula
 from pytest_flopbudget._curve.named import count_curve
@@ -17,7 +18,15 @@ from pytest_flopbudget._display import use_html
 from pytest_flopbudget._errors import FlopBudgetError, FlopBudgetWarning
 from pytest_flopbudget._explain.items import Explanation
 from pytest_flopbudget._render.table import report_text
-from pytest_flopbudget._report import LayerCost, OpCost, PhaseTotals, Report, SkippedOp, use_text_renderer
+from pytest_flopbudget._report import (
+    LayerCost,
+    OpCost,
+    PhaseTotals,
+    Report,
+    SkippedOp,
+    use_conventions,
+    use_text_renderer,
+)
 from pytest_flopbudget._version import __version__
 
 # `print(report)` draws the layer table: the package root connects the data type to its renderer, so that
@@ -52,6 +61,9 @@ use_html(Explanation, _explanation_html)
 # `[tool.flopbudget]` is validated against the backends that will run its entries (the entry keys they honour, how
 # their targets are spelled); config/ sits below backends/, so the root hands it the registry.
 use_target_kinds(backends)
+# `report.under("megatron")`: the profiles read Reports (conventions/ sits above report.py), so the root connects them.
+use_conventions(profile_named)
+use_convention_names(profile_names)
 
 __all__ = [
     "Budget",

@@ -460,7 +460,7 @@ METRIC_NAME = re.compile(r"[a-z][a-z0-9]*(?:-[a-z0-9]+)*\Z")
 RESERVED_NAMES = frozenset(
     {
         "target", "inputs", "method", "training", "execution", "max-increase", "warn-increase", "dims", "curve",
-        "max-degree", "at", "generate", "decode-inputs", "phases", "name",
+        "max-degree", "at", "generate", "decode-inputs", "phases", "name", "convention",
     }
 )  # fmt: skip
 

@@ -60,6 +60,17 @@ def use_text_renderer(renderer: Callable[[Report, int | None, str | None], str])
     _text_renderer = renderer
 
 
+#: Finds a convention profile by name for `Report.under` (see `use_conventions`).
+_convention_lookup: Callable[[str], Any] | None = None
+
+
+def use_conventions(lookup: Callable[[str], Any]) -> None:
+    """Make `report.under(name)` apply `lookup(name)`, a convention profile (`_conventions/registry.py`): the data
+    type imports no profile (they read Reports, so they sit above this module); the package root plugs it in."""
+    global _convention_lookup
+    _convention_lookup = lookup
+
+
 #: How a report counts: each metric's own conventions (`metrics.py`), then those of the counting as a whole. An
 #: `omit_zero` metric's (integer ops) are added where a report has a figure for it (`Report.to_dict`). A metric
 #: another package adds (`Metric.plugin`) is read off the ops a report holds and says how in its own definition, so
@@ -337,6 +348,14 @@ class Report(BothPhases):
         """What Jupyter shows for a Report: the layer table and the icicle inline, self-contained (no script,
         nothing loaded); None (Jupyter then shows the repr) without the renderer the package root plugs in."""
         return html_of(self)
+
+    def under(self, convention: str) -> Any:
+        """This count's FLOPs under a stack's convention (`megatron`, `palm`, ...: docs/conventions-profiles.md):
+        an Explanation with `ours` (the exact FLOPs), `theirs` (the figure under the convention) and the `items`
+        that sum exactly to the difference. An unknown name raises FlopBudgetError listing the accepted ones."""
+        if _convention_lookup is None:
+            raise RuntimeError("import pytest_flopbudget to apply a convention")
+        return _convention_lookup(convention).apply(self)
 
     def __repr__(self) -> str:
         """One line: a Report holds every layer, and a repr of thousands of layers helps nobody in a debugger."""

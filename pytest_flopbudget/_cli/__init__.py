@@ -41,6 +41,8 @@ examples:
   flopbudget check --update resnet50
   flopbudget diff resnet50
   flopbudget explain examples.resnet:resnet50 --input 1,3,224,224 --vs fvcore   # why fvcore says 4.11G
+  flopbudget count pkg.lm:build --input 1,8192:int64 --training --convention megatron   # Megatron's figure
+  flopbudget mfu pkg.lm:build --input 1,seq:int64 --dim seq=128..8192 --out mfu.json   # the MFU numerator
   flopbudget comment "$RUNNER_TEMP/flopbudget-comment.md"   # in CI: post the pull-request comment
   flopbudget check --shard 2/3 --report json:shard-2.json  # one of 3 CI machines
   flopbudget merge shard-1.json shard-2.json shard-3.json   # the 3 machines' results judged as one run
@@ -125,6 +127,16 @@ examples:
   flopbudget explain examples.resnet:resnet50 --input 1,3,224,224 --vs fvcore
   flopbudget explain examples.vit:vit_tiny --input 1,3,32,32 --vs torch --per-layer
   flopbudget explain pkg.lm:tiny_qwen --input 1,16:int64 --vs calflops --format json"""
+
+MFU_EPILOG = """\
+The formulas are exact on the range (the curve machinery: counts on a lattice of sizes, verified off it). The
+conventions are those of docs/conventions-profiles.md that price a training step: megatron, megatron-causal,
+palm, torchtitan, maxtext. A training loop computes MFU from the artifact:
+  per_token = eval(json.load(open("mfu.json"))["python"]["exact"], {"seq": 8192})
+
+examples:
+  flopbudget mfu examples.factories:llama_tiny --input 1,seq:int64 --dim seq=64..512
+  flopbudget mfu pkg.lm:build --input 1,seq:int64 --dim seq=128..8192 --out mfu.json"""
 
 MERGE_EPILOG = """\
 Refused in one line each, with nothing written (exit status 2): shards that saw different configurations (the
@@ -270,6 +282,13 @@ def build_parser() -> argparse.ArgumentParser:
         "that size; seq=64..8192 also gives each metric as an exact formula of seq, per layer (repeat for "
         "several dims)",
     )
+    count.add_argument(
+        "--convention",
+        action="append",
+        metavar="NAME",
+        help="also give the FLOPs under a stack's convention, next to the exact count, with the difference itemised "
+        "(megatron, megatron-causal, palm, torchtitan, maxtext, vllm, ...: docs/conventions-profiles.md; repeat it)",
+    )
     count.set_defaults(handler=_count)
 
     check = commands.add_parser(
@@ -342,6 +361,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="where counts are cached (default: FLOPBUDGET_CACHE_DIR, else .flopbudget_cache next to pyproject.toml)",
     )
     check.add_argument("-j", "--jobs", type=parse_jobs, default=1, metavar="N", help=JOBS_HELP)
+    check.add_argument(
+        "--convention",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="also print each model's FLOPs under a stack's convention (megatron, palm, ...), itemised against the "
+        "exact count; a budget judges one with convention = NAME in its table (docs/conventions-profiles.md)",
+    )
     check.set_defaults(handler=_check)
 
     init = commands.add_parser(
@@ -420,6 +447,26 @@ def build_parser() -> argparse.ArgumentParser:
         "--per-layer", action="store_true", help="one line per layer and op, not one per reason and op"
     )
     explain.set_defaults(handler=_explain)
+
+    mfu = commands.add_parser(
+        "mfu",
+        parents=[common],
+        help="the MFU numerator: training FLOPs per token as a formula of the sequence length, under each convention",
+        description="Count one training step at the sizes of a range of the sequence length and give its FLOPs per\n"
+        "token as an exact formula, and the same under each LLM stack's convention (megatron, palm, torchtitan,\n"
+        "...) with the difference by reason; --out writes the JSON a training loop reads.",
+        epilog=MFU_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    mfu.add_argument("target", metavar="TARGET", help="package.module:factory or a model NAME of pyproject.toml")
+    mfu.add_argument(
+        "-i", "--input", action="extend", nargs="+", metavar="SHAPE", help="input shapes naming the dim: 1,seq:int64"
+    )
+    mfu.add_argument("--dtype", help="dtype of the generated inputs (default float32, or int64 for token ids)")
+    mfu.add_argument("--dim", action="append", metavar="NAME=LOW..HIGH", help="the range of the dim: seq=64..8192")
+    mfu.add_argument("--format", choices=("table", "json"), default="table", help="table (default) or json")
+    mfu.add_argument("--out", metavar="PATH", help="write the JSON artifact (formulas and Python expressions) here")
+    mfu.set_defaults(handler=_mfu)
 
     merge = commands.add_parser(
         "merge",
@@ -538,7 +585,7 @@ def _count(args: argparse.Namespace) -> int:
         target=args.target, input=args.input, dtype=args.dtype, training=args.training, execution=args.execution,
         method=args.method, depth=args.depth, format=args.format, pyproject=args.pyproject, metric=metric,
         output=args.output, hardware=args.hardware, dims=args.dim, generate=args.generate,
-        decode_inputs=args.decode_inputs,
+        decode_inputs=args.decode_inputs, conventions=args.convention,
     )  # fmt: skip
     return run_count(request, _out(), _err())
 
@@ -550,6 +597,9 @@ def _check(args: argparse.Namespace) -> int:
     if len(pyprojects) > 1:
         from pytest_flopbudget._cli.projects import run_projects
 
+        if args.convention:  # a budget's `convention = NAME` is judged in every project; the printed table is not
+            raise FlopBudgetError("--convention prints one project's models: give one --pyproject with it")
+
         return run_projects(
             pyprojects=pyprojects, names=args.names, update=args.update, reports=args.report, base_ref=args.base_ref,
             out=_out(), err=_err(), require_baseline=args.require_baseline, cache=args.cache,
@@ -558,7 +608,7 @@ def _check(args: argparse.Namespace) -> int:
     return run_check(
         pyproject=pyprojects[0] if pyprojects else None, names=args.names, update=args.update, reports=args.report,
         base_ref=args.base_ref, out=_out(), err=_err(), require_baseline=args.require_baseline, cache=args.cache,
-        cache_dir=args.cache_dir, format=args.format, shard=args.shard, jobs=args.jobs,
+        cache_dir=args.cache_dir, format=args.format, shard=args.shard, jobs=args.jobs, conventions=args.convention,
     )  # fmt: skip
 
 
@@ -580,6 +630,16 @@ def _explain(args: argparse.Namespace) -> int:
         per_layer=args.per_layer, pyproject=args.pyproject,
     )  # fmt: skip
     return run_explain(request, _out())
+
+
+def _mfu(args: argparse.Namespace) -> int:
+    from pytest_flopbudget._cli.mfu import MfuRequest, run_mfu
+
+    request = MfuRequest(
+        target=args.target, input=args.input, dtype=args.dtype, dims=args.dim, format=args.format, out=args.out,
+        pyproject=args.pyproject,
+    )  # fmt: skip
+    return run_mfu(request, _out())
 
 
 def _diff(args: argparse.Namespace) -> int:

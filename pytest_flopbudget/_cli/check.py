@@ -12,7 +12,7 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from pytest_flopbudget._cache import counter as recorded_count
 from pytest_flopbudget._cache.counter import CachedCounter, IsolatedCounter
@@ -27,6 +27,9 @@ from pytest_flopbudget._judge.baseline import BaselineStore
 from pytest_flopbudget._run import Counter, InProcessCounter, Run, entry_nodeid
 from pytest_flopbudget._run import require_baseline as require_baseline_in
 from pytest_flopbudget._safe_text import json_safe
+
+if TYPE_CHECKING:
+    from pytest_flopbudget._judge.verdict import Verdict
 
 
 def run_check(
@@ -44,6 +47,7 @@ def run_check(
     format: str = "text",
     shard: str | None = None,
     jobs: int = 1,
+    conventions: Sequence[str] = (),
 ) -> int:
     """Count, judge, write baselines on update, print, and emit the CI outputs; returns the exit status.
 
@@ -63,6 +67,9 @@ def run_check(
 
     # a bad spec is a usage error before anything is counted; a shard leaves the GitHub output to the merge
     specs = ci.resolve_specs([*reports, *(["none"] if shard is not None else [])])
+    from pytest_flopbudget._cli.count import convention_profiles
+
+    profiles = convention_profiles(list(conventions))  # a typo costs no count
     spec = sharding.shard_spec(shard, update=update, specs=specs, format=format, env=os.environ)
     settings = load_project(pyproject)
     entries = select_models(settings, names)
@@ -84,18 +91,45 @@ def run_check(
     result = run.finish()  # a mismatch is a violation on its model's verdict: every output, and the exit code
     result.shard = plan
     ci.emit(result, [ci.TERMINAL], stream=out, errors=err)
+    under = _under_conventions(result.verdicts, profiles, out)
     for name, difference in counter.mismatches:
         err.write(f"flopbudget: error: {name}: its cached count differs from a fresh count: {difference}\n")
     if format == "json":
         from pytest_flopbudget._reporters import json_report
 
-        document.write(json_safe(json_report.dumps_results(result, root=ci.workspace_root(ci.output("json")))))
+        text = json_report.dumps_results(result, root=ci.workspace_root(ci.output("json")))
+        if under:  # `--convention`: each model's figures under the conventions, beside the results
+            import json
+
+            data = json.loads(text)
+            data["under_conventions"] = under
+            text = json.dumps(data, indent=2, sort_keys=True) + "\n"
+        document.write(json_safe(text))
     if result.update:
         return result.exit_code
     emitted = ci.emit(result, specs, stream=out)
     for line in emitted.errors:
         err.write(line + "\n")
     return result.exit_code if emitted.ok else 2
+
+
+def _under_conventions(verdicts: Sequence[Verdict], profiles: Sequence[Any], out: TextIO) -> dict[str, Any]:
+    """`--convention NAME`: each counted model's FLOPs under each convention, itemised, printed after the results;
+    returned by model for the JSON document. A convention that cannot price a model is one line, not a failure."""
+    from pytest_flopbudget._conventions.text import convention_text, conventions_data
+
+    found: dict[str, Any] = {}
+    for verdict in verdicts if profiles else ():
+        explanations = []
+        for profile in profiles:
+            try:
+                explanations.append(profile.apply(verdict.report))
+            except FlopBudgetError as exc:
+                out.write(f"{verdict.name}: {exc}\n")
+        for explanation in explanations:
+            out.write(f"{verdict.name}: " + convention_text(explanation))
+        found[verdict.name] = conventions_data(explanations)
+    return found
 
 
 def count_into(

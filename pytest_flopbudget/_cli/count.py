@@ -28,7 +28,7 @@ from pytest_flopbudget._config.pyproject import (
     find_pyproject,
 )
 from pytest_flopbudget._config.target_kinds import article, honouring, model_phrase, refusing
-from pytest_flopbudget._errors import CountingError, MissingInputSizes
+from pytest_flopbudget._errors import CountingError, FlopBudgetError, MissingInputSizes
 from pytest_flopbudget._metrics import Metric
 from pytest_flopbudget._render.roofline_report import choose, roofline_for
 from pytest_flopbudget._safe_text import safe_text
@@ -59,6 +59,8 @@ class CountRequest:
     generate: int | None = None
     #: `--decode-inputs pkg.mod:fn`: a decode step's inputs for a model without Hugging Face's generate.
     decode_inputs: str | None = None
+    #: `--convention NAME` (repeatable): the count under each stack's convention too (`_conventions/`).
+    conventions: list[str] | None = None
 
 
 def run_count(request: CountRequest, out: TextIO, err: TextIO) -> int:
@@ -69,6 +71,9 @@ def run_count(request: CountRequest, out: TextIO, err: TextIO) -> int:
     if request.hardware is not None and request.format in PICTURES:
         raise UsageError("--hardware adds a roofline estimate to the table and the JSON, not to a picture")
     hardware = choose(request.hardware) if request.hardware is not None else None  # a typo costs no count
+    profiles = convention_profiles(request.conventions)
+    if profiles and request.format in PICTURES:
+        raise UsageError("--convention adds the figures under a convention to the table and the JSON, not a picture")
     entry, root = resolve_target(request)
     with Progress(1, getattr(err, "raw", err)) as progress:
         progress.start(entry.name)
@@ -88,13 +93,27 @@ def run_count(request: CountRequest, out: TextIO, err: TextIO) -> int:
             f"this model, so there is nothing to draw"
         )
     roofline = roofline_for(report, *hardware) if hardware is not None else None
-    counted = Counted(report, entry, formula, roofline, depth=request.depth, metric=request.metric)
+    explanations = tuple(profile.apply(report) for profile in profiles)
+    counted = Counted(
+        report, entry, formula, roofline, depth=request.depth, metric=request.metric, conventions=explanations
+    )
     text = FORMATS[request.format].render(counted)
     if request.output is None:
         out.write(text)
     else:
         write_output(request.output, text)
     return 0
+
+
+def convention_profiles(names: list[str] | None) -> list[Any]:
+    """The profiles of `--convention NAME ...`, each once, in the order given; an unknown one is one line."""
+    from pytest_flopbudget._conventions.registry import profile_named
+
+    try:
+        profiles = [profile_named(name) for name in dict.fromkeys(names or ())]
+    except FlopBudgetError as exc:
+        raise UsageError(f"--convention: {exc}") from None
+    return profiles
 
 
 def write_output(path: str, text: str) -> None:

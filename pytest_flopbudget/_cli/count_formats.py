@@ -18,6 +18,7 @@ from pytest_flopbudget._safe_text import json_safe
 if TYPE_CHECKING:
     from pytest_flopbudget._config.pyproject import ModelEntry
     from pytest_flopbudget._curve.formula import Formula
+    from pytest_flopbudget._explain.items import Explanation
     from pytest_flopbudget._render.roofline_report import Roofline
     from pytest_flopbudget._report import Report
 
@@ -34,6 +35,8 @@ class Counted:
     depth: int | None = 2
     #: What the boxes of a picture show (flops by default).
     metric: Metric | None = None
+    #: `--convention NAME`: the count under each named convention (`_conventions/`), itemised.
+    conventions: tuple[Explanation, ...] = ()
 
     @property
     def title(self) -> str:
@@ -86,6 +89,10 @@ def table(counted: Counted) -> str:
         from pytest_flopbudget._curve.text import formula_text
 
         text += formula_text(counted.formula, depth=counted.depth) + "\n"
+    if counted.conventions:
+        from pytest_flopbudget._conventions.text import conventions_text
+
+        text += "\n" + conventions_text(counted.conventions).rstrip("\n") + "\n"
     return text
 
 
@@ -104,6 +111,10 @@ def json_document(counted: Counted) -> str:
         decode = decode_formula(counted.report)
         if decode is not None:
             data["decode_formula"] = decode.to_dict()
+    if counted.conventions:  # not `conventions`: the Report's own key says how it counts, and must read back
+        from pytest_flopbudget._conventions.text import conventions_data
+
+        data["under_conventions"] = conventions_data(counted.conventions)
     return json_safe(json.dumps(data, sort_keys=True, indent=2, ensure_ascii=True) + "\n")
 
 

@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
 from fractions import Fraction
-from typing import Any
+from typing import Any, Callable
 
 from pytest_flopbudget._config.location import LocatedError, Location, Problem
 from pytest_flopbudget._metrics import METRICS, Metric, by_name
@@ -34,7 +34,24 @@ WARN_INCREASE = "warn-increase"
 MAX_DEGREE = "max-degree"
 AT = "at"
 PHASES = "phases"
-NON_METRIC_BUDGET_KEYS = (MAX_INCREASE, WARN_INCREASE, MAX_DEGREE, AT, PHASES)
+#: `convention = "megatron"`: the model's FLOPs are judged under a stack's convention (docs/conventions-profiles.md).
+CONVENTION = "convention"
+NON_METRIC_BUDGET_KEYS = (MAX_INCREASE, WARN_INCREASE, MAX_DEGREE, AT, PHASES, CONVENTION)
+
+#: The accepted convention names (`_conventions/registry.py`), plugged in by the package root: the profiles read
+#: Reports and sit above config/, which validates the key.
+_convention_names: Callable[[], tuple[str, ...]] = tuple
+
+
+def use_convention_names(names: Callable[[], tuple[str, ...]]) -> None:
+    global _convention_names
+    _convention_names = names
+
+
+def convention_names() -> tuple[str, ...]:
+    """Every name `convention = ...` accepts."""
+    return _convention_names()
+
 
 #: The largest count a budget can hold: far above any model (a 10^12-parameter model at 10^6 tokens is ~10^18
 #: FLOPs) and small enough that every report, percentage and CI annotation handles it as an ordinary number.
@@ -156,6 +173,8 @@ class Budget:
     phases: Mapping[str, Mapping[Metric, Limit]] = field(default_factory=dict)
     #: `warn-increase`: growth above it (and within max-increase) is a warning that does not fail; at most max-increase.
     warn_increase: MaxIncrease | None = None
+    #: `convention = "megatron"`: the FLOPs judged (ceiling, growth) are the figure under this convention.
+    convention: str | None = None
 
     def limit(self, metric: Metric) -> Limit | None:
         return self.limits.get(metric)
@@ -186,6 +205,7 @@ class Budget:
             at=other.at,
             phases={**self.phases, **other.phases},
             warn_increase=other.warn_increase if other.warn_increase is not None else self.warn_increase,
+            convention=other.convention or self.convention,
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -199,6 +219,8 @@ class Budget:
             data["at"] = [point.to_dict() for point in self.at]
         if self.warn_increase is not None:  # only when set: every other budget's JSON is as it was
             data["warn_increase"] = self.warn_increase.to_dict()
+        if self.convention is not None:  # only when set: every other budget's JSON is as it was
+            data["convention"] = self.convention
         if self.phases:  # only when set: every other budget's JSON is as it was
             data["phases"] = {
                 phase: {m: lim.to_dict() for m, lim in limits.items()} for phase, limits in self.phases.items()
@@ -221,6 +243,7 @@ class Budget:
                 for phase, limits in data.get("phases", {}).items()
             },
             warn_increase=MaxIncrease.from_dict(warn) if warn else None,
+            convention=str(data["convention"]) if data.get("convention") is not None else None,
         )
 
 

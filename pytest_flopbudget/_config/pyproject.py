@@ -23,11 +23,13 @@ from typing import Any, Union
 
 from pytest_flopbudget._config.budget import (
     AT,
+    CONVENTION,
     MAX_DEGREE,
     MAX_INCREASE,
     PHASES,
     WARN_INCREASE,
     Budget,
+    convention_names,
     parse_budget,
     shown,
 )
@@ -66,7 +68,7 @@ BUDGET_KEYS = {
 CURVE_BUDGET_KEYS = (MAX_DEGREE, AT)
 MODEL_KEYS = (
     "target", "inputs", "method", "training", "execution", *BUDGET_KEYS, "dims", "curve", *CURVE_BUDGET_KEYS,
-    "generate", "decode-inputs", PHASES,
+    "generate", "decode-inputs", PHASES, CONVENTION,
 )  # fmt: skip
 INPUT_KEYS = ("shape", "dtype")
 EXECUTIONS = ("fake", "real")
@@ -612,6 +614,14 @@ class _Validator:
         except LocatedError as exc:
             self.problems.extend(exc.problems)
             return Budget(source=self.source(path))
+        if CONVENTION in entry:
+            name, accepted = entry[CONVENTION], convention_names()
+            if not isinstance(name, str) or name.strip().lower() not in accepted:
+                self.problem(
+                    (*path, CONVENTION), f"unknown convention {shown(name)}; expected one of: {', '.join(accepted)}"
+                )
+            else:
+                budget = dataclasses.replace(budget, convention=name.strip().lower())
         if not values and PHASES not in entry and not any(key in entry for key in CURVE_BUDGET_KEYS):
             self.problem(path, f"declares no budget; set at least one of: {', '.join(BUDGET_KEYS)}")
         return budget

@@ -39,6 +39,12 @@ LAYER_RULE = "layer priced by rule"
 INCOMPLETE_SHAPE = "dropped: unknown dim"
 UNUSED = "unused result dropped"
 UNEXPLAINED = "unexplained"
+#: Why a stack's convention (a profile, `_conventions/`) differs from the exact count.
+OUTSIDE_CONVENTION = "outside the convention"
+EMBEDDINGS_OUT = "embeddings out"
+PER_PARAMETER = "priced per parameter"
+BACKWARD_RULE = "backward is not 2x forward"
+LM_HEAD_LAST = "lm_head last token"
 
 #: Each reason, and what it means (docs/explain.md repeats these).
 REASONS: dict[str, str] = {
@@ -64,6 +70,15 @@ REASONS: dict[str, str] = {
     INCOMPLETE_SHAPE: "the peer drops an op whose shapes have an unknown dim (an unknown batch)",
     UNUSED: "the op's result is never read, and the peer's compiler drops it (jax's dead-code elimination)",
     UNEXPLAINED: "a difference no rule accounts for",
+    OUTSIDE_CONVENTION: "the convention prices matmuls only: norms, activations, softmax, residual and rotary adds, "
+    "the loss are left out",
+    EMBEDDINGS_OUT: "the convention leaves out the embedding lookup (and the scatter-add of its backward)",
+    PER_PARAMETER: "the convention prices 2 FLOPs per parameter per token (6 in training), whatever the layer does "
+    "with it: a norm's weights, a gathered embedding table, a bias",
+    BACKWARD_RULE: "the convention prices a training step's matmuls at 3x the forward; the counted backward differs "
+    "(a fused attention's backward recomputes QK^T; a first layer computes no input gradient)",
+    LM_HEAD_LAST: "the convention computes the lm_head on the last token of each sequence only (a prefill samples "
+    "one token)",
 }
 
 

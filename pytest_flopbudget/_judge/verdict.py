@@ -9,19 +9,19 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import Enum
 from typing import TYPE_CHECKING, Any
 
 from pytest_flopbudget._config.budget import Budget
 from pytest_flopbudget._config.location import Location
-from pytest_flopbudget._errors import BaselineError
+from pytest_flopbudget._errors import BaselineError, FlopBudgetError
 from pytest_flopbudget._front_ends import ANY_UPDATE_HINT
 from pytest_flopbudget._judge.baseline import BaselineSource, baseline_formula
 from pytest_flopbudget._judge.diff import LayerDiff, diff_layers
 from pytest_flopbudget._judge.phase_figures import phase_usages
 from pytest_flopbudget._judge.phase_growth import phase_growth
-from pytest_flopbudget._metrics import METRICS, SKIPPED, Metric, by_name
+from pytest_flopbudget._metrics import FLOPS, METRICS, SKIPPED, Metric, by_name
 from pytest_flopbudget._render.formatting import format_pair, format_percent, layer_label
 from pytest_flopbudget._report import Report
 
@@ -233,7 +233,8 @@ class Verdict:
         return not self.violations
 
     def value(self, metric: Metric) -> int:
-        return self.report.metric(metric)
+        """The figure judged: under the budget's convention for FLOPs where it names one (`judged_figure`)."""
+        return judged_figure(self.report, self.budget, metric)
 
     def judges(self, metric: Metric) -> bool:
         """Whether outputs show `metric` for this model: every metric, except an optional one its budget does not
@@ -251,7 +252,7 @@ class Verdict:
         """The baseline's figure; None without a baseline, or when the baseline did not measure `metric`."""
         if self.baseline is None or not self.baseline.measures(metric):
             return None
-        return self.baseline.metric(metric)
+        return judged_figure(self.baseline, self.budget, metric)
 
     def delta(self, metric: Metric) -> int | None:
         """Change against the baseline; None without a baseline figure (or without a figure now)."""
@@ -286,6 +287,29 @@ class Verdict:
         return [m for m in METRICS if m in failed]
 
 
+def judged_figure(report: Report, budget: Budget, metric: Metric) -> int:
+    """The figure a budget judges: the report's own, but FLOPs under the budget's `convention` where it names one
+    (the figure a team's papers report: docs/conventions-profiles.md). A convention that cannot price the report
+    leaves the exact figure, and `evaluate` fails the model with the reason (`_convention_problem`)."""
+    if budget.convention is not None and metric == FLOPS:
+        try:
+            return int(report.under(budget.convention).theirs)
+        except FlopBudgetError:
+            pass
+    return report.metric(metric)
+
+
+def _convention_problem(report: Report, budget: Budget) -> str | None:
+    """Why the budget's convention cannot price this report (no token ids for a per-token one), None if it can."""
+    if budget.convention is None:
+        return None
+    try:
+        report.under(budget.convention)
+    except FlopBudgetError as exc:
+        return f"convention = {budget.convention!r} cannot be judged: {exc}"
+    return None
+
+
 def evaluate(
     measurement: Measurement,
     baseline: Report | None = None,
@@ -307,9 +331,13 @@ def evaluate(
     if measurement.cache_mismatch:
         message = f"its cached count differs from a fresh count: {measurement.cache_mismatch}"
         findings.append(Finding(ERROR, FindingKind.CACHE_MISMATCH, message, source=measurement.origin))
+    problem = _convention_problem(report, budget)
+    if problem is not None:
+        findings.append(Finding(ERROR, FindingKind.NOT_MEASURED, problem, FLOPS, source=budget.source))
+        budget = replace(budget, convention=None)  # judged on the exact figure below, and said so above
     for metric in METRICS:
         limit = budget.limit(metric)
-        now = report.metric(metric)
+        now = judged_figure(report, budget, metric)
         if limit is not None and not report.measures(metric):
             # a budget that cannot be checked fails: passing it would say the model is within it
             why = f"{metric.label}: not measured for this model ({report.backend})"
@@ -321,8 +349,10 @@ def evaluate(
                 Finding(ERROR, FindingKind.NOT_MEASURED, message, metric, limit=limit.value, source=limit.source)
             )
         elif limit is not None and now > limit.value:
-            old = baseline.metric(metric) if baseline is not None and baseline.measures(metric) else None
-            message = _ceiling_message(metric, now, limit.value)
+            old = (
+                judged_figure(baseline, budget, metric) if baseline is not None and baseline.measures(metric) else None
+            )
+            message = _ceiling_message(metric, now, limit.value, _under(budget, metric))
             reached = metric.where(report)
             if reached is not None:  # a maximum (peak memory) is reached in one layer: say which
                 message += f" at {layer_label(reached)}"
@@ -432,6 +462,8 @@ def _growth_findings(measurement: Measurement, baseline: Report | None) -> list[
     if baseline is None:
         return []
     budget = measurement.budget
+    if _convention_problem(measurement.report, budget) is not None:  # `evaluate` failed the model for it
+        budget = replace(budget, convention=None)
     increase, warn = budget.max_increase, budget.warn_increase
     findings = []
     for metric in METRICS.growth:
@@ -445,12 +477,15 @@ def _growth_findings(measurement: Measurement, baseline: Report | None) -> list[
                 )
                 findings.append(Finding(WARNING, FindingKind.NOT_MEASURED, message, metric, source=increase.source))
             continue
-        old = baseline.metric(metric)
-        now = measurement.report.metric(metric)
+        old = judged_figure(baseline, budget, metric)
+        now = judged_figure(measurement.report, budget, metric)
         if now <= old:
             continue
         shown_now, shown_old = format_pair(now, old, metric)
-        message = f"{_named(metric, shown_now)} is {format_percent(now - old, old)} over baseline {shown_old}"
+        message = (
+            f"{_named(metric, shown_now)}{_under(budget, metric)} is {format_percent(now - old, old)} over baseline "
+            f"{shown_old}"
+        )
         if increase is not None and not increase.allows(old, now):
             allowed = int(old + old * increase.fraction)
             message += f", more than max-increase {increase.text}"
@@ -509,12 +544,17 @@ def _phase_findings(report: Report, budget: Budget) -> list[Finding]:
     return findings
 
 
-def _ceiling_message(metric: Metric, now: int, limit: int) -> str:
+def _ceiling_message(metric: Metric, now: int, limit: int, under: str = "") -> str:
     shown_now, shown_limit = format_pair(now, limit, metric)
-    shown_now = _named(metric, shown_now)
+    shown_now = _named(metric, shown_now) + under
     if limit == 0:
         return f"{shown_now} > budget {shown_limit}"
     return f"{shown_now} > budget {shown_limit} ({format_percent(now - limit, limit)})"
+
+
+def _under(budget: Budget, metric: Metric) -> str:
+    """` under the megatron convention`, after a FLOPs figure a convention budget judges."""
+    return f" under the {budget.convention} convention" if budget.convention is not None and metric == FLOPS else ""
 
 
 def _named(metric: Metric, shown: str) -> str:

@@ -453,7 +453,8 @@ def _usage(verdict: Verdict) -> str:
         return "-"
     metric, used = highest
     shown = "over" if used == float("inf") else f"{100.0 * used:.1f}%"
-    return f"{shown} {metric}"
+    convention = verdict.budget.convention
+    return f"{shown} {metric}" + (f" ({convention})" if convention and metric == "flops" else "")
 
 
 def _versus(verdict: Verdict) -> str:

@@ -358,8 +358,10 @@ XLA = PeerProfile(
     ),
 )
 
-#: The peer-convention profiles, for the convention registry.
+#: The peer-convention profiles, for the convention registry (`_conventions/registry.py` reads a module's
+#: `PROFILES`).
 PEER_PROFILES: tuple[PeerProfile, ...] = (FVCORE, PTFLOPS, THOP, TF_PROFILER, XLA)
+PROFILES = PEER_PROFILES
 
 
 def profile_named(name: str) -> PeerProfile | None:

@@ -255,7 +255,10 @@ def test_all_errors_are_reported_together(tmp_path: Path, monkeypatch: pytest.Mo
     ("body", "expected"),
     [
         ('target = "m.onnx"\ninputs = [[1, 3]]\nflops = 1', "inputs: an ONNX target takes a table of input name"),
-        ('target = "m.onnx"\ntraining = true\nflops = 1', "training: training = true applies to PyTorch, JAX or TensorFlow targets"),
+        (
+            'target = "m.onnx"\ntraining = true\nflops = 1',
+            "training: training = true applies to PyTorch, JAX or TensorFlow targets",
+        ),
         ('target = "m.onnx"\nexecution = "real"\nflops = 1', "execution: execution applies to PyTorch targets"),
         ('target = "m.onnx"\ninputs = {x = {shape = [1], dtype = "int64"}}\nflops = 1', "x.dtype: an ONNX graph"),
         ('target = "m:f"\ninputs = "not callable"\nflops = 1', "inputs: 'not callable' is not a \"module:function\""),

@@ -21,8 +21,12 @@ def applied(name: str, report: Any) -> Explanation:
 
 
 def test_every_profile_has_the_protocols_fields() -> None:
+    from pytest_flopbudget._conventions.profile import Profile
+
     assert [profile.name for profile in PEER_PROFILES] == ["fvcore", "ptflops", "thop", "tf-profiler", "xla"]
     for profile in PEER_PROFILES:
+        typed: Profile = profile  # the convention registry's protocol, structurally
+        assert typed is profile
         assert profile.title and "\n" not in profile.title
         assert profile.source.startswith("https://github.com/") and profile.source.endswith((".py", ".cc"))
         assert callable(profile.apply)
