@@ -89,9 +89,10 @@ class Priced:
 Rule = Callable[[Op], Priced]
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass
 class PeerProfile:
-    """A peer's convention: its unit and one rule over our ops."""
+    """A peer's convention: its unit and one rule over our ops. Its fields are plain attributes (not frozen), as the
+    convention-profile protocol declares them."""
 
     name: str
     title: str
