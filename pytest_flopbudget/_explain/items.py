@@ -38,6 +38,7 @@ LOOP_COUNTER = "loop counter"
 LAYER_RULE = "layer priced by rule"
 INCOMPLETE_SHAPE = "dropped: unknown dim"
 UNUSED = "unused result dropped"
+WE_SKIPPED = "skipped by us"
 UNEXPLAINED = "unexplained"
 #: Why a stack's convention (a profile, `_conventions/`) differs from the exact count.
 OUTSIDE_CONVENTION = "outside the convention"
@@ -69,6 +70,7 @@ REASONS: dict[str, str] = {
     LAYER_RULE: "we price the layer (a Keras batch norm, activation) by the shared rule, the peer the ops it runs",
     INCOMPLETE_SHAPE: "the peer drops an op whose shapes have an unknown dim (an unknown batch)",
     UNUSED: "the op's result is never read, and the peer's compiler drops it (jax's dead-code elimination)",
+    WE_SKIPPED: "we skip the op (a loop without a static trip count: listed in our skipped ops), the peer counts it",
     UNEXPLAINED: "a difference no rule accounts for",
     OUTSIDE_CONVENTION: "the convention prices matmuls only: norms, activations, softmax, residual and rotary adds, "
     "the loss are left out",

@@ -65,7 +65,7 @@ class Xla:
         walk = XlaWalk(jax, namer)
         walk.walk_program(traced)
         found = items(ours, walk)
-        accounted = sum(op.once for op in walk.ops.values()) + sum(walk.loops.values())
+        accounted = sum(op.once for op in walk.live.ops.values()) + sum(walk.live.loops.values())
         if total != accounted:
             found.append(
                 Item(None, None, 0, total - accounted, reasons.UNEXPLAINED,
@@ -74,7 +74,8 @@ class Xla:
         notes = (
             [f"XLA also reports {transcendentals:,} transcendentals, apart from its flops"] if transcendentals else []
         )
-        notes += [f"XLA could not cost {op} in {layer or 'the model'} alone: {why}" for layer, op, why in walk.failed]
+        failed = dict.fromkeys([*walk.failed, *walk.live.failed])
+        notes += [f"XLA could not cost {op} in {layer or 'the model'} alone: {why}" for layer, op, why in failed]
         if ours.skipped_ops:
             notes.append(f"we skipped {ours.skipped_calls} op calls (no formula): our figure leaves them out")
         return Explanation(
@@ -90,15 +91,17 @@ class Xla:
 
 
 def items(report: Report, walk: Any) -> list[Item]:
-    """One item per difference: XLA's rule against ours at our multiplicity, then its loop bodies costed once,
-    then the loops' own counters."""
+    """One item per difference: XLA's rule against ours at our multiplicity; the work jax drops as dead code; loop
+    bodies costed once; loops we skip; then the loops' own counters."""
     found: list[Item] = []
-    keys = list(walk.ops)
-    keys += [(path, op) for path, layer in report.layers.items() for op in layer.ops if (path, op) not in walk.ops]
+    written, live = walk.ops, walk.live.ops
+    keys = list(written)
+    keys += [key for key in live if key not in written]
+    keys += [(path, op) for path, layer in report.layers.items() for op in layer.ops if (path, op) not in keys]
     for layer, op in keys:
         cost = report.layers.get(layer)
         ours = cost.ops[op].flops if cost is not None and op in cost.ops else 0
-        theirs = walk.ops.get((layer, op))
+        theirs, kept = written.get((layer, op)), live.get((layer, op))
         if theirs is None:
             if ours:
                 found.append(Item(layer, op, ours, 0, reasons.UNEXPLAINED, detail="XLA's walk met no such op"))
@@ -106,17 +109,23 @@ def items(report: Report, walk: Any) -> list[Item]:
         if ours != theirs.full:
             reason, detail = _rule_reason(op, ours, theirs)
             found.append(Item(layer, op, ours, theirs.full, reason, detail=detail))
-        live = theirs.full - theirs.dropped
-        if theirs.dropped:
+        full = kept.full if kept is not None else 0
+        if theirs.full != full:
             found.append(
-                Item(layer, op, theirs.full, live, reasons.UNUSED, detail="its result is not read: jax drops it")
+                Item(layer, op, theirs.full, full, reasons.UNUSED, detail="its result is not read: jax drops it")
             )
-        if live != theirs.once:
+        once = (kept.once - kept.unseen) if kept is not None else 0
+        if full != once:
             found.append(
-                Item(layer, op, live, theirs.once, reasons.SCAN_ONCE,
-                     detail=f"XLA costs the loop body once: {theirs.once:,} of {live:,}")
+                Item(layer, op, full, once, reasons.SCAN_ONCE,
+                     detail=f"XLA costs the loop body once: {once:,} of {full:,}")
             )  # fmt: skip
-    for layer, flops in walk.loops.items():
+        if kept is not None and kept.unseen:
+            found.append(
+                Item(layer, op, 0, kept.unseen, reasons.WE_SKIPPED,
+                     detail="in a while loop without a static trip count, which we skip (see our skipped ops)")
+            )  # fmt: skip
+    for layer, flops in walk.live.loops.items():
         found.append(
             Item(layer, "while", 0, flops, reasons.LOOP_COUNTER, detail="the HLO while's counter: an add and a compare")
         )

@@ -9,8 +9,9 @@ loop body once, whatever its length). A named composite's primitives (under the 
 library function's body) are charged to the composite's name, as our count prices the composite as one op. A loop
 lowered alone costs its body once plus what XLA adds for the loop itself (its counter's add and compare): that rest
 is kept apart, by layer. An equation whose result nothing reads (a Linen batch norm's running averages, which the
-count's program does not return) is dropped by jax before XLA sees the program: XLA's figure for it is kept apart
-(`dropped`), as jax's own dead-code elimination finds it (`_dead`).
+count's program does not return; a `fori_loop`'s counter nobody reads after the loop) is dropped by jax before XLA
+sees the program: the program is walked a second time as jax's own dead-code elimination leaves it (`live`), which is
+what XLA costs.
 """
 
 from __future__ import annotations
@@ -34,8 +35,8 @@ class XlaOp:
     full: int = 0
     transcendentals: int = 0
     composite: bool = False
-    #: XLA's figure (at our multiplicity) for equations whose results nothing reads: jax drops them before XLA
-    dropped: int = 0
+    #: XLA's figure for equations our count does not run (in a while loop without a static trip count: skipped)
+    unseen: int = 0
 
 
 class XlaWalk:
@@ -52,12 +53,17 @@ class XlaWalk:
         self._cache: dict[str, tuple[int, int]] = {}
         self._pending: list[tuple[int, int, int, int]] = []
         self._override: str | None = None
-        self._dead: set[int] = set()
+        #: the same program as jax's dead-code elimination leaves it (what XLA is given), walked apart
+        self.live: XlaWalk = self
 
-    def walk_program(self, traced: Any) -> int:
-        """Cost a whole program (a `ClosedJaxpr`), its dead top-level equations found first."""
-        self._dead = _dead(traced.jaxpr)
-        return self.walk(traced)
+    def walk_program(self, traced: Any) -> None:
+        """Cost a whole program (a `ClosedJaxpr`) as written, and as jax hands it to XLA (`live`)."""
+        self.walk(traced)
+        kept = _without_dead_code(traced.jaxpr)
+        if kept is not None:
+            self.live = XlaWalk(self.jax, self.namer)
+            self.live._cache = self._cache
+            self.live.walk(kept)
 
     def walk(self, jaxpr: Any, stack: Stack = ROOT_STACK, ours: int = 1, xla: int = 1) -> int:
         """Cost the equations of `jaxpr` run `ours` times by our count and `xla` times by XLA; returns XLA's flops
@@ -75,11 +81,11 @@ class XlaWalk:
             if composite is not None:  # its primitives, costed before it, are the composite's
                 op = self._override or composite[0]
                 figure = self.ops.setdefault((layer, op), XlaOp(composite=True))
-                for once, full, trans, dropped in self._pending:
+                for once, full, trans, unseen in self._pending:
                     figure.once += once
                     figure.full += full
                     figure.transcendentals += trans
-                    figure.dropped += dropped
+                    figure.unseen += unseen
                 self._pending = []
             return 0
         if composite is not None and name in ("pjit", "jit"):  # a jitted library composite: its body is one op
@@ -97,23 +103,49 @@ class XlaWalk:
         if name == "while":
             trip = static_trip_count(eqn)
             runs = trip if trip is not None else 0  # our count skips a while without a static trip count
+            checks = runs + 1 if trip is not None else 0
             body = self.walk(eqn.params["body_jaxpr"], stack, ours * runs, xla)
-            body += self.walk(eqn.params["cond_jaxpr"], stack, ours * (runs + 1), xla)
+            body += self.walk(eqn.params["cond_jaxpr"], stack, ours * checks, xla)
             return body + self._loop(eqn, layer, body, xla)
+        if name == "cond":
+            return self._cond(eqn, stack, ours, xla)
         if name in CALL_BODIES and eqn.params.get(CALL_BODIES[name]) is not None:
             return self.walk(eqn.params[CALL_BODIES[name]], stack, ours, xla)
         flops, trans = self.alone(eqn, layer)
-        dead = id(eqn) in self._dead
-        once, dropped = (0, flops * ours) if dead else (flops * xla, 0)
+        once = flops * xla
+        unseen = once if ours == 0 else 0
         if stack.absorbed:
-            self._pending.append((once, flops * ours, trans * ours, dropped))
+            self._pending.append((once, flops * ours, trans * ours, unseen))
         else:
             figure = self.ops.setdefault((layer, self._override or name), XlaOp(composite=self._override is not None))
             figure.once += once
             figure.full += flops * ours
             figure.transcendentals += trans * ours
-            figure.dropped += dropped
-        return 0 if dead else flops
+            figure.unseen += unseen
+        return flops
+
+    def _cond(self, eqn: Any, stack: Stack, ours: int, xla: int) -> int:
+        """A branch: XLA costs its costliest branch, as our count does (each side by its own figures)."""
+        best: tuple[int, XlaWalk] | None = None
+        for branch in eqn.params["branches"]:
+            sub = XlaWalk(self.jax, self.namer)
+            sub._cache, sub._override = self._cache, self._override
+            flops = sub.walk(branch, stack, ours, xla)
+            if best is None or flops > best[0]:
+                best = (flops, sub)
+        if best is None:
+            return 0
+        flops, chosen = best
+        for key, figure in chosen.ops.items():
+            mine = self.ops.setdefault(key, XlaOp(composite=figure.composite))
+            mine.once += figure.once
+            mine.full += figure.full
+            mine.transcendentals += figure.transcendentals
+            mine.unseen += figure.unseen
+        for layer, rest in chosen.loops.items():
+            self.loops[layer] = self.loops.get(layer, 0) + rest
+        self.failed += chosen.failed
+        return flops
 
     def _loop(self, eqn: Any, layer: str, body: int, xla: int) -> int:
         """What XLA adds for a loop itself (lowered alone, less its body once): its counter's add and compare."""
@@ -147,17 +179,17 @@ class XlaWalk:
         return cost
 
 
-def _dead(jaxpr: Any) -> set[int]:
-    """The top-level equations of `jaxpr` jax's dead-code elimination drops (every output used); none where this
-    jax has no such pass (XLA's figure then shows them as an unexplained rest)."""
+def _without_dead_code(jaxpr: Any) -> Any:
+    """`jaxpr` as jax's dead-code elimination leaves it (every output used; loop carries nothing reads dropped), as
+    `jax.jit` lowers it; None where this jax has no such pass (XLA's figure then shows the dead code as an
+    unexplained rest)."""
     try:
         from jax._src.interpreters import partial_eval
 
         kept, _ = partial_eval.dce_jaxpr(jaxpr, [True] * len(jaxpr.outvars), instantiate=True)
     except Exception:
-        return set()
-    alive = {id(eqn) for eqn in kept.eqns}
-    return {id(eqn) for eqn in jaxpr.eqns if id(eqn) not in alive}
+        return None
+    return kept
 
 
 def cost_of(lowered: Any) -> tuple[int, int]:

@@ -84,3 +84,26 @@ def test_the_flax_tabulate_example_itemises_the_batch_norm() -> None:
         ("BatchNorm_0", 2560, 2140, "priced by its primitives"),
         ("BatchNorm_0", 2140, 2020, "unused result dropped"),
     ]
+
+
+def test_a_fori_loop_is_counted_once_and_a_while_we_skip_is_xlas_alone() -> None:
+    def g(x: Any) -> Any:
+        doubled = jax.lax.while_loop(lambda c: c[1].sum() < 10.0, lambda c: (c[0] + 1, c[1] * 2.0), (0, x))[1]
+        return jax.lax.fori_loop(0, 3, lambda i, v: v * 3.0, doubled)
+
+    x = jax.ShapeDtypeStruct((4, 5), jnp.float32)
+    explanation = explained(lambda x: count_jax(g, (x,)), x)
+    # ours: the while has no static trip count (skipped, listed); the fori_loop is a scan of 3: (20 mul + 1 add) * 3
+    assert explanation.ours == 63
+    # XLA: the while's body (add 1, mul 20) and condition (sum 20 - 1, lt 1) once; the scan's body once (mul 20: the
+    # fori_loop's counter, which nothing reads after the loop, is dropped by jax) and XLA's own counter, add and compare
+    assert explanation.theirs == 21 + 20 + 20 + 2 == jax.jit(g).lower(x).cost_analysis()["flops"]
+    assert [(i.op, i.ours, i.theirs, i.reason) for i in explanation.items] == [
+        ("add", 3, 0, "unused result dropped"),
+        ("add", 0, 1, "skipped by us"),
+        ("mul", 60, 20, "scan counted once"),
+        ("mul", 0, 20, "skipped by us"),
+        ("reduce_sum", 0, 19, "skipped by us"),
+        ("lt", 0, 1, "skipped by us"),
+        ("while", 0, 2, "loop counter"),
+    ]
