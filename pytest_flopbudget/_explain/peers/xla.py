@@ -139,7 +139,8 @@ def _rule_reason(op: str, ours: int, theirs: Any) -> tuple[str, str]:
     if theirs.full == 0 and theirs.transcendentals:
         return reasons.TRANSCENDENTAL, f"{theirs.transcendentals:,} transcendentals"
     if op in REDUCTIONS:
-        return reasons.REDUCTION, f"{ours - theirs.full:,} outputs"
+        outputs = ours - theirs.full
+        return reasons.REDUCTION, f"{outputs:,} output{'s' if outputs != 1 else ''}"
     if ours == 0:
         return reasons.PER_ELEMENT, "we count it free"
     return reasons.PER_ELEMENT, _ratio(ours, theirs.full)
