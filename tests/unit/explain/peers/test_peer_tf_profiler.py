@@ -59,3 +59,28 @@ def _explain(peer: Any, model: Any, x: Any) -> Any:
 
     backend = next(b for b in backends() if b.name == "tensorflow")
     return peer.explain(backend, Loaded(types.SimpleNamespace(training=False), model, (x,), {}))  # type: ignore[arg-type]
+
+
+def test_a_tf_function_by_hand() -> None:
+    import numpy as np
+
+    from pytest_flopbudget._explain.peers.tf_profiler import TfProfiler
+
+    weight = tf.Variable(tf.ones((16, 9)))
+
+    @tf.function
+    def f(x: Any) -> Any:
+        with tf.name_scope("dense"):
+            y = tf.nn.relu(tf.matmul(x, weight) + 1.0)
+        return tf.reduce_sum(tf.math.rsqrt(y + 1.0), axis=1)
+
+    found = _explain(TfProfiler(), f, np.zeros((25, 16), np.float32))
+    # MatMul 2*25*16*9 = 7200; the two adds, relu, rsqrt and the sum's inputs 225 each (1 per element) to us
+    assert found.ours == 7200 + 5 * 225
+    # the profiler: no rule for Relu, Rsqrt 2 per element, the sum of 9 into each of 25 outputs 25 * 8 = 200
+    assert found.theirs == 7200 + 225 + 0 + 225 + 2 * 225 + 200
+    assert [(i.layer, i.op, i.ours, i.theirs, i.reason) for i in found.items] == [
+        ("dense", "Relu", 225, 0, "op not supported"),
+        ("", "Rsqrt", 225, 450, "per-element cost"),
+        ("", "Sum", 225, 200, "reduction as n - m adds"),
+    ]
