@@ -213,3 +213,21 @@ def test_xla_profile_of_a_linen_mlp_is_xlas_figure() -> None:
     xla = jax.jit(Mlp().apply).lower(variables, x).cost_analysis()["flops"]
     # 2*2*4*8 + 16 (bias) + 16 (relu: max) + 2*2*8*3 + 6 = 262, the same rules in XLA
     assert applied("xla", count_linen(Mlp(), x)).theirs == 262 == xla
+
+
+def test_resnet50_under_the_fvcore_profile_is_fvcores_founding_figure() -> None:
+    torch = pytest.importorskip("torch")
+    from examples.resnet import resnet50
+
+    explanation = applied("fvcore", torch_report(resnet50().eval(), torch.zeros(1, 3, 224, 224)))
+    # what fvcore's FlopCountAnalysis reports when run (tests/unit/explain/peers/test_peer_fvcore.py, slow), item by
+    # item: 53 convolutions and fc in MACs, 53 batch norms at 2 per element (11,113,984 elements), 17 ReLUs ignored,
+    # 16 residual adds (5,519,360) and the max pool (1,806,336) without a handle, fc's bias
+    assert (explanation.ours, explanation.theirs) == (8_239_860_200, 4_111_512_576)
+    assert explanation.by_reason() == {
+        "MACs vs FLOPs": 4_087_136_256 + 2_048_000,
+        "per-element cost": 2 * 11_113_984,
+        "counted as zero": 9_608_704,
+        "op not supported": 5_519_360 + 1_806_336,
+        "bias add": 1_000,
+    }
