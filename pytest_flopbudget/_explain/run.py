@@ -87,7 +87,10 @@ def explain_model(model: Any, args: tuple[Any, ...], kwargs: dict[str, Any], pee
 
     peer = _ready(peer_name)
     if not _is_torch_peer(peer):
-        raise ExplainError(f"--vs {peer.name} explains {_FRAMEWORKS.get(peer.framework)} targets, by entry")
+        raise ExplainError(
+            f"--vs {peer.name} counts {_FRAMEWORKS.get(peer.framework, peer.framework)} models, from a target: "
+            f"flopbudget explain TARGET --vs {peer.name}"
+        )
     _real_weights(peer, model)
     model.eval()
     with _grad_mode(peer):
