@@ -145,6 +145,7 @@ class XlaWalk:
         for layer, rest in chosen.loops.items():
             self.loops[layer] = self.loops.get(layer, 0) + rest
         self.failed += chosen.failed
+        self._pending += chosen._pending  # a branch inside a composite: its primitives are the composite's
         return flops
 
     def _loop(self, eqn: Any, layer: str, body: int, xla: int) -> int:
