@@ -121,12 +121,16 @@ reason: op not supported, counted as zero, MACs vs FLOPs, bias add, residual add
 attention, per-element cost, counted twice. The items sum exactly to ours - theirs. A PEER that is not installed
 is one line saying what to pip install.
 
-PEER: fvcore, ptflops, thop, calflops, torch (torch.utils.flop_counter.FlopCounterMode), deepspeed
+PEER for a PyTorch model: fvcore, ptflops, thop, calflops, torch (torch.utils.flop_counter.FlopCounterMode),
+deepspeed; for a JAX model: xla (XLA's cost analysis, op by op: scan counted once, transcendentals, n - m
+reductions); for a TensorFlow model: tf-profiler (tf.compat.v1.profiler's float_operation: no rule, Rsqrt, n - 1
+reductions).
 
 examples:
   flopbudget explain examples.resnet:resnet50 --input 1,3,224,224 --vs fvcore
   flopbudget explain examples.vit:vit_tiny --input 1,3,32,32 --vs torch --per-layer
-  flopbudget explain pkg.lm:tiny_qwen --input 1,16:int64 --vs calflops --format json"""
+  flopbudget explain pkg.lm:tiny_qwen --input 1,16:int64 --vs calflops --format json
+  flopbudget explain examples.flax_linen:scanned_stack --input 8,64 --vs xla"""
 
 MFU_EPILOG = """\
 The formulas are exact on the range (the curve machinery: counts on a lattice of sizes, verified off it). The

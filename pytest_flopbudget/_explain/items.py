@@ -31,6 +31,14 @@ SCAN_ONCE = "scan counted once"
 PER_ELEMENT = "per-element cost"
 OTHER_FORMULA = "different formula"
 COUNTED_TWICE = "counted twice"
+TRANSCENDENTAL = "transcendental, not in flops"
+REDUCTION = "reduction as n - m adds"
+BY_PRIMITIVES = "priced by its primitives"
+LOOP_COUNTER = "loop counter"
+LAYER_RULE = "layer priced by rule"
+INCOMPLETE_SHAPE = "dropped: unknown dim"
+UNUSED = "unused result dropped"
+WE_SKIPPED = "skipped by us"
 UNEXPLAINED = "unexplained"
 #: Why a stack's convention (a profile, `_conventions/`) differs from the exact count.
 OUTSIDE_CONVENTION = "outside the convention"
@@ -54,6 +62,15 @@ REASONS: dict[str, str] = {
     PER_ELEMENT: "both count the op, with different costs per element",
     OTHER_FORMULA: "both count the multiply-accumulate op, with different formulas (not a unit or a bias)",
     COUNTED_TWICE: "the peer counts the op twice (a module hook and a patched function)",
+    TRANSCENDENTAL: "the peer reports exp, tanh, rsqrt, ... apart as transcendentals, not in its flops (XLA)",
+    REDUCTION: "the peer counts a reduction of n inputs into m outputs as n - m adds, we count n (1 per input)",
+    BY_PRIMITIVES: "the peer costs a named composite (a norm layer, softmax) by the primitives it is made of, we "
+    "price it by the shared rule of the op it names",
+    LOOP_COUNTER: "the peer counts a loop's own counter (an add and a compare), which the program does not write",
+    LAYER_RULE: "we price the layer (a Keras batch norm, activation) by the shared rule, the peer the ops it runs",
+    INCOMPLETE_SHAPE: "the peer drops an op whose shapes have an unknown dim (an unknown batch)",
+    UNUSED: "the op's result is never read, and the peer's compiler drops it (jax's dead-code elimination)",
+    WE_SKIPPED: "we skip the op (a loop without a static trip count: listed in our skipped ops), the peer counts it",
     UNEXPLAINED: "a difference no rule accounts for",
     OUTSIDE_CONVENTION: "the convention prices matmuls only: norms, activations, softmax, residual and rotary adds, "
     "the loss are left out",

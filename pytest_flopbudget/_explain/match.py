@@ -232,3 +232,19 @@ def _ratio(ours: int, theirs: int) -> str:
     if ours and theirs % ours == 0:
         return f"theirs is {theirs // ours}x ours"
     return f"ours is {ours / theirs:.3g}x theirs" if theirs else ""
+
+
+def split(
+    layer: str,
+    op: str,
+    flops: int,
+    macs: int,
+    theirs: int,
+    unit: str,
+    zero: tuple[str, str],
+    their_op: str | None = None,
+) -> list[Item]:
+    """The items of one op of ours (`flops`, of which `macs` multiply-accumulates) against a figure of theirs in
+    `unit`, by the rules above (`zero`: the reason and detail where theirs is 0); a convention profile's items."""
+    figure = PeerFigure(layer, their_op, theirs)
+    return _split(layer, _Pair((op,), flops, macs, (figure,) if theirs else ()), unit, zero)

@@ -6,6 +6,10 @@ the same kernels: under no_grad nn.MultiheadAttention takes its fused fast path,
 linear layers and attention one by one, and our formulas give the fused kernel exactly the FLOPs of its parts. One
 more forward in that mode records the ops that ran per layer (a fused attention kernel shows there as one op),
 which is how a zero of the peer's is told apart.
+
+A JAX or TensorFlow target goes to its own peers (`GraphPeer`: XLA's cost analysis, TensorFlow's profiler), which
+count it as `flopbudget count` does and price the very program that count traced by their rules; a target and a
+peer of different frameworks is one line naming the peers that target has.
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ import contextlib
 import dataclasses
 import io
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard, cast
 
 from pytest_flopbudget._backends import backend_for, count
 from pytest_flopbudget._backends.dispatch import load_entry
@@ -23,7 +27,7 @@ from pytest_flopbudget._config.target_kinds import article
 from pytest_flopbudget._errors import FlopBudgetError
 from pytest_flopbudget._explain.items import Explanation
 from pytest_flopbudget._explain.peers import peer_named
-from pytest_flopbudget._explain.peers.protocol import ModelFacts, Peer, PeerCount, PeerError
+from pytest_flopbudget._explain.peers.protocol import GraphPeer, ModelFacts, Peer, PeerCount, PeerError
 
 
 class ExplainError(FlopBudgetError):
@@ -33,18 +37,48 @@ class ExplainError(FlopBudgetError):
 def explain_entry(entry: ModelEntry, root: Path, peer_name: str) -> Explanation:
     """Our count of `entry` against `peer_name`'s, itemised."""
     peer = _ready(peer_name)
-    backend = backend_for(entry)
-    if backend.name != peer.framework:
-        raise ExplainError(
-            f"--vs {peer.name} counts PyTorch models; {entry.target} is {article(backend.framework)} model (explain "
-            f"has no {backend.framework} peer yet)"
-        )
     if entry.training or entry.generate or entry.method != "forward":
         raise ExplainError(
             f"{entry.name}: explain compares one inference forward; it takes no training, generate or method"
         )
-    _, loaded = load_entry(dataclasses.replace(entry, execution="real"), root)
+    backend = backend_for(entry)
+    if getattr(backend, "files", False):  # a model file (ONNX, a SavedModel) is refused before it is read
+        _same_framework(peer, backend, entry)
+    backend, loaded = load_entry(entry, root)
+    _same_framework(peer, backend, entry)
+    if not _is_torch_peer(peer):
+        try:
+            return cast(GraphPeer, peer).explain(backend, loaded)
+        except PeerError as exc:
+            raise ExplainError(f"--vs {peer.name}: {exc}") from None
+    real = dataclasses.replace(entry, execution="real")  # the peer runs a real forward: zeros, not meta tensors
+    loaded = backend.reload(loaded, real, root)
     return explain_model(loaded.model, loaded.args, dict(loaded.kwargs), peer.name)
+
+
+#: How a message names the models of each backend's peers.
+_FRAMEWORKS = {"torch": "PyTorch", "jax": "JAX", "tensorflow": "TensorFlow"}
+
+
+def _same_framework(peer: Peer | GraphPeer, backend: Any, entry: ModelEntry) -> None:
+    if backend.name == peer.framework:
+        return
+    from pytest_flopbudget._explain.peers import peers_of
+
+    theirs = peers_of(backend.name)
+    offer = (
+        f"its peer{'s' if len(theirs) > 1 else ''}: {', '.join(f'--vs {name}' for name in theirs)}"
+        if theirs
+        else f"explain has no {backend.framework} peer yet"
+    )
+    raise ExplainError(
+        f"--vs {peer.name} counts {_FRAMEWORKS.get(peer.framework, peer.framework)} models; {entry.target} is "
+        f"{article(backend.framework)} model ({offer})"
+    )
+
+
+def _is_torch_peer(peer: Peer | GraphPeer) -> TypeGuard[Peer]:
+    return peer.framework == "torch"
 
 
 def explain_model(model: Any, args: tuple[Any, ...], kwargs: dict[str, Any], peer_name: str) -> Explanation:
@@ -52,6 +86,11 @@ def explain_model(model: Any, args: tuple[Any, ...], kwargs: dict[str, Any], pee
     from pytest_flopbudget._explain.match import explain
 
     peer = _ready(peer_name)
+    if not _is_torch_peer(peer):
+        raise ExplainError(
+            f"--vs {peer.name} counts {_FRAMEWORKS.get(peer.framework, peer.framework)} models, from a target: "
+            f"flopbudget explain TARGET --vs {peer.name}"
+        )
     _real_weights(peer, model)
     model.eval()
     with _grad_mode(peer):
@@ -65,7 +104,7 @@ def check_peer(name: str) -> None:
     _ready(name)
 
 
-def _ready(name: str) -> Peer:
+def _ready(name: str) -> Peer | GraphPeer:
     from pytest_flopbudget._explain.peers import UnknownPeer
 
     try:

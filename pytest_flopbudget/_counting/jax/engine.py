@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextvars import ContextVar
 from math import prod
 from typing import Any
 
@@ -55,6 +56,22 @@ def _import_jax() -> Any:
     except ImportError:
         raise CountingError("counting a JAX function needs jax: pip install 'pytest-flopbudget[jax]'") from None
     return jax
+
+
+#: While `captured_traces` is entered, each count appends the jaxpr it walked and its layer namer here, so that
+#: `flopbudget explain --vs xla` prices the very equations this count priced, by XLA's rules, in the same layers.
+_CAPTURED: ContextVar[list[tuple[Any, LayerNamer]] | None] = ContextVar("flopbudget_jax_traces", default=None)
+
+
+@contextlib.contextmanager
+def captured_traces() -> Iterator[list[tuple[Any, LayerNamer]]]:
+    """The jaxprs (and their layer namers) of the counts made inside the block, in order."""
+    found: list[tuple[Any, LayerNamer]] = []
+    token = _CAPTURED.set(found)
+    try:
+        yield found
+    finally:
+        _CAPTURED.reset(token)
 
 
 def abstract(jax: Any, tree: Any) -> Any:
@@ -112,6 +129,9 @@ def count_jax(
             first = str(exc).strip().split("\n")[0][:200]
             raise NotPolynomial(f"it does not trace at every size ({type(exc).__name__}: {first})") from None
         raise CountingError(f"{label}: the function could not be traced ({type(exc).__name__}: {text})") from None
+    sink = _CAPTURED.get()
+    if sink is not None:
+        sink.append((traced, namer))
     tally = Tally()
     walker = SymbolicWalker(namer, symbolic_dims, symbolic_ranges) if symbolic_dims else Walker(namer)
     walker.walk(traced, tally)

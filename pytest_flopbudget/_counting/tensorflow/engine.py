@@ -18,8 +18,10 @@ moving statistics are non-trainable weights, in `params`), so `buffer-bytes` is 
 
 from __future__ import annotations
 
+import contextlib
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextvars import ContextVar
 from typing import Any
 
 from pytest_flopbudget._counting.graph_memory import Value, measure_memory
@@ -34,7 +36,7 @@ from pytest_flopbudget._counting.keras_rules import Call, reprice, with_activati
 from pytest_flopbudget._counting.tally import Tally
 from pytest_flopbudget._counting.tensorflow.memory import BYTES_CONVENTION, TfMemory, variable_bytes
 from pytest_flopbudget._counting.tensorflow.memory import key as tensor_key
-from pytest_flopbudget._counting.tensorflow.names import LAYER_SCOPE, marked_layer, plain_layer
+from pytest_flopbudget._counting.tensorflow.names import LAYER_SCOPE, LayerNamer, marked_layer, plain_layer
 from pytest_flopbudget._counting.tensorflow.walk import Walker, function_graph
 from pytest_flopbudget._errors import CountingError
 from pytest_flopbudget._metrics import BYTES, PARAM_BYTES, PARAMS, Metric
@@ -48,6 +50,22 @@ TF_CONVENTIONS = {
         "their costliest branch; PartitionedCall bodies count once per call"
     ),
 }
+
+
+#: While `captured_traces` is entered, each count appends the concrete function it traced, the graph it walked and
+#: its layer namer here, so that `flopbudget explain --vs tf-profiler` profiles the very ops this count priced.
+_CAPTURED: ContextVar[list[tuple[Any, Any, LayerNamer]] | None] = ContextVar("flopbudget_tf_traces", default=None)
+
+
+@contextlib.contextmanager
+def captured_traces() -> Iterator[list[tuple[Any, Any, LayerNamer]]]:
+    """The concrete functions, graphs and layer namers of the counts made inside the block, in order."""
+    found: list[tuple[Any, Any, LayerNamer]] = []
+    token = _CAPTURED.set(found)
+    try:
+        yield found
+    finally:
+        _CAPTURED.reset(token)
 
 
 def import_tf() -> Any:
@@ -144,6 +162,9 @@ def count_tf(
         text = " ".join(str(exc).split())[:300]
         raise CountingError(f"{label}: the function could not be traced ({type(exc).__name__}: {text})") from None
     namer = marked_layer(with_activations(layers)) if keras_model else plain_layer
+    sink = _CAPTURED.get()
+    if sink is not None:
+        sink.append((concrete, graph, namer))
     tally = Tally()
     walker = Walker(tf, concrete.graph, namer)
     variables = {} if keras_model else captured_variables(concrete, graph)

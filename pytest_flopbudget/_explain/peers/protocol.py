@@ -3,15 +3,22 @@
 One small protocol, one module per peer (as httpx's transports): a peer says its name, the distribution that
 installs it, the framework its models are written in and the unit its figures are in (fvcore, ptflops and thop
 call multiply-accumulates "flops"), whether it is installed, and runs itself on a live model, returning its
-figures per layer (and per op where it has them) as fields. How it counts our ops, op by op, is its `Convention`
-(`conventions.py`): the same table a `--convention NAME` profile applies without running the peer.
+figures per layer (and per op where it has them) as fields. How it counts our ops, op by op, without running, is
+its profile (`conventions.py`).
+
+The PyTorch peers (`Peer`) run on a real forward and are paired with our count by `match.py`. A peer of another
+framework (`GraphPeer`: XLA's cost analysis, TensorFlow's profiler) reads the program our count traced (a jaxpr, a
+graph) and itemises the difference itself, since it prices the same ops by its own rules.
 """
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
+
+if TYPE_CHECKING:
+    from pytest_flopbudget._explain.items import Explanation
 
 #: The unit a peer's figures are in: multiply-accumulates, or floating-point operations (1 MAC = 2 FLOPs).
 Unit = Literal["macs", "flops"]
@@ -73,6 +80,25 @@ class PeerCount:
             if figure.layer == layer and figure.op is not None:
                 ops[figure.op] = ops.get(figure.op, 0) + figure.value
         return ops
+
+
+class GraphPeer(Protocol):
+    """A peer of a framework whose programs our count traces (`jax`, `tensorflow`): it counts the entry itself, ours
+    and its own figures of the same traced program, and itemises the difference."""
+
+    name: str
+    distribution: str
+    framework: str
+    unit: Unit
+    title: str
+
+    def is_installed(self) -> bool: ...
+
+    def version(self) -> str: ...
+
+    def explain(self, backend: Any, loaded: Any) -> Explanation:
+        """Ours (`backend.count(loaded)`) against its figure for the same program, itemised; raises `PeerError`."""
+        ...
 
 
 class PeerError(Exception):

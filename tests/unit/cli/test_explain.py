@@ -49,7 +49,8 @@ def test_an_unknown_peer_is_one_line_listing_the_peers(project: Path, capsys: py
     code, out, err = run_main(["explain", "explain_models:net", "--vs", "fvcor"], project, capsys)
     assert code == 2 and out == ""
     assert one_error_line(err) == (
-        "flopbudget: error: --vs fvcor: not a peer; accepted: fvcore, ptflops, thop, calflops, torch, deepspeed"
+        "flopbudget: error: --vs fvcor: not a peer; accepted: fvcore, ptflops, thop, calflops, torch, deepspeed, xla, "
+        "tf-profiler"
     )
 
 
