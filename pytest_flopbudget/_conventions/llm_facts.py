@@ -9,7 +9,8 @@ facts the report holds, never from layer names:
 - `lm_head`: the matmuls of the layer that projects onto the vocabulary: its MACs are the tokens times the token
   embedding table's size (vocabulary x width), once per forward (three times in a training step);
 - `dense`: every other op with MACs (the weight matmuls: projections, MLPs, convolutions);
-- `embedding`: the embedding lookups and their backward (ops named `*embedding*` without MACs);
+- `embedding`: the embedding lookups and their backward (ops named `*embedding*`, Flax's `Embed`, a gather, in a
+  layer that owns parameters; `is_lookup`);
 - `norms`: the ops of a layer that owns parameters and runs no matmul or lookup (RMSNorm, LayerNorm);
 - `other`: the rest (activations, residual and rotary adds, the loss).
 
@@ -30,6 +31,18 @@ from pytest_flopbudget._conventions.profile import ConventionError
 
 if TYPE_CHECKING:
     from pytest_flopbudget._report import Report
+
+#: An embedding lookup, as each framework names it: PyTorch's `aten.embedding` (and its backward), Flax's
+#: `nnx.Embed` / `linen.Embed` composites, a gather (`gather` in a jaxpr, TensorFlow's `ResourceGather` and
+#: `GatherV2` of a Keras `Embedding`).
+_LOOKUPS = ("embedding", "embed", "gather", "resourcegather", "gatherv2", "take")
+
+
+def is_lookup(op: str) -> bool:
+    """Whether `op` (a report's op name) is an embedding lookup in some framework's words."""
+    short = op.rsplit(".", 1)[-1].lower()
+    return "embedding" in short or short in _LOOKUPS
+
 
 #: Ops that multiply two activations (a hand-written attention's QKᵀ and AV) when their layer owns no weights.
 _BATCHED = ("bmm", "baddbmm", "matmul", "einsum", "dot_general")
@@ -112,7 +125,7 @@ def facts_of(report: Report) -> Facts:
     embedding_layers = {
         path: cost.params
         for path, cost in report.layers.items()
-        if any("embedding" in name and not op.macs for name, op in cost.ops.items())
+        if cost.params and any(is_lookup(name) and not op.macs for name, op in cost.ops.items())
     }
     table = max(embedding_layers.values(), default=0)
     times = 3 if training else 1
@@ -141,7 +154,7 @@ def facts_of(report: Report) -> Facts:
             elif op.macs:
                 kind = "dense"
                 forward = 0  # the forward phase's remainder, below
-            elif "embedding" in short:
+            elif is_lookup(name):
                 kind = "embedding"
             elif is_norm:
                 kind = "norms"

@@ -12,7 +12,7 @@ from functools import cache
 from pytest_flopbudget._conventions.profile import ConventionError, Profile
 
 #: The modules whose `PROFILES` are the built-in conventions, in the order `profile_names` lists them.
-MODULES: tuple[str, ...] = ("pytest_flopbudget._conventions.llm",)
+MODULES: tuple[str, ...] = ("pytest_flopbudget._conventions.llm", "pytest_flopbudget._explain.peers.conventions")
 
 
 @cache

@@ -19,11 +19,13 @@ def convention_text(explanation: Explanation, tokens: int | None = None) -> str:
     def per_token(value: int) -> str:
         return f"  ({value / tokens:,.6g} per token)" if tokens else ""
 
+    # a peer that counts multiply-accumulates (fvcore, ptflops, thop) reports MACs, which it calls flops
+    unit = "MACs" if explanation.unit == "macs" else "FLOPs"
     lines = [
         f"under the {explanation.peer} convention ({explanation.title}), {explanation.version}:",
         f"  exact          {explanation.ours:>22,} FLOPs  ({format_count(explanation.ours, 'FLOPs')})"
         f"{per_token(explanation.ours)}",
-        f"  {explanation.peer:<14} {explanation.theirs:>22,} FLOPs  ({format_count(explanation.theirs, 'FLOPs')})"
+        f"  {explanation.peer:<14} {explanation.theirs:>22,} {unit:<5}  ({format_count(explanation.theirs, unit)})"
         f"{per_token(explanation.theirs)}",
         f"  exact - {explanation.peer}  {explanation.difference:+,}",
     ]

@@ -52,3 +52,19 @@ def test_a_budget_keeps_its_convention_through_json() -> None:
     assert Budget.from_dict(budget.to_dict()) == budget
     assert "convention" not in Budget().to_dict()  # every other budget's JSON is as it was
     assert Budget().override(budget).convention == "megatron"
+
+
+def test_the_peer_counters_conventions_are_profiles_too() -> None:
+    assert registry.profile_names() == (
+        *("megatron", "megatron-causal", "palm", "torchtitan", "maxtext", "vllm"),
+        *("fvcore", "ptflops", "thop", "tf-profiler", "xla"),
+    )
+
+
+def test_a_peer_that_counts_macs_is_printed_in_macs() -> None:
+    from pytest_flopbudget._conventions.text import convention_text
+
+    # a 1x1 conv without bias on one pixel: 2 FLOPs to us, fvcore's 1 "flop" is 1 MAC
+    text = convention_text(Explanation("fvcore", "fvcore's count", "", "macs", 2, 1, ()))
+    assert "  fvcore                              1 MACs   (1 MACs)" in text
+    assert "  exact                               2 FLOPs  (2 FLOPs)" in text
