@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from pytest_flopbudget._explain.items import REASONS, Explanation
+from pytest_flopbudget._explain.text import item_table
 from pytest_flopbudget._render.formatting import format_count
 
 
@@ -31,10 +32,13 @@ def convention_text(explanation: Explanation, tokens: int | None = None) -> str:
     ]
     if explanation.items:
         rows = [("reason", "part", "exact", explanation.peer, "difference")]
-        rows += [
-            (item.reason, item.op or "", f"{item.ours:,}", f"{item.theirs:,}", f"{item.difference:+,}")
-            for item in explanation.items
-        ]
+        if any(item.layer is not None for item in explanation.items):  # a peer's: per layer, summed by reason and op
+            rows += item_table(explanation)[1:-1]
+        else:  # a stack's: one item per part of the count
+            rows += [
+                (item.reason, item.op or "", f"{item.ours:,}", f"{item.theirs:,}", f"{item.difference:+,}")
+                for item in explanation.items
+            ]
         widths = [max(len(row[i]) for row in rows) for i in range(5)]
         for index, row in enumerate(rows):
             cells = [row[0].ljust(widths[0]), row[1].ljust(widths[1])]
