@@ -37,18 +37,9 @@ os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-#: Op types TensorFlow's profiler has a flops rule for (`ops.RegisterStatistics(..., "flops")` in TensorFlow 2.21);
-#: any other op type counts 0 there.
-PROFILER_RULES = frozenset(
-    {
-        "Add", "AddN", "AddV2", "ArgMax", "ArgMin", "AssignAdd", "AssignSub", "AvgPool", "AvgPoolGrad",
-        "BatchMatMul", "BatchMatMulV2", "BatchMatMulV3", "BiasAdd", "BiasAddGrad", "Conv2D", "Conv2DBackpropFilter",
-        "Conv2DBackpropInput", "Conv3D", "DepthwiseConv2dNative", "Dilation2D", "Equal", "Greater", "GreaterEqual",
-        "L2Loss", "Less", "LessEqual", "Log", "MatMul", "MaxPool", "MaxPoolGrad", "Maximum", "Mean", "Minimum",
-        "Mul", "Neg", "NotEqual", "Pow", "RealDiv", "Reciprocal", "Rsqrt", "RsqrtGrad", "Softmax", "Square",
-        "SquaredDifference", "Sub", "Sum",
-    }
-)  # fmt: skip
+# The op types TensorFlow's profiler has a flops rule for (TensorFlow 2.21); any other op type counts 0 there: the
+# table the `tf-profiler` convention profile prices by.
+from pytest_flopbudget._explain.peers.conventions import TF_PROFILER_RULES as PROFILER_RULES
 
 #: Why the profiler's figure for an op type differs from ours, by reason key.
 REASONS = {

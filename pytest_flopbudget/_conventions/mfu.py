@@ -24,6 +24,7 @@ from pytest_flopbudget._backends import entry_counter
 from pytest_flopbudget._config.pyproject import ModelEntry
 from pytest_flopbudget._conventions.llm import PROFILES
 from pytest_flopbudget._conventions.llm_facts import facts_of
+from pytest_flopbudget._curve.engine import count_point
 from pytest_flopbudget._curve.fit import FitError, Point, fit
 from pytest_flopbudget._curve.polynomial import Polynomial, render
 from pytest_flopbudget._errors import CountingError
@@ -98,12 +99,7 @@ def mfu_formulas(entry: ModelEntry, root: Path) -> MfuFormulas:
     profiles = [profile for profile in PROFILES if not profile.inference_only]
 
     def sample(point: Point) -> dict[Hashable, int]:
-        values = dict(zip(dims, point))
-        try:
-            report = count_at(entry.at(values))
-        except CountingError as exc:
-            at = ", ".join(f"{dim}={size}" for dim, size in values.items())
-            raise CountingError(f"at {at}: {exc}") from None
+        report = count_point(count_at, entry, dict(zip(dims, point)))
         tokens = facts_of(report).tokens
         if not tokens:
             raise CountingError(f"{entry.name}: no integer input (token ids) to count tokens; e.g. --input 1,seq:int64")

@@ -31,7 +31,7 @@ def convention_text(explanation: Explanation, tokens: int | None = None) -> str:
         f"  exact - {explanation.peer}  {explanation.difference:+,}",
     ]
     if explanation.items:
-        rows = [("reason", "part", "exact", explanation.peer, "difference")]
+        rows: list[tuple[str, ...]] = [("reason", "part", "exact", explanation.peer, "difference")]
         if any(item.layer is not None for item in explanation.items):  # a peer's: per layer, summed by reason and op
             rows += item_table(explanation)[1:-1]
         else:  # a stack's: one item per part of the count

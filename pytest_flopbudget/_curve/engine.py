@@ -30,6 +30,15 @@ TOTAL = None
 SeriesKey = tuple[Optional[str], Metric]
 
 
+def count_point(count_at: Callable[[ModelEntry], Report], entry: ModelEntry, values: dict[str, int]) -> Report:
+    """`entry` counted at one point of its range (`values`: a size per dim); a count that fails there says where."""
+    try:
+        return count_at(entry.at(values))
+    except CountingError as exc:
+        at = ", ".join(f"{dim}={size}" for dim, size in values.items())
+        raise CountingError(f"at {at}: {exc}") from None
+
+
 def count_curve(entry: ModelEntry, root: Path) -> tuple[Report, Formula]:
     """The count at the entry's point (`entry.dims`) and every metric's formula over `entry.curve`.
 
@@ -49,12 +58,7 @@ def count_curve(entry: ModelEntry, root: Path) -> tuple[Report, Formula]:
     def sample(point: Point) -> dict[Hashable, int]:
         if point in reports:  # the entry's point, counted first
             return series(reports[point])
-        values = dict(zip(dims, point))
-        try:
-            report = count_at(entry.at(values))
-        except CountingError as exc:
-            at = ", ".join(f"{dim}={size}" for dim, size in values.items())
-            raise CountingError(f"at {at}: {exc}") from None
+        report = count_point(count_at, entry, dict(zip(dims, point)))
         reports[point] = report
         return series(report)
 
