@@ -3,7 +3,8 @@ their jaxpr (`counting/jax/`).
 
 Its targets are spelled as PyTorch's (`package.module:factory`), so it decides by the object (`by_object`): the
 seam imports the target, calls a factory once, and this backend takes an `nnx.Module`, a `flax.linen.Module`, a
-Keras 3 model while Keras runs on JAX (`keras.backend.backend() == "jax"`) or a `jax.jit` function. Given to
+Keras 3 model while Keras runs on JAX (`keras.backend.backend() == "jax"`), an Equinox module or a `jax.jit`
+function. Given to
 `count()`, it takes those, and any other function whose arguments are jax arrays or `jax.ShapeDtypeStruct`s (the
 caller saying it is JAX). It looks at `sys.modules` only: an object cannot be a Flax module, a Keras model or a jax
 array unless flax, keras or jax is imported already, so a PyTorch or ONNX user never imports jax.
@@ -52,6 +53,12 @@ def _flax_module(obj: object) -> str:
     return ""
 
 
+def _equinox_module(obj: object) -> bool:
+    """An `eqx.Module` (equinox imported already)."""
+    equinox = sys.modules.get("equinox")
+    return equinox is not None and isinstance(obj, equinox.Module)
+
+
 def _keras_on_jax(obj: object) -> bool:
     """A Keras 3 model (or layer) while Keras runs on JAX (keras imported already; its backend is fixed then)."""
     keras = sys.modules.get("keras")
@@ -96,7 +103,7 @@ class JaxModels:
         return is_reference(target)
 
     def accepts_model(self, model: object) -> bool:
-        return bool(_flax_module(model)) or _keras_on_jax(model) or _jitted(model)
+        return bool(_flax_module(model)) or _keras_on_jax(model) or _jitted(model) or _equinox_module(model)
 
     def accepts_call(self, model: object, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
         if self.accepts_model(model):
@@ -148,6 +155,10 @@ class JaxModels:
             from pytest_flopbudget._counting.jax.keras_models import count_keras
 
             return count_keras(model, *args, training=options.training, **kwargs)
+        if _equinox_module(model):
+            from pytest_flopbudget._counting.jax.equinox_models import count_equinox
+
+            return count_equinox(model, *args, training=options.training, **kwargs)
         kind = _flax_module(model)
         if kind == "nnx":
             return count_nnx(model, *args, training=options.training, **kwargs)
