@@ -104,7 +104,8 @@ def test_a_bad_peer_name_is_one_line_listing_the_accepted_ones(project: Path) ->
     result = flopbudget(project, "explain", "tiny", "--vs", "flopcounter")
     assert result.returncode == 2 and result.stdout == ""
     assert result.stderr.strip() == (
-        "flopbudget: error: --vs flopcounter: not a peer; accepted: fvcore, ptflops, thop, calflops, torch, deepspeed"
+        "flopbudget: error: --vs flopcounter: not a peer; accepted: fvcore, ptflops, thop, calflops, torch, "
+        "deepspeed, xla, tf-profiler"
     )
 
 
