@@ -15,7 +15,7 @@ and `buffer-bytes` from the abstract state's dtypes, attributed to layers as the
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextvars import ContextVar
 from math import prod
 from typing import Any
@@ -331,14 +331,24 @@ def _scoped_calls(jax: Any, nnx: Any, merged: Any, paths: Mapping[tuple[Any, ...
     """
     modules = [(tuple(path), node) for path, node in nnx.iter_graph(merged) if isinstance(node, nnx.Module)]
     known = StackedPaths(jax, nnx, [(paths[path], node) for path, node in modules if path in paths])
+    with scoped_class_calls(jax, {type(node) for _, node in modules}, known.path):
+        yield
+
+
+@contextlib.contextmanager
+def scoped_class_calls(jax: Any, classes: Iterable[type], path_of: Callable[[Any], str | None]) -> Iterator[None]:
+    """While in the block, a call of an instance of `classes` runs under the named scope `nnx:<path_of(instance)>`
+    (no scope where it gives None): `__call__` is wrapped on each class of their MROs that defines one, and put
+    back after. The scope marks a module's layer for the JAX namer (`names.plain_layer`), whatever scopes the
+    library itself enters (Equinox's `eqx.nn.Linear` names a class)."""
     patched: list[tuple[type, Any]] = []
-    for cls in {type(node) for _, node in modules}:
+    for cls in classes:
         for owner in cls.__mro__:
             original = owner.__dict__.get("__call__")
             if original is None or any(owner is done for done, _ in patched):
                 continue
             patched.append((owner, original))
-            type.__setattr__(owner, "__call__", _scoped(jax, original, known))
+            type.__setattr__(owner, "__call__", _scoped(jax, original, path_of))
     try:
         yield
     finally:
@@ -390,9 +400,9 @@ class StackedPaths:
         return [tuple(leaf.shape) for leaf in leaves if hasattr(leaf, "shape")]
 
 
-def _scoped(jax: Any, original: Callable[..., Any], known: StackedPaths) -> Callable[..., Any]:
+def _scoped(jax: Any, original: Callable[..., Any], path_of: Callable[[Any], str | None]) -> Callable[..., Any]:
     def call(self: Any, *args: Any, **kwargs: Any) -> Any:
-        path = known.path(self)
+        path = path_of(self)
         if path is None:
             return original(self, *args, **kwargs)
         with jax.named_scope(NNX_SCOPE + path):

@@ -13,10 +13,17 @@ has one, is passed in and out by the caller: `eqx.nn.State`, an input like any o
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from pytest_flopbudget._counting.jax.engine import _import_jax, _path_text, bytes_by_layer, count_jax, params_by_layer
+from pytest_flopbudget._counting.jax.engine import (
+    _import_jax,
+    _path_text,
+    bytes_by_layer,
+    count_jax,
+    params_by_layer,
+    scoped_class_calls,
+)
 from pytest_flopbudget._counting.jax.names import NNX_SCOPE
 from pytest_flopbudget._report import ROOT, Report
 
@@ -82,34 +89,10 @@ def _submodules(jax: Any, eqx: Any, root: Any) -> list[tuple[str, Any]]:
     return found
 
 
-@contextlib.contextmanager
-def _scoped_calls(jax: Any, eqx: Any, merged: Any) -> Iterator[None]:
-    """While tracing, every call of a submodule of `merged` runs under the named scope `nnx:<its path>` (the
-    marker the JAX namer reads for a module's layer). Instances are matched by identity: `merged` is the module
-    this trace built, whose submodules are the objects its `__call__` calls."""
+def _scoped_calls(jax: Any, eqx: Any, merged: Any) -> contextlib.AbstractContextManager[None]:
+    """While tracing, every call of a submodule of `merged` runs under the named scope of its path
+    (`engine.scoped_class_calls`). Instances are matched by identity: `merged` is the module this trace built,
+    whose submodules are the objects its `__call__` calls."""
     submodules = _submodules(jax, eqx, merged)
     paths = {id(node): path for path, node in submodules}
-    patched: list[tuple[type, Any]] = []
-    for cls in {type(node) for _, node in submodules}:
-        for owner in cls.__mro__:
-            original = owner.__dict__.get("__call__")
-            if original is None or any(owner is done for done, _ in patched):
-                continue
-            patched.append((owner, original))
-            type.__setattr__(owner, "__call__", _scoped(jax, original, paths))
-    try:
-        yield
-    finally:
-        for owner, original in patched:
-            type.__setattr__(owner, "__call__", original)
-
-
-def _scoped(jax: Any, original: Callable[..., Any], paths: Mapping[int, str]) -> Callable[..., Any]:
-    def call(self: Any, *args: Any, **kwargs: Any) -> Any:
-        path = paths.get(id(self))
-        if path is None:
-            return original(self, *args, **kwargs)
-        with jax.named_scope(NNX_SCOPE + path):
-            return original(self, *args, **kwargs)
-
-    return call
+    return scoped_class_calls(jax, {type(node) for _, node in submodules}, lambda instance: paths.get(id(instance)))
